@@ -1,0 +1,25 @@
+# Each target sets itself up: a fresh machine needs only python3.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: test demo lint bench fuzz soak clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/ruff check src tests
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q
+
+demo: $(STAMP)
+	@for f in examples/cut_shell_call.sse examples/finished_shell_call.sse examples/no_done.sse; do \
+	  echo "\$$ railings replay $$f"; $(BIN)/railings replay $$f || exit 1; echo; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,96 @@
+"""railings: streaming LLM turns you can trust.
+
+A turn is finished only when the provider's own proof of termination arrived;
+a tool call whose arguments were cut off by the output limit is never repaired
+and never executed.
+"""
+
+from __future__ import annotations
+
+from railings.errors import (
+    AuthenticationError,
+    BadRequest,
+    CircuitOpen,
+    ConfigurationError,
+    ConnectError,
+    ConnectTimeout,
+    ContextWindowExceeded,
+    EventTooLarge,
+    FirstByteTimeout,
+    IdleTimeout,
+    IllegalTransition,
+    LocalError,
+    MalformedStream,
+    Overloaded,
+    ProviderError,
+    RailingsError,
+    RateLimited,
+    RemoteError,
+    ServerError,
+    StreamInterrupted,
+    ToolDefinitionError,
+    TotalTimeout,
+    TransportError,
+)
+from railings.replay import Replay, replay, to_json
+from railings.turn.model import (
+    Outcome,
+    ServerToolCall,
+    Termination,
+    ToolCall,
+    Turn,
+    TurnError,
+    Usage,
+)
+from railings.turn.reader import StreamReader
+from railings.turn.repair import Arguments, RepairPolicy, Rung, parse_arguments
+from railings.turn.verdict import CallVerdict, RejectReason, Verdict, judge, judge_call
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Arguments",
+    "AuthenticationError",
+    "BadRequest",
+    "CallVerdict",
+    "CircuitOpen",
+    "ConfigurationError",
+    "ConnectError",
+    "ConnectTimeout",
+    "ContextWindowExceeded",
+    "EventTooLarge",
+    "FirstByteTimeout",
+    "IdleTimeout",
+    "IllegalTransition",
+    "LocalError",
+    "MalformedStream",
+    "Outcome",
+    "Overloaded",
+    "ProviderError",
+    "RailingsError",
+    "RateLimited",
+    "RejectReason",
+    "RemoteError",
+    "RepairPolicy",
+    "Replay",
+    "Rung",
+    "ServerError",
+    "ServerToolCall",
+    "StreamInterrupted",
+    "StreamReader",
+    "Termination",
+    "ToolCall",
+    "ToolDefinitionError",
+    "TotalTimeout",
+    "TransportError",
+    "Turn",
+    "TurnError",
+    "Usage",
+    "Verdict",
+    "__version__",
+    "judge",
+    "judge_call",
+    "parse_arguments",
+    "replay",
+    "to_json",
+]

@@ -1,0 +1,5 @@
+import sys
+
+from railings.cli import main
+
+sys.exit(main())

@@ -1,0 +1,132 @@
+"""Classification tables: which error class, and whether to retry.
+
+Three inputs arrive from the outside world, and each has one table here:
+
+* an HTTP status (``STATUS_TABLE``),
+* a provider's error ``type`` / ``code`` inside a body or a stream event
+  (``PROVIDER_TYPE_TABLE``),
+* only text, when another library wrapped the cause (``classify_text``, with the
+  exact phrases in ``RETRYABLE_NETWORK_PHRASES``).
+
+railings' own interruption messages are constants here too, and
+``classify_text`` must put them in the retryable network category: a test pins
+them verbatim, so a reworded message cannot silently turn an automatic retry
+into a hard failure.
+"""
+
+from __future__ import annotations
+
+from railings.errors import (
+    AuthenticationError,
+    BadRequest,
+    ContextWindowExceeded,
+    Overloaded,
+    ProviderError,
+    RateLimited,
+    ServerError,
+    TransportError,
+)
+
+__all__ = [
+    "IDLE_MESSAGE",
+    "INTERRUPTED_MESSAGE",
+    "PROVIDER_TYPE_TABLE",
+    "RETRYABLE_NETWORK_PHRASES",
+    "STATUS_TABLE",
+    "class_for_provider_type",
+    "class_for_status",
+    "classify_text",
+]
+
+# railings' own words for a stream that ended without its proof. Pinned by tests.
+INTERRUPTED_MESSAGE = "stream ended without the provider's termination proof"
+IDLE_MESSAGE = "stream went idle: no data for {seconds:g} s while streaming"
+
+STATUS_TABLE: dict[int, type[ProviderError]] = {
+    400: BadRequest,
+    401: AuthenticationError,
+    403: AuthenticationError,
+    404: BadRequest,
+    408: ServerError,  # request timeout at the server: retried, as the official SDKs do
+    409: ServerError,  # conflict / lock timeout: retried, as the official SDKs do
+    413: BadRequest,
+    422: BadRequest,
+    429: RateLimited,
+    503: Overloaded,
+    529: Overloaded,
+}
+
+PROVIDER_TYPE_TABLE: dict[str, type[ProviderError]] = {
+    # Anthropic
+    "overloaded_error": Overloaded,
+    "rate_limit_error": RateLimited,
+    "api_error": ServerError,
+    "timeout_error": ServerError,
+    "invalid_request_error": BadRequest,
+    "authentication_error": AuthenticationError,
+    "permission_error": AuthenticationError,
+    "billing_error": AuthenticationError,
+    "not_found_error": BadRequest,
+    "request_too_large": BadRequest,
+    # OpenAI and compatible services
+    "server_error": ServerError,
+    "internal_error": ServerError,
+    "rate_limit_exceeded": RateLimited,
+    "insufficient_quota": RateLimited,
+    "context_length_exceeded": ContextWindowExceeded,
+    "invalid_api_key": AuthenticationError,
+    "tool_use_failed": BadRequest,  # Groq: the model's call failed the tool schema
+}
+
+# Phrases that mean "the connection broke": safe to retry when nothing was received.
+RETRYABLE_NETWORK_PHRASES: tuple[str, ...] = (
+    INTERRUPTED_MESSAGE,
+    "stream went idle",
+    "connection reset",
+    "connection refused",
+    "connection aborted",
+    "broken pipe",
+    "server disconnected",
+    "peer closed connection",
+    "incomplete chunked read",
+    "remote protocol error",
+    "unexpected eof",
+    "timed out",
+)
+
+_CONTEXT_PHRASES = ("context length", "context window", "maximum context", "prompt is too long")
+
+
+def class_for_status(status: int) -> type[ProviderError]:
+    """The error class for an HTTP status (>= 400)."""
+    known = STATUS_TABLE.get(status)
+    if known is not None:
+        return known
+    return ServerError if status >= 500 else BadRequest
+
+
+def class_for_provider_type(
+    provider_type: str | None, status: int | None = None
+) -> type[ProviderError]:
+    """The error class for a provider's error type or code, falling back to the status."""
+    if provider_type:
+        known = PROVIDER_TYPE_TABLE.get(provider_type.lower())
+        if known is not None:
+            return known
+    if status is not None and status >= 400:
+        return class_for_status(status)
+    return ProviderError
+
+
+def classify_text(text: str) -> type[ProviderError] | type[TransportError] | None:
+    """Map an error known only by its text to a class; None when nothing matches."""
+    lowered = text.lower()
+    if any(phrase in lowered for phrase in _CONTEXT_PHRASES):
+        return ContextWindowExceeded
+    if "overloaded" in lowered:
+        return Overloaded
+    if "rate limit" in lowered or "too many requests" in lowered:
+        return RateLimited
+    if any(phrase in lowered for phrase in RETRYABLE_NETWORK_PHRASES):
+        return TransportError
+    return None

@@ -1,0 +1,58 @@
+"""The ``railings`` command line.
+
+Exit codes shared by every command: 0 success, 1 a runtime failure (one line on
+stderr), 2 a usage error (one line on stderr, never a traceback). Commands add
+their own codes and say so in their ``--help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from railings import __version__
+from railings.cli import replay as replay_cmd
+from railings.cli._common import UsageError, fail
+
+__all__ = ["main"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message} (see --help)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="railings",
+        description="Streaming LLM turns you can trust: a turn is finished only when the "
+        "provider proved it, and a tool call cut off by the output limit never runs.",
+    )
+    parser.add_argument("--version", action="version", version=f"railings {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    replay_cmd.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if not getattr(args, "run", None):
+            parser.print_help(sys.stderr)
+            return 2
+        code: int = args.run(args)
+        return code
+    except UsageError as exc:
+        return fail(str(exc), 2)
+    except KeyboardInterrupt:
+        return fail("interrupted", 130)
+    except BrokenPipeError:
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""``railings replay FILE``: judge a captured response body, offline."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+
+from railings.cli._common import UsageError, console
+from railings.replay import Replay, replay, to_json
+from railings.turn.reader import PROVIDERS
+
+__all__ = ["register", "run"]
+
+HELP = """\
+Read a captured streamed response body (the raw text/event-stream bytes) and
+report what railings makes of it: did the provider prove the turn finished,
+what is the stop reason (from the wire or derived), was the turn truncated,
+and which tool calls may execute.
+
+The report is the same whatever --chunk-size is: the decoder is incremental.
+
+exit codes: 0 the file was replayed (whatever the verdict); 2 usage error
+(missing file, unknown provider, bad option).
+"""
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "replay",
+        help="judge a captured stream body offline",
+        description=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("file", metavar="FILE", help="raw response body (text/event-stream)")
+    parser.add_argument(
+        "--provider",
+        choices=(*PROVIDERS, "auto"),
+        default="auto",
+        help="wire format (default: detected from the first event)",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=_positive,
+        metavar="N",
+        help="the max_tokens the request was sent with (lets a missing stop reason be derived)",
+    )
+    parser.add_argument(
+        "--chunk-size",
+        type=_positive,
+        metavar="N",
+        help="feed the body N bytes at a time (default: whole)",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    try:
+        body = path.read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"replay: no such file: {path}") from None
+    except IsADirectoryError:
+        raise UsageError(f"replay: {path} is a directory, not a file") from None
+    except OSError as exc:
+        raise UsageError(f"replay: cannot read {path}: {exc.strerror}") from None
+    result = replay(
+        body, provider=args.provider, max_tokens=args.max_tokens, chunk_size=args.chunk_size
+    )
+    if result.turn.stop_reason_source == "derived" and args.max_tokens is None:
+        print(
+            "railings: warning: the stream carried no stop reason and --max-tokens was not given, "
+            "so a truncation cannot be recognized",
+            file=sys.stderr,
+        )
+    if args.json:
+        sys.stdout.write(json.dumps(to_json(result), ensure_ascii=False) + "\n")
+    else:
+        _summary(result)
+    return 0
+
+
+def _summary(result: Replay) -> None:
+    out = console()
+    turn = result.turn
+    if turn.complete:
+        head = "[green]finished[/]: the provider's termination proof arrived"
+    else:
+        why = turn.error.message if turn.error else ""
+        head = f"[red]NOT finished[/]: {turn.outcome.value.upper()} ({escape(why)})"
+    out.print(f"[bold]{turn.provider}[/] stream {head}")
+    line = f"stop reason: [bold]{escape(turn.stop_reason or '-')}[/]"
+    if turn.stop_reason_source == "wire":
+        line += escape(f" (from the wire: {turn.stop_reason_wire})")
+    elif turn.stop_reason_source == "derived":
+        line += " (derived: the stream carried none)"
+    if turn.truncated:
+        line += "  [red]TRUNCATED by the output limit[/]"
+    out.print(line)
+    if turn.usage:
+        out.print(f"usage: {turn.usage.input_tokens} in, {turn.usage.output_tokens} out")
+    if turn.error and turn.error.provider_type:
+        out.print(
+            f"provider error: {escape(turn.error.provider_type)}: {escape(turn.error.message)}"
+        )
+    for label, value in (
+        ("thinking", turn.thinking),
+        ("text", turn.text),
+        ("refusal", turn.refusal),
+    ):
+        if value:
+            out.print(f"[dim]{label}:[/] {escape(_clip(value, 400))}")
+    for v in result.verdicts:
+        if v.execute:
+            tag = "[green]execute[/]" + (" (repaired)" if v.repaired else "")
+        else:
+            tag = f"[red]NOT executed[/]: {v.reason.value if v.reason else ''}"
+        raw = escape(_clip(v.call.raw_arguments.replace("\n", "\\n"), 200))
+        out.print(f"tool call #{v.call.index} [bold]{escape(v.call.name)}[/] {raw} -> {tag}")
+    for c in turn.server_tool_calls:
+        missing = "" if c.result_arrived else " - no result block"
+        out.print(f"server tool {escape(c.name)} ({c.kind}, run by the provider){missing}")
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} chars)"

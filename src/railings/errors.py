@@ -1,0 +1,232 @@
+"""The one error tree of railings.
+
+Every exception railings raises on purpose is a :class:`RailingsError`. Remote
+faults (the server or the stream lied, broke or refused) are kept apart from
+local ones (misuse, configuration, a tool policy), because callers act on them
+differently: a remote fault may be retried, a local one never is.
+
+::
+
+    RailingsError
+    ├── RemoteError                      the server or the stream broke or refused
+    │   ├── StreamInterrupted            ended without the provider's termination proof
+    │   │   └── IdleTimeout              no byte for longer than the idle gap
+    │   ├── MalformedStream              bytes that are not the protocol
+    │   │   └── EventTooLarge            one event (or line) above the configured limit
+    │   ├── TransportError               the connection itself failed
+    │   │   ├── ConnectError             could not connect
+    │   │   ├── ConnectTimeout
+    │   │   ├── FirstByteTimeout         connected, but no response in time
+    │   │   └── TotalTimeout             the optional whole-request deadline passed
+    │   └── ProviderError                the provider said no (HTTP status or error event)
+    │       ├── RateLimited              429
+    │       ├── Overloaded               529, 503, ``overloaded_error``
+    │       ├── ServerError              other 5xx, ``api_error``
+    │       ├── AuthenticationError      401, 403
+    │       └── BadRequest               400, 404, 422
+    │           └── ContextWindowExceeded
+    └── LocalError                       misuse: never retried
+        ├── ConfigurationError           a missing key, a bad URL, a bad option
+        ├── IllegalTransition            a state machine was driven out of its table
+        ├── ToolDefinitionError          a tool that cannot be registered as declared
+        └── CircuitOpen                  the circuit breaker stopped the agent
+
+Each error carries fields, not just a message: ``retryable``, and where known
+``status``, ``provider_type``, ``retry_after`` (seconds) and ``received`` (the
+bytes of the response body that had arrived). Messages never contain API keys.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AuthenticationError",
+    "BadRequest",
+    "CircuitOpen",
+    "ConfigurationError",
+    "ConnectError",
+    "ConnectTimeout",
+    "ContextWindowExceeded",
+    "EventTooLarge",
+    "FirstByteTimeout",
+    "IdleTimeout",
+    "IllegalTransition",
+    "LocalError",
+    "MalformedStream",
+    "Overloaded",
+    "ProviderError",
+    "RailingsError",
+    "RateLimited",
+    "RemoteError",
+    "ServerError",
+    "StreamInterrupted",
+    "ToolDefinitionError",
+    "TotalTimeout",
+    "TransportError",
+]
+
+
+class RailingsError(Exception):
+    """Root of every error railings raises on purpose."""
+
+    retryable: bool = False
+
+    def __init__(self, message: str, *, retryable: bool | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if retryable is not None:
+            self.retryable = retryable
+
+
+class RemoteError(RailingsError):
+    """The server or the stream broke, lied or refused."""
+
+
+class StreamInterrupted(RemoteError):
+    """The stream ended without the provider's proof of termination.
+
+    ``empty`` is True when no content delta had arrived (the **Empty** outcome:
+    safe to resend); False for **Partial** (content arrived and is billed: not
+    retried automatically). ``turn`` holds what was assembled, when known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        empty: bool,
+        received: bytes = b"",
+        turn: object | None = None,
+    ) -> None:
+        super().__init__(message, retryable=empty)
+        self.empty = empty
+        self.received = received
+        self.turn = turn
+
+
+class IdleTimeout(StreamInterrupted):
+    """No byte arrived for longer than the idle gap while the stream was open."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        empty: bool,
+        idle_seconds: float,
+        received: bytes = b"",
+        turn: object | None = None,
+    ) -> None:
+        super().__init__(message, empty=empty, received=received, turn=turn)
+        self.idle_seconds = idle_seconds
+
+
+class MalformedStream(RemoteError):
+    """Bytes that are not the protocol: bad framing, invalid JSON in a data line."""
+
+
+class EventTooLarge(MalformedStream):
+    """One event or line grew past the configured maximum size."""
+
+    def __init__(self, message: str, *, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+class TransportError(RemoteError):
+    """The connection failed before or while the response was read."""
+
+    retryable = True
+
+
+class ConnectError(TransportError):
+    """Could not open a connection."""
+
+
+class ConnectTimeout(TransportError):
+    """Opening the connection took longer than the connect timeout."""
+
+
+class FirstByteTimeout(TransportError):
+    """Connected and sent, but no response arrived within the first-byte timeout."""
+
+
+class TotalTimeout(TransportError):
+    """The optional deadline for the whole request passed."""
+
+    retryable = False
+
+
+class ProviderError(RemoteError):
+    """The provider refused or failed: an HTTP error status or an in-stream error event."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        provider_type: str | None = None,
+        retry_after: float | None = None,
+        retryable: bool | None = None,
+    ) -> None:
+        super().__init__(message, retryable=retryable)
+        self.status = status
+        self.provider_type = provider_type
+        self.retry_after = retry_after
+
+
+class RateLimited(ProviderError):
+    """429: too many requests. ``retry_after`` says how long the provider asked to wait."""
+
+    retryable = True
+
+
+class Overloaded(ProviderError):
+    """529, 503 or an ``overloaded_error`` event: the provider has no capacity now."""
+
+    retryable = True
+
+
+class ServerError(ProviderError):
+    """Any other 5xx or an ``api_error`` event."""
+
+    retryable = True
+
+
+class AuthenticationError(ProviderError):
+    """401 or 403: the key is missing, wrong or not allowed."""
+
+
+class BadRequest(ProviderError):
+    """400, 404 or 422: the request itself is wrong; resending it cannot help."""
+
+
+class ContextWindowExceeded(BadRequest):
+    """The prompt does not fit the model's context window."""
+
+
+class LocalError(RailingsError):
+    """Misuse or local policy; never retried."""
+
+
+class ConfigurationError(LocalError):
+    """A missing key, a bad URL, an unknown provider, an impossible option."""
+
+
+class IllegalTransition(LocalError):
+    """A state machine was driven with an event its table does not allow."""
+
+    def __init__(self, state: str, event: str) -> None:
+        super().__init__(f"illegal transition: event {event!r} in state {state!r}")
+        self.state = state
+        self.event = event
+
+
+class ToolDefinitionError(LocalError):
+    """A tool that cannot be registered as declared (bad schema, duplicate name)."""
+
+
+class CircuitOpen(LocalError):
+    """The circuit breaker stopped the agent after consecutive tool execution errors."""
+
+    def __init__(self, message: str, *, failures: int) -> None:
+        super().__init__(message)
+        self.failures = failures

@@ -1,0 +1,113 @@
+"""Replay a captured response body through the core and report its verdict.
+
+``replay`` is pure: bytes in, a :class:`Replay` out. The CLI and the tests use it,
+and its JSON form (:func:`to_json`) is the stable machine-readable verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from railings.errors import EventTooLarge
+from railings.turn.model import Turn
+from railings.turn.reader import StreamReader
+from railings.turn.verdict import CallVerdict, judge
+from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
+
+__all__ = ["Replay", "replay", "to_json"]
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    turn: Turn
+    verdicts: tuple[CallVerdict, ...]
+
+
+def _pieces(body: bytes, chunk_size: int | None) -> Iterator[bytes]:
+    if not chunk_size or chunk_size <= 0:
+        yield body
+        return
+    for start in range(0, len(body), chunk_size):
+        yield body[start : start + chunk_size]
+
+
+def replay(
+    body: bytes,
+    *,
+    provider: str = "auto",
+    max_tokens: int | None = None,
+    chunk_size: int | None = None,
+    service: str | None = None,
+    max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+) -> Replay:
+    """Feed ``body`` (whole, or ``chunk_size`` bytes at a time) and judge the turn."""
+    reader = StreamReader(
+        provider, max_tokens=max_tokens, service=service, max_event_size=max_event_size
+    )
+    try:
+        for piece in _pieces(body, chunk_size):
+            reader.feed(piece)
+            if reader.terminated:
+                break
+    except EventTooLarge:
+        pass  # the reader already ended the turn abruptly with this fault
+    reader.close()
+    turn = reader.turn()
+    return Replay(turn, judge(turn))
+
+
+def to_json(result: Replay) -> dict[str, Any]:
+    """The verdict as one JSON object (the ``railings replay --json`` format)."""
+    turn = result.turn
+    error = turn.error
+    return {
+        "provider": turn.provider,
+        "termination": turn.termination.value,
+        "outcome": turn.outcome.value,
+        "stop_reason": turn.stop_reason,
+        "stop_reason_wire": turn.stop_reason_wire,
+        "stop_reason_source": turn.stop_reason_source,
+        "truncated": turn.truncated,
+        "text": turn.text,
+        "thinking": turn.thinking,
+        "refusal": turn.refusal,
+        "usage": None
+        if turn.usage is None
+        else {"input_tokens": turn.usage.input_tokens, "output_tokens": turn.usage.output_tokens},
+        "tool_calls": [
+            {
+                "index": v.call.index,
+                "id": v.call.id,
+                "name": v.call.name,
+                "raw_arguments": v.call.raw_arguments,
+                "arguments": v.arguments if v.execute else v.call.arguments,
+                "verdict": v.verdict.value,
+                "reason": None if v.reason is None else v.reason.value,
+                "repaired": v.repaired,
+                "notice": v.notice,
+            }
+            for v in result.verdicts
+        ],
+        "server_tool_calls": [
+            {
+                "index": c.index,
+                "id": c.id,
+                "name": c.name,
+                "kind": c.kind,
+                "input": c.input,
+                "raw_input": c.raw_input,
+                "result_arrived": c.result_arrived,
+            }
+            for c in turn.server_tool_calls
+        ],
+        "error": None
+        if error is None
+        else {
+            "kind": error.kind.value,
+            "message": error.message,
+            "provider_type": error.provider_type,
+            "retryable": error.retryable,
+        },
+    }

@@ -1,0 +1,271 @@
+"""The turn assembler (the stream reducer): normalized events in, one :class:`Turn` out.
+
+It accumulates text, thinking, tool calls and usage, drives the termination
+state machine, and -- once the stream has ended -- parses every call's
+arguments **strictly**, exactly once. Argument fragments are appended to a
+list and joined at the end: linear in the argument size, never a re-parse of
+a growing buffer per fragment. It never repairs: a failed strict parse leaves
+``arguments`` as ``None``, the truncation sentinel the verdicts read.
+
+What counts as content (for Empty / Partial): a non-empty text, thinking or
+refusal delta, redacted thinking, or any tool-call start or argument fragment.
+A delta whose text is the empty string -- OpenAI's first chunk,
+``{"role": "assistant", "content": ""}`` -- is *not* content: a stream cut
+right after it received nothing billable and is Empty, so it is resent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Set
+
+from railings.classify import INTERRUPTED_MESSAGE, class_for_provider_type
+from railings.errors import IllegalTransition
+from railings.events import (
+    MessageStart,
+    ProviderErrorEvent,
+    RefusalDelta,
+    ServerToolResult,
+    StopReason,
+    StreamEvent,
+    TerminationProof,
+    TextDelta,
+    ThinkingDelta,
+    ToolArgumentsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolKind,
+    Unknown,
+    UsageUpdate,
+)
+from railings.turn.model import (
+    ErrorKind,
+    Outcome,
+    ServerToolCall,
+    Termination,
+    ToolCall,
+    Turn,
+    TurnError,
+    Usage,
+)
+from railings.turn.repair import RepairPolicy, parse_arguments
+from railings.turn.stop_reason import (
+    DEFAULT_EXEMPTIONS,
+    derive_stop_reason,
+    is_truncated,
+    normalize_stop_reason,
+)
+from railings.turn.termination import Signal, State, TerminationMachine
+
+__all__ = ["TurnAssembler"]
+
+
+class _CallBuffer:
+    __slots__ = ("closed", "fragments", "id", "initial", "kind", "name", "results")
+
+    def __init__(self, start: ToolCallStart) -> None:
+        self.id = start.id
+        self.name = start.name
+        self.kind: ToolKind = start.kind
+        self.initial = start.initial_arguments
+        self.fragments: list[str] = []
+        self.closed = False
+        self.results: list[str] = []
+
+    def raw(self) -> str:
+        # Anthropic: when every partial_json was "", the input is the start block's object.
+        return "".join(self.fragments) or self.initial
+
+
+class TurnAssembler:
+    """Reduces normalized events to a turn. Feed it with :meth:`received`, :meth:`apply`,
+    :meth:`fault` and :meth:`eof`; read the result with :meth:`turn` once terminated."""
+
+    def __init__(
+        self,
+        provider: str,
+        *,
+        max_tokens: int | None = None,
+        service: str | None = None,
+        exemptions: Set[str] = DEFAULT_EXEMPTIONS,
+    ) -> None:
+        self.provider = provider
+        self.max_tokens = max_tokens
+        self.service = service
+        self.exemptions = exemptions
+        self.machine = TerminationMachine()
+        self._text: list[str] = []
+        self._thinking: list[str] = []
+        self._refusal: list[str] = []
+        self._signature: list[str] = []
+        self._redacted: list[str] = []
+        self._calls: list[_CallBuffer] = []
+        self._input_tokens: int | None = None
+        self._output_tokens: int | None = None
+        self._stop_wire: str | None = None
+        self._error: TurnError | None = None
+        self._message_id = ""
+        self._model = ""
+        self._unknown = 0
+        self.content = False  # True once any content delta arrived (see module docstring)
+
+    # -- feeding -------------------------------------------------------------------------
+
+    def received(self) -> None:
+        """Bytes arrived from the network."""
+        self.machine.signal(Signal.RECEIVED)
+
+    def apply(self, event: StreamEvent) -> None:
+        """Apply one event; ignored once the stream has terminated."""
+        if not self.machine.open:
+            return
+        match event:
+            case TextDelta(text=text):
+                if text:
+                    self._text.append(text)
+                    self.content = True
+            case ToolArgumentsDelta(index=index, fragment=fragment):
+                if 0 <= index < len(self._calls):
+                    self._calls[index].fragments.append(fragment)
+                    self.content = True
+                else:
+                    self._unknown += 1
+            case ThinkingDelta(text=text, signature=signature, redacted=redacted):
+                if text:
+                    self._thinking.append(text)
+                    self.content = True
+                if signature:
+                    self._signature.append(signature)
+                if redacted:
+                    self._redacted.append(redacted)
+                    self.content = True
+            case RefusalDelta(text=text):
+                if text:
+                    self._refusal.append(text)
+                    self.content = True
+            case ToolCallStart():
+                self._calls.append(_CallBuffer(event))
+                self.content = True
+            case ToolCallEnd(index=index):
+                if 0 <= index < len(self._calls):
+                    self._calls[index].closed = True
+            case ServerToolResult(tool_use_id=tool_use_id, type=kind):
+                for call in self._calls:
+                    if call.id == tool_use_id:
+                        call.results.append(kind)
+            case UsageUpdate(input_tokens=input_tokens, output_tokens=output_tokens):
+                if input_tokens is not None:
+                    self._input_tokens = input_tokens
+                if output_tokens is not None:
+                    self._output_tokens = output_tokens
+            case StopReason(wire=wire):
+                self._stop_wire = wire
+            case MessageStart(id=ident, model=model):
+                self._message_id = self._message_id or ident
+                self._model = self._model or model
+            case TerminationProof():
+                self.machine.signal(Signal.PROOF)
+            case ProviderErrorEvent(message=message, provider_type=provider_type, status=status):
+                cls = class_for_provider_type(provider_type, status)
+                self._abrupt(
+                    TurnError(ErrorKind.PROVIDER_ERROR, message, provider_type, cls.retryable)
+                )
+            case Unknown():
+                self._unknown += 1
+
+    def fault(self, message: str) -> None:
+        """The bytes stopped being the protocol (malformed data): an abrupt end."""
+        if self.machine.open:
+            self._abrupt(TurnError(ErrorKind.MALFORMED_STREAM, message, None, not self.content))
+
+    def eof(self) -> None:
+        """The byte stream ended. Without the proof, that is an interruption."""
+        if self.machine.open:
+            self._abrupt(
+                TurnError(ErrorKind.INTERRUPTED, INTERRUPTED_MESSAGE, None, not self.content)
+            )
+
+    def _abrupt(self, error: TurnError) -> None:
+        self._error = error
+        self.machine.signal(Signal.FAULT)
+
+    # -- reading -------------------------------------------------------------------------
+
+    def turn(self) -> Turn:
+        """The assembled turn. Only once terminated: an open stream has no verdict yet."""
+        state = self.machine.state
+        if not self.machine.terminated:
+            raise IllegalTransition(state.value, "turn")
+        clean = state is State.TERMINATED_CLEANLY
+        outcome = (
+            Outcome.COMPLETE if clean else (Outcome.PARTIAL if self.content else Outcome.EMPTY)
+        )
+        local = [c for c in self._calls if c.kind == "function"]
+        tool_calls = tuple(_tool_call(position, c) for position, c in enumerate(local))
+        server_calls = tuple(
+            _server_call(i, c) for i, c in enumerate(self._calls) if c.kind != "function"
+        )
+        stop_reason: str | None
+        source: str | None
+        if self._stop_wire is not None:
+            stop_reason, source = normalize_stop_reason(self._stop_wire), "wire"
+        elif clean:
+            stop_reason = derive_stop_reason(
+                saw_tool_use=bool(local),
+                output_tokens=self._output_tokens,
+                max_tokens=self.max_tokens,
+            )
+            source = "derived"
+        else:
+            stop_reason = source = None
+        usage = None
+        if self._input_tokens is not None or self._output_tokens is not None:
+            usage = Usage(self._input_tokens, self._output_tokens)
+        return Turn(
+            provider=self.provider,
+            termination=Termination.CLEAN if clean else Termination.ABRUPT,
+            outcome=outcome,
+            text="".join(self._text),
+            thinking="".join(self._thinking),
+            refusal="".join(self._refusal),
+            tool_calls=tool_calls,
+            server_tool_calls=server_calls,
+            usage=usage,
+            stop_reason=stop_reason,
+            stop_reason_wire=self._stop_wire,
+            stop_reason_source=source,
+            truncated=is_truncated(stop_reason, self.service, self.exemptions),
+            error=self._error,
+            message_id=self._message_id,
+            model=self._model,
+            thinking_signature="".join(self._signature),
+            redacted_thinking=tuple(self._redacted),
+            unknown_events=self._unknown,
+        )
+
+
+def _tool_call(position: int, call: _CallBuffer) -> ToolCall:
+    raw = call.raw()
+    parsed = parse_arguments(raw, RepairPolicy.STRICT_ONLY)
+    return ToolCall(
+        index=position,
+        id=call.id,
+        name=call.name,
+        raw_arguments=raw,
+        arguments=None if parsed is None else parsed.value,
+        closed=call.closed,
+    )
+
+
+def _server_call(index: int, call: _CallBuffer) -> ServerToolCall:
+    raw = call.raw()
+    parsed = parse_arguments(raw, RepairPolicy.STRICT_ONLY)
+    return ServerToolCall(
+        index=index,
+        id=call.id,
+        name=call.name,
+        kind=call.kind,
+        raw_input=raw,
+        input=None if parsed is None else parsed.value,
+        result_arrived=bool(call.results),
+        result_types=tuple(call.results),
+    )

@@ -1,0 +1,118 @@
+"""What a turn is once its stream has been read: frozen values, no behaviour."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+from railings.events import ToolKind
+
+__all__ = [
+    "ErrorKind",
+    "Outcome",
+    "ServerToolCall",
+    "Termination",
+    "ToolCall",
+    "Turn",
+    "TurnError",
+    "Usage",
+]
+
+
+class Termination(enum.Enum):
+    CLEAN = "clean"
+    ABRUPT = "abrupt"
+
+
+class Outcome(enum.Enum):
+    """COMPLETE: the proof arrived. EMPTY: abrupt, and no content at all arrived (safe to
+    resend). PARTIAL: abrupt after some content (billed: presented as-is, never retried)."""
+
+    COMPLETE = "complete"
+    PARTIAL = "partial"
+    EMPTY = "empty"
+
+
+class ErrorKind(enum.Enum):
+    INTERRUPTED = "interrupted"
+    PROVIDER_ERROR = "provider_error"
+    MALFORMED_STREAM = "malformed_stream"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnError:
+    """Why a turn terminated abruptly."""
+
+    kind: ErrorKind
+    message: str
+    provider_type: str | None = None
+    retryable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int | None
+    output_tokens: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A local tool call as the stream delivered it.
+
+    ``arguments`` is the strict parse of ``raw_arguments`` (a JSON object) or
+    ``None``: the truncation sentinel. ``closed`` is True when the provider
+    closed the call's argument block.
+    """
+
+    index: int
+    id: str
+    name: str
+    raw_arguments: str
+    arguments: dict[str, Any] | None
+    closed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ServerToolCall:
+    """A tool the provider runs itself (Anthropic ``server_tool_use`` / ``mcp_tool_use``).
+
+    Kept for display and history; never dispatched locally."""
+
+    index: int
+    id: str
+    name: str
+    kind: ToolKind
+    raw_input: str
+    input: dict[str, Any] | None
+    result_arrived: bool
+    result_types: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One assistant turn, with the evidence of how it ended."""
+
+    provider: str
+    termination: Termination
+    outcome: Outcome
+    text: str
+    thinking: str
+    refusal: str
+    tool_calls: tuple[ToolCall, ...]
+    server_tool_calls: tuple[ServerToolCall, ...]
+    usage: Usage | None
+    stop_reason: str | None
+    stop_reason_wire: str | None
+    stop_reason_source: str | None  # "wire" | "derived" | None
+    truncated: bool
+    error: TurnError | None
+    message_id: str = ""
+    model: str = ""
+    thinking_signature: str = ""
+    redacted_thinking: tuple[str, ...] = ()
+    unknown_events: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return self.outcome is Outcome.COMPLETE

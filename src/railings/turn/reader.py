@@ -1,0 +1,162 @@
+"""The sans-IO stream reader: response body bytes in, normalized events and a turn out.
+
+The layers, each with the same ``feed`` / ``close`` shape::
+
+    bytes -> SSEDecoder -> ServerSentEvent
+          -> provider decoder -> StreamEvent -> TurnAssembler -> Turn
+
+Like h11, nothing here touches a socket: the transport, the guard, ``replay``
+and the tests all drive the same reader. A fault below the assembler (a data
+line that is not JSON) ends the turn abruptly instead of escaping as an
+exception: the caller gets a turn with an error, and only an oversized event
+(:class:`~railings.errors.EventTooLarge`) is raised, because memory is at stake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Set
+from typing import Literal, Protocol
+
+from railings.errors import ConfigurationError, EventTooLarge, IllegalTransition, MalformedStream
+from railings.events import StreamEvent
+from railings.turn.assembler import TurnAssembler
+from railings.turn.model import Turn
+from railings.turn.stop_reason import DEFAULT_EXEMPTIONS
+from railings.wire.anthropic import AnthropicDecoder
+from railings.wire.openai_chat import OpenAIChatDecoder
+from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE, ServerSentEvent, SSEDecoder
+
+__all__ = ["PROVIDERS", "Provider", "StreamReader", "detect_provider", "provider_decoder"]
+
+Provider = Literal["openai", "anthropic"]
+PROVIDERS: tuple[str, ...] = ("openai", "anthropic")
+
+_ANTHROPIC_EVENTS = frozenset(
+    {
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+        "ping",
+    }
+)
+
+
+class ProviderDecoder(Protocol):
+    def feed(self, sse: ServerSentEvent) -> list[StreamEvent]: ...
+    def close(self) -> list[StreamEvent]: ...
+
+
+def provider_decoder(provider: str) -> ProviderDecoder:
+    if provider == "openai":
+        return OpenAIChatDecoder()
+    if provider == "anthropic":
+        return AnthropicDecoder()
+    raise ConfigurationError(
+        f"unknown provider {provider!r}: expected one of {', '.join(PROVIDERS)}"
+    )
+
+
+def detect_provider(sse: ServerSentEvent) -> str:
+    """Guess the wire format from the first event of a stream."""
+    if sse.event in _ANTHROPIC_EVENTS or '"type":"message_start"' in sse.data.replace(" ", ""):
+        return "anthropic"
+    return "openai"
+
+
+class StreamReader:
+    """Reads one streamed response. ``provider`` may be ``"auto"`` (decided by the first event).
+
+    ``feed(chunk)`` returns the normalized events the chunk completed, up to and
+    including the termination proof; ``close()`` marks EOF. ``turn()`` gives the
+    verdict-ready :class:`Turn` once the stream has terminated.
+    """
+
+    def __init__(
+        self,
+        provider: str = "auto",
+        *,
+        max_tokens: int | None = None,
+        service: str | None = None,
+        exemptions: Set[str] = DEFAULT_EXEMPTIONS,
+        max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+    ) -> None:
+        if provider != "auto":
+            provider_decoder(provider)  # validate early
+        self.provider = provider
+        self._sse = SSEDecoder(max_event_size=max_event_size)
+        self._decoder: ProviderDecoder | None = None
+        self._assembler: TurnAssembler | None = None
+        self._options = (max_tokens, service, exemptions)
+        self._closed = False
+        if provider != "auto":
+            self._start(provider)
+
+    def _start(self, provider: str) -> tuple[ProviderDecoder, TurnAssembler]:
+        max_tokens, service, exemptions = self._options
+        self.provider = provider
+        self._decoder = provider_decoder(provider)
+        self._assembler = TurnAssembler(
+            provider, max_tokens=max_tokens, service=service, exemptions=exemptions
+        )
+        return self._decoder, self._assembler
+
+    @property
+    def assembler(self) -> TurnAssembler:
+        return self._assembler or self._start("openai")[1]
+
+    @property
+    def terminated(self) -> bool:
+        return self._assembler is not None and self._assembler.machine.terminated
+
+    @property
+    def content(self) -> bool:
+        """True once any content delta has been applied (the Empty / Partial divide)."""
+        return self._assembler is not None and self._assembler.content
+
+    def feed(self, chunk: bytes) -> list[StreamEvent]:
+        if self._closed:
+            raise IllegalTransition("closed", "feed")
+        if not chunk:
+            return []
+        if self._assembler is not None:
+            self._assembler.received()
+            if self._assembler.machine.terminated:
+                return []  # data after the proof (or after an abrupt end) is ignored
+        try:
+            events = self._sse.feed(chunk)
+        except EventTooLarge as exc:
+            self.assembler.fault(str(exc))
+            raise
+        out: list[StreamEvent] = []
+        for sse in events:
+            decoder, assembler = self._decoder, self._assembler
+            if decoder is None or assembler is None:
+                decoder, assembler = self._start(detect_provider(sse))
+                assembler.received()
+            try:
+                normalized = decoder.feed(sse)
+            except MalformedStream as exc:
+                assembler.fault(str(exc))
+                return out
+            for event in normalized:
+                assembler.apply(event)
+                out.append(event)
+                if assembler.machine.terminated:
+                    return out
+        return out
+
+    def close(self) -> list[StreamEvent]:
+        """EOF. Without the proof, the turn is interrupted (Empty or Partial)."""
+        if self._closed:
+            return []
+        self._closed = True
+        self._sse.close()
+        assembler = self.assembler
+        assembler.eof()
+        return []
+
+    def turn(self) -> Turn:
+        return self.assembler.turn()

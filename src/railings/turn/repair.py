@@ -1,0 +1,191 @@
+"""The repair ladder, as an explicit policy.
+
+``parse_arguments(raw, policy)`` is the only place tool-call arguments are
+parsed. Under :attr:`RepairPolicy.STRICT_ONLY` it is a strict JSON parse and
+nothing else: a fragment cut off by the output limit stays a failure, because
+closing it would finish the model's half-sentence on its behalf
+(``{"command": "rm -rf /tmp/leg`` is not ``rm -rf /tmp/leg``). Under
+:attr:`RepairPolicy.REPAIR_ALLOWED` -- for turns the model finished writing and
+merely fumbled -- it climbs five rungs, each one fixing one known model
+mistake, each applied to the text the previous rungs left, and stops at the
+first that yields a JSON object:
+
+1. ``STRICT``: the text is already a JSON object.
+2. ``UNWRAP``: a Markdown code fence or prose around one object
+   (models that answer ````json {...} ```` or "Here are the arguments: {...}").
+3. ``TRAILING_COMMAS``: ``{"a": 1,}`` -- the JavaScript habit.
+4. ``CLOSE``: unterminated strings, arrays and objects are closed -- a model
+   that stopped writing early in a turn that still ended normally.
+5. ``PYTHON_LITERAL``: ``{'a': True, 'b': None}`` -- a Python dict instead of
+   JSON, read with :func:`ast.literal_eval` (literals only; nothing runs).
+
+The result says which rung succeeded, so callers can report ``repaired``.
+All rungs are linear in the input size.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Arguments", "RepairPolicy", "Rung", "parse_arguments"]
+
+
+class RepairPolicy(enum.Enum):
+    REPAIR_ALLOWED = "repair_allowed"
+    STRICT_ONLY = "strict_only"
+
+
+class Rung(enum.Enum):
+    STRICT = 1
+    UNWRAP = 2
+    TRAILING_COMMAS = 3
+    CLOSE = 4
+    PYTHON_LITERAL = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Arguments:
+    """Parsed arguments and the rung that produced them."""
+
+    value: dict[str, Any]
+    rung: Rung
+
+    @property
+    def repaired(self) -> bool:
+        return self.rung is not Rung.STRICT
+
+
+def parse_arguments(raw: str, policy: RepairPolicy) -> Arguments | None:
+    """Parse a call's raw argument string under ``policy``; None if no JSON object results."""
+    value = _strict(raw)
+    if value is not None:
+        return Arguments(value, Rung.STRICT)
+    if policy is RepairPolicy.STRICT_ONLY:
+        return None
+    text = raw
+    for rung, step in _LADDER:
+        text = step(text)
+        value = _literal(text) if rung is Rung.PYTHON_LITERAL else _strict(text)
+        if value is not None:
+            return Arguments(value, rung)
+    return None
+
+
+def _strict(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+_FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*[ \t]*\n?|\n?```\s*$")
+
+
+def _unwrap(text: str) -> str:
+    """Rung 2: drop a code fence, then keep the span from the first ``{`` to the last ``}``."""
+    text = _FENCE.sub("", text.strip())
+    start = text.find("{")
+    if start < 0:
+        return text
+    end = text.rfind("}")
+    return text[start : end + 1] if end > start else text[start:]
+
+
+def _drop_trailing_commas(text: str) -> str:
+    """Rung 3: remove a comma that is followed (after whitespace) by ``}`` or ``]``."""
+    out: list[str] = []
+    in_string = escaped = False
+    pending: list[str] = []  # a comma and the whitespace after it, held back
+    for ch in text:
+        if in_string:
+            out.append(ch)
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if pending:
+            if ch in " \t\r\n":
+                pending.append(ch)
+                continue
+            if ch in "}]":
+                out.extend(pending[1:])  # keep the whitespace, drop the comma
+            else:
+                out.extend(pending)
+            pending = []
+        if ch == ",":
+            pending = [ch]
+            continue
+        out.append(ch)
+        if ch == '"':
+            in_string = True
+    out.extend(pending)
+    return "".join(out)
+
+
+def _close(text: str) -> str:
+    """Rung 4: close an open string, drop a dangling comma, close open brackets."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]" and stack and stack[-1] == ch:
+            stack.pop()
+    tail = text
+    if in_string:
+        if escaped:
+            tail = tail[:-1]  # a lone backslash cannot end a string
+        tail += '"'
+    else:
+        tail = tail.rstrip()
+        if tail.endswith(","):
+            tail = tail[:-1]
+    return tail + "".join(reversed(stack))
+
+
+_PY_TOKENS = re.compile(r""""(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*'|\b(true|false|null)\b""")
+_PY_SPELLING = {"true": "True", "false": "False", "null": "None"}
+
+
+def _python(text: str) -> str:
+    """Rung 5 reads the text as a Python literal; JSON keywords outside strings are mapped."""
+    return _PY_TOKENS.sub(lambda m: _PY_SPELLING[m[1]] if m[1] else m[0], text)
+
+
+def _literal(text: str) -> dict[str, Any] | None:
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    if not isinstance(value, dict):
+        return None
+    try:  # only JSON-representable values count as arguments
+        return _strict(json.dumps(value))
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+_LADDER = (
+    (Rung.UNWRAP, _unwrap),
+    (Rung.TRAILING_COMMAS, _drop_trailing_commas),
+    (Rung.CLOSE, _close),
+    (Rung.PYTHON_LITERAL, _python),
+)

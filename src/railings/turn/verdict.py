@@ -1,0 +1,143 @@
+"""Tool-call verdicts: the one place that decides whether a call may run.
+
+The order is the rule (the seeds' P0-2 and P0-3):
+
+1. The turn terminated abruptly -> **reject, interrupted**. Even arguments that
+   parse are not proven to be what the model meant to send: the turn never
+   proved it finished.
+2. The turn is truncated (normalized ``max_tokens``, service not exempt) and the
+   call's strict parse failed -> **reject, truncated**. Never repaired: closing
+   the fragment would finish the model's half-sentence. An empty argument
+   string in a truncated turn is truncation too.
+3. The strict parse failed in a turn that is not truncated -> an empty string
+   means ``{}``; anything else climbs the repair ladder
+   (:func:`~railings.turn.repair.parse_arguments` with ``REPAIR_ALLOWED``):
+   **execute, repaired** or **reject, malformed**.
+4. Otherwise -> **execute**.
+
+Each rejection comes with the notice the model is sent back instead of a result.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+from railings.turn.model import Termination, ToolCall, Turn
+from railings.turn.repair import RepairPolicy, Rung, parse_arguments
+
+__all__ = [
+    "CallVerdict",
+    "RejectReason",
+    "Verdict",
+    "interrupted_notice",
+    "judge",
+    "judge_call",
+    "malformed_notice",
+    "notice_for",
+    "truncation_notice",
+]
+
+
+class Verdict(enum.Enum):
+    EXECUTE = "execute"
+    REJECT = "reject"
+
+
+class RejectReason(enum.Enum):
+    INTERRUPTED = "interrupted"
+    TRUNCATED = "truncated"
+    MALFORMED = "malformed"
+
+
+@dataclass(frozen=True, slots=True)
+class CallVerdict:
+    """The decision for one call. ``arguments`` are what to execute with (after repair)."""
+
+    call: ToolCall
+    verdict: Verdict
+    reason: RejectReason | None = None
+    arguments: dict[str, Any] | None = None
+    rung: Rung | None = None
+    notice: str | None = None
+
+    @property
+    def repaired(self) -> bool:
+        return self.rung is not None and self.rung is not Rung.STRICT
+
+    @property
+    def execute(self) -> bool:
+        return self.verdict is Verdict.EXECUTE
+
+
+# The notices. One template each, tested verbatim: the model reads them.
+TRUNCATION_NOTICE = (
+    "Tool call {name!r} (id {id}) was NOT executed: the response stopped at the output "
+    "limit (stop_reason: {stop_reason}) before its arguments were complete. "
+    "Resend this tool call in full, with complete arguments. "
+    "If the arguments are long, shorten them or split the work into several smaller "
+    "calls so that each call fits within the output limit."
+)
+INTERRUPTED_NOTICE = (
+    "Tool call {name!r} (id {id}) was NOT executed: the response stream was interrupted "
+    "before the provider confirmed the turn had finished, so the call may be incomplete. "
+    "Resend this tool call in full if it is still needed."
+)
+MALFORMED_NOTICE = (
+    "Tool call {name!r} (id {id}) was NOT executed: its arguments are not a valid JSON "
+    "object and could not be read. Resend this tool call with its arguments as one "
+    "valid JSON object."
+)
+
+
+def truncation_notice(call: ToolCall, stop_reason: str) -> str:
+    return TRUNCATION_NOTICE.format(name=call.name, id=call.id or "-", stop_reason=stop_reason)
+
+
+def interrupted_notice(call: ToolCall) -> str:
+    return INTERRUPTED_NOTICE.format(name=call.name, id=call.id or "-")
+
+
+def malformed_notice(call: ToolCall) -> str:
+    return MALFORMED_NOTICE.format(name=call.name, id=call.id or "-")
+
+
+def notice_for(verdict: CallVerdict, stop_reason: str | None) -> str | None:
+    """The notice for a rejected call, or None for one that executes."""
+    match verdict.reason:
+        case RejectReason.TRUNCATED:
+            return truncation_notice(verdict.call, stop_reason or "max_tokens")
+        case RejectReason.INTERRUPTED:
+            return interrupted_notice(verdict.call)
+        case RejectReason.MALFORMED:
+            return malformed_notice(verdict.call)
+    return None
+
+
+def judge_call(turn: Turn, call: ToolCall) -> CallVerdict:
+    """The verdict for one local call of ``turn`` (see the module docstring for the order)."""
+    if turn.termination is Termination.ABRUPT:
+        return _reject(call, RejectReason.INTERRUPTED, turn)
+    if call.arguments is not None:
+        return CallVerdict(call, Verdict.EXECUTE, arguments=call.arguments, rung=Rung.STRICT)
+    if turn.truncated:
+        return _reject(call, RejectReason.TRUNCATED, turn)
+    if not call.raw_arguments.strip():
+        return CallVerdict(call, Verdict.EXECUTE, arguments={}, rung=Rung.STRICT)
+    parsed = parse_arguments(call.raw_arguments, RepairPolicy.REPAIR_ALLOWED)
+    if parsed is None:
+        return _reject(call, RejectReason.MALFORMED, turn)
+    return CallVerdict(call, Verdict.EXECUTE, arguments=parsed.value, rung=parsed.rung)
+
+
+def judge(turn: Turn) -> tuple[CallVerdict, ...]:
+    """Verdicts for every local call of ``turn``, in the order the calls started."""
+    return tuple(judge_call(turn, call) for call in turn.tool_calls)
+
+
+def _reject(call: ToolCall, reason: RejectReason, turn: Turn) -> CallVerdict:
+    verdict = CallVerdict(call, Verdict.REJECT, reason=reason)
+    return CallVerdict(
+        call, Verdict.REJECT, reason=reason, notice=notice_for(verdict, turn.stop_reason)
+    )

@@ -1,0 +1,92 @@
+"""`railings replay` as a user runs it: a real subprocess, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REAL
+from streams import openai_tool_stream
+
+CAPTURE = REAL / "anthropic" / "max_tokens_inside_tool_input.sse"
+
+
+def railings(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "railings", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1"},
+    )
+
+
+def test_json_is_byte_identical_whatever_the_chunk_size() -> None:
+    outputs = {
+        railings("replay", str(CAPTURE), "--json", *extra).stdout
+        for extra in ([], ["--chunk-size", "1"], ["--chunk-size", "7"])
+    }
+    assert len(outputs) == 1
+    report = json.loads(outputs.pop())
+    assert set(report) >= {
+        "provider",
+        "termination",
+        "outcome",
+        "stop_reason",
+        "stop_reason_wire",
+        "stop_reason_source",
+        "truncated",
+        "text",
+        "thinking",
+        "usage",
+        "tool_calls",
+        "error",
+    }
+    assert report["truncated"] is True
+    (call,) = report["tool_calls"]
+    assert (call["verdict"], call["reason"], call["arguments"]) == ("reject", "truncated", None)
+
+
+def test_seed_example_from_a_file(tmp_path: Path) -> None:
+    body = openai_tool_stream(['{"command": ', '"rm -rf /tmp/leg'], "length")
+    path = tmp_path / "cut.sse"
+    path.write_bytes(body)
+    report = json.loads(railings("replay", str(path), "--json").stdout)
+    assert report["stop_reason"] == "max_tokens" and report["stop_reason_wire"] == "length"
+    assert report["tool_calls"][0]["raw_arguments"] == '{"command": "rm -rf /tmp/leg'
+    assert report["tool_calls"][0]["verdict"] == "reject"
+
+
+def test_human_summary_says_not_executed() -> None:
+    done = railings("replay", str(CAPTURE))
+    assert done.returncode == 0
+    assert "TRUNCATED" in done.stdout and "NOT executed" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["replay", "/nonexistent/file.sse"], "no such file"),
+        (["replay", str(REAL)], "is a directory"),
+        (["replay", str(CAPTURE), "--provider", "gemini"], "invalid choice"),
+        (["replay", str(CAPTURE), "--chunk-size", "0"], "positive integer"),
+        (["replay"], "required"),
+        (["nonsense"], "invalid choice"),
+    ],
+)
+def test_usage_errors_are_one_line_exit_2(args: list[str], needle: str) -> None:
+    done = railings(*args)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_derived_stop_reason_without_max_tokens_warns() -> None:
+    done = railings("replay", str(REAL / "snowflake" / "cortex_no_finish_reason.sse"), "--json")
+    assert done.returncode == 0
+    assert "cannot be recognized" in done.stderr
+    assert json.loads(done.stdout)["stop_reason_source"] == "derived"

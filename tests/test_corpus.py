@@ -1,0 +1,105 @@
+"""Every real capture in shared/corpus/real replays to the facts its manifest lists."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from conftest import REAL, manifest
+from railings import replay, to_json
+from railings.wire.sse import SSEDecoder
+
+ROWS = manifest()
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r["file"] for r in ROWS])
+def test_capture_replays_to_manifest_facts(row: dict[str, str]) -> None:
+    body = (REAL / row["file"]).read_bytes()
+    result = replay(body)
+    turn = result.turn
+    expected_provider = {"openai-chat": "openai", "anthropic-messages": "anthropic"}[
+        row["provider"]
+    ]
+    assert turn.provider == expected_provider
+
+    # Termination: a capture without its proof is never reported complete.
+    proof_on_wire = row["terminator"] != "none"
+    if not proof_on_wire:
+        assert turn.termination.value == "abrupt"
+    if row["errors"] != "-":
+        assert turn.error is not None and turn.error.kind.value == "provider_error"
+    elif proof_on_wire:
+        assert turn.termination.value == "clean" and turn.outcome.value == "complete"
+
+    # The wire stop reason of choice 0.
+    final = row["final_stop_reason"]
+    if final == "none":
+        assert turn.stop_reason_wire is None
+    else:
+        assert turn.stop_reason_wire == final.split(",")[0].split(":")[-1]
+
+    # Tool calls: count, names and argument completeness. Anthropic entries are kind:name.
+    count = len(turn.tool_calls) + len(turn.server_tool_calls)
+    assert count == int(row["tool_calls"])
+    if expected_provider == "openai":
+        assert [c.name for c in turn.tool_calls] == (
+            [] if not count else row["tool_call_names"].split(";")
+        )
+    elif count:
+        got = [f"tool_use:{c.name}" for c in turn.tool_calls]
+        got += [f"{c.kind}:{c.name}" for c in turn.server_tool_calls]
+        assert sorted(got) == sorted(row["tool_call_names"].split(";"))
+    states = [s for s in row["tool_args_json"].split(";") if s not in ("-", "block_not_stopped")]
+    parsed = [(c.arguments, c.raw_arguments, c.closed) for c in turn.tool_calls]
+    parsed += [(c.input, c.raw_input, True) for c in turn.server_tool_calls]
+    for (arguments, raw, closed), state in zip(parsed, states, strict=True):
+        if state == "complete":
+            assert arguments is not None
+        elif state == "INCOMPLETE":
+            assert arguments is None
+            assert not closed and "block_not_stopped" in row["tool_args_json"]
+        else:
+            assert state.startswith("empty")
+            assert raw == "{}" and arguments == {}
+
+    # Output tokens: the last reported (cumulative in Anthropic message_delta).
+    if row["output_tokens"]:
+        assert turn.usage is not None and turn.usage.output_tokens == int(row["output_tokens"])
+    else:
+        assert turn.usage is None or turn.usage.output_tokens is None
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r["file"] for r in ROWS])
+def test_sse_event_count_matches_manifest(row: dict[str, str]) -> None:
+    body = (REAL / row["file"]).read_bytes()
+    decoder = SSEDecoder()
+    events = decoder.feed(body) + decoder.close()
+    assert len(events) == int(row["sse_events"])
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r["file"] for r in ROWS])
+def test_replay_is_chunk_invariant(row: dict[str, str]) -> None:
+    body = (REAL / row["file"]).read_bytes()
+    whole = to_json(replay(body))
+    assert to_json(replay(body, chunk_size=1)) == whole
+    rng = random.Random(row["sha256"])
+    for size in (2, 3, 7, rng.randint(4, 64), 4096):
+        assert to_json(replay(body, chunk_size=size)) == whole
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r["file"] for r in ROWS])
+def test_truncated_capture_is_never_clean(row: dict[str, str]) -> None:
+    """Cut anywhere before the proof, a capture is reported interrupted, never complete."""
+    body = (REAL / row["file"]).read_bytes()
+    marker = b"data: [DONE]" if row["provider"] == "openai-chat" else b"event: message_stop"
+    end = body.rfind(marker)
+    if end < 0:
+        end = len(body)
+    rng = random.Random(row["file"])
+    for cut in sorted(
+        {0, 1, end // 2, end - 1, *(rng.randrange(0, max(end, 1)) for _ in range(20))}
+    ):
+        turn = replay(body[:cut]).turn
+        assert turn.termination.value == "abrupt", cut
+        assert all(v.verdict.value == "reject" for v in replay(body[:cut]).verdicts)
