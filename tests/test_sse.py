@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import csv
+import dataclasses
 import itertools
 import json
+import random
 import re
 import tracemalloc
 from collections.abc import Iterable
@@ -18,8 +21,11 @@ from hypothesis import strategies as st
 from railings.errors import ConfigurationError, EventTooLarge, IllegalTransition
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE, ServerSentEvent, SSEDecoder
 
-VECTORS_PATH = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "sse" / "vectors.json"
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+VECTORS_PATH = CORPUS / "sse" / "vectors.json"
 VECTORS: list[dict[str, Any]] = json.loads(VECTORS_PATH.read_text(encoding="utf-8"))["vectors"]
+with (CORPUS / "real" / "MANIFEST.tsv").open(encoding="utf-8", newline="") as manifest:
+    CAPTURES = list(csv.DictReader(manifest, delimiter="\t"))
 
 # h11's tr() idea: bytes after the input that end no block (no line end at all)
 # must not add an event, nor change the last event ID or the reconnection time.
@@ -89,6 +95,26 @@ CHUNKED = [v for v in VECTORS if "chunks" in v]
 def test_vector_as_the_source_split_it(vector: dict[str, Any]) -> None:
     assert "".join(vector["chunks"]) == vector["input"]
     assert run(chunk.encode("utf-8") for chunk in vector["chunks"]) == expected(vector)
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=[c["file"] for c in CAPTURES])
+def test_real_capture_event_count(capture: dict[str, str]) -> None:
+    body = (CORPUS / "real" / capture["file"]).read_bytes()
+    rng = random.Random(capture["sha256"])
+    cuts = sorted(rng.sample(range(len(body)), min(len(body), 200)))
+    chunks = [body[a:b] for a, b in itertools.pairwise([0, *cuts, len(body)])]
+    assert len(run([body]).events) == int(capture["sse_events"])
+    assert run(chunks) == run([body])
+
+
+def test_decoded_events_are_ordinary_frozen_events() -> None:
+    [event] = SSEDecoder().feed(b"event: e\nid: 1\nretry: 5\ndata: a\ndata: b\n\n")
+    built = ServerSentEvent(event="e", data="a\nb", id="1", retry=5)
+    assert event == built
+    assert hash(event) == hash(built)
+    assert repr(event) == repr(built)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        event.data = "changed"  # type: ignore[misc]
 
 
 # --- line ends ------------------------------------------------------------------------
@@ -205,6 +231,15 @@ def test_retry_that_is_not_ascii_digits_is_ignored(value: str) -> None:
     outcome = run([f"retry: {value}\ndata: x\n\n".encode()])
     assert outcome.events[0]["retry"] is None
     assert outcome.reconnection_time is None
+
+
+def test_retry_of_any_length_never_escapes_as_a_foreign_error() -> None:
+    zeros = "0" * 5000
+    outcome = run([f"retry: {zeros}25\ndata: x\n\n".encode()])
+    assert outcome.reconnection_time == 25  # leading zeros do not count
+    outcome = run([b"retry: 7\n\nretry: " + b"9" * 5000 + b"\ndata: x\n\n"])
+    assert outcome.events[0]["retry"] is None  # beyond int()'s digit limit: ignored
+    assert outcome.reconnection_time == 7
 
 
 def test_retry_belongs_to_its_block_and_the_reconnection_time_persists() -> None:
@@ -387,6 +422,19 @@ def test_any_split_gives_the_same_result(case: tuple[bytes, list[bytes]]) -> Non
     body, chunks = case
     assert observe(chunks) == observe([body])
     assert observe(byte_by_byte(body)) == observe([body])
+
+
+@settings(max_examples=200, deadline=None)
+@given(body_and_cuts(), st.integers(1, 40))
+def test_only_railings_errors_escape(case: tuple[bytes, list[bytes]], limit: int) -> None:
+    _, chunks = case
+    decoder = SSEDecoder(max_event_size=limit)
+    try:
+        for chunk in chunks:
+            decoder.feed(chunk)
+    except EventTooLarge as error:
+        assert error.limit == limit
+    decoder.close()
 
 
 def reference(body: bytes) -> Outcome:

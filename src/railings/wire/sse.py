@@ -17,11 +17,12 @@ a time:
 2. CRLF and lone CR are rewritten to LF with two ``str.replace`` calls, and the
    text is cut with ``str.split("\\n")``. ``str.splitlines`` is not usable: it
    also breaks on VT, FF, FS, GS, RS, NEL, U+2028 and U+2029, which SSE keeps
-   as data. A CR that ends one chunk is a line end at once (so an event that
-   ends in CR CR is dispatched without waiting for more bytes), and a LF that
+   as data. A CR that ends one chunk is a line end at once, and a LF that
    starts the next chunk is then dropped: CR LF is one line end even when the
-   chunk boundary falls between them (httpx-sse's ``SSELineDecoder`` carries
-   the same CR).
+   chunk boundary falls between them. (httpx-sse's ``SSELineDecoder`` carries
+   the CR the other way, holding it back until the next chunk: an event ended
+   by CR CR would then wait for more bytes, and be lost at EOF here, where
+   ``close()`` dispatches nothing.)
 3. The last piece of the chunk, not yet ended by a line break, is kept in a
    list of fragments and joined once its line ends: a long line costs linear
    time, not a re-copy per chunk.
@@ -107,6 +108,16 @@ def _event_maker() -> Callable[[str, str, str, int | None], ServerSentEvent]:
 _new_event = _event_maker()
 
 
+def _retry_value(digits: str) -> int | None:
+    """The base-ten value of a ``retry`` field made of ASCII digits only."""
+    try:
+        return int(digits.lstrip("0") or "0")
+    except ValueError:
+        # Past CPython's int() digit limit (4300 by default), ignored: no real delay is
+        # that long, and the conversion is the quadratic work that limit exists to refuse.
+        return None
+
+
 class SSEDecoder:
     """Incremental WHATWG event-stream decoder: ``feed(bytes) -> list[ServerSentEvent]``.
 
@@ -181,7 +192,8 @@ class SSEDecoder:
         """True when a line or block has begun and no blank line has ended it yet.
 
         At EOF this means :meth:`close` discards something: an unterminated
-        last line, a block without its blank line, or a split UTF-8 character.
+        last line, a block without its blank line (even one of comments only),
+        or part of a UTF-8 character. After :meth:`close` it keeps that answer.
         """
         return self._in_block or bool(self._partial) or bool(self._undecoded)
 
@@ -300,7 +312,9 @@ class SSEDecoder:
                 if name == "retry":
                     # WHATWG: ASCII digits only; "1e3", "-1", "" and "²" are ignored.
                     if value.isascii() and value.isdigit():
-                        block_retry = self._reconnection_time = int(value)
+                        retry = _retry_value(value)
+                        if retry is not None:
+                            block_retry = self._reconnection_time = retry
                     continue
                 if name != "data":
                     continue  # WHATWG: any other field is ignored.
