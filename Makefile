@@ -12,6 +12,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+BENCH_STAMP := $(VENV)/.bench-installed
+
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	touch $(BENCH_STAMP)
+
 test: $(STAMP)
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy
@@ -20,6 +26,9 @@ test: $(STAMP)
 demo: $(STAMP)
 	@for f in examples/cut_shell_call.sse examples/finished_shell_call.sse examples/no_done.sse; do \
 	  echo "\$$ railings replay $$f"; $(BIN)/railings replay $$f || exit 1; echo; done
+
+bench: $(BENCH_STAMP)
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

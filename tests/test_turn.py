@@ -236,3 +236,19 @@ def test_unknown_events_and_deltas_are_counted_not_fatal() -> None:
 def test_verdict_is_chunk_invariant(size: int) -> None:
     body = openai_tool_stream(_split(FRAGMENT), "length")
     assert replay(body, chunk_size=size).verdicts == replay(body).verdicts
+
+
+@pytest.mark.parametrize("size", [None, 1, 3])
+def test_invalid_utf8_ends_the_turn_as_malformed(size: int | None) -> None:
+    """WHATWG would decode it as U+FFFD; a provider never sends it, so it is corruption."""
+    corrupt = b'data: {"choices": [{"index": 0, "delta": {"content": "caf\xc3\x28"}}]}\n\n'
+    body = openai_chunk({"content": "ok "}) + corrupt
+    turn = replay(body + openai_text_stream(["more"]), chunk_size=size).turn
+    assert turn.termination is Termination.ABRUPT and turn.outcome is Outcome.PARTIAL
+    assert turn.text == "ok "
+    assert turn.error is not None and turn.error.kind.value == "malformed_stream"
+
+
+def test_valid_replacement_character_is_text() -> None:
+    turn = replay(openai_text_stream(["\ufffd is fine"])).turn
+    assert turn.complete and turn.text == "\ufffd is fine"

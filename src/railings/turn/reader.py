@@ -24,12 +24,13 @@ from railings.turn.model import Turn
 from railings.turn.stop_reason import DEFAULT_EXEMPTIONS
 from railings.wire.anthropic import AnthropicDecoder
 from railings.wire.openai_chat import OpenAIChatDecoder
+from railings.wire.openai_responses import OpenAIResponsesDecoder
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE, ServerSentEvent, SSEDecoder
 
 __all__ = ["PROVIDERS", "Provider", "StreamReader", "detect_provider", "provider_decoder"]
 
-Provider = Literal["openai", "anthropic"]
-PROVIDERS: tuple[str, ...] = ("openai", "anthropic")
+Provider = Literal["openai", "anthropic", "openai-responses"]
+PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "openai-responses")
 
 _ANTHROPIC_EVENTS = frozenset(
     {
@@ -54,6 +55,8 @@ def provider_decoder(provider: str) -> ProviderDecoder:
         return OpenAIChatDecoder()
     if provider == "anthropic":
         return AnthropicDecoder()
+    if provider == "openai-responses":
+        return OpenAIResponsesDecoder()
     raise ConfigurationError(
         f"unknown provider {provider!r}: expected one of {', '.join(PROVIDERS)}"
     )
@@ -61,8 +64,13 @@ def provider_decoder(provider: str) -> ProviderDecoder:
 
 def detect_provider(sse: ServerSentEvent) -> str:
     """Guess the wire format from the first event of a stream."""
-    if sse.event in _ANTHROPIC_EVENTS or '"type":"message_start"' in sse.data.replace(" ", ""):
+    data = sse.data.replace(" ", "")
+    if sse.event in _ANTHROPIC_EVENTS or '"type":"message_start"' in data:
         return "anthropic"
+    # Every Responses API stream opens with a typed ``response.*`` event (``response.created``);
+    # OpenRouter's carries no ``event:`` line, so the data's ``type`` is checked too.
+    if sse.event.startswith("response.") or '"type":"response.' in data:
+        return "openai-responses"
     return "openai"
 
 
@@ -130,12 +138,19 @@ class StreamReader:
         except EventTooLarge as exc:
             self.assembler.fault(str(exc))
             raise
+        # Providers send UTF-8 JSON: bytes that are not UTF-8 are corruption, not text.
+        # The SSE layer decodes them as U+FFFD (WHATWG); the event that carries one ends
+        # the turn here instead of reaching the caller as a plausible answer.
+        corrupted = self._sse.invalid_utf8 > 0
         out: list[StreamEvent] = []
         for sse in events:
             decoder, assembler = self._decoder, self._assembler
             if decoder is None or assembler is None:
                 decoder, assembler = self._start(detect_provider(sse))
                 assembler.received()
+            if corrupted and "\ufffd" in sse.data:
+                assembler.fault("invalid UTF-8 in the stream")
+                return out
             try:
                 normalized = decoder.feed(sse)
             except MalformedStream as exc:

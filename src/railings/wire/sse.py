@@ -129,6 +129,7 @@ class SSEDecoder:
         "_at_start",
         "_block_retry",
         "_bytes_fed",
+        "_invalid_utf8",
         "_comments",
         "_data",
         "_data_len",
@@ -166,6 +167,7 @@ class SSEDecoder:
         self._reconnection_time: int | None = None
         self._comments = 0
         self._bytes_fed = 0
+        self._invalid_utf8 = 0
 
     @property
     def last_event_id(self) -> str:
@@ -186,6 +188,11 @@ class SSEDecoder:
     def bytes_fed(self) -> int:
         """How many bytes :meth:`feed` was given in all."""
         return self._bytes_fed
+
+    @property
+    def invalid_utf8(self) -> int:
+        """How many chunks held bytes that are not UTF-8 (decoded as U+FFFD, per WHATWG)."""
+        return self._invalid_utf8
 
     @property
     def pending(self) -> bool:
@@ -213,7 +220,12 @@ class SSEDecoder:
             self._at_start = False
             if chunk[:3] == _BOM:
                 chunk = chunk[3:]
-        text, used = _utf8_decode(chunk, "replace", False)
+        try:
+            text, used = _utf8_decode(chunk, "strict", False)
+        except UnicodeDecodeError:
+            # WHATWG decodes invalid bytes as U+FFFD; callers that need more can see it here.
+            self._invalid_utf8 += 1
+            text, used = _utf8_decode(chunk, "replace", False)
         if used != len(chunk):
             self._undecoded = chunk[used:]
         if not text:

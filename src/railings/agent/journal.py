@@ -1,0 +1,200 @@
+"""The journal: every session, turn, streamed delta, tool call, verdict, result and error,
+written to SQLite as it happens, so a crash or a kill mid-stream loses nothing received.
+
+Theory of operation. One append-only table, ``entries``, holds what happened, in
+order; ``sessions`` indexes them. Each write is its own transaction, committed
+before the agent reads the next chunk from the network. SQLite runs in WAL mode
+with ``synchronous=NORMAL``: a committed entry survives the death of the process
+(SIGKILL included) because it is already in the WAL file; only a power loss
+can take the last commits back (set ``durable=True`` for ``synchronous=FULL``).
+Two processes may write the same journal: WAL allows it, and a busy timeout
+makes a writer wait for the other instead of failing.
+
+Every string is passed through :func:`railings.redact.redact_json` before it is
+written: API keys and authorization headers never reach the journal.
+
+Entry kinds: ``session`` (start, with provider/model/base URL), ``user``
+(a task or chat line), ``turn_start``, ``delta`` (``{"kind": "text"|"thinking"|
+"refusal"|"tool_start"|"tool_args", ...}``), ``turn_end`` (the verdict of the
+turn), ``tool_call`` (a call and its verdict), ``tool_result``, ``retry``,
+``error``, ``end`` (how the session ended).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from railings.errors import ConfigurationError
+from railings.redact import redact_json
+
+__all__ = ["Entry", "Journal", "SessionInfo", "default_path"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    started_at REAL NOT NULL,
+    title TEXT NOT NULL,
+    provider TEXT,
+    model TEXT,
+    status TEXT NOT NULL DEFAULT 'running',
+    ended_at REAL
+);
+CREATE TABLE IF NOT EXISTS entries (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    turn INTEGER,
+    kind TEXT NOT NULL,
+    data TEXT NOT NULL,
+    at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS entries_session ON entries(session_id, id);
+"""
+
+
+def default_path() -> Path:
+    """``$RAILINGS_JOURNAL``, else ``$XDG_DATA_HOME/railings/journal.sqlite3``
+    (``~/.local/share`` when XDG_DATA_HOME is unset)."""
+    explicit = os.environ.get("RAILINGS_JOURNAL")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "railings" / "journal.sqlite3"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    id: str
+    started_at: float
+    title: str
+    provider: str | None
+    model: str | None
+    status: str
+    ended_at: float | None
+    entries: int
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    id: int
+    turn: int | None
+    kind: str
+    data: dict[str, Any]
+    at: float
+
+
+class Journal:
+    """An open journal file. Thread-safe; use as a context manager or call :meth:`close`."""
+
+    def __init__(
+        self, path: str | os.PathLike[str] | None = None, *, durable: bool = False
+    ) -> None:
+        self.path = Path(path) if path is not None else default_path()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(
+                self.path, timeout=30.0, check_same_thread=False, isolation_level=None
+            )
+        except (OSError, sqlite3.Error) as exc:
+            raise ConfigurationError(f"cannot open the journal at {self.path}: {exc}") from None
+        self._lock = threading.Lock()
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+            self._db.execute("PRAGMA busy_timeout=30000")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise ConfigurationError(f"{self.path} is not a railings journal: {exc}") from None
+
+    # -- writing -------------------------------------------------------------------------
+
+    def start_session(
+        self,
+        title: str,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> str:
+        session_id = uuid.uuid4().hex[:12]
+        now = time.time()
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute(
+                "INSERT INTO sessions (id, started_at, title, provider, model) VALUES (?, ?, ?, ?, ?)",
+                (session_id, now, redact_json(title), provider, model),
+            )
+            self._insert(session_id, None, "session", {"title": title, **(details or {})}, now)
+            self._db.execute("COMMIT")
+        return session_id
+
+    def write(
+        self, session_id: str, kind: str, data: dict[str, Any], *, turn: int | None = None
+    ) -> None:
+        """Append one entry and commit it before returning."""
+        with self._lock:
+            self._insert(session_id, turn, kind, data, time.time())
+
+    def end_session(self, session_id: str, status: str, data: dict[str, Any] | None = None) -> None:
+        now = time.time()
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._insert(session_id, None, "end", {"status": status, **(data or {})}, now)
+            self._db.execute(
+                "UPDATE sessions SET status = ?, ended_at = ? WHERE id = ?",
+                (status, now, session_id),
+            )
+            self._db.execute("COMMIT")
+
+    def _insert(
+        self, session_id: str, turn: int | None, kind: str, data: dict[str, Any], at: float
+    ) -> None:
+        payload = json.dumps(redact_json(data), ensure_ascii=False, separators=(",", ":"))
+        self._db.execute(
+            "INSERT INTO entries (session_id, turn, kind, data, at) VALUES (?, ?, ?, ?, ?)",
+            (session_id, turn, kind, payload, at),
+        )
+
+    # -- reading -------------------------------------------------------------------------
+
+    def sessions(self, limit: int = 50) -> list[SessionInfo]:
+        rows = self._db.execute(
+            "SELECT s.id, s.started_at, s.title, s.provider, s.model, s.status, s.ended_at,"
+            " (SELECT COUNT(*) FROM entries e WHERE e.session_id = s.id)"
+            " FROM sessions s ORDER BY s.started_at DESC LIMIT ?",
+            (limit,),
+        ).fetchall()
+        return [SessionInfo(*row) for row in rows]
+
+    def session(self, session_id: str) -> SessionInfo | None:
+        matches = [s for s in self.sessions(limit=1_000_000) if s.id.startswith(session_id)]
+        return matches[0] if len(matches) == 1 else None
+
+    def entries(self, session_id: str) -> list[Entry]:
+        rows = self._db.execute(
+            "SELECT id, turn, kind, data, at FROM entries WHERE session_id = ? ORDER BY id",
+            (session_id,),
+        ).fetchall()
+        return [Entry(row[0], row[1], row[2], json.loads(row[3]), row[4]) for row in rows]
+
+    def integrity(self) -> str:
+        row = self._db.execute("PRAGMA integrity_check").fetchone()
+        return str(row[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,95 @@
+"""Keeping secrets out of every output: logs, errors, the journal, ``--json``.
+
+Two mechanisms, both applied at the edges where text leaves the process:
+
+* header redaction: ``authorization``, ``x-api-key``, ``api-key``, ``proxy-authorization``
+  and ``cookie`` values are replaced wholesale;
+* value redaction: every registered secret (each client registers its API key,
+  and the well-known key variables of the environment are registered on first
+  use) is replaced wherever it appears in a string, with the same marker.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = [
+    "MARKER",
+    "SECRET_HEADERS",
+    "redact",
+    "redact_headers",
+    "redact_json",
+    "register_secret",
+]
+
+MARKER = "[REDACTED]"
+SECRET_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie"}
+)
+KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_OPENAI_API_KEY")
+_MIN_SECRET = 8  # shorter values would redact ordinary words
+
+_lock = threading.Lock()
+_secrets: set[str] = set()
+_pattern: re.Pattern[str] | None = None
+_env_loaded = False
+
+
+def register_secret(value: str | None) -> None:
+    """Remember ``value`` as a secret to redact from every output from now on."""
+    global _pattern
+    if not value or len(value) < _MIN_SECRET:
+        return
+    with _lock:
+        if value in _secrets:
+            return
+        _secrets.add(value)
+        ordered = sorted(_secrets, key=len, reverse=True)
+        _pattern = re.compile("|".join(re.escape(s) for s in ordered))
+
+
+def _load_env() -> None:
+    global _env_loaded
+    if _env_loaded:
+        return
+    _env_loaded = True
+    for name in KEY_VARIABLES:
+        register_secret(os.environ.get(name))
+
+
+def redact(text: str) -> str:
+    """``text`` with every registered secret and bearer token replaced by the marker."""
+    _load_env()
+    pattern = _pattern
+    if pattern is not None:
+        text = pattern.sub(MARKER, text)
+    return _BEARER.sub(f"\\1{MARKER}", text)
+
+
+_BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}")
+
+
+def redact_headers(headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> dict[str, str]:
+    """A copy of ``headers`` with secret-bearing values replaced."""
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    return {
+        name: (MARKER if name.lower() in SECRET_HEADERS else redact(value)) for name, value in items
+    }
+
+
+def redact_json(value: Any) -> Any:
+    """A deep copy of a JSON-like value with every string redacted."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {
+            k: (MARKER if isinstance(k, str) and k.lower() in SECRET_HEADERS else redact_json(v))
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact_json(v) for v in value]
+    return value

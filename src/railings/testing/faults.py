@@ -1,0 +1,347 @@
+"""Fault classes for the fault proxy, their spec syntax, and the SSE block splitter.
+
+A spec is ``name`` or ``name:key=value,key=value``; a bare value sets the
+fault's first parameter (``status:529`` is ``status:code=529``). Events are SSE
+blocks (everything up to and including a blank line), numbered from 1 in the
+order the upstream sent them. ``times=K`` on any fault applies it to the first K
+requests that ask for it, then lets requests pass (``status:code=429,times=1``:
+one 429, then the real answer). ``end`` says how a cut stream ends:
+``clean`` (the chunked body's ``0\\r\\n\\r\\n``: HTTP says the response is
+complete, only the SSE proof is missing), ``abrupt`` (close without it) or
+``reset`` (TCP RST).
+
+=====================  ==========================================================
+``none``                pass everything through unchanged
+``truncate``            ``events=N`` or ``bytes=N`` (body bytes), then end
+                        (``end=clean`` default)
+``drop_terminator``     remove ``data: [DONE]`` / the ``message_stop`` event, then end
+                        (``end=clean`` default)
+``idle``                after ``events=N`` (default 1), silent for ``seconds=S``
+                        (default 30) without closing, then the rest of the stream
+``reorder``             swap event ``event=N`` (default 2) with the one after it
+``duplicate``           send event ``event=N`` (default 2) ``count=K`` (default 1)
+                        extra times
+``reset``               TCP RST (SO_LINGER 0, then close) after ``events=N``
+                        (default 3) or ``bytes=N``
+``close_after_terminator``  the whole stream with its proof, then close without the
+                        chunked terminator (the seed's counterexample)
+``drip``                every byte as its own chunk (``size=1``), ``delay=S``
+                        (default 0.01) seconds apart
+``status``              answer ``code=`` 429 (default) / 500 / 503 / 529 … without
+                        contacting the upstream, with a provider-shaped error body and
+                        optional ``retry_after=S`` / ``retry_after_ms=MS`` headers
+``error_event``         after ``events=N`` (default 2) inject the provider's error
+                        event (Anthropic ``event: error`` with ``type=overloaded_error``;
+                        OpenAI ``data: {"error": {...}}``), then end
+``corrupt``             break event ``event=N`` (default 2): ``kind=json`` (the data
+                        line cut in half) or ``kind=utf8`` (bytes ``FF FE`` inside
+                        its first string value)
+=====================  ==========================================================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from railings.errors import ConfigurationError
+
+__all__ = [
+    "FAULTS",
+    "CloseAfterTerminator",
+    "Corrupt",
+    "Drip",
+    "DropTerminator",
+    "Duplicate",
+    "ErrorEvent",
+    "EventSplitter",
+    "Fault",
+    "Idle",
+    "Passthrough",
+    "Reorder",
+    "Reset",
+    "Status",
+    "Truncate",
+    "corrupt_event",
+    "is_terminator",
+]
+
+End = Literal["clean", "abrupt", "reset"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fault:
+    """Base of every fault. ``Fault.parse(spec)`` builds the right subclass."""
+
+    name: ClassVar[str] = ""
+    times: int | None = None
+
+    @staticmethod
+    def parse(spec: str | Fault | None) -> Fault:
+        if spec is None:
+            return Passthrough()
+        if isinstance(spec, Fault):
+            return spec
+        name, _, rest = spec.strip().partition(":")
+        cls = FAULTS.get(name.strip().replace("-", "_"))
+        if cls is None:
+            raise ConfigurationError(
+                f"unknown fault {name!r}: expected one of {', '.join(sorted(FAULTS))}")
+        fields = [f for f in dataclasses.fields(cls) if f.name != "times"] + [
+            f for f in dataclasses.fields(cls) if f.name == "times"]
+        hints = typing.get_type_hints(cls)
+        kwargs: dict[str, Any] = {}
+        for i, item in enumerate(p for p in rest.split(",") if p.strip()):
+            key, sep, value = item.partition("=")
+            if not sep:
+                if i or not fields:
+                    raise ConfigurationError(f"fault {spec!r}: expected key=value, got {item!r}")
+                key, value = fields[0].name, item
+            key = key.strip().replace("-", "_")
+            if key not in {f.name for f in fields}:
+                raise ConfigurationError(f"fault {name!r} has no parameter {key!r}")
+            kwargs[key] = _convert(value.strip(), hints[key], f"{spec!r}: {key}")
+        try:
+            return cls(**kwargs)
+        except ValueError as exc:
+            raise ConfigurationError(f"fault {spec!r}: {exc}") from exc
+
+    @property
+    def spec(self) -> str:
+        """The canonical spec string (parameters that differ from the defaults)."""
+        params = [f"{f.name}={getattr(self, f.name)}" for f in dataclasses.fields(self)
+                  if getattr(self, f.name) != f.default]
+        return self.name + (":" + ",".join(params) if params else "")
+
+    def __str__(self) -> str:
+        return self.spec
+
+
+def _convert(value: str, hint: Any, where: str) -> Any:
+    args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    for arg in args:
+        if typing.get_origin(arg) is Literal:
+            if value in typing.get_args(arg):
+                return value
+            raise ConfigurationError(f"{where}: one of {typing.get_args(arg)}, got {value!r}")
+    try:
+        if int in args:
+            return int(value)
+        if float in args:
+            return float(value)
+    except ValueError as exc:
+        raise ConfigurationError(f"{where}: not a number: {value!r}") from exc
+    return value
+
+
+def _check(condition: bool, message: str) -> None:
+    if not condition:
+        raise ValueError(message)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Passthrough(Fault):
+    name: ClassVar[str] = "none"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Truncate(Fault):
+    name: ClassVar[str] = "truncate"
+    events: int | None = None
+    bytes: int | None = None
+    end: End = "clean"
+
+    def __post_init__(self) -> None:
+        _check(self.events is None or self.bytes is None, "give events or bytes, not both")
+        if self.events is None and self.bytes is None:
+            object.__setattr__(self, "events", 3)
+        _check(min(self.events or 0, self.bytes or 0) >= 0, "counts must be >= 0")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DropTerminator(Fault):
+    name: ClassVar[str] = "drop_terminator"
+    end: End = "clean"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Idle(Fault):
+    name: ClassVar[str] = "idle"
+    events: int = 1
+    seconds: float = 30.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reorder(Fault):
+    name: ClassVar[str] = "reorder"
+    event: int = 2
+
+    def __post_init__(self) -> None:
+        _check(self.event >= 1, "event numbers start at 1")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Duplicate(Fault):
+    name: ClassVar[str] = "duplicate"
+    event: int = 2
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        _check(self.event >= 1 and self.count >= 1, "event and count start at 1")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reset(Fault):
+    name: ClassVar[str] = "reset"
+    events: int | None = None
+    bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        _check(self.events is None or self.bytes is None, "give events or bytes, not both")
+        if self.events is None and self.bytes is None:
+            object.__setattr__(self, "events", 3)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CloseAfterTerminator(Fault):
+    name: ClassVar[str] = "close_after_terminator"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Drip(Fault):
+    name: ClassVar[str] = "drip"
+    delay: float = 0.01
+    size: int = 1
+
+    def __post_init__(self) -> None:
+        _check(self.size >= 1 and self.delay >= 0, "size >= 1 and delay >= 0")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Status(Fault):
+    name: ClassVar[str] = "status"
+    code: int = 429
+    retry_after: float | None = None
+    retry_after_ms: int | None = None
+    message: str | None = None
+
+    def __post_init__(self) -> None:
+        _check(100 <= self.code <= 599, "an HTTP status code")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ErrorEvent(Fault):
+    name: ClassVar[str] = "error_event"
+    events: int = 2
+    type: str = "overloaded_error"
+    end: End = "clean"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Corrupt(Fault):
+    name: ClassVar[str] = "corrupt"
+    event: int = 2
+    kind: Literal["json", "utf8"] = "json"
+
+    def __post_init__(self) -> None:
+        _check(self.event >= 1, "event numbers start at 1")
+
+
+FAULTS: dict[str, type[Fault]] = {
+    cls.name: cls
+    for cls in (Passthrough, Truncate, DropTerminator, Idle, Reorder, Duplicate, Reset,
+                CloseAfterTerminator, Drip, Status, ErrorEvent, Corrupt)
+}
+
+# -- SSE blocks, byte-exact ------------------------------------------------------------
+
+_EOL = re.compile(rb"\r\n|\r|\n")
+
+
+class EventSplitter:
+    """Bytes in, whole SSE blocks out, each with its own bytes unchanged.
+
+    A block ends at a blank line (WHATWG: CRLF, LF or CR line ends; a CR at the
+    end of the input waits for a possible LF). Blank lines before a block's
+    first line belong to that block, so every block carries at least one line.
+    """
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._scan = 0  # where to look for the next line end
+        self._line = 0  # where the current line starts
+        self._first_line = -1  # where the current block's first non-empty line starts
+
+    def feed(self, data: bytes) -> list[bytes]:
+        buf = self._buf
+        buf += data
+        out: list[bytes] = []
+        start = 0
+        while (m := _EOL.search(buf, self._scan)) is not None:
+            if m.group() == b"\r" and m.end() == len(buf):
+                break  # maybe the first half of a CRLF
+            if m.start() == self._line:
+                if self._first_line >= 0:
+                    out.append(bytes(buf[start : m.end()]))
+                    start = m.end()
+                    self._first_line = -1
+            elif self._first_line < 0:
+                self._first_line = self._line
+            self._line = self._scan = m.end()
+        if start:
+            del buf[:start]
+            self._scan -= start
+            self._line -= start
+            if self._first_line >= 0:
+                self._first_line -= start
+        return out
+
+    def close(self) -> bytes:
+        """What is left: an unterminated block (or nothing)."""
+        rest = bytes(self._buf)
+        self._buf.clear()
+        self._scan = self._line = 0
+        self._first_line = -1
+        return rest
+
+
+def _lines(block: bytes) -> list[bytes]:
+    return [line for line in _EOL.split(block) if line]
+
+
+def is_terminator(block: bytes) -> bool:
+    """True for the termination proof: ``data: [DONE]`` or the ``message_stop`` event."""
+    for line in _lines(block):
+        field, _, value = line.partition(b":")
+        value = value[1:] if value.startswith(b" ") else value
+        if (field == b"data" and value.strip() == b"[DONE]") or (
+            field == b"event" and value == b"message_stop"
+        ):
+            return True
+    return False
+
+
+_STRING_KEYS = (b'"content":"', b'"text":"', b'"partial_json":"', b'"arguments":"',
+                b'"thinking":"', b'":"')
+
+
+def corrupt_event(block: bytes, kind: str) -> bytes:
+    """The block with its data line broken (see :class:`Corrupt`)."""
+    m = re.search(rb"^data:[ ]?(.*?)(\r\n|\r|\n)", block, re.MULTILINE)
+    if m is None:
+        return block
+    value_start, value_end = m.start(1), m.end(1)
+    if kind == "json":
+        cut = value_start + (value_end - value_start) // 2
+        return block[:cut] + block[value_end:]
+    value = block[value_start:value_end]
+    for key in _STRING_KEYS:
+        at = value.find(key)
+        if at >= 0:
+            at = value_start + at + len(key)
+            return block[:at] + b"\xff\xfe" + block[at:]
+    return block[:value_start] + b"\xff\xfe" + block[value_start:]

@@ -1,0 +1,48 @@
+"""Provider-shaped identifiers: ``chatcmpl-…``, ``call_…``, ``msg_01…``, ``toolu_01…``, ``req_…``.
+
+Random by default; a script's ``seed`` makes every id of a server run
+reproducible, which keeps test failures readable.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+import string
+
+__all__ = ["Ids"]
+
+_ALNUM = string.ascii_letters + string.digits
+_BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+_HEX = "0123456789abcdef"
+
+
+class Ids:
+    def __init__(self, seed: int | None = None) -> None:
+        self._rng = random.Random(seed)
+
+    def _token(self, n: int, alphabet: str) -> str:
+        return "".join(self._rng.choice(alphabet) for _ in range(n))
+
+    # OpenAI
+    def chat_completion(self) -> str:
+        return "chatcmpl-" + self._token(29, _ALNUM)
+
+    def openai_call(self) -> str:
+        return "call_" + self._token(24, _ALNUM)
+
+    def openai_request(self) -> str:
+        return "req_" + self._token(32, _HEX)
+
+    # Anthropic
+    def message(self) -> str:
+        return "msg_01" + self._token(22, _BASE58)
+
+    def anthropic_tool(self) -> str:
+        return "toolu_01" + self._token(22, _BASE58)
+
+    def anthropic_request(self) -> str:
+        return "req_011C" + self._token(20, _BASE58)
+
+    def signature(self) -> str:
+        return base64.b64encode(self._rng.randbytes(96)).decode("ascii")

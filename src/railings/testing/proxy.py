@@ -1,0 +1,378 @@
+"""The fault proxy: an HTTP- and SSE-aware forwarder that breaks streams on purpose.
+
+::
+
+    with FaultProxy(upstream=server.url, fault="truncate:events=3") as proxy:
+        client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="x")
+
+Each request is read whole (request bodies are small), forwarded to the
+upstream with ``accept-encoding: identity`` (a gzipped stream has no events to
+act on), and the response is streamed back as it arrives, never buffered: an
+event stream is cut into SSE blocks and re-sent one block per HTTP chunk, so a
+fault can act on events; any other body passes through byte by byte, and only
+the byte-level faults (``truncate:bytes``, ``reset:bytes``, ``drip``) apply.
+
+The fault comes from the request header ``x-railings-fault: <spec>`` (removed
+before forwarding), else from the proxy's own ``fault``. Spec syntax and the
+fault classes are in :mod:`railings.testing.faults`. ``proxy.log`` holds one
+:class:`ProxyRecord` per request: the fault, what was done, and the events and
+body bytes that went in and out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import ssl
+import threading
+from collections import Counter
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from railings.errors import ConfigurationError
+from railings.testing import faults as F
+from railings.testing import wire_anthropic as wa
+from railings.testing import wire_openai as wo
+from railings.testing.faults import EventSplitter, Fault
+from railings.testing.http import (
+    LAST_CHUNK,
+    Headers,
+    HTTPFault,
+    Request,
+    ResponseHead,
+    abort_with_reset,
+    close_writer,
+    encode_chunk,
+    iter_body,
+    read_request,
+    read_response_head,
+    render_head,
+)
+from railings.testing.ids import Ids
+from railings.testing.service import Service
+
+__all__ = ["FAULT_HEADER", "FaultProxy", "ProxyRecord"]
+
+FAULT_HEADER = "x-railings-fault"
+# RFC 9110 §7.6.1: connection-specific fields are not forwarded; the proxy
+# frames each side itself, and asks for an identity body to see the events.
+_HOP_BY_HOP = ("connection", "keep-alive", "proxy-connection", "te", "trailer",
+               "transfer-encoding", "upgrade", "content-length", "host", "accept-encoding",
+               FAULT_HEADER)
+
+
+@dataclass(slots=True)
+class ProxyRecord:
+    """What the proxy did with one request (updated live; ``done`` once it finished)."""
+
+    method: str
+    path: str
+    fault: str | None = None  # the spec applied, None when passed through
+    source: str | None = None  # "header" | "default"
+    upstream_status: int | None = None
+    status: int | None = None
+    events_in: int = 0
+    events_out: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    action: str = "passed through"
+    done: bool = False
+    error: str | None = None
+
+
+class _Stop(Exception):
+    """The fault ends the response here, the way ``end`` says."""
+
+    def __init__(self, end: str, action: str) -> None:
+        self.end, self.action = end, action
+
+
+class _Out:
+    """The client side of the response body: chunked (one chunk per send) or raw."""
+
+    def __init__(self, writer: asyncio.StreamWriter, record: ProxyRecord, *, chunked: bool,
+                 limit: int | None, limit_end: str, drip: F.Drip | None) -> None:
+        self.writer, self.record, self.chunked = writer, record, chunked
+        self.limit, self.limit_end, self.drip = limit, limit_end, drip
+
+    async def send(self, data: bytes, *, event: bool = False) -> None:
+        if self.limit is not None and self.record.bytes_out + len(data) >= self.limit:
+            data = data[: self.limit - self.record.bytes_out]
+            await self._write(data)
+            verb = "reset" if self.limit_end == "reset" else "cut"
+            raise _Stop(self.limit_end, f"{verb} after {self.limit} body bytes")
+        await self._write(data)
+        if event:
+            self.record.events_out += 1
+
+    async def _write(self, data: bytes) -> None:
+        step = self.drip.size if self.drip else len(data) or 1
+        for start in range(0, len(data), step):
+            piece = data[start : start + step]
+            self.writer.write(encode_chunk(piece) if self.chunked else piece)
+            await self.writer.drain()
+            self.record.bytes_out += len(piece)
+            if self.drip and self.drip.delay:
+                await asyncio.sleep(self.drip.delay)
+
+    async def finish(self, end: str) -> None:
+        self.record.done = True  # before the last bytes: a client that saw the end sees it
+        if end == "reset":
+            abort_with_reset(self.writer)
+            return
+        if end == "clean" and self.chunked:
+            self.writer.write(LAST_CHUNK)
+            await self.writer.drain()
+        self.writer.transport.close()  # "abrupt": FIN without the chunked terminator
+
+
+class FaultProxy(Service):
+    """Forward to ``upstream``, applying ``fault`` (see the module docstring)."""
+
+    def __init__(self, upstream: str, fault: Fault | str | None = None,
+                 host: str = "127.0.0.1", port: int = 0, *, connect_timeout: float = 10.0) -> None:
+        super().__init__(host, port)
+        parts = urlsplit(upstream)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigurationError(f"upstream must be an http(s) URL, got {upstream!r}")
+        self.upstream = upstream
+        self._scheme, self._host = parts.scheme, parts.hostname
+        self._port = parts.port or (443 if parts.scheme == "https" else 80)
+        self._netloc, self._prefix = parts.netloc, parts.path.rstrip("/")
+        self.fault = Fault.parse(fault)
+        self.connect_timeout = connect_timeout
+        self._lock = threading.Lock()
+        self._log: list[ProxyRecord] = []
+        self._uses: Counter[str] = Counter()
+        self._ids = Ids()
+
+    @property
+    def log(self) -> list[ProxyRecord]:
+        with self._lock:
+            return list(self._log)
+
+    def _choose(self, request: Request, record: ProxyRecord) -> Fault:
+        spec = request.headers.get(FAULT_HEADER)
+        fault, source = (Fault.parse(spec), "header") if spec else (self.fault, "default")
+        if isinstance(fault, F.Passthrough):
+            return fault
+        with self._lock:
+            self._uses[fault.spec] += 1
+            if fault.times is not None and self._uses[fault.spec] > fault.times:
+                record.action = f"passed through ({fault.spec}: times={fault.times} used up)"
+                return F.Passthrough()
+        record.fault, record.source = fault.spec, source
+        return fault
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request = await read_request(reader)
+        except EOFError:
+            return
+        except HTTPFault as fault:
+            await _send_json(writer, fault.status, wo.status_error(fault.status, fault.message))
+            return
+        record = ProxyRecord(request.method, request.path)
+        with self._lock:
+            self._log.append(record)
+        try:
+            await self._proxy(request, writer, record)
+        except (ConnectionError, HTTPFault) as exc:
+            record.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            record.done = True
+
+    async def _proxy(self, request: Request, writer: asyncio.StreamWriter,
+                     record: ProxyRecord) -> None:
+        anthropic = request.path.rstrip("/").endswith("/messages")
+        try:
+            fault = self._choose(request, record)
+        except ConfigurationError as exc:
+            record.status, record.action = 400, f"bad {FAULT_HEADER}: {exc}"
+            record.done = True
+            await _send_json(writer, 400, wo.status_error(400, str(exc)))
+            return
+        if isinstance(fault, F.Status):
+            await self._answer_status(writer, fault, anthropic, record)
+            return
+        try:
+            up_reader, up_writer = await asyncio.wait_for(asyncio.open_connection(
+                self._host, self._port,
+                ssl=ssl.create_default_context() if self._scheme == "https" else None,
+            ), self.connect_timeout)
+        except (OSError, TimeoutError) as exc:
+            record.status, record.error = 502, f"upstream unreachable: {exc}"
+            record.done = True
+            await _send_json(writer, 502, wa.status_error(502, "upstream unreachable")
+                             if anthropic else wo.status_error(502, "upstream unreachable"))
+            return
+        try:
+            up_writer.write(self._forward_head(request) + request.body)
+            await up_writer.drain()
+            head = await read_response_head(up_reader)
+            record.upstream_status = record.status = head.status
+            body = iter_body(up_reader, head.headers, request=False)
+            await self._respond(head, body, writer, fault, record, anthropic)
+        finally:
+            await close_writer(up_writer)
+
+    def _forward_head(self, request: Request) -> bytes:
+        headers = Headers(list(request.headers.items))
+        headers.remove(*_HOP_BY_HOP)
+        headers.items[:0] = [("host", self._netloc)]
+        headers.items += [("accept-encoding", "identity"),
+                          ("content-length", str(len(request.body))), ("connection", "close")]
+        lines = [f"{request.method} {self._prefix}{request.target} HTTP/1.1"]
+        lines += [f"{k}: {v}" for k, v in headers.items]
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+    async def _answer_status(self, writer: asyncio.StreamWriter, fault: F.Status,
+                             anthropic: bool, record: ProxyRecord) -> None:
+        headers: list[tuple[str, str]] = []
+        if anthropic:
+            request_id = self._ids.anthropic_request()
+            body = wa.status_error(fault.code, fault.message, request_id)
+            headers.append(("request-id", request_id))
+        else:
+            body = wo.status_error(fault.code, fault.message)
+            headers.append(("x-request-id", self._ids.openai_request()))
+        if fault.retry_after is not None:
+            headers.append(("retry-after", f"{fault.retry_after:g}"))
+        if fault.retry_after_ms is not None:
+            headers.append(("retry-after-ms", str(fault.retry_after_ms)))
+        record.status, record.action = fault.code, f"answered {fault.code} without upstream"
+        record.done = True
+        await _send_json(writer, fault.code, body, headers)
+
+    async def _respond(self, head: ResponseHead, body: AsyncIterator[bytes],
+                       writer: asyncio.StreamWriter, fault: Fault, record: ProxyRecord,
+                       anthropic: bool) -> None:
+        content_type = (head.headers.get("content-type") or "").lower()
+        sse = content_type.startswith("text/event-stream")
+        length = head.headers.get("content-length")
+        chunked = sse or length is None
+        headers = Headers(list(head.headers.items))
+        headers.remove(*_HOP_BY_HOP)
+        framing = ([("transfer-encoding", "chunked")] if chunked
+                   else [("content-length", length or "0")])
+        tag = [(FAULT_HEADER, record.fault)] if record.fault else []
+        writer.write(render_head(head.status, [*headers.items, *framing, *tag,
+                                               ("connection", "close")], head.reason))
+        await writer.drain()
+        limit, limit_end = None, "clean"
+        if isinstance(fault, F.Truncate) and fault.bytes is not None:
+            limit, limit_end = fault.bytes, fault.end
+        elif isinstance(fault, F.Reset) and fault.bytes is not None:
+            limit, limit_end = fault.bytes, "reset"
+        out = _Out(writer, record, chunked=chunked, limit=limit, limit_end=limit_end,
+                   drip=fault if isinstance(fault, F.Drip) else None)
+        if isinstance(fault, F.Drip):
+            record.action = f"dripped {fault.size} byte(s) every {fault.delay:g}s"
+        try:
+            if sse:
+                await self._pump_events(body, out, fault, record, anthropic)
+            else:
+                if not sse and fault.__class__ not in (F.Passthrough, F.Drip) and limit is None:
+                    record.action = f"passed through ({fault.spec} needs an event stream)"
+                async for data in body:
+                    record.bytes_in += len(data)
+                    await out.send(data)
+        except _Stop as stop:
+            record.action = stop.action
+            await out.finish(stop.end)
+            return
+        if isinstance(fault, F.CloseAfterTerminator):
+            record.action = "closed without the chunked terminator after the whole stream"
+            await out.finish("abrupt")
+            return
+        await out.finish("clean")
+
+    async def _pump_events(self, body: AsyncIterator[bytes], out: _Out, fault: Fault,
+                           record: ProxyRecord, anthropic: bool) -> None:
+        splitter = EventSplitter()
+        held: bytes | None = None
+        await self._before_first(out, fault, anthropic)
+        async for data in body:
+            record.bytes_in += len(data)
+            for block in splitter.feed(data):
+                record.events_in += 1
+                n = record.events_in
+                match fault:
+                    case F.Truncate(events=int() as limit, end=end) if n >= limit:
+                        await out.send(block, event=True)
+                        raise _Stop(end, f"cut after {limit} events ({end} end)")
+                    case F.DropTerminator(end=end) if F.is_terminator(block):
+                        raise _Stop(end, f"dropped the terminator (event {n}, {end} end)")
+                    case F.Idle(events=after, seconds=seconds) if n == after:
+                        await out.send(block, event=True)
+                        record.action = f"silent for {seconds:g}s after {after} events"
+                        await asyncio.sleep(seconds)
+                    case F.Reorder(event=at) if n == at:
+                        held = block
+                    case F.Reorder(event=at) if n == at + 1 and held is not None:
+                        await out.send(block, event=True)
+                        await out.send(held, event=True)
+                        held = None
+                        record.action = f"swapped events {at} and {at + 1}"
+                    case F.Duplicate(event=at, count=count) if n == at:
+                        for _ in range(count + 1):
+                            await out.send(block, event=True)
+                        record.action = f"sent event {at} {count + 1} times"
+                    case F.Reset(events=int() as limit) if n >= limit:
+                        await out.send(block, event=True)
+                        raise _Stop("reset", f"reset after {limit} events")
+                    case F.CloseAfterTerminator() if F.is_terminator(block):
+                        await out.send(block, event=True)
+                        raise _Stop("abrupt", f"closed without the chunked terminator after "
+                                              f"the terminator (event {n})")
+                    case F.ErrorEvent(events=after) as error if n == after:
+                        await out.send(block, event=True)
+                        await self._inject_error(out, error, anthropic)
+                    case F.Corrupt(event=at, kind=kind) if n == at:
+                        await out.send(F.corrupt_event(block, kind), event=True)
+                        record.action = f"corrupted event {at} ({kind})"
+                    case _:
+                        await out.send(block, event=True)
+        if held is not None:
+            await out.send(held, event=True)
+        rest = splitter.close()
+        if rest:
+            await out.send(rest)
+
+    async def _before_first(self, out: _Out, fault: Fault, anthropic: bool) -> None:
+        """Faults set to act after zero events act before the first one."""
+        match fault:
+            case F.Truncate(events=0, end=end):
+                raise _Stop(end, f"cut before the first event ({end} end)")
+            case F.Reset(events=0):
+                raise _Stop("reset", "reset before the first event")
+            case F.Idle(events=0, seconds=seconds):
+                out.record.action = f"silent for {seconds:g}s before the first event"
+                await asyncio.sleep(seconds)
+            case F.ErrorEvent(events=0) as error:
+                await self._inject_error(out, error, anthropic)
+
+    async def _inject_error(self, out: _Out, fault: F.ErrorEvent, anthropic: bool) -> None:
+        if anthropic:
+            event = wa.error_event(fault.type, _MESSAGES.get(fault.type, "Overloaded"),
+                                   self._ids.anthropic_request())
+        else:
+            event = wo.error_event()
+        await out.send(event, event=True)
+        raise _Stop(fault.end, f"injected {fault.type} after {out.record.events_in} events "
+                               f"({fault.end} end)")
+
+
+_MESSAGES = {"overloaded_error": "Overloaded", "api_error": "Internal server error",
+             "rate_limit_error": "Rate limited"}
+
+
+async def _send_json(writer: asyncio.StreamWriter, status: int, body: Any,
+                     headers: list[tuple[str, str]] | None = None) -> None:
+    payload = json.dumps(body).encode()
+    writer.write(render_head(status, [("content-type", "application/json"),
+                                      ("content-length", str(len(payload))), *(headers or []),
+                                      ("connection", "close")]) + payload)
+    await writer.drain()

@@ -1,0 +1,366 @@
+"""Scripts: what the scripted model says, as data.
+
+A script is a JSON object. Only ``turns`` is required::
+
+    {
+      "model": "scripted-1",          # model name in responses (default: the request's model)
+      "api_key": "sk-test",           # require exactly this key (default: none required)
+      "require_api_key": false,       # require some key, any value (implied by api_key)
+      "chunk_size": 16,               # characters per streamed delta (default 16)
+      "delay": 0.0,                   # seconds between streamed events (default 0)
+      "ping": true,                   # Anthropic: send a ping event after the first block start
+      "on_exhausted": "repeat_last",  # more assistant messages than turns: "repeat_last" | "error"
+      "seed": 7,                      # makes message, call and request ids deterministic
+      "turns": [
+        {"text": "Let me look.",
+         "thinking": "The user wants a listing.",          # optional reasoning
+         "tool_calls": [                                     # optional, parallel allowed
+           {"name": "list_files", "arguments": {"path": "."}},
+           {"name": "shell", "arguments": "{\\"cmd\\": \\"ls\\"}", "id": "call_1"}
+         ],
+         "stop_reason": "end_turn",    # optional: force the stop reason
+         "chunk_size": 8,              # optional per-turn overrides
+         "delay": 0.01},
+        {"text": "Done: 3 files."}
+      ]
+    }
+
+**Which turn answers.** The server is stateless: turn ``i`` answers a request
+whose conversation (``messages``) already holds ``i`` assistant messages. So
+"call tool X", then "after the tool result, say Z" are two turns. A request
+header ``x-railings-turn: N`` picks turn N explicitly. Past the last turn the
+server repeats the last one (``on_exhausted: "repeat_last"``) or answers 400
+(``"error"``).
+
+**What a turn produces**, in this order: ``thinking`` (Anthropic ``thinking``
+block with a signature; OpenAI ``reasoning_content`` deltas, as DeepSeek and
+others send), ``text``, then each tool call. ``arguments`` is a JSON object
+(serialized with ``json.dumps``, so ``{"a": 1}`` is sent as ``{"a": 1}``) or
+a string sent verbatim, which may be invalid JSON on purpose.
+
+**Large payloads.** Anywhere a string is expected (``text``, ``thinking``, and
+any string inside ``arguments``), ``{"$filler": N}`` stands for N characters of
+deterministic prose, so a 1 MB argument is one line of script.
+
+**Stop reason.** Without ``stop_reason``: ``tool_use`` / ``tool_calls`` when
+the turn has tool calls, else ``end_turn`` / ``stop``; ``max_tokens`` /
+``length`` when the output was cut. A forced value may use either vocabulary
+(``end_turn``, ``tool_use``, ``max_tokens``, ``stop_sequence``, ``refusal``,
+``pause_turn`` or ``stop``, ``tool_calls``, ``length``, ``content_filter``); it
+is translated per provider, and an unknown value is sent verbatim.
+
+**Token count.** One token per 4 characters (Unicode code points) of generated
+output, counted over thinking, text and argument JSON together, rounded up:
+``tokens = ceil(chars / 4)``. A request's ``max_tokens`` (OpenAI: also
+``max_completion_tokens``) M allows ``4 * M`` characters: longer output is cut
+at exactly that character, wherever it falls (inside a word, inside a tool
+call's arguments, leaving e.g. ``{"command": "rm -rf /tmp/leg``), the stop
+reason becomes ``max_tokens`` / ``length``, and usage reports exactly M output
+tokens. Tool calls that did not start before the cut are not sent. Input tokens
+are ``ceil(len(json.dumps(system, messages, tools)) / 4)``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from railings.errors import ConfigurationError
+
+__all__ = [
+    "TOKEN_CHARS",
+    "Plan",
+    "PlannedCall",
+    "Script",
+    "ScriptTurn",
+    "ToolCallSpec",
+    "anthropic_stop_reason",
+    "count_tokens",
+    "filler",
+    "openai_finish_reason",
+    "plan_turn",
+]
+
+TOKEN_CHARS = 4
+DEFAULT_CHUNK_SIZE = 16
+
+_PROSE = (
+    "the quick brown fox jumps over the lazy dog while a careful agent checks every "
+    "stream for its proof of termination before it trusts a single tool call"
+)
+_WORDS = tuple(_PROSE.split())
+
+
+def filler(n: int) -> str:
+    """``n`` characters of deterministic prose (the ``{"$filler": n}`` macro)."""
+    if n <= 0:
+        return ""
+    out: list[str] = []
+    size = 0
+    i = 0
+    while size < n:
+        word = _WORDS[i % len(_WORDS)] + ("\n" if i % 13 == 12 else " ")
+        out.append(word)
+        size += len(word)
+        i += 1
+    return "".join(out)[:n]
+
+
+def count_tokens(chars: int) -> int:
+    return math.ceil(chars / TOKEN_CHARS)
+
+
+def _expand(value: Any, where: str) -> Any:
+    """Replace every ``{"$filler": N}`` in ``value``."""
+    if isinstance(value, dict):
+        if set(value) == {"$filler"}:
+            n = value["$filler"]
+            if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+                raise ConfigurationError(f"{where}: $filler needs a non-negative integer")
+            return filler(n)
+        return {k: _expand(v, f"{where}.{k}") for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def _string(value: Any, where: str) -> str:
+    value = _expand(value, where)
+    if not isinstance(value, str):
+        raise ConfigurationError(f"{where}: expected a string or {{\"$filler\": N}}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallSpec:
+    """One tool call a turn makes. ``arguments`` is the exact JSON text sent."""
+
+    name: str
+    arguments: str
+    id: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str = "tool_call") -> ToolCallSpec:
+        if not isinstance(data, Mapping) or not isinstance(data.get("name"), str):
+            raise ConfigurationError(f"{where}: needs a string 'name'")
+        args = _expand(data.get("arguments", {}), f"{where}.arguments")
+        if not isinstance(args, str):
+            args = json.dumps(args, ensure_ascii=False)
+        call_id = data.get("id")
+        if call_id is not None and not isinstance(call_id, str):
+            raise ConfigurationError(f"{where}.id: expected a string")
+        return cls(data["name"], args, call_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptTurn:
+    """One assistant turn: thinking, text, tool calls, and optional overrides."""
+
+    text: str = ""
+    thinking: str = ""
+    tool_calls: tuple[ToolCallSpec, ...] = ()
+    stop_reason: str | None = None
+    chunk_size: int | None = None
+    delay: float | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str = "turn") -> ScriptTurn:
+        if not isinstance(data, Mapping):
+            raise ConfigurationError(f"{where}: expected an object")
+        unknown = set(data) - {"text", "thinking", "tool_calls", "stop_reason", "chunk_size",
+                               "delay"}
+        if unknown:
+            raise ConfigurationError(f"{where}: unknown keys {sorted(unknown)}")
+        calls = data.get("tool_calls", [])
+        if not isinstance(calls, list):
+            raise ConfigurationError(f"{where}.tool_calls: expected a list")
+        stop = data.get("stop_reason")
+        if stop is not None and not isinstance(stop, str):
+            raise ConfigurationError(f"{where}.stop_reason: expected a string")
+        return cls(
+            text=_string(data.get("text", ""), f"{where}.text"),
+            thinking=_string(data.get("thinking", ""), f"{where}.thinking"),
+            tool_calls=tuple(
+                ToolCallSpec.from_dict(c, f"{where}.tool_calls[{i}]") for i, c in enumerate(calls)
+            ),
+            stop_reason=stop,
+            chunk_size=_positive_int(data.get("chunk_size"), f"{where}.chunk_size"),
+            delay=_non_negative(data.get("delay"), f"{where}.delay"),
+        )
+
+
+def _positive_int(value: Any, where: str) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ConfigurationError(f"{where}: expected a positive integer")
+    return value
+
+
+def _non_negative(value: Any, where: str) -> float | None:
+    if value is None:
+        return None
+    if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+        raise ConfigurationError(f"{where}: expected a non-negative number")
+    return float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    """A whole script (see the module docstring for the JSON format)."""
+
+    turns: tuple[ScriptTurn, ...]
+    model: str | None = None
+    api_key: str | None = None
+    require_api_key: bool = False
+    chunk_size: int = DEFAULT_CHUNK_SIZE
+    delay: float = 0.0
+    ping: bool = True
+    on_exhausted: Literal["repeat_last", "error"] = "repeat_last"
+    seed: int | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Script:
+        if not isinstance(data, Mapping):
+            raise ConfigurationError("script: expected a JSON object")
+        unknown = set(data) - {"turns", "model", "api_key", "require_api_key", "chunk_size",
+                               "delay", "ping", "on_exhausted", "seed", "description"}
+        if unknown:
+            raise ConfigurationError(f"script: unknown keys {sorted(unknown)}")
+        turns = data.get("turns")
+        if not isinstance(turns, list) or not turns:
+            raise ConfigurationError("script: 'turns' must be a non-empty list")
+        exhausted = data.get("on_exhausted", "repeat_last")
+        if exhausted not in ("repeat_last", "error"):
+            raise ConfigurationError("script.on_exhausted: 'repeat_last' or 'error'")
+        for key in ("model", "api_key"):
+            if data.get(key) is not None and not isinstance(data[key], str):
+                raise ConfigurationError(f"script.{key}: expected a string")
+        seed = data.get("seed")
+        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+            raise ConfigurationError("script.seed: expected an integer")
+        return cls(
+            turns=tuple(ScriptTurn.from_dict(t, f"turns[{i}]") for i, t in enumerate(turns)),
+            model=data.get("model"),
+            api_key=data.get("api_key"),
+            require_api_key=bool(data.get("require_api_key", False)),
+            chunk_size=_positive_int(data.get("chunk_size"), "script.chunk_size")
+            or DEFAULT_CHUNK_SIZE,
+            delay=_non_negative(data.get("delay"), "script.delay") or 0.0,
+            ping=bool(data.get("ping", True)),
+            on_exhausted=exhausted,
+            seed=seed,
+        )
+
+    @classmethod
+    def load(cls, path: str | Path) -> Script:
+        """Read a JSON script file."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ConfigurationError(f"cannot read script {path}: {exc}") from exc
+        return cls.from_dict(data)
+
+    @classmethod
+    def demo(cls) -> Script:
+        """The bundled coding-agent demonstration (``testing/scripts/demo.json``)."""
+        source = resources.files("railings.testing").joinpath("scripts/demo.json")
+        return cls.from_dict(json.loads(source.read_text(encoding="utf-8")))
+
+    @classmethod
+    def text(cls, text: str, **options: Any) -> Script:
+        """A one-turn script that answers ``text``."""
+        return cls.from_dict({"turns": [{"text": text}], **options})
+
+    @property
+    def key_required(self) -> bool:
+        return self.require_api_key or self.api_key is not None
+
+    def turn_index(self, messages: Sequence[Any]) -> int:
+        """Turn i answers a conversation that already holds i assistant messages."""
+        return sum(1 for m in messages if isinstance(m, Mapping) and m.get("role") == "assistant")
+
+    def select(self, index: int) -> ScriptTurn | None:
+        """The turn for ``index``, or None when the script is exhausted and says ``error``."""
+        if 0 <= index < len(self.turns):
+            return self.turns[index]
+        if index < 0 or self.on_exhausted == "error":
+            return None
+        return self.turns[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedCall:
+    index: int
+    id: str
+    name: str
+    arguments: str
+    complete: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What one response carries once ``max_tokens`` has been applied (provider-neutral)."""
+
+    thinking: str
+    text: str
+    calls: tuple[PlannedCall, ...]
+    stop_reason: str  # Anthropic vocabulary, or a forced value sent verbatim
+    output_tokens: int
+    truncated: bool
+    thinking_complete: bool = True
+    text_complete: bool = True
+
+
+def plan_turn(turn: ScriptTurn, max_tokens: int | None, new_id: Callable[[], str]) -> Plan:
+    """Apply the token rule (module docstring) to ``turn``."""
+    budget = None if max_tokens is None else max(0, max_tokens) * TOKEN_CHARS
+    used = 0
+    truncated = False
+
+    def take(s: str) -> tuple[str, bool]:
+        nonlocal used, truncated
+        if budget is None or used + len(s) <= budget:
+            used += len(s)
+            return s, True
+        room = budget - used
+        used = budget
+        truncated = True
+        return s[:room], False
+
+    thinking, thinking_done = take(turn.thinking)
+    text, text_done = ("", False) if truncated else take(turn.text)
+    calls: list[PlannedCall] = []
+    for i, spec in enumerate(turn.tool_calls):
+        if truncated or (budget is not None and used >= budget and spec.arguments):
+            truncated = True  # no room left to start this call: it is never sent
+            break
+        args, done = take(spec.arguments)
+        calls.append(PlannedCall(i, spec.id or new_id(), spec.name, args, done))
+    if turn.stop_reason is not None:
+        stop = turn.stop_reason
+    elif truncated:
+        stop = "max_tokens"
+    else:
+        stop = "tool_use" if calls else "end_turn"
+    return Plan(thinking, text, tuple(calls), stop, count_tokens(used), truncated,
+                thinking_done, text_done)
+
+
+_TO_OPENAI = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length",
+              "stop_sequence": "stop", "refusal": "content_filter", "pause_turn": "stop"}
+_TO_ANTHROPIC = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens",
+                 "content_filter": "refusal", "function_call": "tool_use"}
+
+
+def openai_finish_reason(stop: str) -> str:
+    return _TO_OPENAI.get(stop, stop)
+
+
+def anthropic_stop_reason(stop: str) -> str:
+    return _TO_ANTHROPIC.get(stop, stop)

@@ -1,0 +1,395 @@
+"""OpenAI Responses API stream decoder: SSE events in, normalized events out.
+
+Theory of operation. ``POST /responses`` with ``stream: true`` sends typed
+events: every ``data:`` payload is a JSON object whose ``type`` names it
+(OpenAI repeats it in the SSE ``event:`` field; OpenRouter sends no ``event:``
+line, so ``type`` wins and the field is only a fallback). There is no
+``[DONE]``: the termination proof is the response's own terminal event.
+
+* ``response.completed`` -- usage, then the proof. It carries no stop reason:
+  the assembler derives ``tool_use`` / ``end_turn`` (or ``max_tokens`` at the
+  requested limit), as for a provider that never says.
+* ``response.incomplete`` -- usage, ``incomplete_details.reason`` as the wire
+  stop reason (``max_output_tokens`` normalizes to ``max_tokens``, so the
+  truncation gate applies; ``content_filter`` stays itself), then the proof.
+* ``response.failed`` and the ``error`` event -- a provider error: the turn
+  ends abruptly, typed by ``error.code``. ``response.failed`` also keeps its
+  usage.
+* ``[DONE]`` (OpenRouter appends it after ``response.completed``) is a
+  trailer, read past: it proves nothing for this API.
+
+The output is a list of items, each opened by ``response.output_item.added``
+and closed by ``response.output_item.done``, addressed by ``output_index``
+and by ``item_id`` (deltas carry both; the id is looked up first).
+
+* ``message`` items: text arrives as ``response.output_text.delta`` and
+  ``response.refusal.delta``.
+* ``reasoning`` items: ``response.reasoning_summary_text.delta`` (OpenAI's
+  summaries) and ``response.reasoning_text.delta`` (raw reasoning, e.g.
+  gpt-oss through OpenRouter) are thinking. Encrypted reasoning content is
+  not text and is not surfaced here.
+* Calls the client runs: ``function_call`` (arguments in
+  ``response.function_call_arguments.delta``) and ``custom_tool_call``
+  (free-text input in ``response.custom_tool_call_input.delta``). A call's id
+  is its ``call_id``, the id its output must be sent back under. When no
+  delta arrived for a call, the ``.done`` event's whole value (else the
+  ``output_item.done`` item's) becomes its arguments; after a delta, the
+  deltas alone are the arguments, never mixed with a later snapshot.
+* Calls the provider runs (:data:`SERVER_ITEMS`): ``web_search_call``,
+  ``file_search_call``, ``code_interpreter_call``, ``image_generation_call``
+  (kind ``server_tool_use``) and ``mcp_call`` (kind ``mcp_tool_use``, its
+  arguments streamed in ``response.mcp_call_arguments.delta``). They are kept
+  for display and history, never executed locally; their
+  ``output_item.done`` is the :class:`ServerToolResult`. Their id is the
+  item id. The table is explicit on purpose: ``computer_call``,
+  ``local_shell_call``, ``shell_call`` and ``apply_patch_call`` also end in
+  ``_call`` but are run by the *client*, so a suffix rule would mark a call
+  the model is waiting on as already done. Items railings cannot run become
+  :class:`Unknown`.
+
+A delta whose text is the empty string is no event at all: it is not content
+(a stream cut after it is Empty and may be resent). Events that carry nothing
+the turn needs (:data:`READ_PAST`) are read past on purpose; any other event
+type becomes :class:`Unknown`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from railings.events import (
+    MessageStart,
+    ProviderErrorEvent,
+    RefusalDelta,
+    ServerToolResult,
+    StopReason,
+    StreamEvent,
+    TerminationProof,
+    TextDelta,
+    ThinkingDelta,
+    ToolArgumentsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolKind,
+    Unknown,
+    UsageUpdate,
+)
+from railings.wire._json import load_object
+from railings.wire.sse import ServerSentEvent
+
+__all__ = [
+    "COMPLETED",
+    "FAILED",
+    "INCOMPLETE",
+    "LOCAL_ITEMS",
+    "READ_PAST",
+    "SERVER_ITEMS",
+    "OpenAIResponsesDecoder",
+]
+
+COMPLETED = "response.completed"
+INCOMPLETE = "response.incomplete"
+FAILED = "response.failed"
+
+# Calls the client runs: item type -> the item field holding the arguments.
+LOCAL_ITEMS: dict[str, str] = {"function_call": "arguments", "custom_tool_call": "input"}
+
+# Calls the provider runs: item type -> (kind, name; "" means the item's own name).
+SERVER_ITEMS: dict[str, tuple[ToolKind, str]] = {
+    "web_search_call": ("server_tool_use", "web_search"),
+    "file_search_call": ("server_tool_use", "file_search"),
+    "code_interpreter_call": ("server_tool_use", "code_interpreter"),
+    "image_generation_call": ("server_tool_use", "image_generation"),
+    "mcp_call": ("mcp_tool_use", ""),
+}
+
+# What a provider-run call was asked to do, read from its finished item.
+_SERVER_INPUT: dict[str, str] = {
+    "web_search_call": "action",
+    "file_search_call": "queries",
+    "code_interpreter_call": "code",
+    "mcp_call": "arguments",
+}
+
+# Items whose content arrives as deltas (message, reasoning) or that carry nothing a
+# turn needs (the MCP server's tool listing).
+_PLAIN_ITEMS = frozenset({"message", "reasoning", "mcp_list_tools"})
+
+# Known events with nothing for the turn: lifecycle and progress notices, the `.done`
+# snapshots that repeat what the deltas already gave, annotations, partial images.
+READ_PAST = frozenset(
+    {
+        "response.in_progress",
+        "response.queued",
+        "response.content_part.added",
+        "response.content_part.done",
+        "response.output_text.done",
+        "response.output_text.annotation.added",
+        "response.refusal.done",
+        "response.reasoning_summary_part.added",
+        "response.reasoning_summary_part.done",
+        "response.reasoning_summary_text.done",
+        "response.reasoning_text.done",
+        "response.web_search_call.in_progress",
+        "response.web_search_call.searching",
+        "response.web_search_call.completed",
+        "response.file_search_call.in_progress",
+        "response.file_search_call.searching",
+        "response.file_search_call.completed",
+        "response.code_interpreter_call.in_progress",
+        "response.code_interpreter_call.interpreting",
+        "response.code_interpreter_call.completed",
+        "response.code_interpreter_call_code.delta",
+        "response.code_interpreter_call_code.done",
+        "response.image_generation_call.in_progress",
+        "response.image_generation_call.generating",
+        "response.image_generation_call.partial_image",
+        "response.image_generation_call.completed",
+        "response.mcp_call.in_progress",
+        "response.mcp_call.completed",
+        "response.mcp_call.failed",
+        "response.mcp_list_tools.in_progress",
+        "response.mcp_list_tools.completed",
+        "response.mcp_list_tools.failed",
+    }
+)
+
+_DONE = "[DONE]"
+
+
+class _Call:
+    __slots__ = ("fed", "id", "item_type", "position")
+
+    def __init__(self, position: int, item_type: str, ident: str) -> None:
+        self.position = position
+        self.item_type = item_type
+        self.id = ident
+        self.fed = False  # True once any argument fragment was emitted for it
+
+
+class OpenAIResponsesDecoder:
+    """Turns the SSE events of one Responses API stream into normalized events."""
+
+    __slots__ = ("_by_item", "_by_output", "_next")
+
+    def __init__(self) -> None:
+        self._next = 0  # position of the next call, local or provider-run
+        self._by_item: dict[str, _Call] = {}
+        self._by_output: dict[int, _Call] = {}
+
+    def feed(self, sse: ServerSentEvent) -> list[StreamEvent]:
+        if sse.data == _DONE:
+            return []  # OpenRouter's trailer after response.completed (module docstring)
+        obj = load_object(sse.data, where="openai-responses event")
+        kind = obj.get("type")
+        if not isinstance(kind, str):
+            kind = sse.event
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            return handler(self, obj)
+        if kind in READ_PAST:
+            return []
+        return [Unknown(f"openai-responses:{kind}")]
+
+    def close(self) -> list[StreamEvent]:
+        return []
+
+    # -- items -----------------------------------------------------------------------------
+
+    def _item_added(self, obj: dict[str, Any]) -> list[StreamEvent]:
+        item = obj.get("item")
+        if not isinstance(item, dict):
+            return [Unknown("openai-responses:response.output_item.added")]
+        kind = item.get("type")
+        if not isinstance(kind, str) or not (kind in LOCAL_ITEMS or kind in SERVER_ITEMS):
+            if kind in _PLAIN_ITEMS:
+                return []
+            return [Unknown(f"openai-responses:item:{kind}")]
+        return [self._start(item, _int(obj.get("output_index")))[1]]
+
+    def _start(self, item: dict[str, Any], output_index: int | None) -> tuple[_Call, ToolCallStart]:
+        kind = str(item["type"])
+        item_id = _str(item.get("id"))
+        if kind in LOCAL_ITEMS:
+            ident = _str(item.get("call_id")) or item_id
+            tool_kind: ToolKind = "function"
+            name = _str(item.get("name"))
+            initial = _str(item.get(LOCAL_ITEMS[kind]))
+        else:
+            ident = item_id
+            tool_kind, name = SERVER_ITEMS[kind]
+            name = name or _str(item.get("name"))
+            initial = ""
+        call = _Call(self._next, kind, ident)
+        self._next += 1
+        if item_id:
+            self._by_item[item_id] = call
+        if output_index is not None:
+            self._by_output[output_index] = call
+        return call, ToolCallStart(call.position, ident, name, tool_kind, initial)
+
+    def _item_done(self, obj: dict[str, Any]) -> list[StreamEvent]:
+        item = obj.get("item")
+        if not isinstance(item, dict):
+            return [Unknown("openai-responses:response.output_item.done")]
+        kind = item.get("type")
+        output_index = _int(obj.get("output_index"))
+        out: list[StreamEvent] = []
+        call = self._find(item.get("id"), output_index)
+        if call is None:
+            if not (kind in LOCAL_ITEMS or kind in SERVER_ITEMS):
+                return []  # a message or reasoning item, or one already counted as Unknown
+            call, start = self._start(item, output_index)  # done without added: start it now
+            out.append(start)
+        if not call.fed:
+            raw = _final_input(call.item_type, item)
+            if raw:
+                call.fed = True
+                out.append(ToolArgumentsDelta(call.position, raw))
+        out.append(ToolCallEnd(call.position))
+        if call.item_type in SERVER_ITEMS:
+            status = _str(item.get("status")) or "done"
+            out.append(ServerToolResult(call.id, f"{call.item_type}.{status}"))
+        return out
+
+    def _find(self, item_id: object, output_index: int | None) -> _Call | None:
+        if isinstance(item_id, str) and item_id in self._by_item:
+            return self._by_item[item_id]
+        if output_index is not None:
+            return self._by_output.get(output_index)
+        return None
+
+    # -- arguments -------------------------------------------------------------------------
+
+    def _arguments_delta(self, obj: dict[str, Any]) -> list[StreamEvent]:
+        call = self._find(obj.get("item_id"), _int(obj.get("output_index")))
+        fragment = obj.get("delta")
+        if call is None or not isinstance(fragment, str):
+            return [Unknown(f"openai-responses:{obj.get('type')}:unmatched")]
+        if not fragment:
+            return []  # an empty fragment is not content
+        call.fed = True
+        return [ToolArgumentsDelta(call.position, fragment)]
+
+    def _arguments_done(self, obj: dict[str, Any], field: str) -> list[StreamEvent]:
+        call = self._find(obj.get("item_id"), _int(obj.get("output_index")))
+        if call is None:
+            return [Unknown(f"openai-responses:{obj.get('type')}:unmatched")]
+        whole = obj.get(field)
+        if call.fed or not isinstance(whole, str) or not whole:
+            return []  # the deltas already are the arguments
+        call.fed = True
+        return [ToolArgumentsDelta(call.position, whole)]
+
+
+# -- one handler per event type that carries something for the turn --------------------------
+
+
+def _created(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
+    response = _dict(obj.get("response"))
+    return [MessageStart(_str(response.get("id")), _str(response.get("model")))]
+
+
+def _text(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
+    delta = obj.get("delta")
+    return [TextDelta(delta)] if isinstance(delta, str) and delta else []
+
+
+def _refusal(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
+    delta = obj.get("delta")
+    return [RefusalDelta(delta)] if isinstance(delta, str) and delta else []
+
+
+def _thinking(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
+    delta = obj.get("delta")
+    return [ThinkingDelta(delta)] if isinstance(delta, str) and delta else []
+
+
+def _completed(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
+    return [*_usage(obj), TerminationProof(COMPLETED)]
+
+
+def _incomplete(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
+    details = _dict(_dict(obj.get("response")).get("incomplete_details"))
+    # The API documents a reason on every incomplete response; without one, the stop is
+    # still not a finished turn, so it is reported as such rather than derived.
+    reason = _str(details.get("reason")) or "incomplete"
+    return [*_usage(obj), StopReason(reason), TerminationProof(INCOMPLETE)]
+
+
+def _failed(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
+    error = _dict(_dict(obj.get("response")).get("error"))
+    return [*_usage(obj), _error_event(error, "response failed")]
+
+
+def _error(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
+    # Documented flat ({"type": "error", "code", "message", "param"}); some servers nest
+    # the same fields under "error".
+    nested = obj.get("error")
+    return [_error_event(nested if isinstance(nested, dict) else obj, "provider error")]
+
+
+def _error_event(error: dict[str, Any], fallback: str) -> ProviderErrorEvent:
+    code = error.get("code")
+    kind = error.get("type")
+    provider_type = code if isinstance(code, str) and code else None
+    if provider_type is None and isinstance(kind, str) and kind and kind != "error":
+        provider_type = kind
+    return ProviderErrorEvent(_str(error.get("message")) or fallback, provider_type, _int(code))
+
+
+def _usage(obj: dict[str, Any]) -> list[StreamEvent]:
+    usage = _dict(obj.get("response")).get("usage")
+    if not isinstance(usage, dict):
+        return []
+    return [UsageUpdate(_int(usage.get("input_tokens")), _int(usage.get("output_tokens")))]
+
+
+_Handler = Callable[[OpenAIResponsesDecoder, dict[str, Any]], list[StreamEvent]]
+
+_HANDLERS: dict[str, _Handler] = {
+    "response.created": _created,
+    "response.output_item.added": OpenAIResponsesDecoder._item_added,
+    "response.output_item.done": OpenAIResponsesDecoder._item_done,
+    "response.output_text.delta": _text,
+    "response.refusal.delta": _refusal,
+    "response.reasoning_summary_text.delta": _thinking,
+    "response.reasoning_text.delta": _thinking,
+    "response.function_call_arguments.delta": OpenAIResponsesDecoder._arguments_delta,
+    "response.custom_tool_call_input.delta": OpenAIResponsesDecoder._arguments_delta,
+    "response.mcp_call_arguments.delta": OpenAIResponsesDecoder._arguments_delta,
+    "response.function_call_arguments.done": lambda d, o: d._arguments_done(o, "arguments"),
+    "response.custom_tool_call_input.done": lambda d, o: d._arguments_done(o, "input"),
+    "response.mcp_call_arguments.done": lambda d, o: d._arguments_done(o, "arguments"),
+    COMPLETED: _completed,
+    INCOMPLETE: _incomplete,
+    FAILED: _failed,
+    "error": _error,
+}
+
+
+def _final_input(kind: str, item: dict[str, Any]) -> str:
+    """A call's arguments (local) or input (provider-run) from its finished item."""
+    field = LOCAL_ITEMS.get(kind) or _SERVER_INPUT.get(kind)
+    if field is None:
+        return ""
+    value = item.get(field)
+    if isinstance(value, str) and field in ("arguments", "input"):
+        return value
+    if value is None:
+        return ""
+    return json.dumps({field: value})
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

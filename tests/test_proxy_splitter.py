@@ -1,0 +1,96 @@
+"""The proxy's byte-exact SSE block splitter, and its life cycle under a stalled stream."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import REAL
+from railings.testing import EventSplitter, FaultProxy, ScriptedServer
+from railings.testing.faults import corrupt_event, is_terminator
+
+TRAILING = b"data: never ended"
+
+
+def split(chunks: list[bytes]) -> tuple[list[bytes], bytes]:
+    splitter = EventSplitter()
+    out = [block for chunk in chunks for block in splitter.feed(chunk)]
+    return out, splitter.close()
+
+
+def three_ways(body: bytes, expected: list[bytes]) -> None:
+    """Whole, byte by byte, and with trailing data (h11's ``tr()``)."""
+    assert split([body]) == (expected, b"")
+    assert split([body[i : i + 1] for i in range(len(body))]) == (expected, b"")
+    assert split([body + TRAILING]) == (expected, TRAILING)
+
+
+def test_line_ends() -> None:
+    three_ways(b"data: a\n\ndata: b\n\n", [b"data: a\n\n", b"data: b\n\n"])
+    three_ways(b"data: a\r\n\r\nevent: x\r\ndata: b\r\n\r\n",
+               [b"data: a\r\n\r\n", b"event: x\r\ndata: b\r\n\r\n"])
+    three_ways(b"data: a\r\rdata: b\n\r\n", [b"data: a\r\r", b"data: b\n\r\n"])
+
+
+def test_blank_lines_belong_to_the_next_block() -> None:
+    three_ways(b"\n\n\ndata: a\n\n: comment\n\n", [b"\n\n\ndata: a\n\n", b": comment\n\n"])
+
+
+def test_a_trailing_cr_waits_for_its_lf() -> None:
+    splitter = EventSplitter()
+    assert splitter.feed(b"data: a\r\n\r") == []
+    assert splitter.feed(b"\n") == [b"data: a\r\n\r\n"]
+
+
+def test_real_captures_rejoin_exactly() -> None:
+    for path in sorted(REAL.glob("*/*.sse")):
+        body = path.read_bytes()
+        blocks, rest = split([body[i : i + 97] for i in range(0, len(body), 97)])
+        assert b"".join(blocks) + rest == body, path.name
+        assert blocks == split([body])[0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([b"data: x", b"event: y", b": c", b"", b"data: \xc3\xa9"]),
+                max_size=12),
+       st.sampled_from([b"\n", b"\r\n", b"\r"]), st.lists(st.integers(0, 200), max_size=6))
+def test_any_split_gives_the_same_blocks(lines: list[bytes], eol: bytes,
+                                         cuts: list[int]) -> None:
+    body = b"".join(line + eol for line in lines)
+    points = sorted({min(c, len(body)) for c in cuts})
+    pieces = [body[a:b] for a, b in zip([0, *points], [*points, len(body)], strict=True)]
+    assert split(pieces) == split([body])
+    blocks, rest = split(pieces)
+    assert b"".join(blocks) + rest == body
+
+
+def test_terminator_and_corruption_helpers() -> None:
+    assert is_terminator(b"data: [DONE]\n\n") and is_terminator(b"data:[DONE]\n\n")
+    assert is_terminator(b'event: message_stop\ndata: {"type":"message_stop"}\n\n')
+    assert not is_terminator(b'data: {"x": "[DONE]"}\n\n')
+    block = b'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n'
+    assert corrupt_event(block, "utf8") == block.replace(b'"content":"', b'"content":"\xff\xfe')
+    value = block[len(b"data: ") : -2]
+    assert corrupt_event(block, "json") == b"data: " + value[: len(value) // 2] + b"\n\n"
+
+
+def test_closing_a_proxy_with_a_stalled_stream_is_prompt() -> None:
+    with ScriptedServer({"turns": [{"text": "hello"}]}) as server:
+        proxy = FaultProxy(server.url, "idle:events=1,seconds=60").start_in_thread()
+        sock = socket.create_connection(("127.0.0.1", proxy.port))
+        try:
+            body = b'{"model":"m","messages":[{"role":"user","content":"x"}],"stream":true}'
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n"
+                         b"content-length: %d\r\n\r\n%s" % (len(body), body))
+            sock.settimeout(5)
+            assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+            started = time.monotonic()
+            proxy.close()
+            assert time.monotonic() - started < 5
+            assert proxy.log[0].action == "silent for 60s after 1 events"
+        finally:
+            sock.close()
+            proxy.close()
