@@ -33,6 +33,7 @@ from railings.errors import (
     TransportError,
 )
 from railings.replay import Replay, replay, to_json
+from railings.sdk_objects import inspect
 from railings.turn.model import (
     Outcome,
     ServerToolCall,
@@ -88,6 +89,7 @@ __all__ = [
     "Usage",
     "Verdict",
     "__version__",
+    "inspect",
     "judge",
     "judge_call",
     "parse_arguments",

@@ -1,0 +1,227 @@
+"""Verdicts for the objects the official SDKs return, with no network and no SDK import.
+
+``railings.inspect(obj)`` takes an ``openai`` ``ChatCompletion`` (returned whole, or
+accumulated from a stream), an ``openai`` Responses ``Response`` or an ``anthropic``
+``Message`` -- or the plain dict of any of them -- and returns the same
+:class:`~railings.replay.Replay` that ``railings replay`` gives for the stream.
+
+Theory of operation. The object is recognized by its shape (``model_dump()`` when
+it has one, then its keys), turned into the core's normalized events, and fed
+to the same :class:`~railings.turn.assembler.TurnAssembler` and the same verdict
+function as a live stream: there is no second verdict path.
+
+What an object cannot prove. An SDK object exists only once the SDK decided the
+response was over: the termination proof is taken as given (the guard transport,
+``railings.guard``, is what checks it on the wire). Two cases need care:
+
+* OpenAI and the Responses API keep each call's arguments as the raw string the
+  model wrote: it is parsed strictly, exactly as in a stream.
+* Anthropic ``Message`` objects keep ``tool_use.input`` already parsed -- and the
+  SDK's stream accumulator parses a cut fragment leniently (into ``{}`` or a
+  partial object). The raw text is gone, so in a message that stopped at
+  ``max_tokens`` the last content block, if it is a ``tool_use``, is where the
+  output was cut: it is treated as truncated and never executed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from railings.errors import ConfigurationError
+from railings.events import (
+    MessageStart,
+    ProviderErrorEvent,
+    RefusalDelta,
+    ServerToolResult,
+    StopReason,
+    StreamEvent,
+    TerminationProof,
+    TextDelta,
+    ThinkingDelta,
+    ToolArgumentsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    UsageUpdate,
+)
+from railings.replay import Replay
+from railings.turn.assembler import TurnAssembler
+from railings.turn.verdict import judge
+
+__all__ = ["inspect"]
+
+
+def inspect(obj: Any, *, max_tokens: int | None = None, service: str | None = None) -> Replay:
+    """The turn verdict for an SDK response object (see the module docstring)."""
+    data = _as_dict(obj)
+    if "choices" in data:
+        provider, events = "openai", _chat_completion(data)
+    elif data.get("object") == "response" or ("output" in data and "status" in data):
+        provider, events = "openai-responses", _response(data)
+    elif data.get("type") == "message" or ("content" in data and data.get("role") == "assistant"):
+        provider, events = "anthropic", _message(data)
+    else:
+        raise ConfigurationError(
+            "inspect() takes an openai ChatCompletion or Response, or an anthropic Message "
+            f"(or their dicts); got {type(obj).__name__}"
+        )
+    assembler = TurnAssembler(provider, max_tokens=max_tokens, service=service)
+    assembler.received()
+    for event in events:
+        assembler.apply(event)
+    assembler.eof()
+    turn = assembler.turn()
+    return Replay(turn, judge(turn))
+
+
+def _as_dict(obj: Any) -> dict[str, Any]:
+    if isinstance(obj, Mapping):
+        return dict(obj)
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        # SDK models hold block types newer than their unions; skip pydantic's warnings.
+        value = dump(warnings=False)
+        if isinstance(value, dict):
+            return value
+    raise ConfigurationError(f"inspect() cannot read a {type(obj).__name__}")
+
+
+def _usage(usage: Any, input_key: str, output_key: str) -> list[StreamEvent]:
+    if not isinstance(usage, dict):
+        return []
+    return [UsageUpdate(_int(usage.get(input_key)), _int(usage.get(output_key)))]
+
+
+def _chat_completion(data: dict[str, Any]) -> list[StreamEvent]:
+    events: list[StreamEvent] = [
+        MessageStart(str(data.get("id") or ""), str(data.get("model") or ""))
+    ]
+    choices = [c for c in data.get("choices") or [] if isinstance(c, dict)]
+    choice = next((c for c in choices if c.get("index", 0) == 0), None)
+    if choice is not None:
+        message = choice.get("message") or {}
+        if isinstance(message.get("reasoning_content"), str):
+            events.append(ThinkingDelta(message["reasoning_content"]))
+        if isinstance(message.get("content"), str):
+            events.append(TextDelta(message["content"]))
+        if isinstance(message.get("refusal"), str):
+            events.append(RefusalDelta(message["refusal"]))
+        for position, call in enumerate(message.get("tool_calls") or []):
+            function = call.get("function") or {}
+            arguments = function.get("arguments")
+            if arguments is not None and not isinstance(arguments, str):
+                arguments = json.dumps(arguments)
+            events.append(
+                ToolCallStart(position, str(call.get("id") or ""), str(function.get("name") or ""))
+            )
+            if arguments:
+                events.append(ToolArgumentsDelta(position, arguments))
+            events.append(ToolCallEnd(position))
+        if choice.get("finish_reason"):
+            events.append(StopReason(str(choice["finish_reason"])))
+    events += _usage(data.get("usage"), "prompt_tokens", "completion_tokens")
+    events.append(TerminationProof("chat.completion"))
+    return events
+
+
+def _response(data: dict[str, Any]) -> list[StreamEvent]:
+    events: list[StreamEvent] = [
+        MessageStart(str(data.get("id") or ""), str(data.get("model") or ""))
+    ]
+    position = 0
+    for item in data.get("output") or []:
+        kind = item.get("type")
+        if kind == "message":
+            for part in item.get("content") or []:
+                if part.get("type") == "output_text" and isinstance(part.get("text"), str):
+                    events.append(TextDelta(part["text"]))
+                elif part.get("type") == "refusal" and isinstance(part.get("refusal"), str):
+                    events.append(RefusalDelta(part["refusal"]))
+        elif kind == "reasoning":
+            for part in item.get("summary") or []:
+                if isinstance(part.get("text"), str):
+                    events.append(ThinkingDelta(part["text"]))
+        elif kind == "function_call":
+            ident = str(item.get("call_id") or item.get("id") or "")
+            events.append(ToolCallStart(position, ident, str(item.get("name") or "")))
+            if item.get("arguments"):
+                events.append(ToolArgumentsDelta(position, str(item["arguments"])))
+            if item.get("status") != "incomplete":
+                events.append(ToolCallEnd(position))
+            position += 1
+        elif isinstance(kind, str) and kind.endswith("_call"):
+            ident = str(item.get("id") or "")
+            events.append(ToolCallStart(position, ident, kind, "server_tool_use", "{}"))
+            events.append(ToolCallEnd(position))
+            events.append(ServerToolResult(ident, kind))
+            position += 1
+    events += _usage(data.get("usage"), "input_tokens", "output_tokens")
+    status = data.get("status")
+    if status == "completed":
+        events.append(TerminationProof("response.completed"))
+    elif status == "incomplete":
+        details = data.get("incomplete_details") or {}
+        if details.get("reason"):
+            events.append(StopReason(str(details["reason"])))
+        events.append(TerminationProof("response.incomplete"))
+    elif status == "failed":
+        error = data.get("error") or {}
+        events.append(
+            ProviderErrorEvent(str(error.get("message") or "response failed"), error.get("code"))
+        )
+    return events
+
+
+_ANTHROPIC_TOOLS = {
+    "tool_use": "function",
+    "server_tool_use": "server_tool_use",
+    "mcp_tool_use": "mcp_tool_use",
+}
+
+
+def _message(data: dict[str, Any]) -> list[StreamEvent]:
+    events: list[StreamEvent] = [
+        MessageStart(str(data.get("id") or ""), str(data.get("model") or ""))
+    ]
+    blocks = [b for b in data.get("content") or [] if isinstance(b, dict)]
+    cut_at_limit = data.get("stop_reason") == "max_tokens"
+    position = 0
+    for number, block in enumerate(blocks):
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            events.append(TextDelta(block["text"]))
+        elif kind == "thinking" and isinstance(block.get("thinking"), str):
+            events.append(
+                ThinkingDelta(block["thinking"], signature=str(block.get("signature") or ""))
+            )
+        elif kind == "redacted_thinking":
+            events.append(ThinkingDelta("", redacted=str(block.get("data") or "")))
+        elif kind in _ANTHROPIC_TOOLS:
+            last = number == len(blocks) - 1
+            truncated_here = cut_at_limit and last and kind == "tool_use"
+            # The raw input is gone; a cut last block must not look parseable.
+            initial = "" if truncated_here else json.dumps(block.get("input") or {})
+            events.append(
+                ToolCallStart(
+                    position,
+                    str(block.get("id") or ""),
+                    str(block.get("name") or ""),
+                    _ANTHROPIC_TOOLS[kind],
+                    initial,
+                )
+            )
+            if not truncated_here:
+                events.append(ToolCallEnd(position))
+            position += 1
+        elif isinstance(kind, str) and kind.endswith("_tool_result"):
+            events.append(ServerToolResult(str(block.get("tool_use_id") or ""), kind))
+    if data.get("stop_reason"):
+        events.append(StopReason(str(data["stop_reason"])))
+    events += _usage(data.get("usage"), "input_tokens", "output_tokens")
+    events.append(TerminationProof("message"))
+    return events
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
