@@ -43,6 +43,7 @@ from railings.events import (
     ToolArgumentsDelta,
     ToolCallEnd,
     ToolCallStart,
+    ToolKind,
     UsageUpdate,
 )
 from railings.replay import Replay
@@ -173,7 +174,7 @@ def _response(data: dict[str, Any]) -> list[StreamEvent]:
     return events
 
 
-_ANTHROPIC_TOOLS = {
+_ANTHROPIC_TOOLS: dict[str, ToolKind] = {
     "tool_use": "function",
     "server_tool_use": "server_tool_use",
     "mcp_tool_use": "mcp_tool_use",
