@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from conftest import REAL, manifest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import REAL, manifest
 from railings import RailingsError, replay, to_json
 from railings.replay import Replay
 from railings.turn.reader import StreamReader

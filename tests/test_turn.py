@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+
+from railings import Outcome, RejectReason, Termination, replay
+from railings.turn.verdict import TRUNCATION_NOTICE
 from streams import (
     anthropic_event,
     anthropic_tool_stream,
@@ -13,9 +16,6 @@ from streams import (
     openai_tool_stream,
     sse,
 )
-
-from railings import Outcome, RejectReason, Termination, replay
-from railings.turn.verdict import TRUNCATION_NOTICE
 
 FRAGMENT = '{"command": "rm -rf /tmp/leg'
 

@@ -129,7 +129,8 @@ class Journal:
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             self._db.execute(
-                "INSERT INTO sessions (id, started_at, title, provider, model) VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO sessions (id, started_at, title, provider, model)"
+                " VALUES (?, ?, ?, ?, ?)",
                 (session_id, now, redact_json(title), provider, model),
             )
             self._insert(session_id, None, "session", {"title": title, **(details or {})}, now)

@@ -72,8 +72,10 @@ class _CallBuffer:
         self.results: list[str] = []
 
     def raw(self) -> str:
-        # Anthropic: when every partial_json was "", the input is the start block's object.
-        return "".join(self.fragments) or self.initial
+        # Anthropic: when every partial_json was "", the input is the start block's object --
+        # but only once the block closed. A block the output limit cut right after its start
+        # never had its input written: its placeholder {} is not the model's arguments.
+        return "".join(self.fragments) or (self.initial if self.closed else "")
 
 
 class TurnAssembler:
@@ -207,7 +209,8 @@ class TurnAssembler:
         stop_reason: str | None
         source: str | None
         if self._stop_wire is not None:
-            stop_reason, source = normalize_stop_reason(self._stop_wire), "wire"
+            stop_reason = normalize_stop_reason(self._stop_wire, saw_tool_use=bool(local))
+            source = "wire"
         elif clean:
             stop_reason = derive_stop_reason(
                 saw_tool_use=bool(local),

@@ -13,11 +13,21 @@ first that yields a JSON object:
 1. ``STRICT``: the text is already a JSON object.
 2. ``UNWRAP``: a Markdown code fence or prose around one object
    (models that answer ````json {...} ```` or "Here are the arguments: {...}").
+   Only the first object is kept, and only when no second one follows it: two
+   objects in one call is ambiguity, not wrapping.
 3. ``TRAILING_COMMAS``: ``{"a": 1,}`` -- the JavaScript habit.
 4. ``CLOSE``: unterminated strings, arrays and objects are closed -- a model
    that stopped writing early in a turn that still ended normally.
 5. ``PYTHON_LITERAL``: ``{'a': True, 'b': None}`` -- a Python dict instead of
    JSON, read with :func:`ast.literal_eval` (literals only; nothing runs).
+
+Rungs 2-4 scan the text once, aware of strings, and treat both ``"`` and
+``'`` as quotes, so that a brace or a comma inside a string -- a JSON string or
+a Python one for rung 5 -- is never taken for structure or dropped. (Outside
+a string, ``'`` cannot occur in JSON, so JSON text reads the same either way.)
+
+Strict means strict: ``NaN`` and ``Infinity``, which :func:`json.loads` accepts
+by default, are not JSON and fail every rung.
 
 The result says which rung succeeded, so callers can report ``repaired``.
 All rungs are linear in the input size.
@@ -78,39 +88,72 @@ def parse_arguments(raw: str, policy: RepairPolicy) -> Arguments | None:
 
 def _strict(text: str) -> dict[str, Any] | None:
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_reject_constant)
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 
 
-_FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*[ \t]*\n?|\n?```\s*$")
+def _reject_constant(name: str) -> Any:
+    # RFC 8259 has no NaN or Infinity; json.loads would accept them by default.
+    raise ValueError(f"{name} is not JSON")
+
+
+_QUOTES = "\"'"
+_CLOSER = {"{": "}", "[": "]"}
 
 
 def _unwrap(text: str) -> str:
-    """Rung 2: drop a code fence, then keep the span from the first ``{`` to the last ``}``."""
-    text = _FENCE.sub("", text.strip())
+    """Rung 2: keep the first object, from its ``{`` to the bracket that closes it.
+
+    A fence or prose around it is dropped. An object that never closes is kept
+    to the end of the text (rung 4 may close it): cutting it at the last ``}``
+    would cut inside a string, dropping what the model wrote after that brace.
+    When another ``{`` follows the object, the text is left as it is.
+    """
     start = text.find("{")
     if start < 0:
         return text
-    end = text.rfind("}")
-    return text[start : end + 1] if end > start else text[start:]
+    depth = 0
+    quote = ""
+    escaped = False
+    for position in range(start, len(text)):
+        ch = text[position]
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
+        elif ch in _QUOTES:
+            quote = ch
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                if "{" in text[position + 1 :]:
+                    return text
+                return text[start : position + 1]
+    return text[start:]
 
 
 def _drop_trailing_commas(text: str) -> str:
     """Rung 3: remove a comma that is followed (after whitespace) by ``}`` or ``]``."""
     out: list[str] = []
-    in_string = escaped = False
+    quote = ""
+    escaped = False
     pending: list[str] = []  # a comma and the whitespace after it, held back
     for ch in text:
-        if in_string:
+        if quote:
             out.append(ch)
             if escaped:
                 escaped = False
             elif ch == "\\":
                 escaped = True
-            elif ch == '"':
-                in_string = False
+            elif ch == quote:
+                quote = ""
             continue
         if pending:
             if ch in " \t\r\n":
@@ -125,8 +168,8 @@ def _drop_trailing_commas(text: str) -> str:
             pending = [ch]
             continue
         out.append(ch)
-        if ch == '"':
-            in_string = True
+        if ch in _QUOTES:
+            quote = ch
     out.extend(pending)
     return "".join(out)
 
@@ -134,26 +177,27 @@ def _drop_trailing_commas(text: str) -> str:
 def _close(text: str) -> str:
     """Rung 4: close an open string, drop a dangling comma, close open brackets."""
     stack: list[str] = []
-    in_string = escaped = False
+    quote = ""
+    escaped = False
     for ch in text:
-        if in_string:
+        if quote:
             if escaped:
                 escaped = False
             elif ch == "\\":
                 escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "{[":
-            stack.append("}" if ch == "{" else "]")
+            elif ch == quote:
+                quote = ""
+        elif ch in _QUOTES:
+            quote = ch
+        elif ch in _CLOSER:
+            stack.append(_CLOSER[ch])
         elif ch in "}]" and stack and stack[-1] == ch:
             stack.pop()
     tail = text
-    if in_string:
+    if quote:
         if escaped:
             tail = tail[:-1]  # a lone backslash cannot end a string
-        tail += '"'
+        tail += quote
     else:
         tail = tail.rstrip()
         if tail.endswith(","):

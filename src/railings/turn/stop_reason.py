@@ -9,6 +9,8 @@ Normalization (wire spelling -> railings):
 ``tool_calls``, ``function_call``, ``tool_use``     ``tool_use``
 ``content_filter``, ``stop_sequence``,              kept as is
 ``refusal``, ``pause_turn``
+``completed`` (Responses API status)               ``tool_use`` if the turn has tool
+                                                    calls, else ``end_turn``
 anything else                                       lowercased as is
 ============================================  ===============
 """
@@ -48,9 +50,11 @@ _TABLE: dict[str, str] = {
 DEFAULT_EXEMPTIONS: frozenset[str] = frozenset()
 
 
-def normalize_stop_reason(wire: str) -> str:
+def normalize_stop_reason(wire: str, *, saw_tool_use: bool = False) -> str:
     """The railings spelling of a wire stop reason (see the module table)."""
     lowered = wire.strip().lower()
+    if lowered == "completed":
+        return "tool_use" if saw_tool_use else "end_turn"
     return _TABLE.get(lowered, lowered)
 
 

@@ -6,9 +6,11 @@ events: every ``data:`` payload is a JSON object whose ``type`` names it
 line, so ``type`` wins and the field is only a fallback). There is no
 ``[DONE]``: the termination proof is the response's own terminal event.
 
-* ``response.completed`` -- usage, then the proof. It carries no stop reason:
-  the assembler derives ``tool_use`` / ``end_turn`` (or ``max_tokens`` at the
-  requested limit), as for a provider that never says.
+* ``response.completed`` -- usage, the status ``completed`` as the wire stop
+  reason, then the proof. ``completed`` is the API's own word that the output
+  was not cut (a cut arrives as ``response.incomplete``), so nothing is
+  derived: it normalizes to ``tool_use`` when the turn has tool calls, else
+  ``end_turn``.
 * ``response.incomplete`` -- usage, ``incomplete_details.reason`` as the wire
   stop reason (``max_output_tokens`` normalizes to ``max_tokens``, so the
   truncation gate applies; ``content_filter`` stays itself), then the proof.
@@ -238,6 +240,8 @@ class OpenAIResponsesDecoder:
         output_index = _int(obj.get("output_index"))
         out: list[StreamEvent] = []
         call = self._find(item.get("id"), output_index)
+        if call is not None and isinstance(kind, str) and kind != call.item_type:
+            call = None  # another item at a reused index: never close a call with it
         if call is None:
             if not (kind in LOCAL_ITEMS or kind in SERVER_ITEMS):
                 return []  # a message or reasoning item, or one already counted as Unknown
@@ -308,7 +312,7 @@ def _thinking(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEven
 
 
 def _completed(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
-    return [*_usage(obj), TerminationProof(COMPLETED)]
+    return [*_usage(obj), StopReason("completed"), TerminationProof(COMPLETED)]
 
 
 def _incomplete(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEvent]:

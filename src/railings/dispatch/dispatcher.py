@@ -1,0 +1,143 @@
+"""Batch dispatch: every tool call of one turn, with the truncation gate placed first.
+
+The placement is the seeds' (P0-2, "Reject and Resend"), and each choice is
+deliberate:
+
+1. **The truncation gate comes first.** Every call is judged by
+   :func:`~railings.turn.verdict.judge` -- the one verdict logic: an abruptly
+   terminated turn rejects every call (it executes nothing); a truncated turn
+   (normalized ``max_tokens``, provider not exempt) rejects each call whose
+   strict parse failed, never repairing it; a finished turn repairs what it can.
+2. **A rejected call is answered with its notice and nothing else.** It never
+   enters the gate chain, so the loop guard does not count it -- the model never
+   finished writing it, so it is not one of its attempts -- and it never reaches
+   the circuit breaker: like an interception, it is an intervention, not an
+   execution.
+3. **Speculative tasks of rejected calls are cancelled at once**, before any
+   other call of the turn runs: fragmentary arguments may slip into no
+   execution path.
+4. **Sibling calls whose arguments parsed completely execute as usual**,
+   through the chain, in the order the calls started.
+
+Calls run one after another: the loop guard's "in a row" and the breaker's
+"consecutive" are then well defined, and a confirmation prompt never competes
+with another. Concurrency comes from speculative start, for the read-only
+tools that opt in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from railings.dispatch.gates import (
+    ApprovalGate,
+    Approver,
+    Dispatch,
+    SchemaGate,
+    ToolExecutor,
+    needs_approval_unless_read_only,
+)
+from railings.dispatch.guards import CircuitBreaker, LoopGuard
+from railings.dispatch.notices import UNKNOWN_TOOL_NOTICE
+from railings.dispatch.outcome import BatchResult, Invocation, OutcomeStatus, ToolOutcome
+from railings.dispatch.speculative import SpeculativeRunner
+from railings.dispatch.tools import Tool, ToolRegistry
+from railings.turn.model import Turn
+from railings.turn.verdict import CallVerdict, judge
+
+__all__ = ["Dispatcher", "default_chain"]
+
+
+def default_chain(
+    *,
+    approve: Approver | None = None,
+    needs_approval: Callable[[Tool], bool] = needs_approval_unless_read_only,
+    max_repeats: int | None = 3,
+) -> Dispatch:
+    """``SchemaGate(LoopGuard(ApprovalGate(ToolExecutor(), approve)))``.
+
+    Without ``approve`` there is no approval gate; with ``max_repeats=None``
+    no loop guard. ``needs_approval(tool) -> bool`` picks the tools that ask
+    (default: every tool that is not read-only).
+    """
+    chain: Dispatch = ToolExecutor()
+    if approve is not None:
+        chain = ApprovalGate(chain, approve, needs_approval=needs_approval)
+    if max_repeats is not None:
+        chain = LoopGuard(chain, max_repeats=max_repeats)
+    return SchemaGate(chain)
+
+
+class Dispatcher:
+    """Dispatches the tool calls of each turn through the truncation gate and ``chain``.
+
+    ``chain`` defaults to :func:`default_chain`; ``breaker`` to a
+    :class:`CircuitBreaker` with its default limit. Both keep state across turns:
+    use one dispatcher per agent conversation.
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        chain: Dispatch | None = None,
+        breaker: CircuitBreaker | None = None,
+    ) -> None:
+        self.registry = registry
+        self.chain = chain if chain is not None else default_chain()
+        self.breaker = breaker if breaker is not None else CircuitBreaker()
+
+    async def dispatch_turn(
+        self, turn: Turn, *, speculative: SpeculativeRunner | None = None
+    ) -> BatchResult:
+        """One :class:`ToolOutcome` per local call of ``turn``, in the order the calls started.
+
+        ``speculative`` is the runner that was fed this turn's events, if any.
+        Raises :class:`~railings.errors.CircuitOpen` when the breaker trips;
+        every speculative task is cancelled before this returns or raises.
+        """
+        verdicts = judge(turn)
+        try:
+            if speculative is not None:
+                await speculative.cancel(*(v.call for v in verdicts if not v.execute))
+            outcomes: list[ToolOutcome] = []
+            for verdict in verdicts:
+                if not verdict.execute:
+                    outcomes.append(_rejected(verdict))
+                    continue
+                outcome = await self._dispatch(verdict, speculative)
+                outcomes.append(outcome)
+                self.breaker.record(outcome)
+            return BatchResult(turn, tuple(outcomes))
+        finally:
+            if speculative is not None:
+                await speculative.cancel_all()
+
+    async def _dispatch(
+        self, verdict: CallVerdict, speculative: SpeculativeRunner | None
+    ) -> ToolOutcome:
+        found = self.registry.get(verdict.call.name)
+        if found is None:
+            return _unknown(verdict, self.registry)
+        if speculative is None:
+            return await self.chain.dispatch(Invocation(verdict, found))
+        try:
+            return await self.chain.dispatch(Invocation(verdict, found, speculative.claim(verdict)))
+        finally:
+            # A gate that answered the call itself left the task unused: discard it now.
+            await speculative.cancel(verdict.call)
+
+
+def _rejected(verdict: CallVerdict) -> ToolOutcome:
+    call = verdict.call
+    notice = verdict.notice or ""
+    return ToolOutcome(call.id, call.name, OutcomeStatus.REJECTED, notice, verdict)
+
+
+def _unknown(verdict: CallVerdict, registry: ToolRegistry) -> ToolOutcome:
+    call = verdict.call
+    notice = UNKNOWN_TOOL_NOTICE.format(
+        name=call.name, id=call.id or "-", available=", ".join(registry.names) or "none"
+    )
+    return ToolOutcome(call.id, call.name, OutcomeStatus.ERROR, notice, verdict)
+

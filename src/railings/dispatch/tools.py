@@ -1,0 +1,228 @@
+"""Tools: a name, a manual, an argument schema and a function; and the registry.
+
+A :class:`Tool` is a frozen value. It is checked when it is made -- name, schema,
+flags -- so a tool that cannot be offered to a model is a
+:class:`~railings.errors.ToolDefinitionError` at import time, not at the first
+call. :func:`tool` makes one from a typed function::
+
+    @tool(read_only=True, speculative=True)
+    def word_count(path: str, unique: bool = False) -> int:
+        \"\"\"Count the words in a file.\"\"\"
+
+Calls always pass keyword arguments, ``function(**arguments)``. A coroutine
+function is awaited; a plain function runs in a worker thread, so a slow one
+does not stall the stream being read.
+
+``speculative`` (start the call while the turn is still streaming, see
+:mod:`railings.dispatch.speculative`) is allowed only for ``read_only`` tools:
+a speculative call may be cancelled half-way, and only a tool without effects
+can be abandoned safely.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, overload
+
+from railings.dispatch.schema import check_schema, derive_schema, describe
+from railings.errors import ToolDefinitionError
+
+__all__ = ["Execution", "Tool", "ToolFailure", "ToolRegistry", "execute", "tool"]
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # what both OpenAI and Anthropic accept
+
+
+class ToolFailure(Exception):
+    """Raised by a tool to fail with a message meant for the model.
+
+    Not a :class:`~railings.errors.RailingsError`: it never leaves railings. The
+    dispatcher catches it (like any exception a tool raises) and sends its
+    message back as the call's error result.
+    """
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Tool:
+    """One tool as offered to the model and run by the dispatcher.
+
+    ``parameters`` is the JSON Schema of the arguments object; ``description``
+    is the manual the model reads.
+    """
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    function: Callable[..., Any] = field(repr=False)
+    read_only: bool = False
+    speculative: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _NAME.match(self.name):
+            raise ToolDefinitionError(
+                f"tool name {self.name!r} must be 1-64 letters, digits, '_' or '-'"
+            )
+        if not callable(self.function):
+            raise ToolDefinitionError(f"tool {self.name!r}: function is not callable")
+        if self.speculative and not self.read_only:
+            raise ToolDefinitionError(
+                f"tool {self.name!r}: speculative start is only allowed for read-only tools"
+            )
+        check_schema(self.parameters, self.name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the function directly (a decorated function stays usable as a function)."""
+        return self.function(*args, **kwargs)
+
+    def definition(self) -> dict[str, Any]:
+        """Provider-neutral: ``{"name", "description", "parameters"}``."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": dict(self.parameters),
+        }
+
+    def to_openai(self) -> dict[str, Any]:
+        """The Chat Completions ``tools[]`` entry."""
+        return {"type": "function", "function": self.definition()}
+
+    def to_anthropic(self) -> dict[str, Any]:
+        """The Messages API ``tools[]`` entry."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": dict(self.parameters),
+        }
+
+
+@overload
+def tool(function: Callable[..., Any], /) -> Tool: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    schema: Mapping[str, Any] | None = None,
+    read_only: bool = False,
+    speculative: bool = False,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+def tool(
+    function: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    schema: Mapping[str, Any] | None = None,
+    read_only: bool = False,
+    speculative: bool = False,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a :class:`Tool` from a function: ``@tool`` or ``@tool(read_only=True, ...)``.
+
+    The name defaults to the function's, the description to its docstring (without
+    the ``Args:`` section, whose lines describe the parameters), the schema to one
+    derived from its typed signature. An explicit ``schema`` replaces the derived
+    one and must be a valid JSON Schema of type ``object``.
+    """
+
+    def make(fn: Callable[..., Any]) -> Tool:
+        return Tool(
+            name=name or str(getattr(fn, "__name__", "")),
+            description=description if description is not None else describe(fn),
+            parameters=dict(schema) if schema is not None else derive_schema(fn),
+            function=fn,
+            read_only=read_only,
+            speculative=speculative,
+        )
+
+    return make if function is None else make(function)
+
+
+class ToolRegistry:
+    """The tools one agent offers, by name. Names are unique."""
+
+    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for item in tools:
+            self.add(item)
+
+    def add(self, item: Tool | Callable[..., Any]) -> Tool:
+        """Register a :class:`Tool`, or a plain typed function (made into one by :func:`tool`)."""
+        made = item if isinstance(item, Tool) else tool(item)
+        if made.name in self._tools:
+            raise ToolDefinitionError(f"tool {made.name!r} is already registered")
+        self._tools[made.name] = made
+        return made
+
+    def tool(self, **options: Any) -> Callable[[Callable[..., Any]], Tool]:
+        """``@registry.tool(read_only=True)``: :func:`tool`, then :meth:`add`."""
+
+        def register(fn: Callable[..., Any]) -> Tool:
+            return self.add(tool(**options)(fn))
+
+        return register
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def __getitem__(self, name: str) -> Tool:
+        return self._tools[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._tools)
+
+    def to_openai(self) -> list[dict[str, Any]]:
+        return [t.to_openai() for t in self]
+
+    def to_anthropic(self) -> list[dict[str, Any]]:
+        return [t.to_anthropic() for t in self]
+
+
+@dataclass(frozen=True, slots=True)
+class Execution:
+    """What running a tool produced: ``ok`` False when it raised."""
+
+    ok: bool
+    content: str
+
+
+async def execute(target: Tool, arguments: Mapping[str, Any]) -> Execution:
+    """Run ``target`` with ``arguments``; any exception it raises becomes a failed
+    :class:`Execution`. Cancellation is not an exception of the tool: it propagates."""
+    try:
+        if inspect.iscoroutinefunction(target.function):
+            value = await target.function(**arguments)
+        else:
+            value = await asyncio.to_thread(target.function, **arguments)
+            if inspect.isawaitable(value):
+                value = await value
+    except ToolFailure as exc:
+        return Execution(False, str(exc))
+    except Exception as exc:
+        return Execution(False, f"{type(exc).__name__}: {exc}")
+    return Execution(True, _text(value))
+
+
+def _text(value: Any) -> str:
+    """A tool's return value as the text the model reads."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
