@@ -30,6 +30,7 @@ from railings.errors import (
 __all__ = [
     "IDLE_MESSAGE",
     "INTERRUPTED_MESSAGE",
+    "NON_RETRYABLE_PROVIDER_TYPES",
     "PROVIDER_TYPE_TABLE",
     "RETRYABLE_NETWORK_PHRASES",
     "STATUS_TABLE",
@@ -77,6 +78,10 @@ PROVIDER_TYPE_TABLE: dict[str, type[ProviderError]] = {
     "invalid_api_key": AuthenticationError,
     "tool_use_failed": BadRequest,  # Groq: the model's call failed the tool schema
 }
+
+# Provider types that arrive with a retryable status (429) but do not pass with time:
+# the account is out of quota. Resending only burns the retry budget.
+NON_RETRYABLE_PROVIDER_TYPES: frozenset[str] = frozenset({"insufficient_quota"})
 
 # Phrases that mean "the connection broke": safe to retry when nothing was received.
 RETRYABLE_NETWORK_PHRASES: tuple[str, ...] = (

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from railings import __version__
-from railings.cli import kit
+from railings.cli import agent, kit
 from railings.cli import replay as replay_cmd
 from railings.cli._common import UsageError, fail
 
@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     replay_cmd.register(commands)
     kit.register(commands)
+    agent.register(commands)
     return parser
 
 

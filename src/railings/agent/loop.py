@@ -1,0 +1,330 @@
+"""The agent loop: stream a turn, judge it, dispatch its calls, send the results back.
+
+Theory of operation. ``Agent.run(task)`` appends the task to the conversation and
+loops until one of five things ends the run (its :class:`RunStatus`):
+
+* ``COMPLETED``: the model ended its turn (no local tool call left to run);
+* ``INTERRUPTED``: a turn ended without the provider's proof after content had
+  arrived (**Partial**). What arrived is kept as-is and marked; nothing in it
+  is executed; the caller decides what next. (**Empty** interruptions never get
+  here: the transport resends them transparently.)
+* ``TURN_LIMIT``: ``max_turns`` turns were streamed and the model still wanted
+  tools;
+* ``CIRCUIT_OPEN``: the circuit breaker tripped on consecutive tool failures;
+* ``ERROR``: a typed error ended the run (authentication, bad request, retries
+  exhausted); ``error`` holds it.
+
+A tool call the output limit cut goes back to the model with the truncation
+notice instead of a result, so the model resends it complete; an Anthropic
+``pause_turn`` is continued by sending the conversation back as-is.
+
+Everything is journaled as it happens (see :mod:`railings.agent.journal`), and
+every step is also published to ``on_event`` for a view or an embedding program.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from railings.agent.journal import Journal
+from railings.dispatch import (
+    Approver,
+    BatchResult,
+    CircuitBreaker,
+    Dispatcher,
+    SpeculativeRunner,
+    Tool,
+    ToolRegistry,
+    default_chain,
+    needs_approval_unless_read_only,
+)
+from railings.errors import CircuitOpen, RailingsError
+from railings.events import (
+    RefusalDelta,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolArgumentsDelta,
+    ToolCallStart,
+)
+from railings.messages import Assistant, Message, System, ToolResult, ToolSpec, User
+from railings.transport import AsyncProviderClient
+from railings.turn.model import Outcome, Turn
+from railings.turn.verdict import judge
+
+__all__ = [
+    "Agent",
+    "AgentEvent",
+    "RunEnded",
+    "RunResult",
+    "RunStatus",
+    "StreamDelta",
+    "ToolsDispatched",
+    "TurnEnded",
+    "TurnStarted",
+]
+
+DEFAULT_SYSTEM = (
+    "You are a careful coding agent working in a sandboxed directory. Use the tools to "
+    "inspect and change files; keep each tool call's arguments short. Tool calls cut off "
+    "by the output limit are NOT executed and must be resent complete."
+)
+
+
+class RunStatus(enum.Enum):
+    COMPLETED = "completed"
+    INTERRUPTED = "interrupted"
+    TURN_LIMIT = "turn_limit"
+    CIRCUIT_OPEN = "circuit_open"
+    ERROR = "error"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStarted:
+    number: int
+
+
+@dataclass(frozen=True, slots=True)
+class StreamDelta:
+    """One normalized stream event of the current turn, as it arrived."""
+
+    number: int
+    event: StreamEvent
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnded:
+    number: int
+    turn: Turn
+
+
+@dataclass(frozen=True, slots=True)
+class ToolsDispatched:
+    number: int
+    batch: BatchResult
+
+
+@dataclass(frozen=True, slots=True)
+class RunEnded:
+    result: RunResult
+
+
+AgentEvent = TurnStarted | StreamDelta | TurnEnded | ToolsDispatched | RunEnded
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """How a run ended. ``turns`` are all the turns streamed, the last one included."""
+
+    status: RunStatus
+    turns: tuple[Turn, ...]
+    session_id: str | None = None
+    error: RailingsError | None = None
+
+    @property
+    def last(self) -> Turn | None:
+        return self.turns[-1] if self.turns else None
+
+    @property
+    def text(self) -> str:
+        """The last turn's text (partial, when the run was interrupted)."""
+        return self.last.text if self.last else ""
+
+
+@dataclass
+class Agent:
+    """A tool-using agent whose every turn goes through the railings.
+
+    ``client`` streams turns; ``tools`` are what the model may call; ``approve``
+    is asked before a tool for which ``needs_approval(tool)`` is true runs (default:
+    every tool that is not read-only; ``approve=None``: nothing is asked). Keep one
+    agent per conversation: :meth:`run` appends to ``messages``, so a second
+    call continues the same conversation (what ``railings chat`` does).
+    """
+
+    client: AsyncProviderClient
+    tools: ToolRegistry
+    system: str | None = DEFAULT_SYSTEM
+    max_turns: int = 20
+    journal: Journal | None = None
+    approve: Approver | None = None
+    needs_approval: Callable[[Tool], bool] = needs_approval_unless_read_only
+    on_event: Callable[[AgentEvent], None] | None = None
+    max_failures: int = 5
+    messages: list[Message] = field(default_factory=list)
+    session_id: str | None = None
+
+    def __post_init__(self) -> None:
+        self._dispatcher = Dispatcher(
+            self.tools,
+            chain=default_chain(approve=self.approve, needs_approval=self.needs_approval),
+            breaker=CircuitBreaker(max_failures=self.max_failures),
+        )
+        self._specs = tuple(ToolSpec(t.name, t.description, t.parameters) for t in self.tools)
+        if self.system and not any(isinstance(m, System) for m in self.messages):
+            self.messages.insert(0, System(self.system))
+
+    # -- public API --------------------------------------------------------------------
+
+    def run(self, task: str) -> RunResult:
+        """Run ``task`` to the end (blocking)."""
+        return asyncio.run(self.arun(task))
+
+    async def arun(self, task: str) -> RunResult:
+        """Run ``task`` to the end."""
+        self._start_session(task)
+        self._journal("user", {"text": task})
+        self.messages.append(User(task))
+        turns: list[Turn] = []
+        try:
+            result = await self._loop(turns)
+        except CircuitOpen as exc:
+            result = RunResult(RunStatus.CIRCUIT_OPEN, tuple(turns), self.session_id, exc)
+        except RailingsError as exc:
+            self._journal("error", {"type": type(exc).__name__, "message": str(exc)})
+            result = RunResult(RunStatus.ERROR, tuple(turns), self.session_id, exc)
+        self._journal("run_end", {"status": result.status.value})
+        self._emit(RunEnded(result))
+        return result
+
+    def close_session(self) -> None:
+        """Mark the journal session ended (``railings chat`` calls it on exit)."""
+        if self.journal is not None and self.session_id is not None:
+            self.journal.end_session(self.session_id, "closed")
+
+    # -- the loop ----------------------------------------------------------------------
+
+    async def _loop(self, turns: list[Turn]) -> RunResult:
+        for number in range(1, self.max_turns + 1):
+            turn, runner = await self._stream_turn(number)
+            turns.append(turn)
+            self._emit(TurnEnded(number, turn))
+            if turn.outcome is not Outcome.COMPLETE:
+                await runner.cancel_all()
+                return RunResult(RunStatus.INTERRUPTED, tuple(turns), self.session_id)
+            self.messages.append(Assistant.from_turn(turn))
+            if turn.stop_reason == "pause_turn" and not turn.tool_calls:
+                continue  # the server paused a long turn: send the conversation back as-is
+            if not turn.tool_calls:
+                await runner.cancel_all()
+                return RunResult(RunStatus.COMPLETED, tuple(turns), self.session_id)
+            batch = await self._dispatcher.dispatch_turn(turn, speculative=runner)
+            for outcome in batch.outcomes:
+                self._journal(
+                    "tool_result",
+                    {
+                        "call_id": outcome.call_id,
+                        "name": outcome.name,
+                        "status": outcome.status.value,
+                        "content": outcome.content,
+                        "is_error": outcome.is_error,
+                    },
+                    turn=number,
+                )
+                self.messages.append(ToolResult(outcome.call_id, outcome.content, outcome.is_error))
+            self._emit(ToolsDispatched(number, batch))
+        return RunResult(RunStatus.TURN_LIMIT, tuple(turns), self.session_id)
+
+    async def _stream_turn(self, number: int) -> tuple[Turn, SpeculativeRunner]:
+        self._journal("turn_start", {}, turn=number)
+        self._emit(TurnStarted(number))
+        runner = SpeculativeRunner(self.tools)
+        stream = self.client.stream_turn(self.messages, self._specs)
+        try:
+            async for event in stream:
+                runner.feed(event)
+                self._journal_delta(number, event)
+                self._emit(StreamDelta(number, event))
+        except BaseException:
+            await runner.cancel_all()
+            raise
+        turn = stream.turn
+        self._journal("turn_end", _turn_record(turn, stream.attempts), turn=number)
+        return turn, runner
+
+    # -- journal and events --------------------------------------------------------------
+
+    def _start_session(self, task: str) -> None:
+        if self.journal is None or self.session_id is not None:
+            return
+        cfg = self.client.config
+        self.session_id = self.journal.start_session(
+            task,
+            provider=cfg.provider,
+            model=cfg.model,
+            details={
+                "base_url": cfg.base_url,
+                "max_tokens": cfg.max_tokens,
+                "tools": [s.name for s in self._specs],
+            },
+        )
+
+    def _journal(self, kind: str, data: dict[str, Any], *, turn: int | None = None) -> None:
+        if self.journal is not None and self.session_id is not None:
+            self.journal.write(self.session_id, kind, data, turn=turn)
+
+    def _journal_delta(self, number: int, event: StreamEvent) -> None:
+        match event:
+            case TextDelta(text=text):
+                self._journal("delta", {"kind": "text", "text": text}, turn=number)
+            case ThinkingDelta(text=text) if text:
+                self._journal("delta", {"kind": "thinking", "text": text}, turn=number)
+            case RefusalDelta(text=text):
+                self._journal("delta", {"kind": "refusal", "text": text}, turn=number)
+            case ToolCallStart(index=index, id=ident, name=name, kind=kind):
+                self._journal(
+                    "delta",
+                    {
+                        "kind": "tool_start",
+                        "index": index,
+                        "id": ident,
+                        "name": name,
+                        "tool_kind": kind,
+                    },
+                    turn=number,
+                )
+            case ToolArgumentsDelta(index=index, fragment=fragment):
+                self._journal(
+                    "delta", {"kind": "tool_args", "index": index, "text": fragment}, turn=number
+                )
+
+    def _emit(self, event: AgentEvent) -> None:
+        if self.on_event is not None:
+            self.on_event(event)
+
+
+def _turn_record(turn: Turn, attempts: int) -> dict[str, Any]:
+    """What the journal keeps of a finished turn: its verdict, not its text (the deltas hold it)."""
+    return {
+        "termination": turn.termination.value,
+        "outcome": turn.outcome.value,
+        "stop_reason": turn.stop_reason,
+        "stop_reason_source": turn.stop_reason_source,
+        "truncated": turn.truncated,
+        "attempts": attempts,
+        "usage": None
+        if turn.usage is None
+        else {"input_tokens": turn.usage.input_tokens, "output_tokens": turn.usage.output_tokens},
+        "error": None
+        if turn.error is None
+        else {
+            "kind": turn.error.kind.value,
+            "message": turn.error.message,
+            "provider_type": turn.error.provider_type,
+        },
+        "tool_calls": [
+            {
+                "id": v.call.id,
+                "name": v.call.name,
+                "raw_arguments": v.call.raw_arguments,
+                "verdict": v.verdict.value,
+                "reason": None if v.reason is None else v.reason.value,
+                "repaired": v.repaired,
+            }
+            for v in judge(turn)
+        ],
+    }

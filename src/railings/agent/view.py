@@ -1,0 +1,193 @@
+"""The live terminal view of an agent run (rich).
+
+Streamed text as it arrives, thinking dimmed, each tool call with its arguments
+and its verdict (executed / NOT executed and why), a clear marker for
+interrupted and truncated turns, and the retry banner (attempt n of N, a
+countdown, the reason) while a transparent retry waits. Only foreground work
+reaches the banner: the transport never publishes background retries.
+
+Colours are off when the output is not a terminal or ``NO_COLOR`` is set.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+from rich.console import Console
+from rich.markup import escape
+
+from railings.agent.loop import (
+    AgentEvent,
+    RunEnded,
+    RunStatus,
+    StreamDelta,
+    ToolsDispatched,
+    TurnEnded,
+    TurnStarted,
+)
+from railings.dispatch import OutcomeStatus
+from railings.events import RefusalDelta, TextDelta, ThinkingDelta
+from railings.transport import BANNER, BannerState
+from railings.turn.model import Outcome, Turn
+from railings.turn.verdict import judge
+
+__all__ = ["TerminalView"]
+
+_STATUS_STYLE = {
+    OutcomeStatus.EXECUTED: ("green", "executed"),
+    OutcomeStatus.ERROR: ("red", "failed"),
+    OutcomeStatus.REJECTED: ("red", "NOT executed"),
+    OutcomeStatus.INTERCEPTED: ("yellow", "NOT executed (loop guard)"),
+    OutcomeStatus.DENIED: ("yellow", "NOT executed (denied)"),
+}
+
+
+def _clip(text: str, limit: int = 160) -> str:
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} chars)"
+
+
+def _arguments(raw: str, limit: int = 160) -> str:
+    """Arguments for display: long string values shortened, the shape kept."""
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return _clip(raw, limit)
+    if isinstance(value, dict):
+        shown = {k: (_clip(v, 60) if isinstance(v, str) else v) for k, v in value.items()}
+        return _clip(json.dumps(shown, ensure_ascii=False), limit)
+    return _clip(raw, limit)
+
+
+class TerminalView:
+    """Renders :class:`~railings.agent.loop.AgentEvent` values; pass ``view.on_event``
+    to the agent. Use as a context manager so the banner subscription is released."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self._lock = threading.Lock()
+        self._mode = ""  # "text" | "thinking" | "": what the current line is streaming
+        self._banner_shown = False
+        self._unsubscribe = BANNER.subscribe(self._banner)
+
+    def __enter__(self) -> TerminalView:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._unsubscribe()
+
+    # -- events --------------------------------------------------------------------------
+
+    def on_event(self, event: AgentEvent) -> None:
+        with self._lock:
+            match event:
+                case TurnStarted(number=number):
+                    self._rule(f"turn {number}")
+                case StreamDelta(event=TextDelta(text=text)):
+                    self._stream("text", text, "")
+                case StreamDelta(event=ThinkingDelta(text=text)) if text:
+                    self._stream("thinking", text, "dim italic")
+                case StreamDelta(event=RefusalDelta(text=text)):
+                    self._stream("refusal", text, "bold red")
+                case TurnEnded(turn=turn):
+                    self._end_line()
+                    self._turn(turn)
+                case ToolsDispatched(batch=batch):
+                    for outcome in batch.outcomes:
+                        if outcome.status is OutcomeStatus.REJECTED:
+                            name = escape(outcome.name)
+                            self.console.print(f"  [dim]notice sent: resend {name} complete[/]")
+                            continue
+                        style, label = _STATUS_STYLE[outcome.status]
+                        first = (
+                            outcome.content.strip().splitlines()[0]
+                            if outcome.content.strip()
+                            else ""
+                        )
+                        self.console.print(
+                            f"  [{style}]{label}[/]: {escape(outcome.name)}"
+                            f" [dim]{escape(_clip(first, 120))}[/]"
+                        )
+                case RunEnded(result=result):
+                    self._end_line()
+                    self._run_end(result.status, result.error)
+
+    def _stream(self, mode: str, text: str, style: str) -> None:
+        if self._mode != mode:
+            self._end_line()
+            if mode != "text":
+                self.console.print(f"[{style}]{mode}:[/] ", end="")
+            self._mode = mode
+        if style:
+            self.console.print(f"[{style}]{escape(text)}[/]", end="")
+        else:
+            self.console.print(escape(text), end="")
+
+    def _end_line(self) -> None:
+        if self._mode:
+            self.console.print()
+            self._mode = ""
+
+    def _rule(self, title: str) -> None:
+        self.console.print(f"[dim]── {title} ──[/]")
+
+    def _turn(self, turn: Turn) -> None:
+        if turn.outcome is not Outcome.COMPLETE:
+            why = turn.error.message if turn.error else "no termination proof"
+            self.console.print(
+                f"[bold red]INCOMPLETE[/]: the stream was interrupted ({escape(why)}). "
+                "What arrived is shown as-is; nothing from this turn was executed."
+            )
+        for verdict in judge(turn):
+            call = verdict.call
+            head = f"  tool [bold]{escape(call.name)}[/] {escape(_arguments(call.raw_arguments))}"
+            if verdict.execute:
+                note = " (repaired)" if verdict.repaired else ""
+                self.console.print(f"{head} -> [green]run{note}[/]")
+            else:
+                reason = verdict.reason.value if verdict.reason else ""
+                self.console.print(f"{head} -> [bold red]NOT executed: {reason}[/]")
+        if turn.truncated:
+            self.console.print(
+                f"[yellow]cut by the output limit[/] (stop_reason: {turn.stop_reason}"
+                f"{', derived' if turn.stop_reason_source == 'derived' else ''})"
+            )
+        if turn.refusal:
+            self.console.print("[bold red]the model refused[/]")
+
+    def _run_end(self, status: RunStatus, error: BaseException | None) -> None:
+        messages = {
+            RunStatus.COMPLETED: "[green]done[/]: the model ended its turn",
+            RunStatus.INTERRUPTED: "[bold red]stopped[/]: the last turn was interrupted (Partial)",
+            RunStatus.TURN_LIMIT: "[yellow]stopped[/]: turn limit reached",
+            RunStatus.CIRCUIT_OPEN: "[yellow]stopped[/]: circuit breaker (too many tool failures)",
+            RunStatus.ERROR: "[red]error[/]",
+        }
+        line = messages[status]
+        if error is not None:
+            line += f": {escape(str(error))}"
+        self.console.print(line)
+
+    # -- the retry banner ----------------------------------------------------------------
+
+    def _banner(self, state: BannerState | None) -> None:
+        with self._lock:
+            if state is None:
+                if self._banner_shown and self.console.is_terminal:
+                    self.console.print("\r\x1b[2K", end="")
+                self._banner_shown = False
+                return
+            text = (
+                f"retrying: attempt {state.attempt} of {state.attempts} in {state.seconds} s"
+                f" ({state.reason})"
+            )
+            if self.console.is_terminal:
+                self._end_line()
+                self.console.print(f"\r\x1b[2K[yellow]{escape(text)}[/]", end="")
+            elif not self._banner_shown:
+                self.console.print(f"[yellow]{escape(text)}[/]")
+            self._banner_shown = True

@@ -1,0 +1,506 @@
+"""``railings run``, ``railings chat``, ``railings sessions``, ``railings show``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from rich.console import Console
+from rich.markup import escape
+
+from railings.agent.journal import Journal, default_path
+from railings.agent.loop import Agent, RunResult, RunStatus
+from railings.agent.view import TerminalView
+from railings.cli._common import UsageError, console
+from railings.dispatch import Invocation, Tool, ToolRegistry, builtin_tools
+from railings.errors import ConfigurationError
+from railings.replay import Replay, to_json
+from railings.transport import AsyncProviderClient, ClientConfig, Timeouts
+from railings.turn.verdict import judge
+
+__all__ = ["register"]
+
+EXIT_CODES = """\
+exit codes:
+  0  the model ended its turn
+  1  any other error (authentication, bad request, retries exhausted): one line on stderr
+  2  usage error (bad flag, bad value, unreadable workdir)
+  3  the run ended on an interrupted (Partial) turn: what arrived is shown, nothing ran
+  4  stopped by the turn limit or the circuit breaker
+"""
+
+PROVIDER_CHOICE = """\
+which endpoint: --provider / --base-url / --model first; else an API key in the
+environment picks the real API (ANTHROPIC_API_KEY -> anthropic, OPENAI_API_KEY ->
+openai; OPENAI_BASE_URL / ANTHROPIC_BASE_URL are honoured); else the embedded
+scripted model server starts in-process with a demonstration script (no key, no
+network) in a fresh temporary working directory, and railings says so.
+
+shell commands ask for confirmation on a terminal; --yes allows all; without a
+terminal nothing is confirmed unless --yes is given.
+"""
+
+RUN_HELP = (
+    "Run one task with a tool-using agent, then exit.\n\n" + PROVIDER_CHOICE + "\n" + EXIT_CODES
+)
+CHAT_HELP = (
+    "Talk to a tool-using agent; the conversation is kept across lines. /exit or Ctrl-D ends.\n\n"
+    + PROVIDER_CHOICE
+    + "\n"
+    + EXIT_CODES
+)
+DEFAULT_MODELS = {"openai": "gpt-4.1-mini", "anthropic": "claude-sonnet-4-5"}
+BUILTIN_NAMES = ("shell", "read_file", "write_file", "list_dir")
+DEMO_MAX_TOKENS = 1024
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def _agent_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--provider", choices=("openai", "anthropic"), help="wire format of the endpoint"
+    )
+    parser.add_argument(
+        "--base-url", metavar="URL", help="endpoint base URL, as the official SDK takes it"
+    )
+    parser.add_argument("--model", help="model name (default: gpt-4.1-mini / claude-sonnet-4-5)")
+    parser.add_argument(
+        "--max-tokens",
+        type=_positive,
+        metavar="N",
+        help="output limit per turn (default 4096; 1024 on the embedded demo)",
+    )
+    parser.add_argument(
+        "--max-turns",
+        type=_positive,
+        default=20,
+        metavar="N",
+        help="stop after N turns (default 20)",
+    )
+    parser.add_argument(
+        "--workdir",
+        metavar="DIR",
+        help="the tools' working directory; they never act outside it (default: .)",
+    )
+    parser.add_argument(
+        "--tools",
+        metavar="LIST",
+        help=f"comma-separated tools to offer (default: {','.join(BUILTIN_NAMES)}; or 'none')",
+    )
+    parser.add_argument(
+        "--system", metavar="TEXT", help="system prompt (default: a short coding-agent prompt)"
+    )
+    parser.add_argument(
+        "--yes", action="store_true", help="allow every shell command without asking"
+    )
+    parser.add_argument(
+        "--idle-timeout",
+        type=_seconds,
+        default=30.0,
+        metavar="S",
+        help="fail a stream silent for S seconds (default 30)",
+    )
+    parser.add_argument(
+        "--journal", metavar="PATH", help=f"journal file (default: {default_path()})"
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print a machine-readable transcript on stdout (the live view goes to stderr)",
+    )
+
+
+def register(commands: Any) -> None:
+    run = commands.add_parser(
+        "run",
+        help="run one task with the agent",
+        description=RUN_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument("task", metavar="TASK", help="what the agent should do")
+    _agent_options(run)
+    run.set_defaults(run=run_task)
+
+    chat = commands.add_parser(
+        "chat",
+        help="talk to the agent interactively",
+        description=CHAT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _agent_options(chat)
+    chat.set_defaults(run=run_chat)
+
+    sessions = commands.add_parser(
+        "sessions",
+        help="list journaled sessions",
+        description="List the sessions in the journal, newest first.\n\n"
+        "exit codes: 0 listed; 2 usage error.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sessions.add_argument(
+        "--journal", metavar="PATH", help=f"journal file (default: {default_path()})"
+    )
+    sessions.add_argument(
+        "--limit", type=_positive, default=50, metavar="N", help="at most N (default 50)"
+    )
+    sessions.add_argument("--json", action="store_true", help="print JSON")
+    sessions.set_defaults(run=run_sessions)
+
+    show = commands.add_parser(
+        "show",
+        help="print one journaled session",
+        description="Print everything the journal holds for one session: the task, every streamed "
+        "delta, tool call, verdict, result and error.\n\nexit codes: 0 shown; 2 unknown session "
+        "or usage error.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    show.add_argument("session", metavar="ID", help="session id (a unique prefix is enough)")
+    show.add_argument("--journal", metavar="PATH", help=f"journal file (default: {default_path()})")
+    show.add_argument("--json", action="store_true", help="print JSON")
+    show.set_defaults(run=run_show)
+
+
+# -- choosing the endpoint -----------------------------------------------------------------
+
+
+@dataclass
+class _Endpoint:
+    config: ClientConfig
+    workdir: Path
+    note: str | None
+
+
+@contextlib.contextmanager
+def _endpoint(args: argparse.Namespace) -> Iterator[_Endpoint]:
+    """The endpoint the flags and environment choose, with the embedded server if none."""
+    explicit = args.provider or args.base_url or args.model
+    provider: Literal["openai", "anthropic"] | None = args.provider
+    if provider is None and not explicit:
+        if os.environ.get("ANTHROPIC_API_KEY"):
+            provider = "anthropic"
+        elif os.environ.get("OPENAI_API_KEY"):
+            provider = "openai"
+    timeouts = Timeouts(idle=args.idle_timeout)
+    if provider is None and not explicit:
+        from railings.testing import Script, ScriptedServer
+
+        with ScriptedServer(Script.demo()) as server, contextlib.ExitStack() as stack:
+            if args.workdir:
+                workdir = _workdir(args.workdir)
+            else:
+                workdir = Path(
+                    stack.enter_context(tempfile.TemporaryDirectory(prefix="railings-demo-"))
+                )
+            config = ClientConfig(
+                provider="openai",
+                model="railings-scripted-1",
+                base_url=server.openai_base_url,
+                api_key="demo",
+                max_tokens=args.max_tokens or DEMO_MAX_TOKENS,
+                timeouts=timeouts,
+            )
+            note = (
+                f"no API key in the environment: using the embedded scripted model "
+                f"(a demonstration, no network) at {server.url}, workdir {workdir}"
+            )
+            yield _Endpoint(config, workdir, note)
+        return
+    provider = provider or "openai"
+    try:
+        config = ClientConfig(
+            provider=provider,
+            model=args.model or DEFAULT_MODELS[provider],
+            base_url=args.base_url,
+            max_tokens=args.max_tokens or 4096,
+            timeouts=timeouts,
+        )
+    except ConfigurationError as exc:
+        raise UsageError(str(exc)) from None
+    yield _Endpoint(config, _workdir(args.workdir or "."), None)
+
+
+def _workdir(path: str) -> Path:
+    workdir = Path(path).expanduser()
+    if not workdir.is_dir():
+        raise UsageError(f"--workdir {path}: not a directory")
+    return workdir.resolve()
+
+
+def _registry(args: argparse.Namespace, workdir: Path) -> ToolRegistry:
+    tools = builtin_tools(workdir)
+    if args.tools is None:
+        return ToolRegistry(tools)
+    wanted = (
+        []
+        if args.tools.strip() == "none"
+        else [t.strip() for t in args.tools.split(",") if t.strip()]
+    )
+    known = {t.name: t for t in tools}
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        raise UsageError(f"--tools: unknown tool {unknown[0]!r} (known: {', '.join(known)})")
+    return ToolRegistry(known[name] for name in wanted)
+
+
+def _approver(args: argparse.Namespace, view_console: Console) -> Any:
+    if args.yes:
+        return lambda invocation: True
+    if not sys.stdin.isatty():
+        return lambda invocation: False
+
+    def ask(invocation: Invocation) -> bool:
+        command = (invocation.verdict.arguments or {}).get("command", "")
+        view_console.print(
+            f"[bold]run shell command?[/] {escape(str(command))} [dim][y/N][/] ", end=""
+        )
+        try:
+            return input().strip().lower() in ("y", "yes")
+        except EOFError:
+            return False
+
+    async def approve(invocation: Invocation) -> bool:
+        return await asyncio.to_thread(ask, invocation)
+
+    return approve
+
+
+def _needs_approval(tool: Tool) -> bool:
+    return tool.name == "shell"
+
+
+# -- run and chat ---------------------------------------------------------------------------
+
+
+def _exit_code(result: RunResult) -> int:
+    return {
+        RunStatus.COMPLETED: 0,
+        RunStatus.INTERRUPTED: 3,
+        RunStatus.TURN_LIMIT: 4,
+        RunStatus.CIRCUIT_OPEN: 4,
+        RunStatus.ERROR: 1,
+    }[result.status]
+
+
+def _transcript(results: list[tuple[str, RunResult]], endpoint: _Endpoint) -> dict[str, Any]:
+    runs = []
+    for task, result in results:
+        runs.append(
+            {
+                "task": task,
+                "status": result.status.value,
+                "exit_code": _exit_code(result),
+                "error": None
+                if result.error is None
+                else {"type": type(result.error).__name__, "message": str(result.error)},
+                "turns": [to_json(Replay(turn, judge(turn))) for turn in result.turns],
+            }
+        )
+    cfg = endpoint.config
+    return {
+        "session_id": results[-1][1].session_id if results else None,
+        "provider": cfg.provider,
+        "model": cfg.model,
+        "base_url": cfg.base_url,
+        "workdir": str(endpoint.workdir),
+        "runs": runs,
+    }
+
+
+def _open_journal(path: str | None) -> Journal:
+    try:
+        return Journal(path)
+    except ConfigurationError as exc:
+        raise UsageError(str(exc)) from None
+
+
+async def _session(args: argparse.Namespace, tasks: Any) -> int:
+    out = console(stderr=args.json)
+    with (
+        _endpoint(args) as endpoint,
+        _open_journal(args.journal) as journal,
+        TerminalView(out) as view,
+    ):
+        if endpoint.note:
+            print(f"railings: {endpoint.note}", file=sys.stderr)
+        registry = _registry(args, endpoint.workdir)
+        results: list[tuple[str, RunResult]] = []
+        code = 0
+        async with AsyncProviderClient(endpoint.config) as client:
+            agent = Agent(
+                client,
+                registry,
+                max_turns=args.max_turns,
+                journal=journal,
+                approve=_approver(args, out),
+                needs_approval=_needs_approval,
+                on_event=view.on_event,
+                **({"system": args.system} if args.system else {}),
+            )
+            async for task in tasks:
+                result = await agent.arun(task)
+                results.append((task, result))
+                code = _exit_code(result)
+                if result.status is RunStatus.ERROR and result.error is not None:
+                    print(f"railings: {result.error}", file=sys.stderr)
+            agent.close_session()
+        if args.json:
+            sys.stdout.write(json.dumps(_transcript(results, endpoint), ensure_ascii=False) + "\n")
+        if results and results[-1][1].session_id:
+            print(
+                f"railings: journal session {results[-1][1].session_id} in {journal.path}",
+                file=sys.stderr,
+            )
+        return code
+
+
+def run_task(args: argparse.Namespace) -> int:
+    if not args.task.strip():
+        raise UsageError("run: TASK is empty")
+
+    async def one() -> Any:
+        yield args.task
+
+    return asyncio.run(_session(args, one()))
+
+
+def run_chat(args: argparse.Namespace) -> int:
+    interactive = sys.stdin.isatty()
+
+    async def lines() -> Any:
+        while True:
+            try:
+                line = await asyncio.to_thread(input, "you> " if interactive else "")
+            except EOFError:
+                return
+            line = line.strip()
+            if line in ("/exit", "/quit"):
+                return
+            if line:
+                yield line
+
+    return asyncio.run(_session(args, lines()))
+
+
+# -- the journal ----------------------------------------------------------------------------
+
+
+def run_sessions(args: argparse.Namespace) -> int:
+    with _open_journal(args.journal) as journal:
+        sessions = journal.sessions(limit=args.limit)
+    if args.json:
+        rows = [
+            {
+                "id": s.id,
+                "started_at": s.started_at,
+                "title": s.title,
+                "provider": s.provider,
+                "model": s.model,
+                "status": s.status,
+                "ended_at": s.ended_at,
+                "entries": s.entries,
+            }
+            for s in sessions
+        ]
+        sys.stdout.write(json.dumps(rows, ensure_ascii=False) + "\n")
+        return 0
+    out = console()
+    if not sessions:
+        out.print(f"no sessions in {args.journal or default_path()}")
+    for s in sessions:
+        when = datetime.datetime.fromtimestamp(s.started_at).strftime("%Y-%m-%d %H:%M")
+        out.print(
+            f"{s.id}  {when}  {s.status:<11} {escape(s.title[:70])}  [dim]({s.entries} entries)[/]"
+        )
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    with _open_journal(args.journal) as journal:
+        info = journal.session(args.session)
+        if info is None:
+            raise UsageError(f"show: no single session matches {args.session!r}")
+        entries = journal.entries(info.id)
+    if args.json:
+        payload = {
+            "id": info.id,
+            "title": info.title,
+            "status": info.status,
+            "provider": info.provider,
+            "model": info.model,
+            "entries": [
+                {"turn": e.turn, "kind": e.kind, "data": e.data, "at": e.at} for e in entries
+            ],
+        }
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+        return 0
+    out = console()
+    who = escape(f"{info.provider or ''} {info.model or ''}")
+    out.print(f"[bold]session {info.id}[/] ({info.status}) {who}")
+    mode = ""
+    for e in entries:
+        if e.kind == "delta" and e.data.get("kind") in ("text", "thinking", "refusal"):
+            if mode != e.data["kind"]:
+                if mode:
+                    out.print()
+                mode = e.data["kind"]
+                if mode != "text":
+                    out.print(f"[dim]{mode}:[/] ", end="")
+            out.print(escape(e.data["text"]), end="")
+            continue
+        if mode:
+            out.print()
+            mode = ""
+        if e.kind == "delta":
+            continue  # tool-call fragments: shown whole with their verdict at turn_end
+        if e.kind == "user":
+            out.print(f"[bold]you:[/] {escape(e.data.get('text', ''))}")
+        elif e.kind == "turn_start":
+            out.print(f"[dim]── turn {e.turn} ──[/]")
+        elif e.kind == "turn_end":
+            d = e.data
+            if d.get("outcome") != "complete":
+                why = str((d.get("error") or {}).get("message", ""))
+                out.print(f"[bold red]INCOMPLETE[/] ({escape(why)})")
+            for call in d.get("tool_calls", []):
+                verdict = (
+                    "run" if call["verdict"] == "execute" else f"NOT executed: {call['reason']}"
+                )
+                raw = escape(call["raw_arguments"][:120])
+                out.print(f"  tool [bold]{escape(call['name'])}[/] {raw} -> {verdict}")
+        elif e.kind == "tool_result":
+            out.print(
+                f"  [dim]{e.data.get('status')}:[/] {escape(e.data.get('content', '')[:200])}"
+            )
+        elif e.kind in ("error", "run_end", "end"):
+            out.print(f"[dim]{e.kind}:[/] {escape(json.dumps(e.data, ensure_ascii=False))}")
+    if mode:
+        out.print()
+    return 0

@@ -1,0 +1,299 @@
+"""The guard: proof before ending, for the official ``openai`` and ``anthropic`` SDKs.
+
+::
+
+    import httpx2, openai, railings.guard
+    client = openai.OpenAI(http_client=httpx2.Client(transport=railings.guard.transport()))
+
+    import anthropic
+    client = anthropic.AsyncAnthropic(
+        http_client=httpx2.AsyncClient(transport=railings.guard.async_transport()))
+
+To keep every other SDK default (timeouts, connection limits, redirects), build
+the client with the SDK's own factory: ``openai.DefaultHttpx2Client(transport=...)``,
+``anthropic.DefaultHttpxClient(transport=...)``.
+
+The guard wraps an httpx2 transport and watches one kind of response: a
+successful ``text/event-stream`` answer to ``.../chat/completions`` (OpenAI wire
+format) or ``.../messages`` (Anthropic). The bytes pass through unchanged.
+Everything else -- other paths, other content types, error statuses, requests
+-- passes through untouched.
+
+When such a stream ends without its provider's proof (``data: [DONE]``,
+``message_stop``), reading it raises instead of ending quietly. The exception is
+the httpx2 error the SDK already handles for a broken connection
+(:class:`httpx2.RemoteProtocolError`, or the class of the httpx2 error that
+broke the stream), and its ``__cause__`` is
+:class:`~railings.errors.StreamInterrupted`. So existing handlers keep working
+(the openai SDK raises ``APIConnectionError`` from it, and
+``APITimeoutError`` for an idle stream), and :func:`interruption` finds the
+railings error in any wrapping.
+
+An idle stream: once the headers of a watched stream are in, the read timeout
+becomes the idle gap (:mod:`railings.transport.idle`), and a silence that long
+raises :class:`httpx2.ReadTimeout` from :class:`~railings.errors.IdleTimeout`.
+The SDK's own timeout still governs the wait for the headers.
+
+Cost. The SDKs spend some 20 us per event; running every event through the
+JSON-parsing core as it passes would add a quarter to that. So the guard keeps
+a reference to each chunk (one list append) and judges once, at the end: a
+stream whose last event is the canonical proof, with no error anywhere in it,
+is complete (:func:`proven_by_tail`, a test proves it never disagrees with the
+core); any other stream is read by the core
+:class:`~railings.turn.reader.StreamReader`, which decides Complete, Empty or
+Partial. A stream that is abandoned early (the openai SDK stops at ``[DONE]``)
+is not judged: the reader stopped, not the stream.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+
+import httpx2
+
+from railings.classify import INTERRUPTED_MESSAGE
+from railings.errors import EventTooLarge, StreamInterrupted
+from railings.transport.errors_map import idle_error
+from railings.transport.idle import arm_idle
+from railings.turn.model import Outcome, Turn
+from railings.turn.reader import StreamReader
+
+__all__ = ["DEFAULT_IDLE", "AsyncGuardTransport", "GuardTransport", "async_transport",
+           "interruption", "proven_by_tail", "transport"]
+
+DEFAULT_IDLE = 30.0
+
+# The proof as the last event of the body: a data line on a line of its own (WHATWG:
+# "data:" and at most one space), then the blank line that dispatches it, then only
+# blank lines. JSON escapes quotes and newlines in strings, so model text cannot
+# forge these bytes. Anything else (extra fields, a trailing comment) goes to the reader.
+# A line end is CRLF, LF, or a CR not followed by LF: CRLF never counts as two.
+_EOL = rb"(?:\r\n|\r(?!\n)|\n)"
+_TAILS = {
+    "openai": re.compile(rb"[\r\n]data: ?\[DONE\]" + _EOL + _EOL + rb"[\r\n]*\Z"),
+    # Anthropic pads its events with spaces: {"type":"message_stop"          }
+    "anthropic": re.compile(rb'[\r\n]data: ?\{[ \t]*"type"[ \t]*:[ \t]*"message_stop"[ \t]*\}'
+                            + _EOL + _EOL + rb"[\r\n]*\Z"),
+}
+_ERROR = b'"error"'  # an error event or error object of either provider: let the reader judge
+_TAIL_BYTES = 256
+
+
+def transport(inner: httpx2.BaseTransport | None = None, *, idle: float | None = DEFAULT_IDLE
+              ) -> httpx2.BaseTransport:
+    """A guarding wrapper around ``inner`` (default: ``httpx2.HTTPTransport()``)."""
+    return GuardTransport(inner if inner is not None else httpx2.HTTPTransport(), idle=idle)
+
+
+def async_transport(inner: httpx2.AsyncBaseTransport | None = None, *,
+                    idle: float | None = DEFAULT_IDLE) -> httpx2.AsyncBaseTransport:
+    """A guarding wrapper around ``inner`` (default: ``httpx2.AsyncHTTPTransport()``)."""
+    return AsyncGuardTransport(inner if inner is not None else httpx2.AsyncHTTPTransport(),
+                               idle=idle)
+
+
+def interruption(exc: BaseException) -> StreamInterrupted | None:
+    """The :class:`StreamInterrupted` behind ``exc``, however the SDK wrapped it."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, StreamInterrupted):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def proven_by_tail(provider: str, body: bytes) -> bool:
+    """True when ``body`` ends with its provider's canonical proof and holds no error.
+
+    Only ever True where the core reader finds the turn COMPLETE; False means
+    "ask the reader", never "interrupted".
+    """
+    if _ERROR in body:
+        return False
+    tail = body[-_TAIL_BYTES:] if len(body) > _TAIL_BYTES else b"\n" + body
+    return _TAILS[provider].search(tail) is not None
+
+
+def read_turn(provider: str, body: bytes) -> Turn:
+    """The core's verdict on a whole body that ended (EOF or a broken connection)."""
+    reader = StreamReader(provider)
+    try:  # noqa: SIM105 -- the reader has ended the turn abruptly; its turn says why
+        reader.feed(body)
+    except EventTooLarge:
+        pass
+    reader.close()
+    return reader.turn()
+
+
+class _Watch:
+    """The guard's logic for one stream, shared by the sync and the async shell."""
+
+    __slots__ = ("_encoding", "chunks", "gap", "provider")
+
+    def __init__(self, provider: str, gap: float | None, encoding: str) -> None:
+        self.provider = provider
+        self.gap = gap
+        self._encoding = encoding
+        self.chunks: list[bytes] = []
+
+    def body(self) -> bytes:
+        raw = b"".join(self.chunks)
+        if self._encoding == "identity":
+            return raw
+        # A decompressor object, not zlib.decompress: a cut stream yields what it holds.
+        # "deflate" is zlib-wrapped by the RFC and raw in the wild; try both, as httpx2 does.
+        for wbits in ((16 + zlib.MAX_WBITS,) if self._encoding == "gzip" else (15, -15)):
+            try:
+                return zlib.decompressobj(wbits).decompress(raw)
+            except zlib.error:
+                continue
+        return b""  # not readable: the SDK's own decoder reports it
+
+    def ended(self) -> httpx2.TransportError | None:
+        """At EOF: None when the proof arrived, else the error to raise."""
+        body = self.body()
+        if proven_by_tail(self.provider, body):
+            return None
+        turn = read_turn(self.provider, body)
+        if turn.outcome is Outcome.COMPLETE:
+            return None
+        detail = turn.error.message if turn.error is not None else INTERRUPTED_MESSAGE
+        message = detail if detail.startswith(INTERRUPTED_MESSAGE) else (
+            f"{INTERRUPTED_MESSAGE}: {detail}")
+        cause = StreamInterrupted(message, empty=turn.outcome is Outcome.EMPTY, turn=turn)
+        error = httpx2.RemoteProtocolError(message)
+        error.__cause__ = cause
+        return error
+
+    def failed(self, exc: httpx2.TransportError) -> httpx2.TransportError:
+        """The inner stream broke: the same httpx2 class, with the railings reason as cause."""
+        body = self.body()
+        if proven_by_tail(self.provider, body):
+            return exc  # after the proof, a broken connection takes nothing away
+        turn = read_turn(self.provider, body)
+        if turn.outcome is Outcome.COMPLETE:
+            return exc
+        empty = turn.outcome is Outcome.EMPTY
+        cause: StreamInterrupted
+        if isinstance(exc, httpx2.ReadTimeout) and self.gap is not None:
+            cause = idle_error(self.gap, empty=empty)
+            cause.turn = turn
+        else:
+            cause = StreamInterrupted(f"{INTERRUPTED_MESSAGE}: {exc}", empty=empty, turn=turn)
+        cause.__cause__ = exc
+        error = type(exc)(cause.message)
+        error.__cause__ = cause
+        return error
+
+
+def _watch(request: httpx2.Request, response: httpx2.Response,
+           idle: float | None) -> _Watch | None:
+    """A watch for a response the guard understands, or None: pass it through."""
+    if not 200 <= response.status_code < 300:
+        return None
+    if not response.headers.get("content-type", "").lower().startswith("text/event-stream"):
+        return None
+    path = request.url.path.rstrip("/")
+    if path.endswith("/chat/completions"):
+        provider = "openai"
+    elif path.endswith("/messages"):
+        provider = "anthropic"
+    else:
+        return None
+    encoding = response.headers.get("content-encoding", "identity").strip().lower() or "identity"
+    encoding = "gzip" if encoding == "x-gzip" else encoding
+    if encoding not in ("identity", "gzip", "deflate"):
+        return None  # br, zstd: not readable here, so not judged
+    return _Watch(provider, arm_idle(request.extensions, idle), encoding)
+
+
+class _GuardStream(httpx2.SyncByteStream):
+    def __init__(self, inner: httpx2.SyncByteStream, watch: _Watch) -> None:
+        self._inner = inner
+        self._watch = watch
+
+    def __iter__(self) -> Iterator[bytes]:
+        watch = self._watch
+        keep = watch.chunks.append
+        try:
+            for chunk in self._inner:
+                keep(chunk)
+                yield chunk
+        except httpx2.TransportError as exc:
+            raise watch.failed(exc)  # noqa: B904 -- its __cause__ is the railings reason
+        error = watch.ended()
+        if error is not None:
+            raise error
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class _AsyncGuardStream(httpx2.AsyncByteStream):
+    def __init__(self, inner: httpx2.AsyncByteStream, watch: _Watch) -> None:
+        self._inner = inner
+        self._watch = watch
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        watch = self._watch
+        keep = watch.chunks.append
+        chunks = self._inner.__aiter__()
+        try:
+            async for chunk in chunks:
+                keep(chunk)
+                yield chunk
+        except httpx2.TransportError as exc:
+            raise watch.failed(exc)  # noqa: B904 -- its __cause__ is the railings reason
+        finally:
+            # Close a body read in part in the task that read it (httpx2 does the same).
+            if isinstance(chunks, AsyncGenerator):
+                await chunks.aclose()
+        error = watch.ended()
+        if error is not None:
+            raise error
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class GuardTransport(httpx2.BaseTransport):
+    """See the module docstring. ``idle`` is the longest silence once streaming (None: off)."""
+
+    def __init__(self, inner: httpx2.BaseTransport, *, idle: float | None = DEFAULT_IDLE) -> None:
+        self._inner = inner
+        self._idle = idle
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = self._inner.handle_request(request)
+        if isinstance(response.stream, httpx2.SyncByteStream):
+            watch = _watch(request, response, self._idle)
+            if watch is not None:
+                response.stream = _GuardStream(response.stream, watch)
+        return response
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class AsyncGuardTransport(httpx2.AsyncBaseTransport):
+    """See the module docstring. ``idle`` is the longest silence once streaming (None: off)."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport, *,
+                 idle: float | None = DEFAULT_IDLE) -> None:
+        self._inner = inner
+        self._idle = idle
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self._inner.handle_async_request(request)
+        if isinstance(response.stream, httpx2.AsyncByteStream):
+            watch = _watch(request, response, self._idle)
+            if watch is not None:
+                response.stream = _AsyncGuardStream(response.stream, watch)
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()

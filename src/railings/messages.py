@@ -1,0 +1,362 @@
+"""The provider-neutral conversation: one message and tool model, two wire bodies.
+
+An agent keeps its history as these frozen values and can switch providers at
+any turn: :func:`openai_chat_body` and :func:`anthropic_messages_body` render the
+same history as an OpenAI Chat Completions or an Anthropic Messages request.
+
+::
+
+    System(text)                      the instructions
+    User(text)                        what the user said
+    Assistant(blocks)                 what the model said, in order:
+        Text(text)
+        Thinking(text, signature)     Anthropic needs the signature back verbatim
+        RedactedThinking(data)        opaque, sent back verbatim
+        ToolUse(id, name, arguments, raw_arguments)
+        ServerBlock(raw)              provider-run tool blocks, kept verbatim
+    ToolResult(call_id, content, is_error)
+    ToolSpec(name, description, parameters)   a tool the model may call (JSON schema)
+
+Wire rules encoded here, each next to its code: Anthropic takes the system prompt
+as a top-level field, wants every ``tool_result`` of a turn in one user message
+(results first), and rejects consecutive messages of one role less gracefully
+than it merges them; OpenAI sends reasoning nowhere (DeepSeek answers 400 when
+``reasoning_content`` comes back) and carries tool results as ``role: tool``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from railings.errors import ConfigurationError, ToolDefinitionError
+from railings.turn.model import Turn
+
+__all__ = [
+    "Assistant",
+    "Block",
+    "Message",
+    "RedactedThinking",
+    "ServerBlock",
+    "System",
+    "Text",
+    "Thinking",
+    "ToolResult",
+    "ToolSpec",
+    "ToolUse",
+    "User",
+    "anthropic_messages_body",
+    "openai_chat_body",
+]
+
+
+# -- assistant content blocks -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Thinking:
+    """Reasoning text; ``signature`` is Anthropic's proof the block is unmodified."""
+
+    text: str
+    signature: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RedactedThinking:
+    """Anthropic ``redacted_thinking``: opaque ``data`` that must go back verbatim."""
+
+    data: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUse:
+    """A tool call the model made.
+
+    ``arguments`` is the parsed JSON object, or None when the arguments did not
+    parse (a call cut by the output limit); ``raw_arguments`` is what the model
+    wrote, byte for byte.
+    """
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any] | None
+    raw_arguments: str = ""
+
+    def arguments_json(self) -> str:
+        """The arguments as the model wrote them (OpenAI sends this string back)."""
+        if self.raw_arguments:
+            return self.raw_arguments
+        return json.dumps(dict(self.arguments or {}), separators=(",", ":"))
+
+
+@dataclass(frozen=True, slots=True)
+class ServerBlock:
+    """A provider-run tool block (``server_tool_use``, ``web_search_tool_result`` ...),
+    kept exactly as the provider sent it and sent back to that provider only."""
+
+    raw: Mapping[str, Any]
+
+
+Block = Text | Thinking | RedactedThinking | ToolUse | ServerBlock
+
+
+# -- messages -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class System:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Assistant:
+    """One assistant message: its blocks in the order the model produced them."""
+
+    blocks: tuple[Block, ...] = ()
+
+    @classmethod
+    def of(cls, text: str = "", tool_calls: Iterable[ToolUse] = ()) -> Assistant:
+        """Text and tool calls, the common case."""
+        blocks: list[Block] = [Text(text)] if text else []
+        blocks.extend(tool_calls)
+        return cls(tuple(blocks))
+
+    @classmethod
+    def from_turn(cls, turn: Turn) -> Assistant:
+        """The assistant message for a streamed turn, to append to the history.
+
+        Thinking comes first (Anthropic requires it before text and tool use),
+        then text (a refusal counts as text), then the local tool calls. Provider-run
+        tool calls are left out: the turn keeps their input but not their result
+        blocks, and a ``server_tool_use`` without its result is rejected on resend.
+        """
+        blocks: list[Block] = []
+        if turn.thinking or turn.thinking_signature:
+            blocks.append(Thinking(turn.thinking, turn.thinking_signature))
+        blocks.extend(RedactedThinking(data) for data in turn.redacted_thinking)
+        text = turn.text or turn.refusal
+        if text:
+            blocks.append(Text(text))
+        blocks.extend(
+            ToolUse(call.id, call.name, call.arguments, call.raw_arguments)
+            for call in turn.tool_calls
+        )
+        return cls(tuple(blocks))
+
+    @property
+    def text(self) -> str:
+        return "".join(block.text for block in self.blocks if isinstance(block, Text))
+
+    @property
+    def tool_calls(self) -> tuple[ToolUse, ...]:
+        return tuple(block for block in self.blocks if isinstance(block, ToolUse))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The result of one tool call (or the notice sent instead of executing it)."""
+
+    call_id: str
+    content: str
+    is_error: bool = False
+
+
+Message = System | User | Assistant | ToolResult
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool the model may call: its name, what it does, and its arguments' JSON schema."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any] = field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+
+    def __post_init__(self) -> None:
+        # Both providers restrict tool names to this alphabet and length.
+        if not self.name or len(self.name) > 64 or not all(
+            c.isascii() and (c.isalnum() or c in "_-") for c in self.name
+        ):
+            raise ToolDefinitionError(f"invalid tool name {self.name!r}: use [A-Za-z0-9_-]{{1,64}}")
+        if self.parameters.get("type") != "object":
+            raise ToolDefinitionError(f"tool {self.name!r}: parameters must be an object schema")
+
+
+# -- OpenAI Chat Completions --------------------------------------------------------------
+
+MaxTokensField = Literal["max_tokens", "max_completion_tokens"]
+
+
+def openai_chat_body(
+    model: str,
+    messages: Sequence[Message],
+    *,
+    max_tokens: int,
+    tools: Sequence[ToolSpec] = (),
+    include_usage: bool = True,
+    max_tokens_field: MaxTokensField = "max_tokens",
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A streaming ``POST /chat/completions`` body.
+
+    ``max_tokens`` is always sent: without it the turn's length is unbounded and
+    truncation cannot be told from a natural end. OpenAI's reasoning models take
+    it as ``max_completion_tokens`` (``max_tokens_field``). ``include_usage`` asks
+    for the final usage chunk (``stream_options``), which some compatible servers
+    reject: turn it off for those.
+    """
+    _check_max_tokens(max_tokens)
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [_openai_message(m) for m in messages],
+        "stream": True,
+        max_tokens_field: max_tokens,
+    }
+    if include_usage:
+        body["stream_options"] = {"include_usage": True}
+    if tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": dict(t.parameters),
+                },
+            }
+            for t in tools
+        ]
+    if extra:
+        body.update(extra)
+    return body
+
+
+def _openai_message(message: Message) -> dict[str, Any]:
+    match message:
+        case System(text=text):
+            return {"role": "system", "content": text}
+        case User(text=text):
+            return {"role": "user", "content": text}
+        case ToolResult(call_id=call_id, content=content):
+            # Chat Completions has no error flag: the content says what happened.
+            return {"role": "tool", "tool_call_id": call_id, "content": content}
+        case Assistant():
+            # Reasoning is not sent back: OpenAI ignores it and DeepSeek rejects it.
+            out: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+            calls = message.tool_calls
+            if calls:
+                out["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments_json()},
+                    }
+                    for c in calls
+                ]
+            return out
+    raise ConfigurationError(f"not a message: {message!r}")
+
+
+# -- Anthropic Messages -------------------------------------------------------------------
+
+
+def anthropic_messages_body(
+    model: str,
+    messages: Sequence[Message],
+    *,
+    max_tokens: int,
+    tools: Sequence[ToolSpec] = (),
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A streaming ``POST /v1/messages`` body.
+
+    System messages become the top-level ``system`` field (joined by a blank line).
+    Consecutive user-side messages (tool results and user text) become one user
+    message whose ``tool_result`` blocks come first, as the API requires;
+    consecutive assistant messages are merged the same way.
+    """
+    _check_max_tokens(max_tokens)
+    system = [m.text for m in messages if isinstance(m, System)]
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, System):
+            continue
+        role = "assistant" if isinstance(message, Assistant) else "user"
+        blocks = _anthropic_blocks(message)
+        if not blocks:
+            continue
+        if wire and wire[-1]["role"] == role:
+            merged = wire[-1]["content"] + blocks
+            # tool_result blocks must lead a user message.
+            merged.sort(key=lambda b: b.get("type") != "tool_result")
+            wire[-1]["content"] = merged
+        else:
+            wire.append({"role": role, "content": blocks})
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": max_tokens,
+        "messages": wire,
+        "stream": True,
+    }
+    if system:
+        body["system"] = "\n\n".join(system)
+    if tools:
+        body["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
+            for t in tools
+        ]
+    if extra:
+        body.update(extra)
+    return body
+
+
+def _anthropic_blocks(message: Message) -> list[dict[str, Any]]:
+    match message:
+        case User(text=text):
+            return [{"type": "text", "text": text}] if text else []
+        case ToolResult(call_id=call_id, content=content, is_error=is_error):
+            block: dict[str, Any] = {
+                "type": "tool_result", "tool_use_id": call_id, "content": content
+            }
+            if is_error:
+                block["is_error"] = True
+            return [block]
+        case Assistant(blocks=blocks):
+            return [_anthropic_block(b) for b in blocks if not (isinstance(b, Text) and not b.text)]
+    raise ConfigurationError(f"not a message: {message!r}")
+
+
+def _anthropic_block(block: Block) -> dict[str, Any]:
+    match block:
+        case Text(text=text):
+            return {"type": "text", "text": text}
+        case Thinking(text=text, signature=signature):
+            return {"type": "thinking", "thinking": text, "signature": signature}
+        case RedactedThinking(data=data):
+            return {"type": "redacted_thinking", "data": data}
+        case ToolUse(id=ident, name=name, arguments=arguments):
+            # The wire requires an object. A call whose arguments did not parse was
+            # never executed (its result is the rejection notice); ``{}`` stands in.
+            return {"type": "tool_use", "id": ident, "name": name, "input": dict(arguments or {})}
+        case ServerBlock(raw=raw):
+            return dict(raw)
+    raise ConfigurationError(f"not an assistant block: {block!r}")
+
+
+def _check_max_tokens(max_tokens: int) -> None:
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+        raise ConfigurationError(f"max_tokens must be a positive integer, not {max_tokens!r}")

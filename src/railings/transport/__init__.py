@@ -1,0 +1,56 @@
+"""Streaming HTTP to OpenAI-compatible and Anthropic endpoints: the only network code.
+
+::
+
+    from railings.messages import System, User
+    from railings.transport import AsyncProviderClient, ClientConfig
+
+    config = ClientConfig(provider="anthropic", model="claude-sonnet-4-5", max_tokens=2048)
+    async with AsyncProviderClient(config) as client:
+        stream = client.stream_turn([System("Be brief."), User("Hi")])
+        async for event in stream:
+            ...                                   # railings.events, live
+        turn = stream.turn                        # proven COMPLETE, or PARTIAL + interrupted
+
+Layers: :mod:`.config` (endpoint, key, timeouts), :mod:`.errors_map` (every
+foreign exception and HTTP status -> railings errors), :mod:`.retry` (policy,
+full jitter, testing switch), :mod:`.banner` (the process-level retry banner),
+:mod:`.fallback` (HTTP/2 -> HTTP/1.1), :mod:`.idle` (the idle gap as a read
+timeout), :mod:`.client` (the attempt loop), :mod:`.stream` (``TurnStream``),
+:mod:`.sync` (the blocking facade).
+"""
+
+from __future__ import annotations
+
+from railings.transport.banner import BANNER, BannerState, RetryBanner
+from railings.transport.client import AsyncProviderClient
+from railings.transport.config import DEFAULT_BASE_URLS, ClientConfig, Timeouts
+from railings.transport.errors_map import error_from_response, parse_retry_after
+from railings.transport.fallback import FALLBACK, Http2Fallback, http2_failure
+from railings.transport.retry import DEFAULT_ON, RetryPolicy, backoff, no_waits, set_testing
+from railings.transport.stream import RetryRecord, TurnStream
+from railings.transport.sync import ProviderClient, SyncTurnStream
+
+__all__ = [
+    "BANNER",
+    "DEFAULT_BASE_URLS",
+    "DEFAULT_ON",
+    "FALLBACK",
+    "AsyncProviderClient",
+    "BannerState",
+    "ClientConfig",
+    "Http2Fallback",
+    "ProviderClient",
+    "RetryBanner",
+    "RetryPolicy",
+    "RetryRecord",
+    "SyncTurnStream",
+    "Timeouts",
+    "TurnStream",
+    "backoff",
+    "error_from_response",
+    "http2_failure",
+    "no_waits",
+    "parse_retry_after",
+    "set_testing",
+]

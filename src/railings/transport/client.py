@@ -1,0 +1,419 @@
+"""The async provider client: one turn per request, proof before ending.
+
+Theory of operation. ``stream_turn`` returns a :class:`TurnStream` whose events
+come from one loop of *attempts*. Each attempt POSTs the body, maps whatever
+goes wrong before the body to a railings error (one place:
+:mod:`~railings.transport.errors_map`), then feeds every body chunk to the
+sans-IO :class:`~railings.turn.reader.StreamReader` and passes its events on.
+The reader alone decides how the stream ended; this module never makes up a
+stop event. Then:
+
+* **COMPLETE** (the proof arrived): the turn is the result.
+* **PARTIAL** (no proof, content arrived): the turn is returned as-is, marked
+  interrupted -- or :class:`~railings.errors.StreamInterrupted` is raised when
+  the config says so. Never resent: that content is billed.
+* **Empty** (no proof, no content) and errors before any content: resent when
+  the retry policy allows (:mod:`~railings.transport.retry`), the countdown on
+  the retry banner, counted as an attempt; else raised.
+* An HTTP/2 protocol failure (:mod:`~railings.transport.fallback`) sets the
+  sticky flag; if nothing was received the request is replayed once over
+  HTTP/1.1, free of the attempt count.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterable, Sequence
+from types import TracebackType
+from typing import Any, TypeVar
+
+import httpx2
+
+from railings import __version__
+from railings.classify import INTERRUPTED_MESSAGE, class_for_provider_type, classify_text
+from railings.errors import (
+    BadRequest,
+    EventTooLarge,
+    LocalError,
+    MalformedStream,
+    ProviderError,
+    RailingsError,
+    StreamInterrupted,
+    TotalTimeout,
+)
+from railings.events import StreamEvent
+from railings.messages import Message, ToolSpec, anthropic_messages_body, openai_chat_body
+from railings.transport.banner import countdown
+from railings.transport.config import ClientConfig
+from railings.transport.errors_map import (
+    BOUNDARY,
+    error_from_response,
+    idle_error,
+    map_exception,
+    map_stream_exception,
+)
+from railings.transport.fallback import FALLBACK, http2_failure
+from railings.transport.idle import set_read_timeout
+from railings.transport.retry import Retrier
+from railings.transport.stream import RetryRecord, TurnStream
+from railings.turn.model import ErrorKind, Outcome, Turn
+from railings.turn.reader import StreamReader
+
+__all__ = ["AsyncProviderClient"]
+
+T = TypeVar("T")
+_ERROR_BODY_LIMIT = 64 * 1024
+
+
+class AsyncProviderClient:
+    """Streams turns from one OpenAI-compatible or Anthropic endpoint.
+
+    ``transport`` replaces the default httpx2 transports (the HTTP/2 fallback is
+    then the transport's business). Use ``async with`` or :meth:`aclose`.
+    """
+
+    def __init__(
+        self, config: ClientConfig, *, transport: httpx2.AsyncBaseTransport | None = None
+    ) -> None:
+        self.config = config
+        self._transport = transport
+        self._clients: dict[bool, httpx2.AsyncClient] = {}
+        self._include_usage = config.include_usage is not False
+        t = config.timeouts
+        # read = first_byte until the headers are in; then _next_chunk times the gaps.
+        self._timeout = httpx2.Timeout(
+            connect=t.connect, read=t.first_byte, write=t.write, pool=t.connect
+        )
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.aclose()
+
+    async def __aenter__(self) -> AsyncProviderClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def _http(self, http2: bool) -> httpx2.AsyncClient:
+        client = self._clients.get(http2)
+        if client is None:
+            transport = self._transport or httpx2.AsyncHTTPTransport(
+                http2=http2, verify=self.config.verify
+            )
+            client = httpx2.AsyncClient(
+                transport=transport,
+                timeout=self._timeout,
+                follow_redirects=True,
+                headers={"user-agent": f"railings/{__version__}"},
+            )
+            self._clients[http2] = client
+        return client
+
+    def _use_http2(self) -> bool:
+        return self._transport is None and self.config.http2 and not FALLBACK.broken
+
+    # -- the turn ----------------------------------------------------------------------
+
+    def stream_turn(
+        self,
+        messages: Iterable[Message],
+        tools: Iterable[ToolSpec] = (),
+        *,
+        background: bool | None = None,
+    ) -> TurnStream:
+        """Stream one assistant turn for ``messages``. ``background`` overrides the config:
+        background work never updates the foreground retry banner."""
+        history, specs = tuple(messages), tuple(tools)
+        self._body(history, specs)  # a bad history fails here, not at the first event
+        quiet = self.config.background if background is None else background
+        return TurnStream(lambda stream: self._run(stream, history, specs, quiet))
+
+    def _body(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> dict[str, Any]:
+        cfg = self.config
+        if cfg.provider == "openai":
+            return openai_chat_body(
+                cfg.model,
+                messages,
+                max_tokens=cfg.max_tokens,
+                tools=tools,
+                include_usage=self._include_usage,
+                max_tokens_field=cfg.max_tokens_field,
+                extra=cfg.extra_body,
+            )
+        return anthropic_messages_body(
+            cfg.model, messages, max_tokens=cfg.max_tokens, tools=tools, extra=cfg.extra_body
+        )
+
+    async def _run(
+        self,
+        stream: TurnStream,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        background: bool,
+    ) -> AsyncGenerator[StreamEvent, None]:
+        cfg = self.config
+        retrier = Retrier(cfg.retry)
+        replayed = False
+        while True:
+            stream.attempts = retrier.attempt
+            use_h2 = self._use_http2()
+            reader = StreamReader(cfg.provider, max_tokens=cfg.max_tokens, service=cfg.service)
+            received: list[bytes] = []
+            held: list[StreamEvent] = []
+            failure: RailingsError | None = None
+            response: httpx2.Response | None = None
+            try:
+                response, deadline = await self._open(self._body(messages, tools), use_h2)
+            except RailingsError as exc:
+                failure = exc
+            if response is not None:
+                stream.http_version = response.http_version
+                chunks = response.aiter_bytes()
+                try:
+                    while not reader.terminated:
+                        # Before the first content a model may think in silence: the
+                        # generous first-byte limit. Once content flows: the idle gap.
+                        gap = cfg.timeouts.idle if reader.content else cfg.timeouts.first_byte
+                        try:
+                            chunk = await _next_chunk(chunks, deadline, gap)
+                        except StopAsyncIteration:
+                            break
+                        received.append(chunk)
+                        events = reader.feed(chunk)
+                        if reader.content:
+                            if held:
+                                events, held = held + events, []
+                            for event in events:
+                                yield event
+                        else:
+                            held.extend(events)  # an Empty attempt may yet be resent
+                except _Silence as exc:
+                    failure = idle_error(exc.seconds, empty=not reader.content)
+                except TimeoutError as exc:  # before BOUNDARY: TimeoutError is an OSError
+                    failure = TotalTimeout(f"total timeout of {cfg.timeouts.total:g} s passed")
+                    failure.__cause__ = exc
+                except BOUNDARY as exc:
+                    # The socket's read timeout is only a backstop behind _next_chunk.
+                    failure = map_stream_exception(exc, empty=not reader.content,
+                                                   idle_seconds=self._backstop())
+                    failure.__cause__ = exc
+                except EventTooLarge as exc:
+                    failure = exc  # the reader already ended the turn abruptly
+                finally:
+                    await chunks.aclose()
+                    await response.aclose()
+                reader.close()
+                if isinstance(failure, LocalError):
+                    raise failure
+                turn = reader.turn()
+                if turn.outcome is Outcome.COMPLETE:
+                    for event in held:
+                        yield event
+                    stream._finish(turn)
+                    return
+                if turn.outcome is Outcome.PARTIAL:
+                    turn, interruption = _interrupted(turn, failure, b"".join(received))
+                    if use_h2 and (marker := http2_failure(interruption)):
+                        FALLBACK.mark(marker)  # too late to replay this one; the next goes HTTP/1.1
+                    stream._finish(turn, interruption)
+                    if cfg.raise_on_partial:
+                        raise interruption
+                    return
+                failure = _empty_error(turn, failure, b"".join(received))
+            assert failure is not None
+            # Nothing reached the caller: this attempt may be replayed or retried.
+            marker = http2_failure(failure) if use_h2 else None
+            if marker:
+                FALLBACK.mark(marker)
+                if not replayed:
+                    replayed = True
+                    stream.retries.append(RetryRecord(retrier.attempt, failure, 0.0, replay=True))
+                    continue
+            if self._reject_include_usage(failure):
+                stream.retries.append(RetryRecord(retrier.attempt, failure, 0.0, replay=True))
+                continue
+            wait = retrier.next_wait(failure)
+            if wait is None:
+                raise failure
+            stream.retries.append(RetryRecord(retrier.attempt, failure, wait))
+            await countdown(
+                wait,
+                attempt=retrier.attempt + 1,
+                attempts=cfg.retry.attempts,
+                reason=failure.message,
+                background=background,
+            )
+            retrier.advance()
+
+    def _reject_include_usage(self, error: RailingsError) -> bool:
+        """An endpoint that rejects ``stream_options`` gets the request again without it."""
+        if (
+            self.config.include_usage is None
+            and self._include_usage
+            and self.config.provider == "openai"
+            and isinstance(error, BadRequest)
+            and "stream_options" in error.message
+        ):
+            self._include_usage = False
+            return True
+        return False
+
+    def _backstop(self) -> float | None:
+        """The socket read timeout while the body streams: the longer of the two gaps."""
+        t = self.config.timeouts
+        if t.first_byte is None or t.idle is None:
+            return None
+        return max(t.first_byte, t.idle)
+
+    async def _open(
+        self, body: dict[str, Any], use_h2: bool
+    ) -> tuple[httpx2.Response, float | None]:
+        """Send the request; return the streaming response and the attempt's deadline.
+        Raises the typed error for anything but an event stream."""
+        cfg = self.config
+        http = self._http(use_h2)
+        total = cfg.timeouts.total
+        deadline = asyncio.get_running_loop().time() + total if total else None
+        request = http.build_request("POST", cfg.url, json=body, headers=cfg.request_headers())
+        try:
+            response = await _within(http.send(request, stream=True), deadline)
+        except TimeoutError as exc:  # before BOUNDARY: TimeoutError is an OSError
+            raise TotalTimeout(f"total timeout of {total:g} s passed before the response") from exc
+        except BOUNDARY as exc:
+            raise map_exception(exc) from exc
+        status = response.status_code
+        ctype = response.headers.get("content-type", "")
+        if 200 <= status < 300 and ctype.lower().startswith("text/event-stream"):
+            set_read_timeout(request.extensions, self._backstop())
+            return response, deadline
+        data = await _read_bounded(response)
+        if status >= 300 or b'"error"' in data:
+            raise error_from_response(
+                status,
+                response.headers,
+                data,
+                key_variable=cfg.key_variable,
+                has_key=bool(cfg.api_key),
+            )
+        raise MalformedStream(
+            f"expected an event stream (text/event-stream), got {ctype or 'no content type'}"
+        )
+
+
+class _Silence(Exception):
+    """Internal: no byte arrived within the gap allowed (never escapes this module)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(seconds)
+        self.seconds = seconds
+
+
+async def _next_chunk(
+    chunks: AsyncIterator[bytes], deadline: float | None, gap: float | None
+) -> bytes:
+    """The next body chunk, within ``gap`` seconds of silence and the attempt's deadline.
+
+    Raises :class:`_Silence` when the gap passes first, TimeoutError for the deadline.
+    Any bytes end the silence, comment keep-alives included: the reader sees them all.
+    """
+    if gap is None and deadline is None:
+        return await chunks.__anext__()
+    loop = asyncio.get_running_loop()
+    silent_at = None if gap is None else loop.time() + gap
+    when = min(t for t in (silent_at, deadline) if t is not None)
+    try:
+        async with asyncio.timeout_at(when):
+            return await chunks.__anext__()
+    except TimeoutError:
+        if gap is not None and when == silent_at:
+            raise _Silence(gap) from None
+        raise
+
+
+async def _within(awaitable: Awaitable[T], deadline: float | None) -> T:
+    if deadline is None:
+        return await awaitable
+    async with asyncio.timeout_at(deadline):
+        return await awaitable
+
+
+async def _read_bounded(response: httpx2.Response) -> bytes:
+    """At most 64 KiB of an error body; a body that breaks off keeps what arrived."""
+    parts: list[bytes] = []
+    size = 0
+    chunks: AsyncIterator[bytes] = response.aiter_bytes()
+    try:
+        async for chunk in chunks:
+            parts.append(chunk)
+            size += len(chunk)
+            if size >= _ERROR_BODY_LIMIT:
+                break
+    except BOUNDARY:
+        pass
+    finally:
+        await response.aclose()
+    return b"".join(parts)[:_ERROR_BODY_LIMIT]
+
+
+def _event_error(turn: Turn) -> ProviderError:
+    """The typed error for a provider error event (the turn's abrupt end)."""
+    assert turn.error is not None
+    ptype, message = turn.error.provider_type, turn.error.message
+    cls = class_for_provider_type(ptype)
+    if cls is ProviderError:
+        by_text = classify_text(message)
+        if by_text is not None and issubclass(by_text, ProviderError):
+            cls = by_text
+    return cls(f"provider error event: {message}", provider_type=ptype)
+
+
+def _empty_error(turn: Turn, failure: RailingsError | None, received: bytes) -> RailingsError:
+    """Why an attempt that delivered no content failed."""
+    if isinstance(failure, StreamInterrupted):
+        failure.turn, failure.received = turn, received
+        return failure
+    if failure is not None:
+        return failure
+    assert turn.error is not None
+    if turn.error.kind is ErrorKind.PROVIDER_ERROR:
+        return _event_error(turn)
+    if turn.error.kind is ErrorKind.MALFORMED_STREAM:
+        return MalformedStream(turn.error.message, retryable=True)
+    return StreamInterrupted(INTERRUPTED_MESSAGE, empty=True, received=received, turn=turn)
+
+
+def _interrupted(
+    turn: Turn, failure: RailingsError | None, received: bytes
+) -> tuple[Turn, StreamInterrupted]:
+    """A PARTIAL turn and the interruption that explains it (never retried)."""
+    assert turn.error is not None
+    cause: RailingsError | None = failure
+    if isinstance(failure, StreamInterrupted):
+        interruption = failure
+        interruption.turn, interruption.received = turn, received
+        interruption.empty, interruption.retryable = False, False
+    else:
+        if failure is None and turn.error.kind is ErrorKind.PROVIDER_ERROR:
+            cause = _event_error(turn)
+        detail = cause.message if cause is not None else turn.error.message
+        message = (
+            detail if detail.startswith(INTERRUPTED_MESSAGE) else f"{INTERRUPTED_MESSAGE}: {detail}"
+        )
+        interruption = StreamInterrupted(message, empty=False, received=received, turn=turn)
+        interruption.__cause__ = cause
+    if failure is not None:
+        turn = dataclasses.replace(
+            turn, error=dataclasses.replace(turn.error, message=interruption.message)
+        )
+        interruption.turn = turn
+    return turn, interruption

@@ -1,0 +1,149 @@
+"""What a provider client needs to know: endpoint, key, model, limits and timeouts.
+
+Base URLs follow each official SDK, so a user can paste what they already use:
+OpenAI's includes the API version (``https://api.openai.com/v1``, requests go to
+``{base_url}/chat/completions``); Anthropic's does not
+(``https://api.anthropic.com``, requests go to ``{base_url}/v1/messages``).
+``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` and ``OPENAI_API_KEY`` /
+``ANTHROPIC_API_KEY`` fill what the caller leaves out, as in the SDKs.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from railings.errors import ConfigurationError
+from railings.transport.retry import RetryPolicy
+
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "DEFAULT_BASE_URLS",
+    "ClientConfig",
+    "Timeouts",
+]
+
+ProviderName = Literal["openai", "anthropic"]
+
+DEFAULT_BASE_URLS: dict[str, str] = {
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com",
+}
+_ENV_BASE_URL = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+_ENV_API_KEY = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+ANTHROPIC_VERSION = "2023-06-01"
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """Each wait has its own limit, in seconds (None: no limit).
+
+    * ``connect``: opening the TCP (and TLS) connection.
+    * ``first_byte``: the wait for the response headers, and then for the first
+      content. Generous: a model may think for minutes before its first token,
+      and some send nothing at all meanwhile (OpenAI's reasoning models).
+    * ``idle``: once content is streaming, the longest silence between two
+      reads. Any bytes count, comment keep-alives (``: ping``) and Anthropic
+      ``ping`` events included, so a slow but alive stream is never cut.
+    * ``total``: optional deadline for one attempt, request to proof.
+    * ``write``: sending the request body.
+
+    A silence past either limit while streaming raises
+    :class:`~railings.errors.IdleTimeout` (Empty before content: resent).
+    """
+
+    connect: float | None = 10.0
+    first_byte: float | None = 600.0
+    idle: float | None = 30.0
+    total: float | None = None
+    write: float | None = 30.0
+
+    def __post_init__(self) -> None:
+        for name in ("connect", "first_byte", "idle", "total", "write"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ConfigurationError(f"timeout {name} must be positive or None, not {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class ClientConfig:
+    """One provider endpoint. ``base_url`` and ``api_key`` default to the environment.
+
+    ``raise_on_partial``: by default an interrupted turn that already carried
+    content (**Partial**) is returned as-is, marked interrupted, for the caller
+    to decide; True raises :class:`~railings.errors.StreamInterrupted` instead.
+    ``background``: retries of this client's work never update the foreground
+    retry banner (a sub-agent's client, say).
+    ``verify``: TLS verification, as in httpx2 (an ``ssl.SSLContext`` for a private CA).
+    ``service``: the name looked up in the truncation gate's exemption table.
+    ``max_tokens_field``: OpenAI reasoning models want ``max_completion_tokens``.
+    ``include_usage``: send ``stream_options.include_usage``; None means "send it,
+    and drop it for this client if the endpoint rejects it with a 400".
+    """
+
+    provider: ProviderName
+    model: str
+    max_tokens: int = 4096
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    headers: Mapping[str, str] = field(default_factory=dict)
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    http2: bool = True
+    verify: ssl.SSLContext | bool = True
+    raise_on_partial: bool = False
+    background: bool = False
+    service: str | None = None
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    include_usage: bool | None = None
+    anthropic_version: str = ANTHROPIC_VERSION
+
+    def __post_init__(self) -> None:
+        if self.provider not in DEFAULT_BASE_URLS:
+            raise ConfigurationError(
+                f"unknown provider {self.provider!r}: expected 'openai' or 'anthropic'"
+            )
+        if not self.model:
+            raise ConfigurationError("model is required")
+        if not isinstance(self.max_tokens, int) or self.max_tokens < 1:
+            raise ConfigurationError(
+                f"max_tokens must be a positive integer, not {self.max_tokens!r}"
+            )
+        base = self.base_url or os.environ.get(_ENV_BASE_URL[self.provider]) or (
+            DEFAULT_BASE_URLS[self.provider]
+        )
+        if not base.startswith(("http://", "https://")):
+            raise ConfigurationError(f"base_url must start with http:// or https://, not {base!r}")
+        # Frozen: fill the environment defaults once, at construction.
+        object.__setattr__(self, "base_url", base.rstrip("/"))
+        if self.api_key is None:
+            object.__setattr__(self, "api_key", os.environ.get(_ENV_API_KEY[self.provider]) or None)
+
+    @property
+    def url(self) -> str:
+        """Where the turn is POSTed."""
+        if self.provider == "openai":
+            return f"{self.base_url}/chat/completions"
+        return f"{self.base_url}/v1/messages"
+
+    def request_headers(self) -> dict[str, str]:
+        """Authentication and protocol headers, then the caller's extra headers."""
+        out = {"accept": "text/event-stream", "content-type": "application/json"}
+        if self.provider == "openai":
+            if self.api_key:
+                out["authorization"] = f"Bearer {self.api_key}"
+        else:
+            out["anthropic-version"] = self.anthropic_version
+            if self.api_key:
+                out["x-api-key"] = self.api_key
+        out.update({k.lower(): v for k, v in self.headers.items()})
+        return out
+
+    @property
+    def key_variable(self) -> str:
+        """The environment variable that holds this provider's key (for error messages)."""
+        return _ENV_API_KEY[self.provider]

@@ -1,0 +1,264 @@
+"""The boundary: every foreign exception and every HTTP error status becomes a railings error here.
+
+Nothing else in railings looks at an httpx2, ssl, anyio or h2 exception. The
+client catches :data:`BOUNDARY` around each network operation and calls
+:func:`map_exception` (before the response body) or :func:`map_stream_exception`
+(while streaming it). ``HTTPX2_ERRORS`` has an exact entry for every exception
+class httpx2 defines: a test walks httpx2's classes and fails when a new one
+appears without an entry here.
+
+While the body streams, a broken connection is not an error of its own kind: it
+is the stream ending without its proof (**Empty** or **Partial**), and a read
+timeout is the idle gap passing (:class:`~railings.errors.IdleTimeout`).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import ssl
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import h2.exceptions
+import httpx2
+
+from railings.classify import (
+    IDLE_MESSAGE,
+    INTERRUPTED_MESSAGE,
+    NON_RETRYABLE_PROVIDER_TYPES,
+    class_for_provider_type,
+    classify_text,
+)
+from railings.errors import (
+    AuthenticationError,
+    BadRequest,
+    ConfigurationError,
+    ConnectError,
+    ConnectTimeout,
+    ContextWindowExceeded,
+    FirstByteTimeout,
+    IdleTimeout,
+    LocalError,
+    MalformedStream,
+    ProviderError,
+    RailingsError,
+    StreamInterrupted,
+    TransportError,
+)
+
+__all__ = [
+    "BOUNDARY",
+    "FOREIGN_ERRORS",
+    "HTTPX2_ERRORS",
+    "error_from_response",
+    "idle_error",
+    "map_exception",
+    "map_stream_exception",
+    "parse_retry_after",
+]
+
+# Every httpx2 exception class -> the railings class it becomes before the response
+# body. ReadTimeout is the first-byte timeout here; while streaming it is the idle gap.
+HTTPX2_ERRORS: dict[type[BaseException], type[RailingsError]] = {
+    httpx2.HTTPError: TransportError,
+    httpx2.RequestError: TransportError,
+    httpx2.TransportError: TransportError,
+    httpx2.TimeoutException: TransportError,
+    httpx2.ConnectTimeout: ConnectTimeout,
+    httpx2.ReadTimeout: FirstByteTimeout,
+    httpx2.WriteTimeout: TransportError,
+    httpx2.PoolTimeout: TransportError,
+    httpx2.NetworkError: TransportError,
+    httpx2.ConnectError: ConnectError,
+    httpx2.ReadError: TransportError,
+    httpx2.WriteError: TransportError,
+    httpx2.CloseError: TransportError,
+    httpx2.ProxyError: ConnectError,
+    httpx2.UnsupportedProtocol: ConfigurationError,  # a base_url that is not http(s)
+    httpx2.ProtocolError: TransportError,
+    httpx2.LocalProtocolError: ConfigurationError,  # e.g. a header value with a newline
+    httpx2.RemoteProtocolError: TransportError,
+    httpx2.SSEError: MalformedStream,
+    httpx2.DecodingError: MalformedStream,  # a body whose content-encoding does not decode
+    httpx2.TooManyRedirects: ConfigurationError,  # a base_url that redirects in a loop
+    httpx2.HTTPStatusError: ProviderError,  # refined by status in map_exception
+    httpx2.InvalidURL: ConfigurationError,
+    httpx2.CookieConflict: LocalError,
+    # Misuse of httpx2's streaming API: a railings bug, never retried.
+    httpx2.StreamError: LocalError,
+    httpx2.StreamConsumed: LocalError,
+    httpx2.StreamClosed: LocalError,
+    httpx2.ResponseNotRead: LocalError,
+    httpx2.RequestNotRead: LocalError,
+}
+
+# What escapes httpx2 unmapped on some paths (the openai SDK shims the same ones).
+FOREIGN_ERRORS: dict[type[BaseException], type[RailingsError]] = {
+    ssl.SSLCertVerificationError: ConfigurationError,
+    ssl.SSLError: ConnectError,
+    anyio.EndOfStream: TransportError,
+    anyio.BrokenResourceError: TransportError,
+    h2.exceptions.H2Error: TransportError,
+    OSError: TransportError,
+}
+
+BOUNDARY: tuple[type[BaseException], ...] = (
+    httpx2.HTTPError,
+    httpx2.StreamError,
+    httpx2.InvalidURL,
+    httpx2.CookieConflict,
+    *FOREIGN_ERRORS,
+)
+
+_WHAT: dict[type[RailingsError], str] = {
+    ConnectTimeout: "connect timed out",
+    ConnectError: "could not connect",
+    FirstByteTimeout: "no response within the first-byte timeout",
+}
+
+
+def _lookup(exc: BaseException) -> type[RailingsError]:
+    for cls in type(exc).__mro__:
+        found = HTTPX2_ERRORS.get(cls) or FOREIGN_ERRORS.get(cls)
+        if found is not None:
+            return found
+    return TransportError
+
+
+def _certificate_failure(exc: BaseException) -> bool:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ssl.SSLCertVerificationError):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def map_exception(exc: BaseException) -> RailingsError:
+    """The railings error for ``exc``, raised before the response body was reached.
+
+    The caller raises it ``from exc``, so the foreign chain stays inspectable
+    (the HTTP/2 fallback reads it).
+    """
+    if isinstance(exc, httpx2.HTTPStatusError):
+        response = exc.response
+        return error_from_response(response.status_code, response.headers, b"")
+    cls = _lookup(exc)
+    if cls is ConnectError and _certificate_failure(exc):
+        return ConfigurationError(f"TLS certificate verification failed: {exc}")
+    what = _WHAT.get(cls, "connection failed" if issubclass(cls, TransportError) else "error")
+    detail = str(exc) or type(exc).__name__
+    return cls(f"{what}: {detail}")
+
+
+def idle_error(seconds: float, *, empty: bool, received: bytes = b"") -> IdleTimeout:
+    """The stream went silent for ``seconds`` (the idle gap, or the wait for first content)."""
+    message = IDLE_MESSAGE.format(seconds=seconds)
+    return IdleTimeout(message, empty=empty, idle_seconds=seconds, received=received)
+
+
+def map_stream_exception(
+    exc: BaseException, *, empty: bool, idle_seconds: float | None, received: bytes = b""
+) -> RailingsError:
+    """The railings error for ``exc`` raised while the body streamed.
+
+    A read timeout is the idle gap; any other remote failure is an interruption
+    (the stream ended without its proof). Local misuse stays a local error.
+    """
+    if isinstance(exc, httpx2.ReadTimeout):
+        return idle_error(idle_seconds or 0.0, empty=empty, received=received)
+    mapped = map_exception(exc)
+    if isinstance(mapped, LocalError):
+        return mapped
+    message = f"{INTERRUPTED_MESSAGE}: {mapped.message}"
+    return StreamInterrupted(message, empty=empty, received=received)
+
+
+# -- HTTP error statuses ------------------------------------------------------------------
+
+
+def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """Seconds the provider asked to wait: ``retry-after-ms`` first, then ``retry-after``
+    (delta-seconds or an HTTP date, RFC 9110 10.2.3). None when absent or unreadable."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            value = float(raw_ms) / 1000.0
+        except ValueError:
+            value = -1.0
+        if value >= 0 and value == value:  # not NaN
+            return value
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    raw = raw.strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(raw)
+        except (TypeError, ValueError, IndexError):
+            return None
+        value = when.timestamp() - (time.time() if now is None else now)
+        return max(0.0, value)
+    return value if value >= 0 and value == value else None
+
+
+def _error_fields(body: bytes) -> tuple[str | None, str | None]:
+    """(provider_type, message) from an OpenAI or Anthropic error body."""
+    try:
+        obj: Any = json.loads(body.decode("utf-8", "replace")) if body else None
+    except ValueError:
+        text = body.decode("utf-8", "replace").strip()
+        return None, text[:500] or None
+    if not isinstance(obj, dict):
+        return None, None
+    error = obj.get("error", obj)
+    if not isinstance(error, dict):
+        return None, str(error)[:500]
+    message = error.get("message")
+    code, kind = error.get("code"), error.get("type")
+    # OpenAI puts the precise reason in ``code`` (context_length_exceeded), the family in ``type``.
+    ptype = code if isinstance(code, str) and code else kind if isinstance(kind, str) else None
+    return ptype, message if isinstance(message, str) else None
+
+
+def error_from_response(
+    status: int,
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    key_variable: str | None = None,
+    has_key: bool = True,
+) -> ProviderError:
+    """The typed error for an HTTP error status with its (bounded) body."""
+    ptype, message = _error_fields(body)
+    cls = class_for_provider_type(ptype, status)
+    if ptype is not None and cls is ProviderError:
+        cls = class_for_provider_type(None, status)
+    if issubclass(cls, BadRequest) and classify_text(message or "") is ContextWindowExceeded:
+        cls = ContextWindowExceeded
+    text = f"HTTP {status}" + (f" ({ptype})" if ptype else "") + (f": {message}" if message else "")
+    if cls is AuthenticationError and not has_key and key_variable:
+        text += f" (no API key configured: set {key_variable})"
+    retryable: bool | None = None
+    if ptype in NON_RETRYABLE_PROVIDER_TYPES:
+        retryable = False
+    # The official SDKs obey the provider's explicit verdict.
+    should = headers.get("x-should-retry")
+    if should == "true":
+        retryable = True
+    elif should == "false":
+        retryable = False
+    return cls(
+        text,
+        status=status,
+        provider_type=ptype,
+        retry_after=parse_retry_after(headers),
+        retryable=retryable,
+    )

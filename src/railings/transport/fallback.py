@@ -1,0 +1,82 @@
+"""HTTP/2 -> HTTP/1.1 fallback: one protocol crash, and this process stays on HTTP/1.1.
+
+Some CDN edges negotiate HTTP/2 through ALPN and then fail at the protocol
+layer (a GOAWAY right after the request, a broken preface). The failure arrives
+wrapped several times (h2 -> httpcore2 -> httpx2 -> railings), so detection
+walks the whole chain, ``__cause__`` and ``__context__``, and matches markers
+in each exception's type name and message. Matching text rather than types is
+deliberate: the markers survive any wrapping, and a false positive costs only
+one harmless HTTP/1.1 replay.
+
+One hit sets a sticky, process-wide flag (:data:`FALLBACK`): the failed request
+is replayed once over HTTP/1.1 if nothing of its response had been received,
+and every later request goes straight to HTTP/1.1.
+"""
+
+from __future__ import annotations
+
+import threading
+
+__all__ = ["FALLBACK", "HTTP2_MARKERS", "Http2Fallback", "http2_failure"]
+
+HTTP2_MARKERS: tuple[str, ...] = (
+    "http2", "goaway", "preface", "connectionterminated", "protocolerror",
+)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """Every exception reachable through ``__cause__`` and ``__context__`` (cycle-safe)."""
+    out: list[BaseException] = []
+    seen: set[int] = set()
+    stack = [exc]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        out.append(current)
+        for nxt in (current.__cause__, current.__context__):
+            if nxt is not None:
+                stack.append(nxt)
+    return out
+
+
+def http2_failure(exc: BaseException) -> str | None:
+    """The first marker found along ``exc``'s chain, or None: not an HTTP/2 protocol failure."""
+    for link in _chain(exc):
+        kind = type(link)
+        text = f"{kind.__module__}.{kind.__qualname__} {link}".lower()
+        # "httpx2" and "httpcore2" must not read as "http2": strip the package names.
+        text = text.replace("httpx2", "").replace("httpcore2", "")
+        for marker in HTTP2_MARKERS:
+            if marker in text:
+                return marker
+    return None
+
+
+class Http2Fallback:
+    """The sticky flag. ``broken`` stays True once set (``reset`` is for tests)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._reason: str | None = None
+
+    @property
+    def broken(self) -> bool:
+        return self._reason is not None
+
+    @property
+    def reason(self) -> str | None:
+        return self._reason
+
+    def mark(self, reason: str) -> None:
+        with self._lock:
+            if self._reason is None:
+                self._reason = reason
+
+    def reset(self) -> None:
+        with self._lock:
+            self._reason = None
+
+
+FALLBACK = Http2Fallback()

@@ -1,0 +1,170 @@
+"""The sync facade: the async client, driven from a private event loop thread.
+
+No logic lives here. :class:`ProviderClient` owns one event loop running in a
+daemon thread and one :class:`AsyncProviderClient` on it; each step of a
+:class:`SyncTurnStream` is a coroutine handed to that loop. Retries, timeouts,
+the fallback and the banner are the async client's, unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine, Iterable, Iterator
+from types import TracebackType
+from typing import Any, TypeVar
+
+import httpx2
+
+from railings.errors import StreamInterrupted
+from railings.events import StreamEvent
+from railings.messages import Message, ToolSpec
+from railings.transport.client import AsyncProviderClient
+from railings.transport.config import ClientConfig
+from railings.transport.stream import RetryRecord, TurnStream
+from railings.turn.model import Turn
+from railings.turn.verdict import CallVerdict
+
+__all__ = ["ProviderClient", "SyncTurnStream"]
+
+T = TypeVar("T")
+
+
+class _LoopThread:
+    """An event loop in a daemon thread; :meth:`run` blocks on one coroutine."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, name="railings-transport", daemon=True
+        )
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return future.result()
+        except (KeyboardInterrupt, SystemExit):
+            future.cancel()
+            raise
+
+    def close(self) -> None:
+        if self.loop.is_closed():
+            return
+        self.run(self.loop.shutdown_asyncgens())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join()
+        self.loop.close()
+
+
+async def _step(stream: TurnStream) -> tuple[bool, StreamEvent | None]:
+    try:
+        return True, await stream.__anext__()
+    except StopAsyncIteration:
+        return False, None
+
+
+class SyncTurnStream:
+    """The sync twin of :class:`TurnStream`: iterate the events, then read ``turn``."""
+
+    def __init__(self, stream: TurnStream, runner: _LoopThread) -> None:
+        self._stream = stream
+        self._runner = runner
+
+    def __iter__(self) -> Iterator[StreamEvent]:
+        return self
+
+    def __next__(self) -> StreamEvent:
+        more, event = self._runner.run(_step(self._stream))
+        if not more or event is None:
+            raise StopIteration
+        return event
+
+    def result(self) -> Turn:
+        return self._runner.run(self._stream.result())
+
+    def close(self) -> None:
+        self._runner.run(self._stream.aclose())
+
+    def __enter__(self) -> SyncTurnStream:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def turn(self) -> Turn:
+        return self._stream.turn
+
+    @property
+    def done(self) -> bool:
+        return self._stream.done
+
+    @property
+    def interrupted(self) -> bool:
+        return self._stream.interrupted
+
+    @property
+    def interruption(self) -> StreamInterrupted | None:
+        return self._stream.interruption
+
+    @property
+    def verdicts(self) -> tuple[CallVerdict, ...]:
+        return self._stream.verdicts
+
+    @property
+    def attempts(self) -> int:
+        return self._stream.attempts
+
+    @property
+    def retries(self) -> list[RetryRecord]:
+        return self._stream.retries
+
+    @property
+    def http_version(self) -> str | None:
+        return self._stream.http_version
+
+
+class ProviderClient:
+    """Blocking client with the async client's behaviour. Use ``with`` or :meth:`close`."""
+
+    def __init__(
+        self, config: ClientConfig, *, transport: httpx2.AsyncBaseTransport | None = None
+    ) -> None:
+        self._runner = _LoopThread()
+        self._client = AsyncProviderClient(config, transport=transport)
+
+    @property
+    def config(self) -> ClientConfig:
+        return self._client.config
+
+    def stream_turn(
+        self,
+        messages: Iterable[Message],
+        tools: Iterable[ToolSpec] = (),
+        *,
+        background: bool | None = None,
+    ) -> SyncTurnStream:
+        stream = self._client.stream_turn(messages, tools, background=background)
+        return SyncTurnStream(stream, self._runner)
+
+    def close(self) -> None:
+        if not self._runner.loop.is_closed():
+            self._runner.run(self._client.aclose())
+        self._runner.close()
+
+    def __enter__(self) -> ProviderClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
