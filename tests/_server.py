@@ -32,7 +32,7 @@ import h2.connection
 import h2.errors
 import h2.events
 
-Ending = Literal["end", "close", "reset", "hang"]
+Ending = Literal["end", "close", "reset", "hang", "drop"]  # drop: close before any byte
 
 
 @dataclass
@@ -192,6 +192,9 @@ class CannedServer:
     async def _reply(self, reply: Reply, writer: asyncio.StreamWriter) -> None:
         if reply.before_headers:
             await asyncio.sleep(reply.before_headers)
+        if reply.end == "drop":
+            writer.close()
+            return
         chunked = reply.framing == "chunked"
         head = [f"HTTP/1.1 {reply.status} X"]
         head += [f"{k}: {v}" for k, v in reply.headers]

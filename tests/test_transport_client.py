@@ -450,3 +450,53 @@ def test_done_is_not_content(server: CannedServer) -> None:
     server.push(Reply(chunks=[openai_chunk({"role": "assistant", "content": ""}, "stop"), DONE]))
     stream, _ = run(config(server))
     assert stream.turn.outcome is Outcome.COMPLETE and stream.turn.text == ""
+
+
+def test_sync_facade_times_the_idle_gap(server: CannedServer) -> None:
+    words = openai_text(["a", "b"])
+    server.push(Reply(chunks=[*words[:2], 5.0, *words[2:]], end="hang"))
+    cfg = config(server, timeouts=Timeouts(connect=2, first_byte=5, idle=0.3))
+    with ProviderClient(cfg) as client:
+        stream = client.stream_turn([User("hi")])
+        assert stream.result().outcome is Outcome.PARTIAL
+        assert isinstance(stream.interruption, IdleTimeout)
+
+
+def test_a_slow_consumer_is_not_an_idle_stream(server: CannedServer) -> None:
+    server.push(Reply(chunks=openai_text(["one", "two", "three"])))
+
+    async def go() -> TurnStream:
+        cfg = config(server, timeouts=Timeouts(connect=2, first_byte=5, idle=0.1))
+        async with AsyncProviderClient(cfg) as client:
+            stream = client.stream_turn([User("hi")])
+            async for event in stream:
+                if isinstance(event, TextDelta):
+                    await asyncio.sleep(0.15)  # longer than the gap, between reads
+            return stream
+
+    assert asyncio.run(go()).turn.outcome is Outcome.COMPLETE
+
+
+def test_cancellation_from_outside_is_not_swallowed(server: CannedServer) -> None:
+    words = openai_text(["a"])
+    server.push(Reply(chunks=[*words[:2], 5.0, *words[2:]], end="hang"))
+
+    async def go() -> None:
+        cfg = config(server, timeouts=Timeouts(connect=2, first_byte=5, idle=3))
+        async with AsyncProviderClient(cfg) as client:
+            task = asyncio.create_task(client.stream_turn([User("hi")]).result())
+            await asyncio.sleep(0.2)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+    asyncio.run(go())
+
+
+def test_a_dropped_connection_over_cleartext_is_no_http2_failure(server: CannedServer) -> None:
+    # "Server disconnected" is a RemoteProtocolError ("protocolerror" is a marker), but
+    # http:// never negotiates HTTP/2: the sticky fallback flag must stay clear.
+    server.push(Reply(end="drop"), Reply(chunks=openai_text(["ok"])))
+    stream, _ = run(config(server, http2=True))
+    assert stream.turn.text == "ok" and not FALLBACK.broken
+    assert not stream.retries[0].replay

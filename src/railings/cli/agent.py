@@ -254,20 +254,23 @@ def _workdir(path: str) -> Path:
     return workdir.resolve()
 
 
-def _registry(args: argparse.Namespace, workdir: Path) -> ToolRegistry:
-    tools = builtin_tools(workdir)
+def _tool_names(args: argparse.Namespace) -> tuple[str, ...]:
+    """The tools ``--tools`` asks for, checked before anything starts."""
     if args.tools is None:
-        return ToolRegistry(tools)
-    wanted = (
-        []
-        if args.tools.strip() == "none"
-        else [t.strip() for t in args.tools.split(",") if t.strip()]
-    )
-    known = {t.name: t for t in tools}
-    unknown = [name for name in wanted if name not in known]
+        return BUILTIN_NAMES
+    if args.tools.strip() == "none":
+        return ()
+    wanted = tuple(t.strip() for t in args.tools.split(",") if t.strip())
+    unknown = [name for name in wanted if name not in BUILTIN_NAMES]
     if unknown:
-        raise UsageError(f"--tools: unknown tool {unknown[0]!r} (known: {', '.join(known)})")
-    return ToolRegistry(known[name] for name in wanted)
+        raise UsageError(
+            f"--tools: unknown tool {unknown[0]!r} (known: {', '.join(BUILTIN_NAMES)})"
+        )
+    return wanted
+
+
+def _registry(names: tuple[str, ...], workdir: Path) -> ToolRegistry:
+    return ToolRegistry(t for t in builtin_tools(workdir) if t.name in names)
 
 
 def _approver(args: argparse.Namespace, view_console: Console) -> Any:
@@ -343,6 +346,7 @@ def _open_journal(path: str | None) -> Journal:
 
 async def _session(args: argparse.Namespace, tasks: Any) -> int:
     out = console(stderr=args.json)
+    names = _tool_names(args)
     with (
         _endpoint(args) as endpoint,
         _open_journal(args.journal) as journal,
@@ -350,7 +354,7 @@ async def _session(args: argparse.Namespace, tasks: Any) -> int:
     ):
         if endpoint.note:
             print(f"railings: {endpoint.note}", file=sys.stderr)
-        registry = _registry(args, endpoint.workdir)
+        registry = _registry(names, endpoint.workdir)
         results: list[tuple[str, RunResult]] = []
         code = 0
         async with AsyncProviderClient(endpoint.config) as client:

@@ -91,6 +91,11 @@ class Service:
             await self.handle(reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError, TimeoutError):
             pass  # the peer went away: nothing left to answer
+        except asyncio.CancelledError:
+            # The server is closing. This task is the connection's top level: ending it
+            # quietly keeps asyncio's start_server callback (3.11) from logging the
+            # cancellation as an unhandled error.
+            pass
         finally:
             if task is not None:
                 self._tasks.discard(task)

@@ -54,6 +54,7 @@ from railings.transport.errors_map import (
     map_stream_exception,
 )
 from railings.transport.fallback import FALLBACK, http2_failure
+from railings.transport.gaps import GapWatch, Silence
 from railings.transport.idle import set_read_timeout
 from railings.transport.retry import Retrier
 from railings.transport.stream import RetryRecord, TurnStream
@@ -179,13 +180,14 @@ class AsyncProviderClient:
             if response is not None:
                 stream.http_version = response.http_version
                 chunks = response.aiter_bytes()
+                watch = GapWatch()
                 try:
                     while not reader.terminated:
                         # Before the first content a model may think in silence: the
                         # generous first-byte limit. Once content flows: the idle gap.
                         gap = cfg.timeouts.idle if reader.content else cfg.timeouts.first_byte
                         try:
-                            chunk = await _next_chunk(chunks, deadline, gap)
+                            chunk = await watch.read(chunks, gap, deadline)
                         except StopAsyncIteration:
                             break
                         received.append(chunk)
@@ -197,19 +199,20 @@ class AsyncProviderClient:
                                 yield event
                         else:
                             held.extend(events)  # an Empty attempt may yet be resent
-                except _Silence as exc:
-                    failure = idle_error(exc.seconds, empty=not reader.content)
-                except TimeoutError as exc:  # before BOUNDARY: TimeoutError is an OSError
-                    failure = TotalTimeout(f"total timeout of {cfg.timeouts.total:g} s passed")
-                    failure.__cause__ = exc
+                except Silence as exc:
+                    if exc.deadline_passed:
+                        failure = TotalTimeout(f"total timeout of {cfg.timeouts.total:g} s passed")
+                    else:
+                        failure = idle_error(gap or 0.0, empty=not reader.content)
                 except BOUNDARY as exc:
-                    # The socket's read timeout is only a backstop behind _next_chunk.
+                    # The socket's read timeout is only a backstop behind the GapWatch.
                     failure = map_stream_exception(exc, empty=not reader.content,
                                                    idle_seconds=self._backstop())
                     failure.__cause__ = exc
                 except EventTooLarge as exc:
                     failure = exc  # the reader already ended the turn abruptly
                 finally:
+                    watch.close()
                     await chunks.aclose()
                     await response.aclose()
                 reader.close()
@@ -223,7 +226,8 @@ class AsyncProviderClient:
                     return
                 if turn.outcome is Outcome.PARTIAL:
                     turn, interruption = _interrupted(turn, failure, b"".join(received))
-                    if use_h2 and (marker := http2_failure(interruption)):
+                    h2_used = response.http_version == "HTTP/2"
+                    if h2_used and (marker := http2_failure(interruption)):
                         FALLBACK.mark(marker)  # too late to replay this one; the next goes HTTP/1.1
                     stream._finish(turn, interruption)
                     if cfg.raise_on_partial:
@@ -232,7 +236,7 @@ class AsyncProviderClient:
                 failure = _empty_error(turn, failure, b"".join(received))
             assert failure is not None
             # Nothing reached the caller: this attempt may be replayed or retried.
-            marker = http2_failure(failure) if use_h2 else None
+            marker = http2_failure(failure) if self._maybe_h2(use_h2, response) else None
             if marker:
                 FALLBACK.mark(marker)
                 if not replayed:
@@ -254,6 +258,13 @@ class AsyncProviderClient:
                 background=background,
             )
             retrier.advance()
+
+    def _maybe_h2(self, use_h2: bool, response: httpx2.Response | None) -> bool:
+        """Could this attempt have failed in HTTP/2? Only over TLS (h2 is negotiated by
+        ALPN) and, once a response arrived, only if it came over HTTP/2."""
+        if not use_h2 or not self.config.url.startswith("https://"):
+            return False
+        return response is None or response.http_version == "HTTP/2"
 
     def _reject_include_usage(self, error: RailingsError) -> bool:
         """An endpoint that rejects ``stream_options`` gets the request again without it."""
@@ -308,36 +319,6 @@ class AsyncProviderClient:
         raise MalformedStream(
             f"expected an event stream (text/event-stream), got {ctype or 'no content type'}"
         )
-
-
-class _Silence(Exception):
-    """Internal: no byte arrived within the gap allowed (never escapes this module)."""
-
-    def __init__(self, seconds: float) -> None:
-        super().__init__(seconds)
-        self.seconds = seconds
-
-
-async def _next_chunk(
-    chunks: AsyncIterator[bytes], deadline: float | None, gap: float | None
-) -> bytes:
-    """The next body chunk, within ``gap`` seconds of silence and the attempt's deadline.
-
-    Raises :class:`_Silence` when the gap passes first, TimeoutError for the deadline.
-    Any bytes end the silence, comment keep-alives included: the reader sees them all.
-    """
-    if gap is None and deadline is None:
-        return await chunks.__anext__()
-    loop = asyncio.get_running_loop()
-    silent_at = None if gap is None else loop.time() + gap
-    when = min(t for t in (silent_at, deadline) if t is not None)
-    try:
-        async with asyncio.timeout_at(when):
-            return await chunks.__anext__()
-    except TimeoutError:
-        if gap is not None and when == silent_at:
-            raise _Silence(gap) from None
-        raise
 
 
 async def _within(awaitable: Awaitable[T], deadline: float | None) -> T:

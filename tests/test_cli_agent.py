@@ -1,0 +1,215 @@
+"""`railings run/chat/sessions/show` as a user runs them: real subprocesses, exit codes,
+one-line errors, and a journal that survives SIGKILL mid-stream."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from railings.agent.journal import Journal
+from railings.testing import Script, ScriptedServer
+
+COMMANDS = ["replay", "serve", "proxy", "run", "chat", "sessions", "show"]
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "NO_COLOR": "1",
+        "HOME": str(tmp_path),
+        "RAILINGS_JOURNAL": str(tmp_path / "journal.sqlite3"),
+    }
+    env.update(extra)
+    return env
+
+
+def railings(
+    tmp_path: Path, *args: str, stdin: str = "", **env: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "railings", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        input=stdin,
+        env=_env(tmp_path, **env),
+        cwd=tmp_path,
+    )
+
+
+def test_run_with_no_key_uses_the_embedded_demo_and_says_so(tmp_path: Path) -> None:
+    done = railings(tmp_path, "run", "write a report")
+    assert done.returncode == 0, done.stderr
+    assert "no API key in the environment: using the embedded scripted model" in done.stderr
+    assert "NOT executed: truncated" in done.stdout
+    assert "done: the model ended its turn" in done.stdout
+    assert not (tmp_path / "REPORT.md").exists()  # the demo works in a temporary directory
+
+
+def test_run_json_transcript_and_journal(tmp_path: Path) -> None:
+    done = railings(tmp_path, "run", "write a report", "--json", "--workdir", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    transcript = json.loads(done.stdout)
+    (run,) = transcript["runs"]
+    assert run["status"] == "completed" and run["exit_code"] == 0
+    verdicts = [[c["verdict"] for c in turn["tool_calls"]] for turn in run["turns"]]
+    assert verdicts == [["execute"], ["reject"], ["execute"], []]
+    assert run["turns"][1]["truncated"] is True
+    assert (tmp_path / "REPORT.md").stat().st_size == 1500
+    listed = railings(tmp_path, "sessions", "--json")
+    (session,) = json.loads(listed.stdout)
+    assert session["id"] == transcript["session_id"]
+    shown = railings(tmp_path, "show", session["id"][:6])
+    assert shown.returncode == 0 and "NOT executed: truncated" in shown.stdout
+    shown_json = json.loads(railings(tmp_path, "show", session["id"], "--json").stdout)
+    assert any(e["kind"] == "tool_result" for e in shown_json["entries"])
+
+
+def test_chat_keeps_history_across_lines(tmp_path: Path) -> None:
+    script = {"turns": [{"text": "first answer"}, {"text": "second answer"}]}
+    (tmp_path / "s.json").write_text(json.dumps(script))
+    with ScriptedServer(Script.load(tmp_path / "s.json")) as server:
+        done = railings(
+            tmp_path,
+            "chat",
+            "--provider",
+            "anthropic",
+            "--base-url",
+            server.anthropic_base_url,
+            "--model",
+            "m",
+            stdin="hello\nagain\n/exit\n",
+            ANTHROPIC_API_KEY="sk-ant-test-123456",
+        )
+        bodies = [r.body for r in server.requests]
+    assert done.returncode == 0, done.stderr
+    assert "first answer" in done.stdout and "second answer" in done.stdout
+    assert len(bodies[1]["messages"]) == 3  # user, assistant, user: the history was kept
+
+
+def test_partial_turn_exits_3(tmp_path: Path) -> None:
+    from railings.testing import FaultProxy
+
+    with (
+        ScriptedServer(Script.text("part of an answer that never finishes")) as server,
+        FaultProxy(server.url, "drop_terminator") as proxy,
+    ):
+        done = railings(
+            tmp_path,
+            "run",
+            "x",
+            "--provider",
+            "openai",
+            "--base-url",
+            proxy.url + "/v1",
+            OPENAI_API_KEY="sk-test-1234567890",
+        )
+    assert done.returncode == 3, done.stderr
+    assert "INCOMPLETE" in done.stdout and "part of an answer" in done.stdout
+
+
+def test_authentication_error_exits_1_with_one_line(tmp_path: Path) -> None:
+    script = {"api_key": "sk-right-key-123", "turns": [{"text": "hi"}]}
+    with ScriptedServer(Script.from_dict(script)) as server:
+        done = railings(
+            tmp_path,
+            "run",
+            "x",
+            "--provider",
+            "openai",
+            "--base-url",
+            server.openai_base_url,
+            OPENAI_API_KEY="sk-wrong-key-456789",
+        )
+    assert done.returncode == 1
+    errors = [
+        line
+        for line in done.stderr.splitlines()
+        if line.startswith("railings: ") and "journal" not in line
+    ]
+    assert len(errors) == 1 and "Traceback" not in done.stderr
+    assert "sk-wrong-key-456789" not in done.stderr + done.stdout
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help(tmp_path: Path, command: str) -> None:
+    done = railings(tmp_path, command, "--help")
+    assert done.returncode == 0 and "usage: railings " + command in done.stdout
+    if command in ("run", "chat"):
+        assert "exit codes:" in done.stdout and "3  the run ended on an interrupted" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run"],
+        ["run", "x", "--max-tokens", "0"],
+        ["run", "x", "--provider", "gemini"],
+        ["run", "x", "--workdir", "/nonexistent/dir"],
+        ["run", "x", "--tools", "shell,teleport"],
+        ["run", "x", "--bogus"],
+        ["show", "nope"],
+        ["serve", "--port", "99999"],
+        ["sessions", "--journal", "/dev/null/x.db"],
+    ],
+)
+def test_bad_flags_are_one_line_exit_2(tmp_path: Path, args: list[str]) -> None:
+    done = railings(tmp_path, *args)
+    assert done.returncode == 2, (args, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("railings"), done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_journal_holds_every_delta_received_before_sigkill(tmp_path: Path) -> None:
+    """The view prints a delta only after the journal committed it: kill after some output,
+    and everything printed must already be in the journal."""
+    script = {"chunk_size": 8, "delay": 0.01, "turns": [{"text": {"$filler": 4000}}]}
+    with ScriptedServer(Script.from_dict(script)) as server:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "railings",
+                "run",
+                "x",
+                "--provider",
+                "openai",
+                "--base-url",
+                server.openai_base_url,
+                "--tools",
+                "none",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=_env(tmp_path, OPENAI_API_KEY="k" * 16),
+            cwd=tmp_path,
+        )
+        assert proc.stdout is not None
+        seen = b""
+        deadline = time.monotonic() + 60
+        while len(seen) < 600 and time.monotonic() < deadline:
+            seen += os.read(proc.stdout.fileno(), 4096)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+        proc.stdout.close()
+    assert proc.returncode == -signal.SIGKILL
+    printed = seen.decode().split("── turn 1 ──\n", 1)[1]
+    with Journal(tmp_path / "journal.sqlite3") as journal:
+        assert journal.integrity() == "ok"
+        (session,) = journal.sessions()
+        assert session.status == "running"  # it never got to end
+        texts = "".join(
+            e.data["text"]
+            for e in journal.entries(session.id)
+            if e.kind == "delta" and e.data["kind"] == "text"
+        )
+    assert len(printed) > 100 and texts.startswith(printed)
+    assert len(texts) < 4000  # killed mid-stream, not after
