@@ -230,3 +230,23 @@ def test_async_sdks_with_guard(server: CannedServer) -> None:
     assert ok == "ok"
     assert isinstance(cut, BaseException) and guard.interruption(cut) is not None
     assert isinstance(anthropic_cut, BaseException) and guard.interruption(anthropic_cut)
+
+
+def test_async_guard_idle(server: CannedServer) -> None:
+    events = anthropic_text(["a"])
+    server.push(Reply(chunks=[*events[:4], 5.0, *events[4:]], end="hang"))
+
+    async def go() -> BaseException:
+        http = httpx2.AsyncClient(transport=guard.async_transport(idle=0.3))
+        async with anthropic.AsyncAnthropic(api_key="k", base_url=server.anthropic_base_url,
+                                            http_client=http, max_retries=0) as client:
+            stream = await client.messages.create(
+                model="c", max_tokens=8, messages=[{"role": "user", "content": "hi"}],
+                stream=True)
+            with pytest.raises(httpx2.ReadTimeout) as raised:
+                async for _ in stream:
+                    pass
+            return raised.value
+
+    error = asyncio.run(go())
+    assert isinstance(guard.interruption(error), IdleTimeout)

@@ -73,6 +73,11 @@ def test_openai_body_options() -> None:
     assert "tools" not in body
     only_calls = openai_chat_body("m", [Assistant.of("", [CUT])], max_tokens=5)
     assert only_calls["messages"][0]["content"] is None
+    empty = Assistant((Thinking("only thought"),))
+    assert openai_chat_body("m", [User("x"), empty], max_tokens=5)["messages"] == [
+        {"role": "user", "content": "x"}]
+    assert len(anthropic_messages_body("m", [User("x"), Assistant()], max_tokens=5)[
+        "messages"]) == 1
 
 
 def test_anthropic_body() -> None:

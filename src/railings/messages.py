@@ -222,7 +222,11 @@ def openai_chat_body(
     _check_max_tokens(max_tokens)
     body: dict[str, Any] = {
         "model": model,
-        "messages": [_openai_message(m) for m in messages],
+        # An assistant message with neither text nor calls (an empty turn) is refused.
+        "messages": [
+            _openai_message(m) for m in messages
+            if not (isinstance(m, Assistant) and not m.text and not m.tool_calls)
+        ],
         "stream": True,
         max_tokens_field: max_tokens,
     }

@@ -3,5 +3,30 @@
 from __future__ import annotations
 
 from railings.agent.journal import Entry, Journal, SessionInfo, default_path
+from railings.agent.loop import (
+    Agent,
+    AgentEvent,
+    RunEnded,
+    RunResult,
+    RunStatus,
+    StreamDelta,
+    ToolsDispatched,
+    TurnEnded,
+    TurnStarted,
+)
 
-__all__ = ["Entry", "Journal", "SessionInfo", "default_path"]
+__all__ = [
+    "Agent",
+    "AgentEvent",
+    "Entry",
+    "Journal",
+    "RunEnded",
+    "RunResult",
+    "RunStatus",
+    "SessionInfo",
+    "StreamDelta",
+    "ToolsDispatched",
+    "TurnEnded",
+    "TurnStarted",
+    "default_path",
+]

@@ -191,10 +191,10 @@ class Agent:
         self._emit(RunEnded(result))
         return result
 
-    def close_session(self) -> None:
-        """Mark the journal session ended (``railings chat`` calls it on exit)."""
+    def close_session(self, status: str = "closed") -> None:
+        """Mark the journal session ended, with ``status`` (a run's status, or "closed")."""
         if self.journal is not None and self.session_id is not None:
-            self.journal.end_session(self.session_id, "closed")
+            self.journal.end_session(self.session_id, status)
 
     # -- the loop ----------------------------------------------------------------------
 

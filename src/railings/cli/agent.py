@@ -344,7 +344,7 @@ def _open_journal(path: str | None) -> Journal:
         raise UsageError(str(exc)) from None
 
 
-async def _session(args: argparse.Namespace, tasks: Any) -> int:
+async def _session(args: argparse.Namespace, tasks: Any, *, interactive_session: bool) -> int:
     out = console(stderr=args.json)
     names = _tool_names(args)
     with (
@@ -374,7 +374,8 @@ async def _session(args: argparse.Namespace, tasks: Any) -> int:
                 code = _exit_code(result)
                 if result.status is RunStatus.ERROR and result.error is not None:
                     print(f"railings: {result.error}", file=sys.stderr)
-            agent.close_session()
+            single = len(results) == 1 and not interactive_session
+            agent.close_session(results[0][1].status.value if single else "closed")
         if args.json:
             sys.stdout.write(json.dumps(_transcript(results, endpoint), ensure_ascii=False) + "\n")
         if results and results[-1][1].session_id:
@@ -392,7 +393,7 @@ def run_task(args: argparse.Namespace) -> int:
     async def one() -> Any:
         yield args.task
 
-    return asyncio.run(_session(args, one()))
+    return asyncio.run(_session(args, one(), interactive_session=False))
 
 
 def run_chat(args: argparse.Namespace) -> int:
@@ -410,7 +411,7 @@ def run_chat(args: argparse.Namespace) -> int:
             if line:
                 yield line
 
-    return asyncio.run(_session(args, lines()))
+    return asyncio.run(_session(args, lines(), interactive_session=True))
 
 
 # -- the journal ----------------------------------------------------------------------------
