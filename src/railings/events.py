@@ -105,10 +105,14 @@ class ToolCallEnd:
 
 @dataclass(frozen=True, slots=True)
 class ServerToolResult:
-    """A result block of a provider-run tool (``web_search_tool_result``, ...)."""
+    """A result block of a provider-run tool (``web_search_tool_result``, ...).
+
+    ``raw`` is the block's JSON exactly as the provider sent it (Anthropic), so the
+    conversation can send it back verbatim; empty where the wire has no such block."""
 
     tool_use_id: str
     type: str
+    raw: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -138,17 +138,23 @@ class Assistant:
         """The assistant message for a streamed turn, to append to the history.
 
         Thinking comes first (Anthropic requires it before text and tool use),
-        then text (a refusal counts as text), then the local tool calls. Provider-run
-        tool calls are left out: the turn keeps their input but not their result
-        blocks, and a ``server_tool_use`` without its result is rejected on resend.
+        then text (a refusal counts as text), then the local tool calls. A turn that
+        used provider-run tools keeps its text and their blocks in arrival order
+        (``turn.segments``), sent back verbatim: that is how Anthropic continues a
+        ``pause_turn``.
         """
         blocks: list[Block] = []
         if turn.thinking or turn.thinking_signature:
             blocks.append(Thinking(turn.thinking, turn.thinking_signature))
         blocks.extend(RedactedThinking(data) for data in turn.redacted_thinking)
-        text = turn.text or turn.refusal
-        if text:
-            blocks.append(Text(text))
+        if turn.segments:
+            for segment in turn.segments:
+                if segment.kind == "text":
+                    blocks.append(Text(segment.value))
+                else:
+                    blocks.append(ServerBlock(json.loads(segment.value)))
+        elif turn.text or turn.refusal:
+            blocks.append(Text(turn.text or turn.refusal))
         blocks.extend(
             ToolUse(call.id, call.name, call.arguments, call.raw_arguments)
             for call in turn.tool_calls

@@ -16,6 +16,7 @@ right after it received nothing billable and is Empty, so it is resent.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Set
 
 from railings.classify import INTERRUPTED_MESSAGE, class_for_provider_type
@@ -40,6 +41,7 @@ from railings.events import (
 from railings.turn.model import (
     ErrorKind,
     Outcome,
+    Segment,
     ServerToolCall,
     Termination,
     ToolCall,
@@ -108,6 +110,10 @@ class TurnAssembler:
         self._message_id = ""
         self._model = ""
         self._unknown = 0
+        # Where provider-run tool blocks fell between text pieces: (text pieces before, kind,
+        # index). Only turns that use provider-run tools pay for it (see _segments).
+        self._marks: list[tuple[int, str, int]] = []
+        self._results: list[str] = []
         self.content = False  # True once any content delta arrived (see module docstring)
 
     # -- feeding -------------------------------------------------------------------------
@@ -145,15 +151,20 @@ class TurnAssembler:
                     self._refusal.append(text)
                     self.content = True
             case ToolCallStart():
+                if event.kind != "function":
+                    self._marks.append((len(self._text), "call", len(self._calls)))
                 self._calls.append(_CallBuffer(event))
                 self.content = True
             case ToolCallEnd(index=index):
                 if 0 <= index < len(self._calls):
                     self._calls[index].closed = True
-            case ServerToolResult(tool_use_id=tool_use_id, type=kind):
+            case ServerToolResult(tool_use_id=tool_use_id, type=kind, raw=raw):
                 for call in self._calls:
                     if call.id == tool_use_id:
                         call.results.append(kind)
+                if raw:
+                    self._marks.append((len(self._text), "result", len(self._results)))
+                    self._results.append(raw)
             case UsageUpdate(input_tokens=input_tokens, output_tokens=output_tokens):
                 if input_tokens is not None:
                     self._input_tokens = input_tokens
@@ -243,7 +254,35 @@ class TurnAssembler:
             thinking_signature="".join(self._signature),
             redacted_thinking=tuple(self._redacted),
             unknown_events=self._unknown,
+            segments=self._segments(),
         )
+
+    def _segments(self) -> tuple[Segment, ...]:
+        """Text and provider-run tool blocks in arrival order, to send back verbatim."""
+        if not self._marks:
+            return ()
+        out: list[Segment] = []
+        done = 0
+        for pieces, kind, index in self._marks:
+            if pieces > done:
+                out.append(Segment("text", "".join(self._text[done:pieces])))
+                done = pieces
+            if kind == "result":
+                out.append(Segment("server_tool_result", self._results[index]))
+            else:
+                call = self._calls[index]
+                raw = call.raw()
+                parsed = parse_arguments(raw, RepairPolicy.STRICT_ONLY)
+                block = {
+                    "type": call.kind,
+                    "id": call.id,
+                    "name": call.name,
+                    "input": {} if parsed is None else parsed.value,
+                }
+                out.append(Segment(call.kind, json.dumps(block, ensure_ascii=False)))
+        if done < len(self._text):
+            out.append(Segment("text", "".join(self._text[done:])))
+        return tuple(out)
 
 
 def _tool_call(position: int, call: _CallBuffer) -> ToolCall:

@@ -11,6 +11,7 @@ from railings.events import ToolKind
 __all__ = [
     "ErrorKind",
     "Outcome",
+    "Segment",
     "ServerToolCall",
     "Termination",
     "ToolCall",
@@ -90,6 +91,20 @@ class ServerToolCall:
 
 
 @dataclass(frozen=True, slots=True)
+class Segment:
+    """One piece of a turn that used provider-run tools, in the order it arrived.
+
+    ``kind`` is ``text`` (``value`` is the text), ``server_tool_use`` /
+    ``mcp_tool_use`` (``value`` is the block's JSON) or ``server_tool_result``
+    (``value`` is the result block's JSON exactly as received). Anthropic asks for
+    these blocks back in this order to continue a paused turn.
+    """
+
+    kind: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
 class Turn:
     """One assistant turn, with the evidence of how it ended."""
 
@@ -112,6 +127,7 @@ class Turn:
     thinking_signature: str = ""
     redacted_thinking: tuple[str, ...] = ()
     unknown_events: int = 0
+    segments: tuple[Segment, ...] = ()  # only for turns with provider-run tools
 
     @property
     def complete(self) -> bool:

@@ -127,7 +127,8 @@ class AnthropicDecoder:
                 )
             ]
         if isinstance(kind, str) and kind.endswith("_tool_result"):
-            return [ServerToolResult(str(block.get("tool_use_id") or ""), kind)]
+            raw = json.dumps(block, ensure_ascii=False, separators=(",", ":"))
+            return [ServerToolResult(str(block.get("tool_use_id") or ""), kind, raw)]
         return [Unknown(f"anthropic:block:{kind}")]
 
     def _delta(self, obj: dict[str, Any]) -> list[StreamEvent]:
