@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 
 from rich.console import Console
 
-__all__ = ["UsageError", "console", "fail"]
+__all__ = ["UsageError", "console", "fail", "positive"]
 
 
 class UsageError(Exception):
@@ -23,3 +24,14 @@ def console(*, stderr: bool = False) -> Console:
 def fail(message: str, code: int) -> int:
     print(f"railings: {message}", file=sys.stderr)
     return code
+
+
+def positive(text: str) -> int:
+    """argparse type: a positive integer, or a one-line usage error."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value

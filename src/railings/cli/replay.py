@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.markup import escape
 
-from railings.cli._common import UsageError, console
+from railings.cli._common import UsageError, console, positive
 from railings.replay import Replay, replay, to_json
 from railings.turn.reader import PROVIDERS
 
@@ -29,16 +29,6 @@ exit codes: 0 the file was replayed (whatever the verdict); 2 usage error
 """
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
 def register(commands: Any) -> None:
     parser = commands.add_parser(
         "replay",
@@ -55,13 +45,13 @@ def register(commands: Any) -> None:
     )
     parser.add_argument(
         "--max-tokens",
-        type=_positive,
+        type=positive,
         metavar="N",
         help="the max_tokens the request was sent with (lets a missing stop reason be derived)",
     )
     parser.add_argument(
         "--chunk-size",
-        type=_positive,
+        type=positive,
         metavar="N",
         help="feed the body N bytes at a time (default: whole)",
     )
