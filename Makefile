@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo lint bench fuzz soak clean
+.PHONY: test demo bench fuzz soak clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -24,11 +24,16 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 demo: $(STAMP)
-	@for f in examples/cut_shell_call.sse examples/finished_shell_call.sse examples/no_done.sse; do \
-	  echo "\$$ railings replay $$f"; $(BIN)/railings replay $$f || exit 1; echo; done
+	$(BIN)/railings matrix
 
 bench: $(BENCH_STAMP)
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
+
+fuzz: $(STAMP)
+	$(BIN)/python -m railings.reliability.fuzz $(FUZZ_ARGS)
+
+soak: $(STAMP)
+	$(BIN)/python -m railings.reliability.soak $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -145,3 +145,10 @@ def test_core_imports_no_io() -> None:
                 names = [node.module]
             for name in names:
                 assert name.split(".")[0] not in FORBIDDEN, f"{file.name} imports {name}"
+
+
+def test_generic_server_error_type_does_not_hide_an_overload_status() -> None:
+    assert class_for_provider_type("server_error", 529) is errors.Overloaded
+    assert class_for_provider_type("server_error", 503) is errors.Overloaded
+    assert class_for_provider_type("api_error", 500) is errors.ServerError
+    assert class_for_provider_type("overloaded_error", 500) is errors.Overloaded

@@ -172,7 +172,7 @@ def test_non_streaming_and_error_responses_pass_through(server: CannedServer) ->
 def test_other_paths_are_not_judged(server: CannedServer) -> None:
     server.push(Reply(chunks=[b"data: no proof here\n\n"]))
     with httpx2.Client(transport=guard.transport()) as http:
-        response = http.post(server.url + "/v1/responses", json={})
+        response = http.post(server.url + "/v1/embeddings", json={})
         assert response.content == b"data: no proof here\n\n"
 
 
@@ -250,3 +250,23 @@ def test_async_guard_idle(server: CannedServer) -> None:
 
     error = asyncio.run(go())
     assert isinstance(guard.interruption(error), IdleTimeout)
+
+
+def test_anthropic_sdk_keeps_a_proven_answer_when_the_connection_breaks_after(
+    server: CannedServer,
+) -> None:
+    """The seeds' counterexample: the whole stream and its proof, then an abrupt close. The
+    SDK alone reads past message_stop and raises; with the guard the proof stands."""
+    server.push(Reply(chunks=anthropic_text(["all of it"]), end="close"))
+    with anthropic_client(server, guarded=False) as client, pytest.raises(httpx2.TransportError):
+        anthropic_text_of(client)
+    server.push(Reply(chunks=anthropic_text(["all of it"]), end="close"))
+    with anthropic_client(server) as client:
+        assert anthropic_text_of(client) == "all of it"
+
+
+def test_guard_still_raises_when_the_break_comes_before_the_proof(server: CannedServer) -> None:
+    server.push(Reply(chunks=anthropic_text(["half"], stop=False), end="close"))
+    with anthropic_client(server) as client, pytest.raises(httpx2.TransportError) as raised:
+        anthropic_text_of(client)
+    assert isinstance(guard.interruption(raised.value), StreamInterrupted)

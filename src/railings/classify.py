@@ -116,6 +116,12 @@ def class_for_provider_type(
     """The error class for a provider's error type or code, falling back to the status."""
     if provider_type:
         known = PROVIDER_TYPE_TABLE.get(provider_type.lower())
+        if known is ServerError and status is not None:
+            # A generic "server_error" body does not hide what the status says more
+            # precisely: OpenAI answers 529/503 overloads with type server_error.
+            by_status = STATUS_TABLE.get(status)
+            if by_status is Overloaded or by_status is RateLimited:
+                return by_status
         if known is not None:
             return known
     if status is not None and status >= 400:

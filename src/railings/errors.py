@@ -33,10 +33,13 @@ differently: a remote fault may be retried, a local one never is.
 
 Each error carries fields, not just a message: ``retryable``, and where known
 ``status``, ``provider_type``, ``retry_after`` (seconds) and ``received`` (the
-bytes of the response body that had arrived). Messages never contain API keys.
+bytes of the response body that had arrived, at most its first 16 MiB). Messages
+never contain API keys.
 """
 
 from __future__ import annotations
+
+from railings.redact import redact
 
 __all__ = [
     "AuthenticationError",
@@ -66,11 +69,16 @@ __all__ = [
 
 
 class RailingsError(Exception):
-    """Root of every error railings raises on purpose."""
+    """Root of every error railings raises on purpose.
+
+    The message is redacted when the error is made (:func:`railings.redact.redact`):
+    a provider that echoes the API key in an error body does not put it in a log line.
+    """
 
     retryable: bool = False
 
     def __init__(self, message: str, *, retryable: bool | None = None) -> None:
+        message = redact(message)
         super().__init__(message)
         self.message = message
         if retryable is not None:

@@ -15,12 +15,13 @@ the client with the SDK's own factory: ``openai.DefaultHttpx2Client(transport=..
 
 The guard wraps an httpx2 transport and watches one kind of response: a
 successful ``text/event-stream`` answer to ``.../chat/completions`` (OpenAI wire
-format) or ``.../messages`` (Anthropic). The bytes pass through unchanged.
-Everything else -- other paths, other content types, error statuses, requests
--- passes through untouched.
+format), ``.../responses`` (OpenAI Responses) or ``.../messages`` (Anthropic).
+The bytes pass through unchanged. Everything else -- other paths, other content
+types, error statuses, requests -- passes through untouched.
 
 When such a stream ends without its provider's proof (``data: [DONE]``,
-``message_stop``), reading it raises instead of ending quietly. The exception is
+``response.completed`` / ``response.incomplete``, ``message_stop``), reading it
+raises instead of ending quietly. The exception is
 the httpx2 error the SDK already handles for a broken connection
 (:class:`httpx2.RemoteProtocolError`, or the class of the httpx2 error that
 broke the stream), and its ``__cause__`` is
@@ -39,7 +40,9 @@ JSON-parsing core as it passes would add a quarter to that. So the guard keeps
 a reference to each chunk (one list append) and judges once, at the end: a
 stream whose last event is the canonical proof, with no error anywhere in it,
 is complete (:func:`proven_by_tail`, a test proves it never disagrees with the
-core); any other stream is read by the core
+core; for the Responses API, whose terminal event repeats the whole response and
+so is too long for a fixed-size tail, the check walks back over that one event);
+any other stream is read by the core
 :class:`~railings.turn.reader.StreamReader`, which decides Complete, Empty or
 Partial. A stream that is abandoned early (the openai SDK stops at ``[DONE]``)
 is not judged: the reader stopped, not the stream.
@@ -54,11 +57,13 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 import httpx2
 
 from railings.classify import INTERRUPTED_MESSAGE
-from railings.errors import EventTooLarge, StreamInterrupted
+from railings.errors import EventTooLarge, MalformedStream, StreamInterrupted
 from railings.transport.errors_map import idle_error
 from railings.transport.idle import arm_idle
 from railings.turn.model import Outcome, Turn
 from railings.turn.reader import StreamReader
+from railings.wire._json import load_object
+from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
 
 __all__ = ["DEFAULT_IDLE", "AsyncGuardTransport", "GuardTransport", "async_transport",
            "interruption", "proven_by_tail", "transport"]
@@ -79,6 +84,23 @@ _TAILS = {
 }
 _ERROR = b'"error"'  # an error event or error object of either provider: let the reader judge
 _TAIL_BYTES = 256
+
+# The Responses API. Its terminal event carries the whole response (every output item
+# again), so it is found by walking back from the end over its one line, not by a
+# fixed-size tail: the body's last event must be a single data line (optionally after
+# its ``event:`` line) holding a JSON object whose ``type`` is terminal. That one line
+# is parsed (one event, not one per chunk: the cost stays at the end, in C). Anything
+# unusual (several data lines, an ``id:`` field, a comment) goes to the reader;
+# OpenRouter's ``data: [DONE]`` trailer after the terminal event is stepped over.
+# Every Responses response object holds ``"error":null``, so ``_ERROR`` cannot rule
+# errors out here: instead every ``"error"`` in the body must be that null. An
+# ``error`` event (``"type":"error"``) or a ``response.failed`` (``"error":{...}``)
+# sends the body to the reader.
+_RESPONSES_PROOFS = frozenset({"response.completed", "response.incomplete"})
+_RESPONSES_EVENT_LINE = re.compile(rb"event: ?response\.(?:completed|incomplete)")
+_NOT_NULL_ERROR = re.compile(rb'"error"(?!:null)')  # one pass over the body, in C
+_DONE_LINE = re.compile(rb"data: ?\[DONE\]")
+_BLANK_TAIL = re.compile(_EOL + _EOL + rb"[\r\n]*\Z")
 
 
 def transport(inner: httpx2.BaseTransport | None = None, *, idle: float | None = DEFAULT_IDLE
@@ -112,10 +134,58 @@ def proven_by_tail(provider: str, body: bytes) -> bool:
     Only ever True where the core reader finds the turn COMPLETE; False means
     "ask the reader", never "interrupted".
     """
+    if provider == "openai-responses":
+        return _responses_proven(body)
     if _ERROR in body:
         return False
     tail = body[-_TAIL_BYTES:] if len(body) > _TAIL_BYTES else b"\n" + body
     return _TAILS[provider].search(tail) is not None
+
+
+def _responses_proven(body: bytes) -> bool:
+    """The Responses API's tail check (see ``_RESPONSES_PROOFS``)."""
+    if _NOT_NULL_ERROR.search(body) is not None:
+        return False
+    blank = _BLANK_TAIL.search(body, max(0, len(body) - _TAIL_BYTES))
+    if blank is None:
+        return False  # the last event was never dispatched by its blank line
+    start, end = _line_start(body, blank.start()), blank.start()
+    if _DONE_LINE.fullmatch(body, start, end) and start > 0:
+        # OpenRouter's trailer after the terminal event: step back over it.
+        p_start, p_end = _previous_line(body, start)
+        if p_start != p_end or p_start == 0:
+            return False
+        start, end = _previous_line(body, p_start)
+    if not body.startswith(b"data:", start) or end - start >= DEFAULT_MAX_EVENT_SIZE:
+        return False  # not a data line, or one the reader refuses as too large
+    if start > 0:
+        p_start, p_end = _previous_line(body, start)
+        if p_start != p_end:  # not the blank line that opens the event: its event: line?
+            if not _RESPONSES_EVENT_LINE.fullmatch(body, p_start, p_end):
+                return False
+            if p_start > 0:
+                q_start, q_end = _previous_line(body, p_start)
+                if q_start != q_end:
+                    return False  # another field of the same event
+    value = body[start + 5 : end]
+    value = value[1:] if value.startswith(b" ") else value  # WHATWG: one space is dropped
+    try:
+        event = load_object(value.decode("utf-8"), where="guard")
+    except (UnicodeDecodeError, MalformedStream):
+        return False
+    return event.get("type") in _RESPONSES_PROOFS
+
+
+def _line_start(body: bytes, end: int) -> int:
+    """Where the line that ends at ``end`` starts: after the previous CR or LF."""
+    lf = body.rfind(b"\n", 0, end)
+    return max(lf, body.rfind(b"\r", lf + 1, end)) + 1  # CR: searched only after that LF
+
+
+def _previous_line(body: bytes, line_start: int) -> tuple[int, int]:
+    """(start, end) of the line before the one at ``line_start`` > 0 (CRLF is one end)."""
+    end = line_start - (2 if body[max(0, line_start - 2) : line_start] == b"\r\n" else 1)
+    return _line_start(body, end), end
 
 
 def read_turn(provider: str, body: bytes) -> Turn:
@@ -169,14 +239,20 @@ class _Watch:
         error.__cause__ = cause
         return error
 
-    def failed(self, exc: httpx2.TransportError) -> httpx2.TransportError:
-        """The inner stream broke: the same httpx2 class, with the railings reason as cause."""
+    def failed(self, exc: httpx2.TransportError) -> httpx2.TransportError | None:
+        """The inner stream broke: the same httpx2 class, with the railings reason as cause;
+        or None when the proof had already arrived, and the body simply ends there.
+
+        The seeds' counterexample: the whole answer and its proof arrived, then the
+        connection broke. The proof is data, not the close: the turn is complete, and
+        an SDK that reads past the proof must not throw the answer away for it.
+        """
         body = self.body()
         if proven_by_tail(self.provider, body):
-            return exc  # after the proof, a broken connection takes nothing away
+            return None
         turn = read_turn(self.provider, body)
         if turn.outcome is Outcome.COMPLETE:
-            return exc
+            return None
         empty = turn.outcome is Outcome.EMPTY
         cause: StreamInterrupted
         if isinstance(exc, httpx2.ReadTimeout) and self.gap is not None:
@@ -200,6 +276,8 @@ def _watch(request: httpx2.Request, response: httpx2.Response,
     path = request.url.path.rstrip("/")
     if path.endswith("/chat/completions"):
         provider = "openai"
+    elif path.endswith("/responses"):
+        provider = "openai-responses"
     elif path.endswith("/messages"):
         provider = "anthropic"
     else:
@@ -224,7 +302,10 @@ class _GuardStream(httpx2.SyncByteStream):
                 keep(chunk)
                 yield chunk
         except httpx2.TransportError as exc:
-            raise watch.failed(exc)  # noqa: B904 -- its __cause__ is the railings reason
+            error = watch.failed(exc)
+            if error is None:
+                return  # proven complete before the break: end the body there
+            raise error  # noqa: B904 -- its __cause__ is the railings reason
         error = watch.ended()
         if error is not None:
             raise error
@@ -247,7 +328,10 @@ class _AsyncGuardStream(httpx2.AsyncByteStream):
                 keep(chunk)
                 yield chunk
         except httpx2.TransportError as exc:
-            raise watch.failed(exc)  # noqa: B904 -- its __cause__ is the railings reason
+            error = watch.failed(exc)
+            if error is None:
+                return  # proven complete before the break: end the body there
+            raise error  # noqa: B904 -- its __cause__ is the railings reason
         finally:
             # Close a body read in part in the task that read it (httpx2 does the same).
             if isinstance(chunks, AsyncGenerator):

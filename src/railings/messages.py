@@ -1,8 +1,9 @@
-"""The provider-neutral conversation: one message and tool model, two wire bodies.
+"""The provider-neutral conversation: one message and tool model, three wire bodies.
 
 An agent keeps its history as these frozen values and can switch providers at
-any turn: :func:`openai_chat_body` and :func:`anthropic_messages_body` render the
-same history as an OpenAI Chat Completions or an Anthropic Messages request.
+any turn: :func:`openai_chat_body`, :func:`openai_responses_body` and
+:func:`anthropic_messages_body` render the same history as an OpenAI Chat
+Completions, an OpenAI Responses or an Anthropic Messages request.
 
 ::
 
@@ -21,7 +22,10 @@ Wire rules encoded here, each next to its code: Anthropic takes the system promp
 as a top-level field, wants every ``tool_result`` of a turn in one user message
 (results first), and rejects consecutive messages of one role less gracefully
 than it merges them; OpenAI sends reasoning nowhere (DeepSeek answers 400 when
-``reasoning_content`` comes back) and carries tool results as ``role: tool``.
+``reasoning_content`` comes back) and carries tool results as ``role: tool``;
+the Responses API takes the system prompt as ``instructions`` and the history as
+a flat list of ``input`` items, where a tool call and its result are items of
+their own (``function_call``, ``function_call_output``) tied by ``call_id``.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ __all__ = [
     "User",
     "anthropic_messages_body",
     "openai_chat_body",
+    "openai_responses_body",
 ]
 
 
@@ -279,6 +284,102 @@ def _openai_message(message: Message) -> dict[str, Any]:
                 ]
             return out
     raise ConfigurationError(f"not a message: {message!r}")
+
+
+# -- OpenAI Responses ---------------------------------------------------------------------
+
+
+def openai_responses_body(
+    model: str,
+    messages: Sequence[Message],
+    *,
+    max_tokens: int,
+    tools: Sequence[ToolSpec] = (),
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A streaming ``POST /responses`` body.
+
+    System messages become ``instructions`` (joined by a blank line); everything
+    else becomes ``input`` items in order: user and assistant text as role
+    messages, each assistant tool call as a ``function_call`` item (its
+    ``call_id`` is :attr:`ToolUse.id`, its ``arguments`` the string the model
+    wrote), each :class:`ToolResult` as a ``function_call_output`` item.
+
+    ``max_output_tokens`` is always sent (see :func:`openai_chat_body`).
+    ``store: false``: the history travels in every request, so nothing needs to
+    be kept server-side, and no ``previous_response_id`` is ever needed.
+    Function tools are sent with ``strict: false``: the API's default is strict
+    mode, which rejects any schema that is not closed (``additionalProperties:
+    false``, every property required), and the other two wire formats validate
+    nothing; the schema means the same to all three.
+    """
+    _check_max_tokens(max_tokens)
+    system = [m.text for m in messages if isinstance(m, System)]
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        items.extend(_responses_items(message))
+    body: dict[str, Any] = {
+        "model": model,
+        "input": items,
+        "stream": True,
+        "store": False,
+        "max_output_tokens": max_tokens,
+    }
+    if system:
+        body["instructions"] = "\n\n".join(system)
+    if tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "name": t.name,
+                "description": t.description,
+                "parameters": dict(t.parameters),
+                "strict": False,
+            }
+            for t in tools
+        ]
+    if extra:
+        body.update(extra)
+    return body
+
+
+def _responses_items(message: Message) -> list[dict[str, Any]]:
+    match message:
+        case System():
+            return []  # the top-level ``instructions``
+        case User(text=text):
+            return [{"role": "user", "content": text}]
+        case ToolResult(call_id=call_id, content=content):
+            # No error flag on the wire, as in Chat Completions: the content says it.
+            return [{"type": "function_call_output", "call_id": call_id, "output": content}]
+        case Assistant(blocks=blocks):
+            # Reasoning is not sent back: a reasoning item must carry its item id and,
+            # with ``store: false``, its ``encrypted_content``; the stream gives neither to
+            # the turn. Provider-run blocks (another provider's) have no Responses form.
+            out: list[dict[str, Any]] = []
+            said: list[str] = []
+            for block in blocks:
+                if isinstance(block, Text):
+                    said.append(block.text)
+                elif isinstance(block, ToolUse):
+                    out.extend(_responses_text(said))
+                    said = []
+                    out.append({
+                        "type": "function_call",
+                        "call_id": block.id,
+                        "name": block.name,
+                        # As the model wrote it: a cut call goes back cut, beside the
+                        # notice that it was not executed.
+                        "arguments": block.arguments_json(),
+                    })
+            out.extend(_responses_text(said))
+            return out
+    raise ConfigurationError(f"not a message: {message!r}")
+
+
+def _responses_text(said: list[str]) -> list[dict[str, Any]]:
+    text = "".join(said)
+    return [{"role": "assistant", "content": text}] if text else []
 
 
 # -- Anthropic Messages -------------------------------------------------------------------

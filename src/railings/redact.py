@@ -7,10 +7,19 @@ Two mechanisms, both applied at the edges where text leaves the process:
 * value redaction: every registered secret (each client registers its API key,
   and the well-known key variables of the environment are registered on first
   use) is replaced wherever it appears in a string, with the same marker.
+
+Where text leaves: every :class:`~railings.errors.RailingsError` message (redacted
+when the error is made), provider error messages kept on a turn, journal rows,
+and the log records of the HTTP stack. The last matters at DEBUG: ``hpack``
+logs each header it encodes, and ``h2`` only marks ``authorization`` as
+sensitive, so an Anthropic ``x-api-key`` sent over HTTP/2 would be logged in
+clear. :func:`install_log_redaction` (called by every client) puts a filter on
+those loggers.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
@@ -18,8 +27,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 __all__ = [
+    "LOGGERS",
     "MARKER",
     "SECRET_HEADERS",
+    "RedactingFilter",
+    "install_log_redaction",
     "redact",
     "redact_headers",
     "redact_json",
@@ -93,3 +105,54 @@ def redact_json(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [redact_json(v) for v in value]
     return value
+
+
+# hpack's debug lines: ``Adding b'x-api-key'=b'sk-...' to the header table`` (and the table's
+# ``Evicting b'x-api-key': b'sk-...'``). The value of a secret header goes, registered or not.
+_LOGGED_HEADER = re.compile(
+    r"(?i)(b?'(?:" + "|".join(re.escape(h) for h in sorted(SECRET_HEADERS)) + r")'\s*[=:]\s*b?')"
+    r"[^']*"
+)
+
+# The loggers of the HTTP stack that may carry a header value, a URL or an error body.
+LOGGERS = (
+    "hpack.hpack",
+    "hpack.table",
+    "h2",
+    "httpx2",
+    "httpcore2.connection",
+    "httpcore2.http11",
+    "httpcore2.http2",
+    "httpcore2.proxy",
+    "httpcore2.socks",
+    "railings",
+)
+
+
+class RedactingFilter(logging.Filter):
+    """Rewrites each record's message with secrets and secret header values redacted."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a record whose arguments do not format: leave it to logging
+            return True
+        cleaned = _LOGGED_HEADER.sub(lambda m: m[1] + MARKER, redact(message))
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        return True
+
+
+_filter = RedactingFilter()
+
+
+def install_log_redaction() -> None:
+    """Put :class:`RedactingFilter` on every logger of :data:`LOGGERS` (idempotent).
+
+    A logger's filters see exactly the records that logger creates, whatever
+    handlers the application configured.
+    """
+    for name in LOGGERS:
+        logger = logging.getLogger(name)
+        if _filter not in logger.filters:
+            logger.addFilter(_filter)

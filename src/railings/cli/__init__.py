@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from railings import __version__
-from railings.cli import agent, kit
+from railings.cli import agent, kit, matrix
 from railings.cli import replay as replay_cmd
 from railings.cli._common import UsageError, fail
 
@@ -37,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay_cmd.register(commands)
     kit.register(commands)
     agent.register(commands)
+    matrix.register(commands)
     return parser
 
 

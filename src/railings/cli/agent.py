@@ -21,7 +21,7 @@ from rich.markup import escape
 from railings.agent.journal import Journal, default_path
 from railings.agent.loop import Agent, RunResult, RunStatus
 from railings.agent.view import TerminalView
-from railings.cli._common import UsageError, console
+from railings.cli._common import UsageError, console, positive
 from railings.dispatch import Invocation, Tool, ToolRegistry, builtin_tools
 from railings.errors import ConfigurationError
 from railings.replay import Replay, to_json
@@ -59,19 +59,10 @@ CHAT_HELP = (
     + "\n"
     + EXIT_CODES
 )
-DEFAULT_MODELS = {"openai": "gpt-4.1-mini", "anthropic": "claude-sonnet-4-5"}
+DEFAULT_MODELS = {"openai": "gpt-4.1-mini", "anthropic": "claude-sonnet-4-5",
+                  "openai-responses": "gpt-4.1-mini"}
 BUILTIN_NAMES = ("shell", "read_file", "write_file", "list_dir")
 DEMO_MAX_TOKENS = 1024
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 def _seconds(text: str) -> float:
@@ -86,7 +77,10 @@ def _seconds(text: str) -> float:
 
 def _agent_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--provider", choices=("openai", "anthropic"), help="wire format of the endpoint"
+        "--provider",
+        choices=("openai", "anthropic", "openai-responses"),
+        help="wire format of the endpoint (openai: Chat Completions; openai-responses: the "
+        "Responses API)",
     )
     parser.add_argument(
         "--base-url", metavar="URL", help="endpoint base URL, as the official SDK takes it"
@@ -94,13 +88,13 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="model name (default: gpt-4.1-mini / claude-sonnet-4-5)")
     parser.add_argument(
         "--max-tokens",
-        type=_positive,
+        type=positive,
         metavar="N",
         help="output limit per turn (default 4096; 1024 on the embedded demo)",
     )
     parser.add_argument(
         "--max-turns",
-        type=_positive,
+        type=positive,
         default=20,
         metavar="N",
         help="stop after N turns (default 20)",
@@ -127,6 +121,14 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
         default=30.0,
         metavar="S",
         help="fail a stream silent for S seconds (default 30)",
+    )
+    parser.add_argument(
+        "--total-timeout",
+        type=_seconds,
+        default=None,
+        metavar="S",
+        help="fail a turn's request that takes longer than S seconds in all (default: no "
+        "limit); keep-alive comments reset the idle gap, only this bounds them",
     )
     parser.add_argument(
         "--journal", metavar="PATH", help=f"journal file (default: {default_path()})"
@@ -169,7 +171,7 @@ def register(commands: Any) -> None:
         "--journal", metavar="PATH", help=f"journal file (default: {default_path()})"
     )
     sessions.add_argument(
-        "--limit", type=_positive, default=50, metavar="N", help="at most N (default 50)"
+        "--limit", type=positive, default=50, metavar="N", help="at most N (default 50)"
     )
     sessions.add_argument("--json", action="store_true", help="print JSON")
     sessions.set_defaults(run=run_sessions)
@@ -202,13 +204,13 @@ class _Endpoint:
 def _endpoint(args: argparse.Namespace) -> Iterator[_Endpoint]:
     """The endpoint the flags and environment choose, with the embedded server if none."""
     explicit = args.provider or args.base_url or args.model
-    provider: Literal["openai", "anthropic"] | None = args.provider
+    provider: Literal["openai", "anthropic", "openai-responses"] | None = args.provider
     if provider is None and not explicit:
         if os.environ.get("ANTHROPIC_API_KEY"):
             provider = "anthropic"
         elif os.environ.get("OPENAI_API_KEY"):
             provider = "openai"
-    timeouts = Timeouts(idle=args.idle_timeout)
+    timeouts = Timeouts(idle=args.idle_timeout, total=args.total_timeout)
     if provider is None and not explicit:
         from railings.testing import Script, ScriptedServer
 

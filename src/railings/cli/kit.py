@@ -13,9 +13,9 @@ from railings.errors import ConfigurationError
 __all__ = ["register"]
 
 SERVE_HELP = """\
-Run the scripted model server: an OpenAI-compatible POST /v1/chat/completions and
-an Anthropic-compatible POST /v1/messages (streaming and not), driven by a
-deterministic script. Point any client at it:
+Run the scripted model server: OpenAI-compatible POST /v1/chat/completions and
+POST /v1/responses, and an Anthropic-compatible POST /v1/messages (streaming and
+not), driven by a deterministic script. Point any client at it:
 
   OpenAI SDK:     base_url = http://127.0.0.1:PORT/v1
   Anthropic SDK:  base_url = http://127.0.0.1:PORT

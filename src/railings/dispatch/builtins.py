@@ -19,8 +19,10 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import stat
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TextIO
 
 from railings.dispatch.notices import TRUNCATION_CONTRACT
 from railings.dispatch.tools import Tool, ToolFailure, tool
@@ -122,6 +124,39 @@ def _kill(process: asyncio.subprocess.Process) -> None:
         process.kill()
 
 
+def _open_regular(target: Path, path: str) -> TextIO:
+    """``target`` opened for reading text, if it is a regular file.
+
+    Opened without blocking and checked on the open descriptor, so a FIFO (whose
+    open would wait for a writer forever) or a device is refused, and cannot be
+    swapped in between a check and the open.
+    """
+    fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ToolFailure(f"refused: {path!r} is not a regular file")
+        return open(fd, encoding="utf-8", errors="replace", newline="")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _lines(fh: TextIO, keep: int) -> Iterator[tuple[str, int]]:
+    """Each line of ``fh`` as (its first ``keep`` characters, its length in bytes).
+
+    Read in bounded pieces: a line of any length (a 1 GB file without a newline)
+    costs memory for ``keep`` characters, not for the line.
+    """
+    while piece := fh.readline(keep):
+        head, size = piece, len(piece.encode())
+        while not piece.endswith(("\n", "\r")):
+            piece = fh.readline(65536)
+            if not piece:
+                break
+            size += len(piece.encode())
+        yield head, size
+
+
 def _report(code: int | None, out: _Capture, err: _Capture) -> str:
     parts = [f"exit code: {code}" if code is not None else "exit code: none (killed)"]
     if out.total:
@@ -203,11 +238,10 @@ def builtin_tools(
         size = 0
         line_no = 0
         try:
-            with target.open(encoding="utf-8", errors="replace", newline="") as fh:
-                for line_no, line in enumerate(fh, start=1):
+            with _open_regular(target, path) as fh:
+                for line_no, (line, length) in enumerate(_lines(fh, max_output + 1), start=1):
                     if line_no < offset:
                         continue
-                    length = len(line.encode())
                     if not lines and length > max_output:  # one line above the cap
                         start = line.encode()[:max_output].decode("utf-8", "ignore")
                         return start + (

@@ -14,7 +14,9 @@ complete, only the SSE proof is missing), ``abrupt`` (close without it) or
 ``none``                pass everything through unchanged
 ``truncate``            ``events=N`` or ``bytes=N`` (body bytes), then end
                         (``end=clean`` default)
-``drop_terminator``     remove ``data: [DONE]`` / the ``message_stop`` event, then end
+``drop_terminator``     remove the proof -- ``data: [DONE]``, the ``message_stop``
+                        event, Responses' ``response.completed`` /
+                        ``response.incomplete`` -- and everything after it, then end
                         (``end=clean`` default)
 ``idle``                after ``events=N`` (default 1), silent for ``seconds=S``
                         (default 30) without closing, then the rest of the stream
@@ -32,7 +34,10 @@ complete, only the SSE proof is missing), ``abrupt`` (close without it) or
                         optional ``retry_after=S`` / ``retry_after_ms=MS`` headers
 ``error_event``         after ``events=N`` (default 2) inject the provider's error
                         event (Anthropic ``event: error`` with ``type=overloaded_error``;
-                        OpenAI ``data: {"error": {...}}``), then end
+                        OpenAI ``data: {"error": {...}}``; Responses an ``error``
+                        event, code ``server_error``, or with
+                        ``type=response.failed`` a ``response.failed`` for the
+                        stream's own response), then end
 ``corrupt``             break event ``event=N`` (default 2): ``kind=json`` (the data
                         line cut in half) or ``kind=utf8`` (bytes ``FF FE`` inside
                         its first string value)
@@ -42,6 +47,7 @@ complete, only the SSE proof is missing), ``abrupt`` (close without it) or
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import types
 import typing
@@ -281,7 +287,11 @@ class EventSplitter:
         buf += data
         out: list[bytes] = []
         start = 0
-        while (m := _EOL.search(buf, self._scan)) is not None:
+        while True:
+            m = _EOL.search(buf, self._scan)
+            if m is None:
+                self._scan = len(buf)  # no line end up to here: never rescan it
+                break
             if m.group() == b"\r" and m.end() == len(buf):
                 break  # maybe the first half of a CRLF
             if m.start() == self._line:
@@ -313,20 +323,36 @@ def _lines(block: bytes) -> list[bytes]:
     return [line for line in _EOL.split(block) if line]
 
 
+_RESPONSES_PROOFS = (b"response.completed", b"response.incomplete")
+
+
 def is_terminator(block: bytes) -> bool:
-    """True for the termination proof: ``data: [DONE]`` or the ``message_stop`` event."""
+    """True for the termination proof: ``data: [DONE]``, the ``message_stop`` event, or
+    a Responses ``response.completed`` / ``response.incomplete`` event."""
+    data: list[bytes] = []
     for line in _lines(block):
         field, _, value = line.partition(b":")
         value = value[1:] if value.startswith(b" ") else value
         if (field == b"data" and value.strip() == b"[DONE]") or (
-            field == b"event" and value == b"message_stop"
+            field == b"event" and (value == b"message_stop" or value in _RESPONSES_PROOFS)
         ):
             return True
+        if field == b"data":
+            data.append(value)
+    # Without an event: line (OpenRouter), the data's "type" names a Responses event.
+    # Parsed only when the name is in the block at all: most blocks are never parsed.
+    if data and any(proof in block for proof in _RESPONSES_PROOFS):
+        try:
+            obj = json.loads(b"\n".join(data))
+        except ValueError:
+            return False
+        return isinstance(obj, dict) and obj.get("type") in ("response.completed",
+                                                              "response.incomplete")
     return False
 
 
 _STRING_KEYS = (b'"content":"', b'"text":"', b'"partial_json":"', b'"arguments":"',
-                b'"thinking":"', b'":"')
+                b'"thinking":"', b'"delta":"', b'":"')
 
 
 def corrupt_event(block: bytes, kind: str) -> bytes:

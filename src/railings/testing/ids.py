@@ -1,4 +1,5 @@
-"""Provider-shaped identifiers: ``chatcmpl-…``, ``call_…``, ``msg_01…``, ``toolu_01…``, ``req_…``.
+"""Provider-shaped identifiers: ``chatcmpl-…``, ``call_…``, ``resp_…``, ``msg_01…``, ``toolu_01…``,
+``req_…``.
 
 Random by default; a script's ``seed`` makes every id of a server run
 reproducible, which keeps test failures readable.
@@ -33,6 +34,14 @@ class Ids:
 
     def openai_request(self) -> str:
         return "req_" + self._token(32, _HEX)
+
+    # OpenAI Responses: the response and each output item (``msg_``, ``rs_``, ``fc_``)
+    # carry 50 hex digits; a function call's ``call_id`` is an ``openai_call``.
+    def response(self) -> str:
+        return "resp_" + self._token(50, _HEX)
+
+    def response_item(self, prefix: str) -> str:
+        return f"{prefix}_" + self._token(50, _HEX)
 
     # Anthropic
     def message(self) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import ssl
 import threading
 from collections import Counter
@@ -35,6 +36,7 @@ from railings.errors import ConfigurationError
 from railings.testing import faults as F
 from railings.testing import wire_anthropic as wa
 from railings.testing import wire_openai as wo
+from railings.testing import wire_responses as wr
 from railings.testing.faults import EventSplitter, Fault
 from railings.testing.http import (
     LAST_CHUNK,
@@ -186,7 +188,8 @@ class FaultProxy(Service):
 
     async def _proxy(self, request: Request, writer: asyncio.StreamWriter,
                      record: ProxyRecord) -> None:
-        anthropic = request.path.rstrip("/").endswith("/messages")
+        wire = _wire(request.path)
+        anthropic = wire == "anthropic"
         try:
             fault = self._choose(request, record)
         except ConfigurationError as exc:
@@ -214,7 +217,7 @@ class FaultProxy(Service):
             head = await read_response_head(up_reader)
             record.upstream_status = record.status = head.status
             body = iter_body(up_reader, head.headers, request=False)
-            await self._respond(head, body, writer, fault, record, anthropic)
+            await self._respond(head, body, writer, fault, record, wire)
         finally:
             await close_writer(up_writer)
 
@@ -248,7 +251,7 @@ class FaultProxy(Service):
 
     async def _respond(self, head: ResponseHead, body: AsyncIterator[bytes],
                        writer: asyncio.StreamWriter, fault: Fault, record: ProxyRecord,
-                       anthropic: bool) -> None:
+                       wire: str) -> None:
         content_type = (head.headers.get("content-type") or "").lower()
         sse = content_type.startswith("text/event-stream")
         length = head.headers.get("content-length")
@@ -272,7 +275,7 @@ class FaultProxy(Service):
             record.action = f"dripped {fault.size} byte(s) every {fault.delay:g}s"
         try:
             if sse:
-                await self._pump_events(body, out, fault, record, anthropic)
+                await self._pump_events(body, out, fault, record, wire)
             else:
                 if not sse and fault.__class__ not in (F.Passthrough, F.Drip) and limit is None:
                     record.action = f"passed through ({fault.spec} needs an event stream)"
@@ -290,15 +293,17 @@ class FaultProxy(Service):
         await out.finish("clean")
 
     async def _pump_events(self, body: AsyncIterator[bytes], out: _Out, fault: Fault,
-                           record: ProxyRecord, anthropic: bool) -> None:
+                           record: ProxyRecord, wire: str) -> None:
         splitter = EventSplitter()
         held: bytes | None = None
-        await self._before_first(out, fault, anthropic)
+        stream = _Seen()
+        await self._before_first(out, fault, wire, stream)
         async for data in body:
             record.bytes_in += len(data)
             for block in splitter.feed(data):
                 record.events_in += 1
                 n = record.events_in
+                stream.saw(block)
                 match fault:
                     case F.Truncate(events=int() as limit, end=end) if n >= limit:
                         await out.send(block, event=True)
@@ -329,7 +334,7 @@ class FaultProxy(Service):
                                               f"the terminator (event {n})")
                     case F.ErrorEvent(events=after) as error if n == after:
                         await out.send(block, event=True)
-                        await self._inject_error(out, error, anthropic)
+                        await self._inject_error(out, error, wire, stream)
                     case F.Corrupt(event=at, kind=kind) if n == at:
                         await out.send(F.corrupt_event(block, kind), event=True)
                         record.action = f"corrupted event {at} ({kind})"
@@ -341,7 +346,7 @@ class FaultProxy(Service):
         if rest:
             await out.send(rest)
 
-    async def _before_first(self, out: _Out, fault: Fault, anthropic: bool) -> None:
+    async def _before_first(self, out: _Out, fault: Fault, wire: str, stream: _Seen) -> None:
         """Faults set to act after zero events act before the first one."""
         match fault:
             case F.Truncate(events=0, end=end):
@@ -352,21 +357,71 @@ class FaultProxy(Service):
                 out.record.action = f"silent for {seconds:g}s before the first event"
                 await asyncio.sleep(seconds)
             case F.ErrorEvent(events=0) as error:
-                await self._inject_error(out, error, anthropic)
+                await self._inject_error(out, error, wire, stream)
 
-    async def _inject_error(self, out: _Out, fault: F.ErrorEvent, anthropic: bool) -> None:
-        if anthropic:
+    async def _inject_error(self, out: _Out, fault: F.ErrorEvent, wire: str,
+                            stream: _Seen) -> None:
+        what = fault.type
+        if wire == "anthropic":
             event = wa.error_event(fault.type, _MESSAGES.get(fault.type, "Overloaded"),
                                    self._ids.anthropic_request())
+        elif wire == "openai-responses" and fault.type == "response.failed":
+            # Its response must be the stream's own: the SDK's stream helper checks the id.
+            event = wr.failed_event(stream.created(), stream.next_sequence())
+        elif wire == "openai-responses":
+            event, what = wr.error_event(stream.next_sequence()), "an error event (server_error)"
         else:
             event = wo.error_event()
         await out.send(event, event=True)
-        raise _Stop(fault.end, f"injected {fault.type} after {out.record.events_in} events "
+        raise _Stop(fault.end, f"injected {what} after {out.record.events_in} events "
                                f"({fault.end} end)")
 
 
 _MESSAGES = {"overloaded_error": "Overloaded", "api_error": "Internal server error",
              "rate_limit_error": "Rate limited"}
+
+
+def _wire(path: str) -> str:
+    """The wire format a request path speaks (the guard's rule: by path)."""
+    path = path.partition("?")[0].rstrip("/")
+    if path.endswith("/messages"):
+        return "anthropic"
+    if path.endswith("/responses"):
+        return "openai-responses"
+    return "openai"
+
+
+_SEQUENCE = re.compile(rb'"sequence_number"\s*:\s*(\d+)')
+
+
+class _Seen:
+    """What an injected Responses event must agree with: the stream's own response
+    (its ``response.created``) and the next ``sequence_number``. Keeps two blocks."""
+
+    __slots__ = ("first", "last")
+
+    def __init__(self) -> None:
+        self.first: bytes | None = None
+        self.last: bytes | None = None
+
+    def saw(self, block: bytes) -> None:
+        if self.first is None:
+            self.first = block
+        self.last = block
+
+    def next_sequence(self) -> int:
+        m = _SEQUENCE.search(self.last) if self.last is not None else None
+        return int(m.group(1)) + 1 if m is not None else 0
+
+    def created(self) -> dict[str, Any]:
+        for line in (self.first or b"").splitlines():
+            if line.startswith(b"data:"):
+                try:
+                    obj = json.loads(line[5:])
+                except ValueError:
+                    break
+                return obj if isinstance(obj, dict) else {}
+        return {}
 
 
 async def _send_json(writer: asyncio.StreamWriter, status: int, body: Any,

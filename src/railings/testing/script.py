@@ -27,9 +27,18 @@ A script is a JSON object. Only ``turns`` is required::
 
 **Which turn answers.** The server is stateless: turn ``i`` answers a request
 whose conversation (``messages``) already holds ``i`` assistant messages. So
-"call tool X", then "after the tool result, say Z" are two turns. A request
-header ``x-railings-turn: N`` picks turn N explicitly. Past the last turn the
-server repeats the last one (``on_exhausted: "repeat_last"``) or answers 400
+"call tool X", then "after the tool result, say Z" are two turns. The
+Responses API has no assistant *messages* but a flat list of ``input`` items,
+where one assistant turn is several items (its ``reasoning``, its text
+``message``, one ``function_call`` per call): there, turn ``i`` answers an
+``input`` that holds ``i`` *runs* of assistant items -- maximal sequences of
+consecutive items that are an assistant-role message, a ``reasoning`` item or a
+call item (``function_call``, ``custom_tool_call``, any ``*_call``), separated by
+anything else (a user message, a ``function_call_output``). Replaying a
+response's ``output`` and then the call outputs therefore counts one turn, however
+many calls it made (:func:`assistant_turns`). A request header
+``x-railings-turn: N`` picks turn N explicitly. Past the last turn the server
+repeats the last one (``on_exhausted: "repeat_last"``) or answers 400
 (``"error"``).
 
 **What a turn produces**, in this order: ``thinking`` (Anthropic ``thinking``
@@ -47,17 +56,24 @@ the turn has tool calls, else ``end_turn`` / ``stop``; ``max_tokens`` /
 ``length`` when the output was cut. A forced value may use either vocabulary
 (``end_turn``, ``tool_use``, ``max_tokens``, ``stop_sequence``, ``refusal``,
 ``pause_turn`` or ``stop``, ``tool_calls``, ``length``, ``content_filter``); it
-is translated per provider, and an unknown value is sent verbatim.
+is translated per provider, and an unknown value is sent verbatim. The
+Responses API has no stop reason, only a status: ``max_tokens`` / ``length``
+become ``response.incomplete`` with ``incomplete_details.reason:
+"max_output_tokens"``, ``refusal`` / ``content_filter`` an incomplete
+``content_filter``, an unknown value an incomplete with that reason verbatim, and
+the rest ``response.completed``.
 
 **Token count.** One token per 4 characters (Unicode code points) of generated
 output, counted over thinking, text and argument JSON together, rounded up:
 ``tokens = ceil(chars / 4)``. A request's ``max_tokens`` (OpenAI: also
-``max_completion_tokens``) M allows ``4 * M`` characters: longer output is cut
-at exactly that character, wherever it falls (inside a word, inside a tool
-call's arguments, leaving e.g. ``{"command": "rm -rf /tmp/leg``), the stop
-reason becomes ``max_tokens`` / ``length``, and usage reports exactly M output
-tokens. Tool calls that did not start before the cut are not sent. Input tokens
-are ``ceil(len(json.dumps(system, messages, tools)) / 4)``.
+``max_completion_tokens``; Responses: ``max_output_tokens``) M allows ``4 * M``
+characters: longer output is cut at exactly that character, wherever it falls
+(inside a word, inside a tool call's arguments, leaving e.g.
+``{"command": "rm -rf /tmp/leg``), the stop reason becomes ``max_tokens`` /
+``length``, and usage reports exactly M output tokens. Tool calls that did not
+start before the cut are not sent. Input tokens are
+``ceil(len(json.dumps(system, messages, tools)) / 4)`` (Responses: instructions,
+input, tools).
 """
 
 from __future__ import annotations
@@ -80,10 +96,12 @@ __all__ = [
     "ScriptTurn",
     "ToolCallSpec",
     "anthropic_stop_reason",
+    "assistant_turns",
     "count_tokens",
     "filler",
     "openai_finish_reason",
     "plan_turn",
+    "responses_status",
 ]
 
 TOKEN_CHARS = 4
@@ -360,6 +378,42 @@ _TO_ANTHROPIC = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_to
 
 def openai_finish_reason(stop: str) -> str:
     return _TO_OPENAI.get(stop, stop)
+
+
+_COMPLETED = frozenset({"end_turn", "tool_use", "stop_sequence", "pause_turn", "stop",
+                        "tool_calls", "function_call"})
+_TO_INCOMPLETE = {"max_tokens": "max_output_tokens", "length": "max_output_tokens",
+                  "refusal": "content_filter", "content_filter": "content_filter"}
+
+
+def responses_status(stop: str) -> tuple[str, str | None]:
+    """The Responses API's ``(status, incomplete_details.reason)`` for a stop reason."""
+    if stop in _COMPLETED:
+        return "completed", None
+    return "incomplete", _TO_INCOMPLETE.get(stop, stop)
+
+
+def _assistant_item(item: Any) -> bool:
+    if not isinstance(item, Mapping):
+        return False
+    if item.get("role") == "assistant":
+        return True
+    kind = item.get("type")
+    return isinstance(kind, str) and (kind == "reasoning" or kind.endswith("_call"))
+
+
+def assistant_turns(items: Any) -> int:
+    """How many assistant turns a Responses ``input`` holds: runs of consecutive
+    assistant items (module docstring). A string ``input`` is one user message."""
+    if not isinstance(items, list):
+        return 0
+    turns, inside = 0, False
+    for item in items:
+        assistant = _assistant_item(item)
+        if assistant and not inside:
+            turns += 1
+        inside = assistant
+    return turns
 
 
 def anthropic_stop_reason(stop: str) -> str:

@@ -1,20 +1,27 @@
-"""The scripted model server: OpenAI Chat Completions and Anthropic Messages on loopback.
+"""The scripted model server: OpenAI Chat Completions, OpenAI Responses and Anthropic Messages
+on loopback.
 
 ::
 
     with ScriptedServer(Script.text("Hello!")) as server:
         client = openai.OpenAI(base_url=server.openai_base_url, api_key="x")
+        client.responses.create(model="m", input="Hi", stream=True)   # the Responses API
         client_a = anthropic.Anthropic(base_url=server.anthropic_base_url, api_key="x")
 
-Endpoints: ``POST /v1/chat/completions`` (also ``/chat/completions``) and
-``POST /v1/messages``, streamed (``"stream": true``) or not. What the model
-says comes from a :class:`~railings.testing.script.Script`; the wire shapes
-from :mod:`~railings.testing.wire_openai` and
-:mod:`~railings.testing.wire_anthropic`. Errors come in each provider's own
-format: 401 without (or with a wrong) key when the script requires one, 400
-for a malformed request (Anthropic: also without ``anthropic-version``), 404 for
-an unknown path, 405 for a wrong method. Every response carries
-``x-request-id`` (OpenAI) or ``request-id`` (Anthropic).
+Endpoints: ``POST /v1/chat/completions`` (also ``/chat/completions``),
+``POST /v1/responses`` (also ``/responses``) and ``POST /v1/messages``, streamed
+(``"stream": true``) or not. What the model says comes from a
+:class:`~railings.testing.script.Script`; the wire shapes from
+:mod:`~railings.testing.wire_openai`, :mod:`~railings.testing.wire_responses`
+and :mod:`~railings.testing.wire_anthropic`. The server is stateless: a
+Responses request must carry the whole conversation in ``input`` (``store``
+is echoed but nothing is stored; a ``previous_response_id`` is answered 400),
+and which turn answers it is counted from its ``input`` items (see
+:mod:`~railings.testing.script`). Errors come in each provider's own format
+(the Responses API's are OpenAI's): 401 without (or with a wrong) key when the
+script requires one, 400 for a malformed request (Anthropic: also without
+``anthropic-version``), 404 for an unknown path, 405 for a wrong method. Every
+response carries ``x-request-id`` (OpenAI) or ``request-id`` (Anthropic).
 
 Test-only request headers: ``x-railings-turn: N`` answers with turn N,
 ``x-railings-chunk-size: N`` overrides the characters per delta.
@@ -35,6 +42,7 @@ from typing import Any
 
 from railings.testing import wire_anthropic as wa
 from railings.testing import wire_openai as wo
+from railings.testing import wire_responses as wr
 from railings.testing.http import (
     LAST_CHUNK,
     Headers,
@@ -54,6 +62,7 @@ SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "cookie",
                             "proxy-authorization", "x-goog-api-key"})
 SSE_CONTENT_TYPE = "text/event-stream; charset=utf-8"
 OPENAI_PATHS = ("/v1/chat/completions", "/chat/completions")
+RESPONSES_PATHS = ("/v1/responses", "/responses")
 ANTHROPIC_PATHS = ("/v1/messages",)
 
 
@@ -171,6 +180,8 @@ class ScriptedServer(Service):
             return "anthropic"
         if request.path in OPENAI_PATHS:
             return "openai"
+        if request.path in RESPONSES_PATHS:
+            return "openai-responses"
         return "anthropic" if ("anthropic-version" in request.headers
                                or "x-api-key" in request.headers) else "openai"
 
@@ -182,9 +193,9 @@ class ScriptedServer(Service):
 
     def _respond(self, request: Request, provider: str, body: Any,
                  request_id: str) -> tuple[int, dict[str, Any] | Iterator[bytes], float]:
-        if request.path not in OPENAI_PATHS + ANTHROPIC_PATHS:
+        if request.path not in OPENAI_PATHS + RESPONSES_PATHS + ANTHROPIC_PATHS:
             message = (f"Invalid URL ({request.method} {request.path})"
-                       if provider == "openai" else "Not Found")
+                       if provider != "anthropic" else "Not Found")
             raise self._error(provider, 404, message, request_id)
         if request.method != "POST":
             raise self._error(provider, 405, f"Method {request.method} not allowed", request_id)
@@ -193,11 +204,19 @@ class ScriptedServer(Service):
             raise self._error(provider, 400, "anthropic-version: header is required", request_id)
         if body is None:
             raise self._error(provider, 400, "We could not parse the JSON body of your request."
-                              if provider == "openai" else "Invalid JSON body", request_id)
-        ask = wa.parse_ask(body) if provider == "anthropic" else wo.parse_ask(body)
+                              if provider != "anthropic" else "Invalid JSON body", request_id)
+        ask: wa.AnthropicAsk | wo.OpenAIAsk | wr.ResponsesAsk | str
+        if provider == "anthropic":
+            ask = wa.parse_ask(body)
+        elif provider == "openai-responses":
+            ask = wr.parse_ask(body)
+        else:
+            ask = wo.parse_ask(body)
         if isinstance(ask, str):
             raise self._error(provider, 400, ask, request_id)
-        turn_index, turn = self._select(request.headers, ask.messages, provider, request_id)
+        counted = (ask.turns if isinstance(ask, wr.ResponsesAsk)
+                   else self.script.turn_index(ask.messages))
+        turn_index, turn = self._select(request.headers, counted, provider, request_id)
         chunk_size = _header_int(request.headers, "x-railings-chunk-size") \
             or turn.chunk_size or self.script.chunk_size
         model = self.script.model or ask.model
@@ -211,6 +230,16 @@ class ScriptedServer(Service):
             return turn_index, wa.events(plan, ask, message_id=message_id, model=model,
                                          chunk_size=chunk_size, signature=signature,
                                          ping=self.script.ping), delay
+        if isinstance(ask, wr.ResponsesAsk):
+            plan = plan_turn(turn, ask.max_tokens, self._ids.openai_call)
+            response_id, created = self._ids.response(), int(time.time())
+            if not ask.stream:
+                return turn_index, wr.response(plan, ask, response_id=response_id,
+                                               created=created, model=model,
+                                               new_item_id=self._ids.response_item), delay
+            return turn_index, wr.events(plan, ask, response_id=response_id, created=created,
+                                         model=model, chunk_size=chunk_size,
+                                         new_item_id=self._ids.response_item), delay
         plan = plan_turn(turn, ask.max_tokens, self._ids.openai_call)
         completion_id, created = self._ids.chat_completion(), int(time.time())
         if not ask.stream:
@@ -246,10 +275,12 @@ class ScriptedServer(Service):
                 "https://platform.openai.com/account/api-keys.", "invalid_request_error",
                 "invalid_api_key"))
 
-    def _select(self, headers: Headers, messages: list[Any], provider: str,
+    def _select(self, headers: Headers, counted: int, provider: str,
                 request_id: str) -> tuple[int, ScriptTurn]:
+        """The turn to answer: ``x-railings-turn``, else ``counted`` (the assistant turns
+        the request's conversation holds)."""
         forced = _header_int(headers, "x-railings-turn", minimum=0)
-        index = forced if forced is not None else self.script.turn_index(messages)
+        index = forced if forced is not None else counted
         turn = self.script.select(index)
         if turn is None:
             raise self._error(provider, 400, (
@@ -271,7 +302,7 @@ class ScriptedServer(Service):
                            headers: list[tuple[str, str]], provider: str,
                            delay: float) -> None:
         extra = ([("openai-version", "2020-10-01"), ("openai-processing-ms", "1")]
-                 if provider == "openai" else [])
+                 if provider != "anthropic" else [])
         writer.write(render_head(200, [("content-type", SSE_CONTENT_TYPE),
                                        ("cache-control", "no-cache"),
                                        ("transfer-encoding", "chunked"), *headers, *extra,

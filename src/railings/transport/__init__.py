@@ -1,4 +1,5 @@
-"""Streaming HTTP to OpenAI-compatible and Anthropic endpoints: the only network code.
+"""Streaming HTTP to OpenAI-compatible (Chat Completions, Responses) and Anthropic endpoints:
+the only network code.
 
 ::
 

@@ -43,7 +43,14 @@ from railings.errors import (
     TotalTimeout,
 )
 from railings.events import StreamEvent
-from railings.messages import Message, ToolSpec, anthropic_messages_body, openai_chat_body
+from railings.messages import (
+    Message,
+    ToolSpec,
+    anthropic_messages_body,
+    openai_chat_body,
+    openai_responses_body,
+)
+from railings.redact import install_log_redaction, register_secret
 from railings.transport.banner import countdown
 from railings.transport.config import ClientConfig
 from railings.transport.errors_map import (
@@ -65,10 +72,14 @@ __all__ = ["AsyncProviderClient"]
 
 T = TypeVar("T")
 _ERROR_BODY_LIMIT = 64 * 1024
+# An error's ``received`` keeps the first 16 MiB of the body, no more: a server that
+# streams keep-alive comments until the total deadline must not grow memory with time.
+_RECEIVED_LIMIT = 16 * 1024 * 1024
 
 
 class AsyncProviderClient:
-    """Streams turns from one OpenAI-compatible or Anthropic endpoint.
+    """Streams turns from one OpenAI-compatible (Chat Completions or Responses) or
+    Anthropic endpoint.
 
     ``transport`` replaces the default httpx2 transports (the HTTP/2 fallback is
     then the transport's business). Use ``async with`` or :meth:`aclose`.
@@ -78,6 +89,9 @@ class AsyncProviderClient:
         self, config: ClientConfig, *, transport: httpx2.AsyncBaseTransport | None = None
     ) -> None:
         self.config = config
+        # Its key is a secret from now on: redacted in errors, the journal and logs.
+        register_secret(config.api_key)
+        install_log_redaction()
         self._transport = transport
         self._clients: dict[bool, httpx2.AsyncClient] = {}
         self._include_usage = config.include_usage is not False
@@ -151,6 +165,10 @@ class AsyncProviderClient:
                 max_tokens_field=cfg.max_tokens_field,
                 extra=cfg.extra_body,
             )
+        if cfg.provider == "openai-responses":
+            return openai_responses_body(
+                cfg.model, messages, max_tokens=cfg.max_tokens, tools=tools, extra=cfg.extra_body
+            )
         return anthropic_messages_body(
             cfg.model, messages, max_tokens=cfg.max_tokens, tools=tools, extra=cfg.extra_body
         )
@@ -170,6 +188,7 @@ class AsyncProviderClient:
             use_h2 = self._use_http2()
             reader = StreamReader(cfg.provider, max_tokens=cfg.max_tokens, service=cfg.service)
             received: list[bytes] = []
+            room = _RECEIVED_LIMIT
             held: list[StreamEvent] = []
             failure: RailingsError | None = None
             response: httpx2.Response | None = None
@@ -190,7 +209,9 @@ class AsyncProviderClient:
                             chunk = await watch.read(chunks, gap, deadline)
                         except StopAsyncIteration:
                             break
-                        received.append(chunk)
+                        if room > 0:
+                            received.append(chunk if len(chunk) <= room else chunk[:room])
+                            room -= len(chunk)
                         events = reader.feed(chunk)
                         if reader.content:
                             if held:

@@ -2,10 +2,12 @@
 
 Base URLs follow each official SDK, so a user can paste what they already use:
 OpenAI's includes the API version (``https://api.openai.com/v1``, requests go to
-``{base_url}/chat/completions``); Anthropic's does not
+``{base_url}/chat/completions``, or ``{base_url}/responses`` for the Responses
+API, provider ``"openai-responses"``); Anthropic's does not
 (``https://api.anthropic.com``, requests go to ``{base_url}/v1/messages``).
 ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` and ``OPENAI_API_KEY`` /
-``ANTHROPIC_API_KEY`` fill what the caller leaves out, as in the SDKs.
+``ANTHROPIC_API_KEY`` fill what the caller leaves out, as in the SDKs (both
+OpenAI wire formats read the ``OPENAI_`` ones: one SDK, one endpoint).
 """
 
 from __future__ import annotations
@@ -26,14 +28,20 @@ __all__ = [
     "Timeouts",
 ]
 
-ProviderName = Literal["openai", "anthropic"]
+ProviderName = Literal["openai", "anthropic", "openai-responses"]
 
 DEFAULT_BASE_URLS: dict[str, str] = {
     "openai": "https://api.openai.com/v1",
     "anthropic": "https://api.anthropic.com",
+    "openai-responses": "https://api.openai.com/v1",
 }
-_ENV_BASE_URL = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
-_ENV_API_KEY = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+_ENV_BASE_URL = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL",
+                 "openai-responses": "OPENAI_BASE_URL"}
+_ENV_API_KEY = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
+                "openai-responses": "OPENAI_API_KEY"}
+# Where each wire format is POSTed, after the base URL.
+_PATHS = {"openai": "/chat/completions", "anthropic": "/v1/messages",
+          "openai-responses": "/responses"}
 ANTHROPIC_VERSION = "2023-06-01"
 
 
@@ -79,9 +87,11 @@ class ClientConfig:
     retry banner (a sub-agent's client, say).
     ``verify``: TLS verification, as in httpx2 (an ``ssl.SSLContext`` for a private CA).
     ``service``: the name looked up in the truncation gate's exemption table.
-    ``max_tokens_field``: OpenAI reasoning models want ``max_completion_tokens``.
+    ``max_tokens_field``: OpenAI reasoning models want ``max_completion_tokens``
+    (Chat Completions only: the Responses API has one name, ``max_output_tokens``).
     ``include_usage``: send ``stream_options.include_usage``; None means "send it,
-    and drop it for this client if the endpoint rejects it with a 400".
+    and drop it for this client if the endpoint rejects it with a 400" (Chat
+    Completions only: a Responses stream always ends with its usage).
     """
 
     provider: ProviderName
@@ -105,7 +115,8 @@ class ClientConfig:
     def __post_init__(self) -> None:
         if self.provider not in DEFAULT_BASE_URLS:
             raise ConfigurationError(
-                f"unknown provider {self.provider!r}: expected 'openai' or 'anthropic'"
+                f"unknown provider {self.provider!r}: expected one of "
+                + ", ".join(repr(name) for name in DEFAULT_BASE_URLS)
             )
         if not self.model:
             raise ConfigurationError("model is required")
@@ -126,14 +137,12 @@ class ClientConfig:
     @property
     def url(self) -> str:
         """Where the turn is POSTed."""
-        if self.provider == "openai":
-            return f"{self.base_url}/chat/completions"
-        return f"{self.base_url}/v1/messages"
+        return f"{self.base_url}{_PATHS[self.provider]}"
 
     def request_headers(self) -> dict[str, str]:
         """Authentication and protocol headers, then the caller's extra headers."""
         out = {"accept": "text/event-stream", "content-type": "application/json"}
-        if self.provider == "openai":
+        if self.provider != "anthropic":  # both OpenAI wire formats: Bearer auth
             if self.api_key:
                 out["authorization"] = f"Bearer {self.api_key}"
         else:

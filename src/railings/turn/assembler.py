@@ -38,6 +38,7 @@ from railings.events import (
     Unknown,
     UsageUpdate,
 )
+from railings.redact import redact
 from railings.turn.model import (
     ErrorKind,
     Outcome,
@@ -120,7 +121,10 @@ class TurnAssembler:
 
     def received(self) -> None:
         """Bytes arrived from the network."""
-        self.machine.signal(Signal.RECEIVED)
+        # RECEIVED moves CONNECTING only; in every other state it is a loop (TRANSITIONS),
+        # so later chunks skip the table lookup (two enum hashes in Python, per chunk).
+        if self.machine.state is State.CONNECTING:
+            self.machine.signal(Signal.RECEIVED)
 
     def apply(self, event: StreamEvent) -> None:
         """Apply one event; ignored once the stream has terminated."""
@@ -179,8 +183,11 @@ class TurnAssembler:
                 self.machine.signal(Signal.PROOF)
             case ProviderErrorEvent(message=message, provider_type=provider_type, status=status):
                 cls = class_for_provider_type(provider_type, status)
+                # The provider's words may echo the API key: redacted before they are kept.
                 self._abrupt(
-                    TurnError(ErrorKind.PROVIDER_ERROR, message, provider_type, cls.retryable)
+                    TurnError(
+                        ErrorKind.PROVIDER_ERROR, redact(message), provider_type, cls.retryable
+                    )
                 )
             case Unknown():
                 self._unknown += 1

@@ -27,7 +27,8 @@ a Python one for rung 5 -- is never taken for structure or dropped. (Outside
 a string, ``'`` cannot occur in JSON, so JSON text reads the same either way.)
 
 Strict means strict: ``NaN`` and ``Infinity``, which :func:`json.loads` accepts
-by default, are not JSON and fail every rung.
+by default, are not JSON and fail every rung; nor is a number such as ``1e999``
+that overflows to infinity.
 
 The result says which rung succeeded, so callers can report ``repaired``.
 All rungs are linear in the input size.
@@ -38,6 +39,7 @@ from __future__ import annotations
 import ast
 import enum
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -88,7 +90,7 @@ def parse_arguments(raw: str, policy: RepairPolicy) -> Arguments | None:
 
 def _strict(text: str) -> dict[str, Any] | None:
     try:
-        value = json.loads(text, parse_constant=_reject_constant)
+        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
@@ -97,6 +99,15 @@ def _strict(text: str) -> dict[str, Any] | None:
 def _reject_constant(name: str) -> Any:
     # RFC 8259 has no NaN or Infinity; json.loads would accept them by default.
     raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    # ``1e999`` is JSON grammar, but it overflows to infinity, which no JSON encoder can
+    # write back (RFC 8259 section 6 leaves the range to the implementation): not JSON here.
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"{text[:20]} overflows a float")
+    return value
 
 
 _QUOTES = "\"'"
@@ -109,10 +120,15 @@ def _unwrap(text: str) -> str:
     A fence or prose around it is dropped. An object that never closes is kept
     to the end of the text (rung 4 may close it): cutting it at the last ``}``
     would cut inside a string, dropping what the model wrote after that brace.
-    When another ``{`` follows the object, the text is left as it is.
+    When another ``{`` follows the object, or a ``"``, ``}`` or ``]`` comes
+    before it (the text before is then JSON, not prose), the text is left as it is.
     """
     start = text.find("{")
     if start < 0:
+        return text
+    if any(ch in '"}]' for ch in text[:start]):
+        # A quote or a closing bracket before the object: that is the middle of some JSON
+        # (``o soak-a"}{"command": "ech``, fragments out of order), not prose around it.
         return text
     depth = 0
     quote = ""

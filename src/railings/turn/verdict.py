@@ -12,7 +12,12 @@ The order is the rule (the seeds' P0-2 and P0-3):
 3. The strict parse failed in a turn that is not truncated -> an empty string
    means ``{}``; anything else climbs the repair ladder
    (:func:`~railings.turn.repair.parse_arguments` with ``REPAIR_ALLOWED``):
-   **execute, repaired** or **reject, malformed**.
+   **execute, repaired** or **reject, malformed** -- but only for a call the
+   model is known to have finished: its end was signalled (``content_block_stop``,
+   a finish reason) or the wire gave a stop reason. A call with neither is
+   **reject, malformed**, never repaired: when the event carrying
+   ``max_tokens`` is lost, the derived stop reason says ``tool_use``, and
+   closing the cut fragment would run the half-sentence rule 2 exists to stop.
 4. Otherwise -> **execute**.
 
 Each rejection comes with the notice the model is sent back instead of a result.
@@ -125,6 +130,8 @@ def judge_call(turn: Turn, call: ToolCall) -> CallVerdict:
         return _reject(call, RejectReason.TRUNCATED, turn)
     if not call.raw_arguments.strip():
         return CallVerdict(call, Verdict.EXECUTE, arguments={}, rung=Rung.STRICT)
+    if not call.closed and turn.stop_reason_source != "wire":
+        return _reject(call, RejectReason.MALFORMED, turn)  # not known finished: no repair
     parsed = parse_arguments(call.raw_arguments, RepairPolicy.REPAIR_ALLOWED)
     if parsed is None:
         return _reject(call, RejectReason.MALFORMED, turn)

@@ -99,24 +99,31 @@ class OpenAIChatDecoder:
                     out.append(TextDelta(content))
             elif isinstance(content, list):
                 _content_parts(content, out)
-            for key in ("reasoning_content", "reasoning"):
-                reasoning = delta.get(key)
-                if isinstance(reasoning, str) and reasoning:
-                    out.append(ThinkingDelta(reasoning))
-            refusal = delta.get("refusal")
-            if isinstance(refusal, str) and refusal:
-                out.append(RefusalDelta(refusal))
-            calls = delta.get("tool_calls")
-            if isinstance(calls, list):
-                for call in calls:
-                    if isinstance(call, dict):
-                        self._tool_call(call, out)
+            # Nearly every chunk of a text stream is {"content": "..."} and nothing else:
+            # then reasoning, refusal and tool calls need no lookups.
+            if len(delta) > 1 or content is None:
+                self._other_fields(delta, out)
         finish = choice.get("finish_reason")
         if isinstance(finish, str) and finish:
             for position in sorted(self._open):
                 out.append(ToolCallEnd(position))
             self._open.clear()
             out.append(StopReason(finish))
+
+    def _other_fields(self, delta: dict[str, Any], out: list[StreamEvent]) -> None:
+        """Reasoning, refusal and tool calls, in this order whatever the JSON's key order."""
+        for key in ("reasoning_content", "reasoning"):
+            reasoning = delta.get(key)
+            if isinstance(reasoning, str) and reasoning:
+                out.append(ThinkingDelta(reasoning))
+        refusal = delta.get("refusal")
+        if isinstance(refusal, str) and refusal:
+            out.append(RefusalDelta(refusal))
+        calls = delta.get("tool_calls")
+        if isinstance(calls, list):
+            for call in calls:
+                if isinstance(call, dict):
+                    self._tool_call(call, out)
 
     def _tool_call(self, call: dict[str, Any], out: list[StreamEvent]) -> None:
         ident = call.get("id") or ""

@@ -19,6 +19,9 @@ line, so ``type`` wins and the field is only a fallback). There is no
   usage.
 * ``[DONE]`` (OpenRouter appends it after ``response.completed``) is a
   trailer, read past: it proves nothing for this API.
+* ``sequence_number``: the API numbers every event from 0. A gap, a repeat or a
+  step back is a malformed stream (events lost, duplicated or reordered on the
+  way), so such a turn is never reported finished with altered text.
 
 The output is a list of items, each opened by ``response.output_item.added``
 and closed by ``response.output_item.done``, addressed by ``output_index``
@@ -61,6 +64,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from railings.errors import MalformedStream
 from railings.events import (
     MessageStart,
     ProviderErrorEvent,
@@ -174,17 +178,28 @@ class _Call:
 class OpenAIResponsesDecoder:
     """Turns the SSE events of one Responses API stream into normalized events."""
 
-    __slots__ = ("_by_item", "_by_output", "_next")
+    __slots__ = ("_by_item", "_by_output", "_next", "_sequence")
 
     def __init__(self) -> None:
         self._next = 0  # position of the next call, local or provider-run
         self._by_item: dict[str, _Call] = {}
         self._by_output: dict[int, _Call] = {}
+        self._sequence: int | None = None  # the last sequence_number seen
 
     def feed(self, sse: ServerSentEvent) -> list[StreamEvent]:
         if sse.data == _DONE:
             return []  # OpenRouter's trailer after response.completed (module docstring)
         obj = load_object(sse.data, where="openai-responses event")
+        sequence = obj.get("sequence_number")
+        if isinstance(sequence, int):
+            # The API numbers its events 0, 1, 2 ...: a gap, a repeat or a step back means
+            # events were lost, duplicated or reordered on the way, and the text is not
+            # what the model wrote.
+            if self._sequence is not None and sequence != self._sequence + 1:
+                raise MalformedStream(
+                    f"openai-responses event out of sequence: {sequence} after {self._sequence}"
+                )
+            self._sequence = sequence
         kind = obj.get("type")
         if not isinstance(kind, str):
             kind = sse.event

@@ -206,7 +206,9 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         """Decode the next piece of the body; return the events it completed."""
-        if self._state is not _OPEN:
+        # Compared by value, not identity: a decoder copied by pickle (another process)
+        # holds an equal string that is not the module's constant.
+        if self._state != _OPEN:
             raise IllegalTransition(self._state, "feed")
         self._bytes_fed += len(chunk)
         if self._undecoded:
@@ -262,6 +264,7 @@ class SSEDecoder:
         self._partial_len = len(tail)
         if longest_possible > limit and max(len(tail), *map(len, lines)) > limit:
             self._fail()
+            lines = []  # the traceback keeps this frame: it must not keep the long line too
             raise EventTooLarge(f"SSE line longer than {limit} characters", limit=limit)
         self._in_block = lines[-1] != ""
         return self._interpret(lines)
@@ -273,7 +276,7 @@ class SSEDecoder:
         and a last line without a line end is discarded. Check :attr:`pending`
         first to learn whether that happened. :meth:`feed` raises afterwards.
         """
-        if self._state is _OPEN:
+        if self._state == _OPEN:
             self._in_block = self.pending  # keep the answer once the buffers are gone
             self._state = _CLOSED
         self._drop_buffers()
@@ -334,6 +337,10 @@ class SSEDecoder:
             data_len += len(value) + 1
             if data_len > data_limit:
                 self._fail()
+                # The traceback keeps this frame (and feed's): drop what they hold first.
+                data.clear()
+                lines.clear()
+                line = value = ""
                 raise EventTooLarge(
                     f"SSE event data longer than {self._max} characters", limit=self._max
                 )

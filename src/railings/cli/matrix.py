@@ -1,0 +1,134 @@
+"""``railings matrix``: the fault matrix, on the embedded scripted server or a real endpoint."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from railings.cli._common import UsageError, console, positive
+
+__all__ = ["register", "run"]
+
+HELP = """\
+Run the fault matrix: fault classes x payload sizes (small 1 KB, medium 64 KB,
+large 1 MB of text or tool arguments) x providers (openai, anthropic,
+openai-responses) x with and without a tool call cut by max_tokens. Every cell
+streams a scripted answer from the embedded scripted server through the fault
+proxy (both on 127.0.0.1, free ports) into a client, and holds the result to
+one rule: every faulted stream is detected (a typed error or an interrupted
+verdict; Empty resent, Partial returned as-is), every clean stream returns the
+full text exactly, a tool call cut by max_tokens is never executed (a spy tool,
+through a real dispatch), and the seeds' counterexample -- the proof arrived,
+then the connection broke -- is reported as complete. Reorder and duplicate are
+beyond what Chat Completions and Messages can show (no sequence numbers): "~",
+never a failure. No API key, no network.
+
+--client compares: openai-sdk (Chat Completions and Responses), anthropic-sdk
+(the official packages, streamed as their docs show) and the same over
+railings.guard. Their columns say what they did (returned the full text;
+UNDETECTED: returned less, or no proof, without a word; raised which exception)
+and never change the exit code.
+
+--upstream URL runs the same faults against a real endpoint (its origin, e.g.
+https://api.openai.com; the key from OPENAI_API_KEY / ANTHROPIC_API_KEY; --model
+required). The answer is then whatever the endpoint says: the proxy keeps a copy
+of each upstream body, and that copy is the reference. A mid-stream fault lands
+on a guessed event there, so a fault that hits before any content may also end
+as Empty, resent, then a typed error. It costs real tokens: sizes default to
+small.
+
+exit codes: 0 every railings cell as expected; 1 a railings cell failed (listed)
+or the run itself failed; 2 usage error.
+"""
+
+
+def _names(kind: str, known: Sequence[str]) -> Any:
+    def parse(text: str) -> list[str]:
+        names = [n.strip() for n in text.split(",") if n.strip()]
+        unknown = [n for n in names if n not in known]
+        if unknown or not names:
+            raise argparse.ArgumentTypeError(
+                f"unknown {kind} {', '.join(unknown) or repr(text)}: expected {', '.join(known)}")
+        return list(dict.fromkeys(names))
+
+    return parse
+
+
+def register(commands: Any) -> None:
+    from railings.matrix import CLIENTS, FAULT_CASES, PROVIDERS, SIZES
+
+    parser = commands.add_parser(
+        "matrix",
+        help="run the fault matrix (faults x sizes x providers x cut tool call)",
+        description=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--client", type=_names("client", [*CLIENTS, "all"]),
+                        default=["railings"], metavar="NAME[,NAME]",
+                        help=f"client(s) to run: {', '.join(CLIENTS)} or all "
+                             "(default: railings)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a subset: the main fault classes, small payloads (a few seconds)")
+    parser.add_argument("--faults", type=_names("fault", [f.name for f in FAULT_CASES]),
+                        metavar="F[,F]", help="fault classes (default: all)")
+    parser.add_argument("--sizes", type=_names("size", list(SIZES)), metavar="S[,S]",
+                        help=f"payload sizes: {', '.join(SIZES)} (default: all)")
+    parser.add_argument("--providers", type=_names("provider", list(PROVIDERS)),
+                        metavar="P[,P]", help=f"{', '.join(PROVIDERS)} (default: all)")
+    parser.add_argument("--jobs", type=positive, default=None, metavar="N",
+                        help="cells run at once (default 16)")
+    parser.add_argument("--upstream", metavar="URL",
+                        help="a real endpoint's origin instead of the embedded server")
+    parser.add_argument("--model", help="the model to ask (with --upstream)")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object instead of the table")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from railings.matrix import CLIENTS, QUICK_FAULTS, grid, run_matrix
+    from railings.matrix.report import progress, render, to_json
+    from railings.matrix.run import DEFAULT_JOBS, count
+
+    upstream = _upstream(args)
+    names = list(CLIENTS) if "all" in args.client else args.client
+    clients = [CLIENTS[n]() for n in names]
+    faults = args.faults or (list(QUICK_FAULTS) if args.quick else None)
+    sizes = args.sizes or (["small"] if args.quick or upstream else None)
+    cells = grid(faults, sizes, args.providers)
+    total = count(cells, clients)
+    if total == 0:
+        speaks = "; ".join(f"{c.name} speaks {', '.join(sorted(c.providers))}" for c in clients)
+        raise UsageError(f"matrix: no cells to run with these filters ({speaks})")
+
+    err = console(stderr=True)
+    with progress(err, total, enabled=err.is_terminal and not args.json) as advance:
+        result = asyncio.run(run_matrix(cells, clients, upstream=upstream,
+                                        jobs=args.jobs or DEFAULT_JOBS, on_result=advance))
+    if args.json:
+        options = {"clients": names, "faults": faults, "sizes": sizes,
+                   "providers": args.providers, "quick": args.quick, "model": args.model}
+        sys.stdout.write(to_json(result, options=options) + "\n")
+    else:
+        render(console(), result)
+    return result.exit_code
+
+
+def _upstream(args: argparse.Namespace) -> Any:
+    from railings.matrix.run import Upstream
+
+    if args.upstream is None:
+        if args.model is not None:
+            raise UsageError("matrix: --model goes with --upstream (the embedded server "
+                             "has one scripted model)")
+        return None
+    parts = urlsplit(args.upstream)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"matrix: --upstream must be an http(s) URL, got {args.upstream!r}")
+    if not args.model:
+        raise UsageError("matrix: --upstream needs --model (the model to ask)")
+    return Upstream(args.upstream.rstrip("/"), args.model)

@@ -1,0 +1,82 @@
+"""The truncation guard as LangChain agent middleware (``langchain.agents.create_agent``).
+
+``create_agent`` is where LangGraph 1.x points ``create_react_agent`` users. What a
+user adds::
+
+    from railings.integrations.langchain import TruncationGuard
+
+    agent = create_agent(model, tools, middleware=[TruncationGuard()])
+
+It hooks in twice, both through the middleware's own extension points:
+
+* ``after_model``: each call railings rejects in the model's message is answered at
+  once with railings' resend notice (a ``ToolMessage``, ``status="error"``), and the
+  agent goes back to the model. This covers the non-streamed case too, where
+  LangChain set the cut call aside in ``invalid_tool_calls`` and the agent would
+  otherwise end with the call unanswered.
+* ``wrap_tool_call``: the same gate as :class:`~railings.integrations.langgraph.GuardedToolNode`
+  at the moment of execution, for calls that reach the tools some other way
+  (``jump_to="tools"``, a human-in-the-loop edit).
+
+The verdict is railings' own (:func:`~railings.integrations.inspect_message`): the
+middleware decides whether a call runs, never with what arguments.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, hook_config
+from langchain_core.messages import ToolMessage
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.runtime import Runtime
+
+from railings.integrations._messages import inspect_message, messages_of
+from railings.integrations.langgraph import (
+    AsyncExecute,
+    Execute,
+    Result,
+    TruncationGate,
+    resend_notices,
+)
+
+__all__ = ["TruncationGuard", "inspect_message"]
+
+
+class TruncationGuard(AgentMiddleware):
+    """Middleware that keeps a turn cut at the output limit from running its cut calls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._gate = TruncationGate()
+
+    @hook_config(can_jump_to=["model"])
+    def after_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        notices: list[ToolMessage] = resend_notices(state)["messages"]
+        if not notices:
+            return None
+        update: dict[str, Any] = {"messages": notices}
+        if not _pending(state, notices):
+            # Nothing left for the tools: without the jump an agent whose only call was
+            # set aside as invalid would end here instead of sending the notice.
+            update["jump_to"] = "model"
+        return update
+
+    @hook_config(can_jump_to=["model"])
+    async def aafter_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        return self.after_model(state, runtime)
+
+    def wrap_tool_call(self, request: ToolCallRequest, handler: Execute) -> Result:
+        return self._gate(request, handler)
+
+    async def awrap_tool_call(self, request: ToolCallRequest, handler: AsyncExecute) -> Result:
+        return await self._gate.acall(request, handler)
+
+
+def _pending(state: Any, notices: list[ToolMessage]) -> bool:
+    """Whether the latest AI message still has a call no tool message answers."""
+    messages = messages_of(state)
+    latest = next((m for m in reversed(messages) if getattr(m, "type", None) == "ai"), None)
+    answered = {getattr(m, "tool_call_id", None) for m in [*messages, *notices]
+                if getattr(m, "type", None) == "tool"}
+    return any(call.get("id") not in answered for call in getattr(latest, "tool_calls", ()) or ())

@@ -1,0 +1,63 @@
+"""``railings matrix``: fault classes x payload sizes x providers x {text, cut tool call}.
+
+The seeds' test matrix, shipped: every cell streams a scripted answer through the
+fault proxy into a client, and holds the result to one acceptance rule (the
+expectation table in :mod:`railings.matrix.cells`): every faulted stream is
+detected (a typed error or an interrupted verdict; Empty resent, Partial
+returned as-is), every clean stream returns the full text, no tool call cut by
+``max_tokens`` is ever executed, and the seeds' counterexample is reported as
+what it is. The official SDKs run the same cells for comparison.
+
+::
+
+    from railings.matrix import CLIENTS, grid, run_matrix
+    result = asyncio.run(run_matrix(grid(sizes=["small"]), [CLIENTS["railings"]()]))
+    assert result.exit_code == 0
+"""
+
+from __future__ import annotations
+
+from railings.matrix.cells import (
+    FAULT_CASES,
+    PROVIDERS,
+    QUICK_FAULTS,
+    SIZES,
+    Cell,
+    Expect,
+    FaultCase,
+    Provider,
+    Size,
+    grid,
+)
+from railings.matrix.clients import CLIENTS, RailingsClient
+from railings.matrix.judge import Judgement, Reference, Status
+from railings.matrix.observation import Client, Observation, Target
+from railings.matrix.run import CellResult, MatrixResult, Upstream, run_matrix
+from railings.matrix.sdks import AnthropicSDK, OpenAISDK
+
+__all__ = [
+    "CLIENTS",
+    "FAULT_CASES",
+    "PROVIDERS",
+    "QUICK_FAULTS",
+    "SIZES",
+    "AnthropicSDK",
+    "Cell",
+    "CellResult",
+    "Client",
+    "Expect",
+    "FaultCase",
+    "Judgement",
+    "MatrixResult",
+    "Observation",
+    "OpenAISDK",
+    "Provider",
+    "RailingsClient",
+    "Reference",
+    "Size",
+    "Status",
+    "Target",
+    "Upstream",
+    "grid",
+    "run_matrix",
+]

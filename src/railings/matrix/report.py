@@ -1,0 +1,246 @@
+"""The matrix for a person (rich tables, a progress bar, a summary) and for a machine (JSON).
+
+A table row is a fault class; a column is one client on one provider. A cell
+shows one mark per payload size, first the text cells, then the cells with a
+tool call cut by ``max_tokens``, and what the client did, in a few words::
+
+    ✓✓✓ ✓✓✓ Partial: IdleTimeout
+
+``✓`` as expected, ``✗`` not (for an official SDK: it did not notice, or it
+threw a complete answer away), ``~`` the wire format cannot show the fault
+(reorder and duplicate: Chat Completions and Messages carry no sequence
+numbers). With one client, the providers share one table; with several, each
+provider gets its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from railings.matrix.cells import FAULT_CASES, Expect
+from railings.matrix.judge import Status
+from railings.matrix.run import CellResult, MatrixResult
+
+__all__ = ["MARKS", "progress", "render", "summary_lines", "to_json"]
+
+MARKS = {Status.PASS: "✓", Status.FAIL: "✗", Status.LIMIT: "~"}
+_STYLE = {Status.PASS: "green", Status.FAIL: "bold red", Status.LIMIT: "yellow"}
+_SDK_FAIL = "red"
+
+FOOTNOTES: dict[tuple[str, ...], str] = {
+    ("close_after_terminator",):
+    "close_after_terminator is the seeds' counterexample: the whole stream and its proof "
+    "arrived, then the connection broke. The proof is data, not the close: the turn is "
+    "complete. Had the proof itself been lost, nobody could tell it from drop_terminator: "
+    "Partial.",
+    ("reorder", "duplicate"):
+    "reorder / duplicate swap or repeat two content deltas with the proof intact. Chat "
+    "Completions and Messages number nothing, so no client can notice (~): reported, "
+    "never a failure. Responses events carry sequence numbers and the content comes "
+    "again at the end: there the full text, or a detected fault, is due.",
+}
+
+
+@contextmanager
+def progress(console: Console, total: int,
+             enabled: bool) -> Iterator[Callable[[CellResult], None]]:
+    """A progress bar on ``console`` (stderr) while the cells run; ``advance(result)``."""
+    bar = Progress(TextColumn("[bold]railings matrix"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[failed]}"), TimeElapsedColumn(),
+                   console=console, transient=True, disable=not enabled)
+    with bar:
+        task = bar.add_task("cells", total=total, failed="")
+        failed = 0
+
+        def advance(result: CellResult) -> None:
+            nonlocal failed
+            if result.counts and result.status is Status.FAIL:
+                failed += 1
+            bar.update(task, advance=1,
+                       failed=f"[red]{failed} failed[/]" if failed else "")
+
+        yield advance
+
+
+def _columns(result: MatrixResult) -> list[tuple[str, str]]:
+    """(provider, client) pairs in first-seen order."""
+    seen: dict[tuple[str, str], None] = {}
+    for r in result.results:
+        seen.setdefault((r.cell.provider.name, r.client), None)
+    return list(seen)
+
+
+def _cell_text(results: Sequence[CellResult], *, always: bool) -> str:
+    """Marks, then what the client did, unless the marks already say it (``always``
+    False: a label equal to the expectation is left out)."""
+    texts = [r for r in results if not r.cell.tool]
+    tools = [r for r in results if r.cell.tool]
+    groups = [g for g in (texts, tools) if g]
+    marks = " ".join("".join(_mark(r) for r in g) for g in groups)
+    labels: dict[str, CellResult] = {}
+    for r in results:
+        if always or r.judgement.label != r.cell.fault.detail:
+            labels.setdefault(r.judgement.label, r)
+    words = "; ".join(f"[{_label_style(r)}]{escape(label)}[/]" for label, r in labels.items())
+    return f"{marks} {words}".rstrip()
+
+
+def _mark(r: CellResult) -> str:
+    style = _STYLE[r.status] if r.counts or r.status is not Status.FAIL else _SDK_FAIL
+    return f"[{style}]{MARKS[r.status]}[/]"
+
+
+def _label_style(r: CellResult) -> str:
+    if r.status is Status.FAIL:
+        return "bold red" if r.counts else _SDK_FAIL
+    return "yellow" if r.status is Status.LIMIT else "default"
+
+
+def _table(result: MatrixResult, columns: list[tuple[str, str]], title: str) -> Table:
+    """One client: an "expected" column, and a cell shows only what differs from it.
+    Several clients: every cell says what its client did."""
+    by_key: dict[tuple[str, str, str], list[CellResult]] = {}
+    for r in result.results:
+        by_key.setdefault((r.cell.fault.name, r.cell.provider.name, r.client), []).append(r)
+    one_client = len({c for _, c in columns}) == 1
+    table = Table(title=title, title_justify="left")
+    table.add_column("fault", no_wrap=True)
+    if one_client:
+        table.add_column("expected", style="dim", no_wrap=True)
+    for provider, client in columns:
+        table.add_column(provider if one_client else client.replace("+", "\n+"))
+    for fault in FAULT_CASES:
+        if not any(k[0] == fault.name for k in by_key):
+            continue
+        row = [fault.name, fault.detail] if one_client else [fault.name]
+        for provider, client in columns:
+            cells = by_key.get((fault.name, provider, client), [])
+            row.append(_cell_text(cells, always=not one_client) if cells else "[dim]-[/]")
+        table.add_row(*row)
+    return table
+
+
+def _legend(result: MatrixResult) -> str:
+    sizes = _sizes(result.results)
+    tools = sorted({r.cell.tool for r in result.results})
+    parts = []
+    if False in tools:
+        parts.append(f"text {'/'.join(sizes)}")
+    if True in tools:
+        parts.append(f"with a cut tool call {'/'.join(sizes)}")
+    return (f"marks: {', then '.join(parts)}. ✓ as expected  ✗ not (an SDK: did not "
+            "notice, or lost a complete answer)  ~ no client can tell on this wire")
+
+
+def _sizes(results: Sequence[CellResult]) -> list[str]:
+    seen: dict[str, None] = {}
+    for r in results:
+        seen.setdefault(r.cell.size.name, None)
+    return list(seen)
+
+
+def render(console: Console, result: MatrixResult) -> None:
+    """The tables, the legend, the footnotes, any railings failures, the summary."""
+    columns = _columns(result)
+    where = f"through the fault proxy to {result.upstream}" if result.upstream else \
+        "embedded scripted server behind the fault proxy"
+    clients = list(dict.fromkeys(c for _, c in columns))
+    if len(clients) == 1:
+        console.print(_table(result, columns, f"railings matrix: {clients[0]}, {where}"))
+    else:
+        for provider in dict.fromkeys(p for p, _ in columns):
+            console.print(_table(result, [c for c in columns if c[0] == provider],
+                                 f"railings matrix: {provider}, {where}"))
+            console.print()
+    console.print(f"[dim]{_legend(result)}[/]")
+    faults = {r.cell.fault.name for r in result.results}
+    for names, note in FOOTNOTES.items():
+        if faults.intersection(names):
+            console.print(f"[dim]{escape(note)}[/]")
+    for r in result.failed[:20]:
+        console.print(f"[bold red]FAIL[/] {escape(_where(r))}: "
+                      f"{escape('; '.join(r.judgement.problems))}")
+    if len(result.failed) > 20:
+        console.print(f"[bold red]... and {len(result.failed) - 20} more failed cells[/]")
+    for line in summary_lines(result):
+        console.print(line)
+
+
+def _where(r: CellResult) -> str:
+    tool = " +cut tool call" if r.cell.tool else ""
+    return f"{r.client} {r.cell.provider.name} {r.cell.fault.name} {r.cell.size.name}{tool} " \
+           f"({r.spec})"
+
+
+def summary_lines(result: MatrixResult) -> list[str]:
+    """One line for the verdict (railings cells), one per other client (informative)."""
+    lines = []
+    by_client: dict[str, list[CellResult]] = {}
+    for r in result.results:
+        by_client.setdefault(r.client, []).append(r)
+    for client, results in by_client.items():
+        counts = {s: sum(1 for r in results if r.status is s) for s in Status}
+        limit = f", {counts[Status.LIMIT]} at the wire's limit" if counts[Status.LIMIT] else ""
+        if results[0].counts:
+            tools = [r for r in results if r.cell.tool]
+            ran_cut = sum(1 for r in tools if any("EXECUTED" in p for p in r.judgement.problems))
+            verdict = ("[bold green]PASS[/]" if not counts[Status.FAIL]
+                       else f"[bold red]FAIL ({counts[Status.FAIL]} cells)[/]")
+            cut = (f" · cut tool calls executed: {ran_cut} of {len(tools)} tool cells"
+                   if tools else "")
+            lines.append(f"{verdict} {client}: {len(results)} cells, {counts[Status.PASS]} as "
+                         f"expected{limit}, {counts[Status.FAIL]} failed{cut} · "
+                         f"{result.seconds:.1f} s")
+        else:
+            detectable = [r for r in results if _detectable(r)]
+            missed = sum(1 for r in detectable if r.judgement.label.startswith("UNDETECTED"))
+            lost = sum(1 for r in results if r.status is Status.FAIL
+                       and r.cell.fault.expect in (Expect.FULL, Expect.RETRIED,
+                                                   Expect.COUNTEREXAMPLE))
+            extra = f", threw a complete answer away in {lost}" if lost else ""
+            lines.append(f"[dim]info[/] {client}: did not notice {missed} of {len(detectable)} "
+                         f"detectable faults{extra}{limit} (informative: never the exit code)")
+    return lines
+
+
+def _detectable(r: CellResult) -> bool:
+    """A fault a client can notice on this wire (what "did not notice" counts over)."""
+    expect = r.cell.fault.expect
+    if expect is Expect.LIMIT:
+        return r.cell.provider.numbered
+    return expect not in (Expect.FULL, Expect.COUNTEREXAMPLE)
+
+
+def to_json(result: MatrixResult, *, options: dict[str, Any] | None = None) -> str:
+    """One JSON object: the expectation table, every cell, the summary and the exit code."""
+    doc = {
+        "version": 1,
+        "upstream": result.upstream,
+        "options": options or {},
+        "expectations": [{"fault": f.name, "expect": f.expect.value, "detail": f.detail,
+                          "error": f.error} for f in FAULT_CASES],
+        "cells": [r.to_json() for r in result.results],
+        "summary": _summary_json(result),
+        "seconds": round(result.seconds, 3),
+        "exit_code": result.exit_code,
+    }
+    return json.dumps(doc, ensure_ascii=False)
+
+
+def _summary_json(result: MatrixResult) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for r in result.results:
+        entry = out.setdefault(r.client, {"kind": r.kind, "cells": 0, "pass": 0, "fail": 0,
+                                          "limit": 0})
+        entry["cells"] += 1
+        entry[r.status.value] += 1
+    return out
+

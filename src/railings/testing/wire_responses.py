@@ -1,0 +1,325 @@
+"""OpenAI Responses API, as the scripted server writes it (sans-IO: dicts and bytes).
+
+Shapes follow the real API (see ``tests/captures/responses/``): each event is an
+``event: <type>`` line and a ``data:`` line of compact JSON that repeats the
+``type`` and carries ``sequence_number``, counting from 0 over the whole stream.
+The order::
+
+    response.created, response.in_progress    the response: status in_progress, output []
+    a reasoning item, when the turn thinks (as with ``reasoning.summary: "auto"``):
+        response.output_item.added            {"type": "reasoning", "summary": []}
+        response.reasoning_summary_part.added
+        response.reasoning_summary_text.delta ...
+        response.reasoning_summary_text.done
+        response.reasoning_summary_part.done
+        response.output_item.done             the summary filled in
+    a message item, when the turn has text:
+        response.output_item.added            {"type": "message", "status": "in_progress"}
+        response.content_part.added           an output_text part with text ""
+        response.output_text.delta ...
+        response.output_text.done
+        response.content_part.done
+        response.output_item.done             status completed, the text filled in
+    a function_call item per call:
+        response.output_item.added            arguments "", call_id, name
+        response.function_call_arguments.delta ...
+        response.function_call_arguments.done
+        response.output_item.done
+    response.completed                        the whole response again, with usage
+
+At the output limit the item being written is closed with what it holds and
+``status: "incomplete"`` (its ``.done`` events carry the cut text or the cut
+arguments), later items never start, and the terminal event is
+``response.incomplete`` with ``incomplete_details.reason: "max_output_tokens"``
+and the cut items in ``response.output``. Each item has an ``output_index``
+(its place in the output) and an id (``rs_``, ``msg_``, ``fc_``); a function
+call's ``call_id`` (``call_...``) is the id its output is sent back under.
+
+Left out on purpose: the ``obfuscation`` padding field of the deltas (the shape
+``stream_options.include_obfuscation: false`` gives) and reasoning's
+``encrypted_content`` (sent only when asked for with ``include``).
+:func:`error_event` and :func:`failed_event` are the two ways the API reports
+a failure inside a stream; the fault proxy injects them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from railings.testing.script import Plan, assistant_turns, count_tokens, responses_status
+
+__all__ = [
+    "ResponsesAsk",
+    "error_event",
+    "events",
+    "failed_event",
+    "output_items",
+    "parse_ask",
+    "response",
+    "sse",
+]
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def sse(obj: Mapping[str, Any]) -> bytes:
+    """One event: the ``event:`` line repeats the data's ``type``, as OpenAI sends it."""
+    return f"event: {obj['type']}\ndata: {_dumps(obj)}\n\n".encode()
+
+
+@dataclass(frozen=True, slots=True)
+class ResponsesAsk:
+    """A ``POST /responses`` request, validated. ``turns``: the assistant turns its
+    ``input`` holds (:func:`~railings.testing.script.assistant_turns`)."""
+
+    model: str
+    input: list[Any]
+    instructions: str | None
+    stream: bool
+    max_tokens: int | None
+    input_tokens: int
+    turns: int
+    echo: dict[str, Any] = field(default_factory=dict)  # request fields the response repeats
+
+
+def parse_ask(obj: Any) -> ResponsesAsk | str:
+    """Validate a request body; a string is the 400 message.
+
+    Deliberately lenient on one point: ``max_output_tokens`` may be below the real
+    API's minimum of 16, so tests can cut a turn after a few characters.
+    """
+    if not isinstance(obj, Mapping):
+        return "We could not parse the JSON body of your request."
+    model = obj.get("model")
+    if not isinstance(model, str) or not model:
+        return "Missing required parameter: 'model'."
+    previous = obj.get("previous_response_id")
+    if previous is not None:
+        # Nothing is stored here: the whole conversation must come in ``input``.
+        return f"Previous response with id '{previous}' not found."
+    items = obj.get("input", [])
+    if isinstance(items, str):
+        items = [{"role": "user", "content": items}]
+    if not isinstance(items, list):
+        return ("Invalid type for 'input': expected one of a string or an array of input "
+                "items, but got an object instead.")
+    limit = obj.get("max_output_tokens")
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        return (f"Invalid 'max_output_tokens': integer below minimum value. Expected a value "
+                f">= 1, but got {limit!r} instead.")
+    instructions = obj.get("instructions")
+    tools = obj.get("tools")
+    tools = tools if isinstance(tools, list) else []
+    echo = {
+        "instructions": instructions if isinstance(instructions, str) else None,
+        "max_output_tokens": limit,
+        "parallel_tool_calls": obj.get("parallel_tool_calls", True) is not False,
+        "store": obj.get("store", True) is not False,
+        "temperature": obj.get("temperature", 1.0),
+        "tool_choice": obj.get("tool_choice", "auto"),
+        "tools": [_echo_tool(t) for t in tools],
+        "top_p": obj.get("top_p", 1.0),
+        "metadata": obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {},
+    }
+    prompt = _dumps([instructions, items, obj.get("tools")])
+    return ResponsesAsk(model, items, echo["instructions"], obj.get("stream") is True, limit,
+                        count_tokens(len(prompt)), assistant_turns(items), echo)
+
+
+def _echo_tool(tool: Any) -> Any:
+    # The API repeats each tool with its defaults filled in; a function tool is strict
+    # unless the request said otherwise.
+    if isinstance(tool, Mapping) and tool.get("type") == "function":
+        return {"type": "function", "description": tool.get("description"),
+                "name": tool.get("name"), "parameters": tool.get("parameters"),
+                "strict": tool.get("strict", True)}
+    return tool
+
+
+def _usage(plan: Plan, input_tokens: int) -> dict[str, Any]:
+    reasoning = min(plan.output_tokens, count_tokens(len(plan.thinking)))
+    return {"input_tokens": input_tokens,
+            "input_tokens_details": {"cache_write_tokens": 0, "cached_tokens": 0},
+            "output_tokens": plan.output_tokens,
+            "output_tokens_details": {"reasoning_tokens": reasoning},
+            "total_tokens": input_tokens + plan.output_tokens}
+
+
+def _response(ask: ResponsesAsk, *, response_id: str, created: int, model: str, status: str,
+              output: list[dict[str, Any]], usage: dict[str, Any] | None = None,
+              reason: str | None = None) -> dict[str, Any]:
+    """The response object, its fields in the API's order."""
+    echo = ask.echo
+    return {
+        "id": response_id, "object": "response", "created_at": created, "status": status,
+        "background": False, "error": None,
+        "incomplete_details": {"reason": reason} if reason is not None else None,
+        "instructions": echo["instructions"], "max_output_tokens": echo["max_output_tokens"],
+        "max_tool_calls": None, "model": model, "output": output,
+        "parallel_tool_calls": echo["parallel_tool_calls"], "previous_response_id": None,
+        "prompt_cache_key": None, "reasoning": {"effort": None, "summary": None},
+        "safety_identifier": None,
+        "service_tier": "auto" if status == "in_progress" else "default",
+        "store": echo["store"], "temperature": echo["temperature"],
+        "text": {"format": {"type": "text"}, "verbosity": "medium"},
+        "tool_choice": echo["tool_choice"], "tools": echo["tools"], "top_logprobs": 0,
+        "top_p": echo["top_p"], "truncation": "disabled", "usage": usage, "user": None,
+        "metadata": echo["metadata"],
+    }
+
+
+# -- the output items ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    kind: str  # "reasoning" | "message" | "function_call"
+    id: str
+    text: str  # the summary, the text, or the arguments
+    complete: bool
+    call_id: str = ""
+    name: str = ""
+
+    def final(self) -> dict[str, Any]:
+        """The item as ``output_item.done`` and the final response show it."""
+        status = "completed" if self.complete else "incomplete"
+        if self.kind == "reasoning":
+            item: dict[str, Any] = {"id": self.id, "type": "reasoning",
+                                    "summary": [{"type": "summary_text", "text": self.text}]}
+            if not self.complete:
+                item["status"] = status
+            return item
+        if self.kind == "message":
+            return {"id": self.id, "type": "message", "status": status,
+                    "content": [_text_part(self.text)], "role": "assistant"}
+        return {"id": self.id, "type": "function_call", "status": status,
+                "arguments": self.text, "call_id": self.call_id, "name": self.name}
+
+
+def _text_part(text: str) -> dict[str, Any]:
+    return {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
+
+
+def _items(plan: Plan, new_item_id: Callable[[str], str]) -> list[_Item]:
+    items: list[_Item] = []
+    if plan.thinking:
+        items.append(_Item("reasoning", new_item_id("rs"), plan.thinking,
+                           plan.thinking_complete))
+    if plan.text:
+        items.append(_Item("message", new_item_id("msg"), plan.text, plan.text_complete))
+    items.extend(_Item("function_call", new_item_id("fc"), call.arguments, call.complete,
+                       call.id, call.name) for call in plan.calls)
+    return items
+
+
+def output_items(plan: Plan, new_item_id: Callable[[str], str]) -> list[dict[str, Any]]:
+    """The ``output`` of a response that carries ``plan``."""
+    return [item.final() for item in _items(plan, new_item_id)]
+
+
+def _terminal(plan: Plan) -> tuple[str, str | None]:
+    status, reason = responses_status(plan.stop_reason)
+    if plan.truncated and status == "completed":
+        return "incomplete", "max_output_tokens"  # a forced stop reason cannot hide a cut
+    return status, reason
+
+
+def response(plan: Plan, ask: ResponsesAsk, *, response_id: str, created: int, model: str,
+             new_item_id: Callable[[str], str]) -> dict[str, Any]:
+    """The body of a non-streamed response."""
+    status, reason = _terminal(plan)
+    return _response(ask, response_id=response_id, created=created, model=model, status=status,
+                     output=output_items(plan, new_item_id),
+                     usage=_usage(plan, ask.input_tokens), reason=reason)
+
+
+def _pieces(s: str, size: int) -> Iterator[str]:
+    for start in range(0, len(s), size):
+        yield s[start : start + size]
+
+
+def events(plan: Plan, ask: ResponsesAsk, *, response_id: str, created: int, model: str,
+           chunk_size: int, new_item_id: Callable[[str], str]) -> Iterator[bytes]:
+    """The SSE events of a streamed response, one ``bytes`` per event."""
+    sequence = 0
+
+    def event(type_: str, **fields: Any) -> bytes:
+        nonlocal sequence
+        out = sse({"type": type_, "sequence_number": sequence, **fields})
+        sequence += 1
+        return out
+
+    def lifecycle(status: str, output: list[dict[str, Any]], usage: dict[str, Any] | None = None,
+                  reason: str | None = None) -> dict[str, Any]:
+        return _response(ask, response_id=response_id, created=created, model=model,
+                         status=status, output=output, usage=usage, reason=reason)
+
+    yield event("response.created", response=lifecycle("in_progress", []))
+    yield event("response.in_progress", response=lifecycle("in_progress", []))
+    items = _items(plan, new_item_id)
+    for index, item in enumerate(items):
+        at = {"item_id": item.id, "output_index": index}
+        if item.kind == "reasoning":
+            yield event("response.output_item.added", output_index=index,
+                        item={"id": item.id, "type": "reasoning", "summary": []})
+            summary = {"summary_index": 0}
+            yield event("response.reasoning_summary_part.added", **at, **summary,
+                        part={"type": "summary_text", "text": ""})
+            for piece in _pieces(item.text, chunk_size):
+                yield event("response.reasoning_summary_text.delta", **at, **summary,
+                            delta=piece)
+            yield event("response.reasoning_summary_text.done", **at, **summary, text=item.text)
+            cut = {} if item.complete else {"status": "incomplete"}
+            yield event("response.reasoning_summary_part.done", **at, **summary,
+                        part={"type": "summary_text", "text": item.text}, **cut)
+        elif item.kind == "message":
+            yield event("response.output_item.added", output_index=index,
+                        item={"id": item.id, "type": "message", "status": "in_progress",
+                              "content": [], "role": "assistant"})
+            part = {"content_index": 0}
+            yield event("response.content_part.added", **at, **part, part=_text_part(""))
+            for piece in _pieces(item.text, chunk_size):
+                yield event("response.output_text.delta", **at, **part, delta=piece,
+                            logprobs=[])
+            yield event("response.output_text.done", **at, **part, text=item.text, logprobs=[])
+            yield event("response.content_part.done", **at, **part, part=_text_part(item.text))
+        else:
+            yield event("response.output_item.added", output_index=index,
+                        item={"id": item.id, "type": "function_call", "status": "in_progress",
+                              "arguments": "", "call_id": item.call_id, "name": item.name})
+            for piece in _pieces(item.text, chunk_size):
+                yield event("response.function_call_arguments.delta", **at, delta=piece)
+            yield event("response.function_call_arguments.done", **at, arguments=item.text)
+        yield event("response.output_item.done", output_index=index, item=item.final())
+    status, reason = _terminal(plan)
+    final = lifecycle(status, [item.final() for item in items],
+                      _usage(plan, ask.input_tokens), reason)
+    yield event(f"response.{status}", response=final)
+
+
+# -- failures inside a stream ---------------------------------------------------------------
+
+SERVER_ERROR_MESSAGE = "The server had an error while processing your request. Sorry about that!"
+
+
+def error_event(sequence_number: int, code: str = "server_error",
+                message: str = SERVER_ERROR_MESSAGE) -> bytes:
+    """The ``error`` event (flat: ``code``, ``message``, ``param``)."""
+    return sse({"type": "error", "sequence_number": sequence_number, "code": code,
+                "message": message, "param": None})
+
+
+def failed_event(created: Mapping[str, Any], sequence_number: int, code: str = "server_error",
+                 message: str = SERVER_ERROR_MESSAGE) -> bytes:
+    """``response.failed`` for the response that ``created`` (a ``response.created``
+    event's object) opened: the same response, ``status: "failed"`` and the error."""
+    base = created.get("response")
+    failed = dict(base) if isinstance(base, Mapping) else {}
+    failed.update(status="failed", error={"code": code, "message": message})
+    return sse({"type": "response.failed", "sequence_number": sequence_number,
+                "response": failed})
