@@ -1,0 +1,185 @@
+"""The real captures of ``shared/corpus``, cut into SSE blocks, with their proofs located.
+
+The fuzz campaigns need two facts about each capture that must not come from
+the decoder under test: where its SSE blocks begin and end, and where its
+termination proof ends. Both are read here with a few lines of byte parsing
+(the captures use LF line ends; CR and CRLF are accepted too), so that the
+property "a capture cut before its proof is never clean" compares the
+decoder against an independent reading of the same bytes.
+
+The corpus is found, in this order: an explicit path (``--corpus``), the
+``RAILINGS_CORPUS`` environment variable, then ``shared/corpus`` next to any
+directory above this file or above the working directory.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from railings.errors import ConfigurationError
+from railings.testing.faults import EventSplitter
+
+__all__ = [
+    "ENV_VAR",
+    "PROOF_MARKERS",
+    "Capture",
+    "find_corpus",
+    "is_proof_block",
+    "load_captures",
+    "split_blocks",
+]
+
+ENV_VAR = "RAILINGS_CORPUS"
+# Byte strings without which no stream can be clean: the proofs of all three wire formats.
+PROOF_MARKERS = (b"[DONE]", b"message_stop", b"response.completed", b"response.incomplete")
+
+_EOL = re.compile(rb"\r\n|\r|\n")
+_PROVIDERS = {"openai-chat": "openai", "anthropic-messages": "anthropic"}
+_TYPED_PROOFS = frozenset({"message_stop", "response.completed", "response.incomplete"})
+
+
+def find_corpus(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """The corpus directory (the one holding ``real/MANIFEST.tsv``)."""
+    if explicit:
+        if (Path(explicit) / "real" / "MANIFEST.tsv").is_file():
+            return Path(explicit)
+        raise ConfigurationError(f"no corpus at {explicit}: expected real/MANIFEST.tsv there")
+    candidates: list[Path] = []
+    if os.environ.get(ENV_VAR):
+        candidates.append(Path(os.environ[ENV_VAR]))
+    for start in (Path(__file__).resolve(), Path.cwd().resolve()):
+        candidates.extend(parent / "shared" / "corpus" for parent in start.parents)
+    for candidate in candidates:
+        if (candidate / "real" / "MANIFEST.tsv").is_file():
+            return candidate
+    raise ConfigurationError(
+        f"cannot find shared/corpus above {Path(__file__).parent}: pass --corpus or set {ENV_VAR}"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Capture:
+    """One real response body. ``blocks`` + ``tail`` is the body, byte for byte.
+
+    ``proof_end`` is the length of the shortest prefix holding the whole proof
+    block (its blank line included), or None when the capture has no proof.
+    """
+
+    name: str
+    provider: str
+    body: bytes
+    blocks: tuple[bytes, ...]
+    tail: bytes
+    proof_end: int | None
+    tool_calls: int
+
+    @property
+    def block_ends(self) -> list[int]:
+        """The offset just past each block."""
+        ends, at = [], 0
+        for block in self.blocks:
+            at += len(block)
+            ends.append(at)
+        return ends
+
+
+def split_blocks(body: bytes) -> tuple[list[bytes], bytes]:
+    """SSE blocks (each up to and including its blank line) and the unterminated rest.
+
+    The fault proxy's byte-exact splitter: WHATWG line ends, a CR at the very end
+    waiting for a possible LF, blank lines before a block belonging to it.
+    """
+    splitter = EventSplitter()
+    blocks = splitter.feed(body)
+    return blocks, splitter.close()
+
+
+def _fields(block: bytes) -> tuple[str, str]:
+    """The ``event`` name and the joined ``data`` of one block (WHATWG field rules)."""
+    event = b""
+    data: list[bytes] = []
+    for line in _EOL.split(block):
+        if not line or line[:1] == b":":
+            continue
+        name, _, value = line.partition(b":")
+        if value[:1] == b" ":
+            value = value[1:]
+        if name == b"event":
+            event = value
+        elif name == b"data":
+            data.append(value)
+    return event.decode("utf-8", "replace"), b"\n".join(data).decode("utf-8", "replace")
+
+
+def is_proof_block(block: bytes) -> bool:
+    """True for a block that carries a termination proof of any supported wire format."""
+    event, data = _fields(block)
+    if data == "[DONE]":
+        return True
+    if not any(marker.decode() in data or marker.decode() == event for marker in PROOF_MARKERS):
+        return False
+    try:
+        obj = json.loads(data)
+    except ValueError:
+        return False
+    kind = obj.get("type") if isinstance(obj, dict) else None
+    if not isinstance(kind, str):
+        kind = event
+    return kind in _TYPED_PROOFS
+
+
+def proof_end(blocks: Sequence[bytes]) -> int | None:
+    at = 0
+    for block in blocks:
+        at += len(block)
+        if is_proof_block(block):
+            return at
+    return None
+
+
+def _count(value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        return 0
+
+
+@cache
+def _load(corpus: Path) -> tuple[Capture, ...]:
+    real = corpus / "real"
+    with (real / "MANIFEST.tsv").open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
+    captures = []
+    for row in rows:
+        body = (real / row["file"]).read_bytes()
+        blocks, tail = split_blocks(body)
+        captures.append(
+            Capture(
+                name=row["file"],
+                provider=_PROVIDERS.get(row["provider"], "auto"),
+                body=body,
+                blocks=tuple(blocks),
+                tail=tail,
+                proof_end=proof_end(blocks),
+                tool_calls=_count(row.get("tool_calls", "0")),
+            )
+        )
+    return tuple(captures)
+
+
+def load_captures(
+    corpus: str | os.PathLike[str] | None = None, *, names: Iterable[str] | None = None
+) -> tuple[Capture, ...]:
+    """Every capture listed in the corpus manifest (or only ``names``), in manifest order."""
+    found = _load(find_corpus(corpus).resolve())
+    if names is None:
+        return found
+    wanted = set(names)
+    return tuple(c for c in found if c.name in wanted)
