@@ -1,0 +1,399 @@
+"""The consumers measured side by side: each reads a body fed as pieces and returns the result.
+
+Every consumer gets the same pre-cut pieces and must hand back what a caller
+needs from the turn: the answer text and the tool call's parsed arguments
+(:class:`Result`), so the benchmark can check each one got it right before it
+is timed. Where a consumer has HTTP machinery, the pieces reach it through that
+machinery's own mock transport (``httpx2.MockTransport`` for railings and the
+official SDKs, ``httpx.MockTransport`` for httpx-sse): no network, no server,
+only consumption is measured. Clients are built once, outside the timing.
+
+The consumers:
+
+* ``floor``: the body split on blank lines, one ``json.loads`` per event, nothing
+  else. No consumer that parses every event can be faster.
+* ``httpx-sse``: httpx-sse's decoder and ``json.loads``, with the few dict
+  lookups a hand-written client needs. No checks: the lean baseline.
+* ``railings``: the sans-IO core, ``StreamReader`` bytes -> turn.
+* ``railings-transport``: railings' own ``AsyncProviderClient`` (one event loop,
+  reused across runs).
+* ``openai`` / ``openai.stream``: ``chat.completions.create(stream=True)``
+  iterated, and the ``chat.completions.stream()`` accumulating helper.
+* ``anthropic`` / ``anthropic.stream``: ``messages.create(stream=True)`` iterated,
+  and ``messages.stream()`` with ``get_final_message()``.
+* ``openai+guard`` / ``anthropic+guard``: the same plain iteration, with
+  ``railings.guard.transport(inner=...)`` wrapping the mock transport.
+* ``httpx2`` / ``httpx2+guard``: the body bytes read through an httpx2 client, plain
+  and guarded: the guard's own cost, measured on runs fast enough to repeat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2
+from workloads import Workload
+
+__all__ = ["CONSUMERS", "Consumer", "Result", "available", "check", "runner"]
+
+_OPENAI_URL = "http://bench.invalid/v1"
+_ANTHROPIC_URL = "http://bench.invalid"
+_MODEL = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}
+_MESSAGES = [{"role": "user", "content": "Write the handler."}]
+_TOOL_SCHEMA = {
+    "type": "object",
+    "properties": {"path": {"type": "string"}, "content": {"type": "string"},
+                   "mode": {"type": "string"}},
+    "required": ["path", "content"],
+}
+_OPENAI_TOOLS = [{"type": "function", "function": {"name": "write_file",
+                                                   "parameters": _TOOL_SCHEMA}}]
+_ANTHROPIC_TOOLS = [{"name": "write_file", "input_schema": _TOOL_SCHEMA}]
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What the consumer got out of the stream (the floor extracts nothing: ``events``)."""
+
+    text: str = ""
+    arguments: Any = None
+    events: int | None = None
+    bytes: int | None = None  # the httpx2 consumers, which only read the body
+
+
+class _Feed:
+    """The pieces the mock transports answer with; set before each run."""
+
+    pieces: list[bytes] = []  # noqa: RUF012 -- one shared slot, set per run
+
+
+class _Pieces(httpx2.SyncByteStream, httpx2.AsyncByteStream):
+    def __init__(self, pieces: list[bytes]) -> None:
+        self._pieces = pieces
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self._pieces)
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for piece in self._pieces:
+            yield piece
+
+
+_SSE_HEADERS = {"content-type": "text/event-stream; charset=utf-8"}
+
+
+def _handler(request: httpx2.Request) -> httpx2.Response:
+    return httpx2.Response(200, headers=_SSE_HEADERS, stream=_Pieces(_Feed.pieces))
+
+
+def _mock(guard: bool = False) -> httpx2.BaseTransport:
+    transport = httpx2.MockTransport(_handler)
+    if guard:
+        import railings.guard
+
+        return railings.guard.transport(inner=transport)
+    return transport
+
+
+def _arguments(parts: list[str]) -> Any:
+    return json.loads("".join(parts)) if parts else None
+
+
+# -- the floor and the lean baseline -----------------------------------------------------
+
+
+def _floor(pieces: list[bytes]) -> Result:
+    loads = json.loads
+    rest = b""
+    events = 0
+    for piece in pieces:
+        blocks = (rest + piece).split(b"\n\n")
+        rest = blocks.pop()
+        for block in blocks:
+            data = block[block.find(b"data: ") + 6 :]
+            if data != b"[DONE]":
+                loads(data)
+            events += 1
+    return Result(events=events)
+
+
+def _httpx_sse(provider: str) -> Callable[[list[bytes]], Result]:
+    import httpx
+    from httpx_sse import connect_sse
+
+    class Pieces(httpx.SyncByteStream):
+        def __iter__(self) -> Iterator[bytes]:
+            return iter(_Feed.pieces)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers=_SSE_HEADERS, stream=Pieces())
+
+    client = httpx.Client(transport=httpx.MockTransport(handler))
+    loads = json.loads
+    path = f"{_OPENAI_URL}/chat/completions" if provider == "openai" else (
+        f"{_ANTHROPIC_URL}/v1/messages")
+
+    def openai(pieces: list[bytes]) -> Result:
+        text: list[str] = []
+        args: list[str] = []
+        with connect_sse(client, "POST", path, json={"stream": True}) as source:
+            for sse in source.iter_sse():
+                if sse.data == "[DONE]":
+                    break
+                choices = loads(sse.data)["choices"]
+                if choices:
+                    delta = choices[0]["delta"]
+                    if delta.get("content"):
+                        text.append(delta["content"])
+                    for call in delta.get("tool_calls") or ():
+                        args.append(call["function"].get("arguments") or "")
+        return Result("".join(text), _arguments(args))
+
+    def anthropic(pieces: list[bytes]) -> Result:
+        text: list[str] = []
+        args: list[str] = []
+        with connect_sse(client, "POST", path, json={"stream": True}) as source:
+            for sse in source.iter_sse():
+                event = loads(sse.data)
+                kind = event["type"]
+                if kind == "content_block_delta":
+                    delta = event["delta"]
+                    if delta["type"] == "text_delta":
+                        text.append(delta["text"])
+                    elif delta["type"] == "input_json_delta":
+                        args.append(delta["partial_json"])
+                elif kind == "message_stop":
+                    break
+        return Result("".join(text), _arguments(args))
+
+    return openai if provider == "openai" else anthropic
+
+
+# -- railings ----------------------------------------------------------------------------
+
+
+def _railings_core(provider: str) -> Callable[[list[bytes]], Result]:
+    from railings.turn.reader import StreamReader
+
+    def run(pieces: list[bytes]) -> Result:
+        reader = StreamReader(provider)
+        feed = reader.feed
+        for piece in pieces:
+            feed(piece)
+        reader.close()
+        turn = reader.turn()
+        calls = turn.tool_calls
+        return Result(turn.text, calls[0].arguments if calls else None)
+
+    return run
+
+
+def _railings_transport(provider: str) -> Callable[[list[bytes]], Result]:
+    from railings.messages import User
+    from railings.transport import AsyncProviderClient, ClientConfig
+
+    base = _OPENAI_URL if provider == "openai" else _ANTHROPIC_URL
+    config = ClientConfig(provider=provider, model=_MODEL[provider], base_url=base,  # type: ignore[arg-type]
+                          api_key="bench")
+    client = AsyncProviderClient(config, transport=httpx2.MockTransport(_handler))
+    loop = asyncio.new_event_loop()
+    history = [User("Write the handler.")]
+
+    def run(pieces: list[bytes]) -> Result:
+        turn = loop.run_until_complete(client.stream_turn(history).result())
+        calls = turn.tool_calls
+        return Result(turn.text, calls[0].arguments if calls else None)
+
+    return run
+
+
+# -- the official SDKs ---------------------------------------------------------------------
+
+
+def _openai_client(guard: bool = False) -> Any:
+    import openai
+
+    return openai.OpenAI(api_key="bench", base_url=_OPENAI_URL, max_retries=0,
+                         http_client=httpx2.Client(transport=_mock(guard)))
+
+
+def _anthropic_client(guard: bool = False) -> Any:
+    import anthropic
+
+    return anthropic.Anthropic(api_key="bench", base_url=_ANTHROPIC_URL, max_retries=0,
+                               http_client=httpx2.Client(transport=_mock(guard)))
+
+
+def _openai_iterate(guard: bool) -> Callable[[list[bytes]], Result]:
+    client = _openai_client(guard)
+
+    def run(pieces: list[bytes]) -> Result:
+        text: list[str] = []
+        args: list[str] = []
+        stream = client.chat.completions.create(
+            model=_MODEL["openai"], messages=_MESSAGES, tools=_OPENAI_TOOLS, stream=True)
+        for chunk in stream:
+            if chunk.choices:
+                delta = chunk.choices[0].delta
+                if delta.content:
+                    text.append(delta.content)
+                for call in delta.tool_calls or ():
+                    if call.function and call.function.arguments:
+                        args.append(call.function.arguments)
+        return Result("".join(text), _arguments(args))
+
+    return run
+
+
+def _openai_helper() -> Callable[[list[bytes]], Result]:
+    client = _openai_client()
+
+    def run(pieces: list[bytes]) -> Result:
+        with client.chat.completions.stream(
+            model=_MODEL["openai"], messages=_MESSAGES, tools=_OPENAI_TOOLS
+        ) as stream:
+            for _ in stream:
+                pass
+            message = stream.get_final_completion().choices[0].message
+        calls = message.tool_calls or []
+        args = json.loads(calls[0].function.arguments) if calls else None
+        return Result(message.content or "", args)
+
+    return run
+
+
+def _anthropic_iterate(guard: bool) -> Callable[[list[bytes]], Result]:
+    client = _anthropic_client(guard)
+
+    def run(pieces: list[bytes]) -> Result:
+        text: list[str] = []
+        args: list[str] = []
+        stream = client.messages.create(model=_MODEL["anthropic"], max_tokens=64000,
+                                        messages=_MESSAGES, tools=_ANTHROPIC_TOOLS, stream=True)
+        for event in stream:
+            if event.type == "content_block_delta":
+                delta = event.delta
+                if delta.type == "text_delta":
+                    text.append(delta.text)
+                elif delta.type == "input_json_delta":
+                    args.append(delta.partial_json)
+        return Result("".join(text), _arguments(args))
+
+    return run
+
+
+def _anthropic_helper() -> Callable[[list[bytes]], Result]:
+    client = _anthropic_client()
+
+    def run(pieces: list[bytes]) -> Result:
+        with client.messages.stream(model=_MODEL["anthropic"], max_tokens=64000,
+                                    messages=_MESSAGES, tools=_ANTHROPIC_TOOLS) as stream:
+            message = stream.get_final_message()
+        text = "".join(b.text for b in message.content if b.type == "text")
+        tools = [b.input for b in message.content if b.type == "tool_use"]
+        return Result(text, tools[0] if tools else None)
+
+    return run
+
+
+def _httpx2_bytes(provider: str, guard: bool) -> Callable[[list[bytes]], Result]:
+    """The body read through an httpx2 client, and nothing else. The guard's own cost is the
+    difference between the guarded and the plain runs (see report.guard_overheads)."""
+    client = httpx2.Client(transport=_mock(guard))
+    url = f"{_OPENAI_URL}/chat/completions" if provider == "openai" else (
+        f"{_ANTHROPIC_URL}/v1/messages")
+
+    def run(pieces: list[bytes]) -> Result:
+        size = 0
+        with client.stream("POST", url, json={}) as response:
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+        return Result(bytes=size)
+
+    return run
+
+
+# -- the registry ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Consumer:
+    """One way of reading a stream. ``make(provider)`` builds its runner (clients included)."""
+
+    name: str
+    providers: tuple[str, ...]
+    make: Callable[[str], Callable[[list[bytes]], Result]]
+    group: str  # "floor" | "baseline" | "railings" | "sdk" | "guard"
+    note: str
+
+
+CONSUMERS: tuple[Consumer, ...] = (
+    Consumer("floor", ("openai", "anthropic"), lambda p: _floor, "floor",
+             "split on blank lines + one json.loads per event"),
+    Consumer("httpx-sse", ("openai", "anthropic"), _httpx_sse, "baseline",
+             "httpx MockTransport + httpx-sse + json.loads"),
+    Consumer("railings", ("openai", "anthropic"), _railings_core, "railings",
+             "core: StreamReader bytes -> Turn"),
+    Consumer("railings-transport", ("openai", "anthropic"), _railings_transport, "railings",
+             "AsyncProviderClient over httpx2.MockTransport"),
+    Consumer("httpx2", ("openai", "anthropic"), lambda p: _httpx2_bytes(p, False), "baseline",
+             "httpx2 MockTransport, body bytes iterated"),
+    Consumer("httpx2+guard", ("openai", "anthropic"), lambda p: _httpx2_bytes(p, True), "guard",
+             "the same through railings.guard.transport: the guard's own cost"),
+    Consumer("openai", ("openai",), lambda p: _openai_iterate(False), "sdk",
+             "chat.completions.create(stream=True), iterated"),
+    Consumer("openai.stream", ("openai",), lambda p: _openai_helper(), "sdk",
+             "chat.completions.stream() + get_final_completion()"),
+    Consumer("openai+guard", ("openai",), lambda p: _openai_iterate(True), "guard",
+             "create(stream=True) through railings.guard.transport"),
+    Consumer("anthropic", ("anthropic",), lambda p: _anthropic_iterate(False), "sdk",
+             "messages.create(stream=True), iterated"),
+    Consumer("anthropic.stream", ("anthropic",), lambda p: _anthropic_helper(), "sdk",
+             "messages.stream() + get_final_message()"),
+    Consumer("anthropic+guard", ("anthropic",), lambda p: _anthropic_iterate(True), "guard",
+             "create(stream=True) through railings.guard.transport"),
+)
+
+
+def available() -> dict[str, str]:
+    """Which optional consumers can run here: name -> reason it cannot ("" when it can)."""
+    missing: dict[str, str] = {}
+    for module, names in (("httpx_sse", ("httpx-sse",)), ("openai", ("openai", "openai.stream",
+                          "openai+guard")), ("anthropic", ("anthropic", "anthropic.stream",
+                          "anthropic+guard")), ("railings.transport", ("railings-transport",)),
+                          ("railings.guard", ("openai+guard", "anthropic+guard", "httpx2+guard"))):
+        try:
+            __import__(module)
+        except ImportError as exc:
+            for name in names:
+                missing[name] = f"{module} not importable: {exc}"
+    return {c.name: missing.get(c.name, "") for c in CONSUMERS}
+
+
+def runner(consumer: Consumer, provider: str) -> Callable[[list[bytes]], Result]:
+    """The consumer's runner for ``provider``: its mock transports answer with the pieces."""
+    run = consumer.make(provider)
+
+    def fed(pieces: list[bytes]) -> Result:
+        _Feed.pieces = pieces
+        return run(pieces)
+
+    return fed
+
+
+def check(workload: Workload, result: Result) -> str | None:
+    """None when the consumer got the workload's text and arguments, else what differs."""
+    if result.bytes is not None:
+        return None if result.bytes == len(workload.body) else "read a different body"
+    if result.events is not None:
+        return None if result.events == workload.events else (
+            f"parsed {result.events} events, expected {workload.events}")
+    if result.text != workload.text:
+        return f"text differs ({len(result.text)} vs {len(workload.text)} characters)"
+    if result.arguments != workload.arguments:
+        return "arguments differ"
+    return None

@@ -1,0 +1,200 @@
+"""The harness: interleaved timing rounds, then a separate peak-memory pass.
+
+Timing. Every case (a workload at one size, fed one way) is run by every
+consumer in its plan, round after round: round r runs each case's consumers in
+an order rotated by r, so machine noise (other processes on a shared box, CPU
+frequency) hits every consumer alike. The first run of each (case, consumer)
+also checks the result (:func:`consumers.check`) before it counts. A consumer
+whose first run took long gets fewer runs (:data:`RUNS_BY_DURATION`): the
+official SDKs' helpers need 5-20 s a run at 20,000 events, and their
+distance to railings is a factor of tens, not a matter of a few percent.
+``gc.collect()`` runs before each run, outside the timing; the collector stays
+on during it, as in real use.
+
+The clock is the consuming thread's CPU time (``time.thread_time``) by default:
+every consumer runs in this one thread (railings' async transport too, on a loop
+driven from here), and CPU time does not count the time another process held
+the core. Wall time is recorded alongside (``--clock wall`` reports it).
+
+Memory. A separate pass, after the timing, under ``tracemalloc`` (which slows
+allocation-heavy code fivefold and so must never overlap the timing): the peak
+of traced memory during one run, above what was allocated before it. The body
+and its pieces exist before the pass starts and are not counted.
+"""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from consumers import CONSUMERS, Consumer, Result, check, runner
+from workloads import Workload, pieces
+
+__all__ = ["QUICK_RUNS_BY_DURATION", "RUNS_BY_DURATION", "Case", "Sample", "consumers_for",
+           "memory_pass", "timing_rounds"]
+
+# (first run shorter than this many seconds, total runs; None: every round); longer: one run.
+Schedule = tuple[tuple[float, int | None], ...]
+RUNS_BY_DURATION: Schedule = ((0.6, None), (2.5, 3), (7.0, 2))
+QUICK_RUNS_BY_DURATION: Schedule = ((0.15, None),)
+
+
+@dataclass
+class Case:
+    """One workload at one size, fed one way, and the consumers that read it."""
+
+    workload: Workload
+    mode: str
+    consumers: list[Consumer]
+    pieces: list[bytes] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return f"{self.workload.key}/{self.mode}"
+
+
+@dataclass
+class Sample:
+    """Every run of one consumer on one case."""
+
+    cpu: list[float] = field(default_factory=list)
+    wall: list[float] = field(default_factory=list)
+    runs: int = 0  # how many runs were planned
+    error: str | None = None
+    peak: int | None = None  # bytes, from the memory pass
+
+    def median(self, clock: str) -> float | None:
+        values = self.cpu if clock == "cpu" else self.wall
+        return statistics.median(values) if values else None
+
+
+def _runs(first: float, rounds: int, schedule: Schedule) -> int:
+    for limit, runs in schedule:
+        if first < limit:
+            return rounds if runs is None else min(runs, rounds)
+    return 1
+
+
+def _timed(run: Callable[[list[bytes]], Result], chunks: list[bytes]
+           ) -> tuple[Result, float, float]:
+    gc.collect()
+    wall = time.perf_counter()
+    cpu = time.thread_time()
+    result = run(chunks)
+    cpu = time.thread_time() - cpu
+    wall = time.perf_counter() - wall
+    return result, cpu, wall
+
+
+def _warm(runners: dict[tuple[str, str], Callable[[list[bytes]], Result]],
+          small: dict[str, Workload]) -> None:
+    """One untimed run per consumer on a small body: imports, caches and first-call costs."""
+    for (name, provider), run in runners.items():
+        workload = small[provider]
+        try:
+            run(pieces(workload.body, "net"))
+        except Exception as exc:  # reported again, per case, by the timed run
+            print(f"  warm-up of {name} on {provider} failed: {exc!r}", file=sys.stderr)
+
+
+def _units(consumers: list[Consumer]) -> list[list[Consumer]]:
+    """Consumers in running order; an SDK and the same SDK behind the guard form one unit."""
+    names = {c.name for c in consumers}
+    units: list[list[Consumer]] = []
+    for c in consumers:
+        if c.name.endswith("+guard") and c.name.removesuffix("+guard") in names:
+            continue
+        twin = [g for g in consumers if g.name == f"{c.name}+guard"]
+        units.append([c, *twin])
+    return units
+
+
+def timing_rounds(cases: list[Case], rounds: int, schedule: Schedule,
+                  small: dict[str, Workload], progress: Callable[[str], None]
+                  ) -> dict[tuple[str, str], Sample]:
+    """Run every case's consumers ``rounds`` times, interleaved; return the samples.
+
+    An SDK and its guarded twin run back to back (in alternating order) and get the
+    same number of runs, so the guard's cost is read from pairs of neighbouring runs.
+    """
+    runners = {(c.name, case.workload.provider): runner(c, case.workload.provider)
+               for case in cases for c in case.consumers}
+    _warm(runners, small)
+    # Everything alive now (bodies, pieces, clients, imported SDKs) lives to the end: frozen,
+    # the collector skips it, and gc.collect() before each run costs little and always the same.
+    gc.collect()
+    gc.freeze()
+    samples = {(case.key, c.name): Sample(runs=rounds) for case in cases for c in case.consumers}
+    for r in range(rounds):
+        started = time.perf_counter()
+        for case in cases:
+            units = _units(case.consumers)
+            units = units[r % len(units):] + units[: r % len(units)]
+            for unit in units:
+                for consumer in unit if r % 2 == 0 else unit[::-1]:
+                    _run_once(case, consumer, samples, runners, rounds, schedule)
+                if len(unit) == 2:  # the twin runs as often as its SDK
+                    samples[case.key, unit[1].name].runs = samples[case.key, unit[0].name].runs
+        progress(f"round {r + 1}/{rounds} done in {time.perf_counter() - started:.1f} s")
+    return samples
+
+
+def _run_once(case: Case, consumer: Consumer, samples: dict[tuple[str, str], Sample],
+              runners: dict[tuple[str, str], Callable[[list[bytes]], Result]], rounds: int,
+              schedule: Schedule) -> None:
+    sample = samples[case.key, consumer.name]
+    if sample.error is not None or len(sample.cpu) >= sample.runs:
+        return
+    run = runners[consumer.name, case.workload.provider]
+    try:
+        result, cpu, wall = _timed(run, case.pieces)
+    except Exception as exc:
+        sample.error = f"{type(exc).__name__}: {exc}"[:200]
+        return
+    if not sample.cpu:
+        sample.error = check(case.workload, result)
+        sample.runs = _runs(cpu, rounds, schedule)
+        if sample.error is not None:
+            return
+    sample.cpu.append(cpu)
+    sample.wall.append(wall)
+
+
+def memory_pass(workloads: list[Workload], consumers: list[Consumer],
+                progress: Callable[[str], None]) -> dict[tuple[str, str], int]:
+    """Peak traced bytes of one run per (workload, consumer), fed in network pieces."""
+    out: dict[tuple[str, str], int] = {}
+    jobs = [(w, c, pieces(w.body, "net")) for w in workloads for c in consumers
+            if w.provider in c.providers]
+    runs = {(c.name, w.provider): runner(c, w.provider) for w, c, _ in jobs}
+    gc.collect()
+    gc.freeze()
+    started = time.perf_counter()
+    tracemalloc.start()
+    try:
+        for workload, consumer, chunks in jobs:
+            run = runs[consumer.name, workload.provider]
+            gc.collect()
+            tracemalloc.reset_peak()
+            base = tracemalloc.get_traced_memory()[0]
+            try:
+                result = run(chunks)
+            except Exception:
+                continue
+            peak = tracemalloc.get_traced_memory()[1] - base
+            del result
+            out[workload.key, consumer.name] = peak
+    finally:
+        tracemalloc.stop()
+    progress(f"memory pass done in {time.perf_counter() - started:.1f} s")
+    return out
+
+
+def consumers_for(provider: str, names: set[str]) -> list[Consumer]:
+    """The consumers named in ``names`` that read ``provider``'s streams, in registry order."""
+    return [c for c in CONSUMERS if provider in c.providers and c.name in names]
