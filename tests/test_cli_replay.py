@@ -91,3 +91,9 @@ def test_derived_stop_reason_without_max_tokens_warns() -> None:
     assert done.returncode == 0
     assert "cannot be recognized" in done.stderr
     assert json.loads(done.stdout)["stop_reason_source"] == "derived"
+
+
+def test_a_wrong_provider_is_pointed_out() -> None:
+    done = railings("replay", str(CAPTURE), "--provider", "openai-responses")
+    assert done.returncode == 0
+    assert "NOT finished" in done.stdout and "is --provider right?" in done.stdout

@@ -104,6 +104,11 @@ def _summary(result: Replay) -> None:
     out.print(line)
     if turn.usage:
         out.print(f"usage: {turn.usage.input_tokens} in, {turn.usage.output_tokens} out")
+    if turn.unknown_events:
+        out.print(
+            f"[yellow]{turn.unknown_events} event(s) of a kind this {turn.provider} decoder does "
+            "not know[/] (is --provider right?)"
+        )
     if turn.error and turn.error.provider_type:
         out.print(
             f"provider error: {escape(turn.error.provider_type)}: {escape(turn.error.message)}"
