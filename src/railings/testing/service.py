@@ -11,6 +11,7 @@ warnings-as-errors sees no unclosed transport.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
 import threading
@@ -26,7 +27,7 @@ __all__ = ["Service"]
 _START_TIMEOUT = 10.0
 
 
-class Service:
+class Service(abc.ABC):
     """Base class: subclasses implement :meth:`handle` for one connection."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
@@ -38,8 +39,9 @@ class Service:
         self._thread: threading.Thread | None = None
 
     # -- what a subclass provides -------------------------------------------------
+    @abc.abstractmethod
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        raise NotImplementedError
+        """Answer one connection."""
 
     # -- addresses -----------------------------------------------------------------
     @property
