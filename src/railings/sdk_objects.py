@@ -49,6 +49,7 @@ from railings.events import (
 from railings.replay import Replay
 from railings.turn.assembler import TurnAssembler
 from railings.turn.verdict import judge
+from railings.wire._json import as_int
 
 __all__ = ["inspect"]
 
@@ -91,7 +92,7 @@ def _as_dict(obj: Any) -> dict[str, Any]:
 def _usage(usage: Any, input_key: str, output_key: str) -> list[StreamEvent]:
     if not isinstance(usage, dict):
         return []
-    return [UsageUpdate(_int(usage.get(input_key)), _int(usage.get(output_key)))]
+    return [UsageUpdate(as_int(usage.get(input_key)), as_int(usage.get(output_key)))]
 
 
 def _chat_completion(data: dict[str, Any]) -> list[StreamEvent]:
@@ -222,7 +223,3 @@ def _message(data: dict[str, Any]) -> list[StreamEvent]:
     events += _usage(data.get("usage"), "input_tokens", "output_tokens")
     events.append(TerminationProof("message"))
     return events
-
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

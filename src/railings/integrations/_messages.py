@@ -61,6 +61,7 @@ from railings.replay import Replay
 from railings.turn.assembler import TurnAssembler
 from railings.turn.stop_reason import DEFAULT_EXEMPTIONS, is_truncated, normalize_stop_reason
 from railings.turn.verdict import CallVerdict, judge
+from railings.wire._json import as_int
 
 __all__ = ["find_message", "inspect_message", "messages_of", "stop_reason_of", "verdict_for"]
 
@@ -172,7 +173,7 @@ def _events(
         events.append(StopReason(wire))
     usage = _mapping(getattr(message, "usage_metadata", None))
     if usage:
-        tokens = _int(usage.get("input_tokens")), _int(usage.get("output_tokens"))
+        tokens = as_int(usage.get("input_tokens")), as_int(usage.get("output_tokens"))
         events.append(UsageUpdate(*tokens))
     events.append(TerminationProof("langchain"))
     return events
@@ -246,7 +247,3 @@ def _text(content: Any) -> str:
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
-
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -31,7 +31,7 @@ from typing import Any
 
 from railings.errors import MalformedStream
 
-__all__ = ["BACKEND", "load_object"]
+__all__ = ["BACKEND", "as_int", "load_object"]
 
 _loads = json.loads
 
@@ -87,3 +87,8 @@ def load_object(data: str, *, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise MalformedStream(f"{where}: data is JSON but not an object")
     return value
+
+
+def as_int(value: object) -> int | None:
+    """A JSON integer field, or None (absent, null, a bool, a float, a string)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

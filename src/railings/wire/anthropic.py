@@ -38,7 +38,7 @@ from railings.events import (
     Unknown,
     UsageUpdate,
 )
-from railings.wire._json import load_object
+from railings.wire._json import as_int, load_object
 from railings.wire.sse import ServerSentEvent
 
 __all__ = ["MESSAGE_STOP", "AnthropicDecoder"]
@@ -74,7 +74,7 @@ class AnthropicDecoder:
         if kind == "content_block_start":
             return self._block_start(obj)
         if kind == "content_block_stop":
-            position = self._blocks.get(_int(obj.get("index")) or 0)
+            position = self._blocks.get(as_int(obj.get("index")) or 0)
             return [] if position is None else [ToolCallEnd(position)]
         if kind == "message_delta":
             return _message_delta(obj)
@@ -102,7 +102,7 @@ class AnthropicDecoder:
         if not isinstance(block, dict):
             return [Unknown("anthropic:content_block_start")]
         kind = block.get("type")
-        index = _int(obj.get("index")) or 0
+        index = as_int(obj.get("index")) or 0
         if kind == "text":
             text = block.get("text")
             return [TextDelta(text)] if isinstance(text, str) and text else []
@@ -140,7 +140,7 @@ class AnthropicDecoder:
             text = delta.get("text")
             return [TextDelta(text)] if isinstance(text, str) and text else []
         if kind == "input_json_delta":
-            position = self._blocks.get(_int(obj.get("index")) or 0)
+            position = self._blocks.get(as_int(obj.get("index")) or 0)
             fragment = delta.get("partial_json")
             if position is None or not isinstance(fragment, str):
                 return [Unknown("anthropic:input_json_delta")]
@@ -164,7 +164,9 @@ def _message_start(obj: dict[str, Any]) -> list[StreamEvent]:
     ]
     usage = message.get("usage")
     if isinstance(usage, dict):
-        out.append(UsageUpdate(_int(usage.get("input_tokens")), _int(usage.get("output_tokens"))))
+        out.append(
+            UsageUpdate(as_int(usage.get("input_tokens")), as_int(usage.get("output_tokens")))
+        )
     reason = message.get("stop_reason")
     if isinstance(reason, str) and reason:
         out.append(StopReason(reason))
@@ -181,9 +183,7 @@ def _message_delta(obj: dict[str, Any]) -> list[StreamEvent]:
     usage = obj.get("usage")
     if isinstance(usage, dict):
         # output_tokens is cumulative in message_delta; input_tokens appears in newer versions.
-        out.append(UsageUpdate(_int(usage.get("input_tokens")), _int(usage.get("output_tokens"))))
+        out.append(
+            UsageUpdate(as_int(usage.get("input_tokens")), as_int(usage.get("output_tokens")))
+        )
     return out
-
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -39,7 +39,7 @@ from railings.events import (
     ToolCallStart,
     UsageUpdate,
 )
-from railings.wire._json import load_object
+from railings.wire._json import as_int, load_object
 from railings.wire.sse import ServerSentEvent
 
 __all__ = ["DONE", "OpenAIChatDecoder", "error_event"]
@@ -81,7 +81,9 @@ class OpenAIChatDecoder:
         usage = obj.get("usage")
         if isinstance(usage, dict):
             out.append(
-                UsageUpdate(_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")))
+                UsageUpdate(
+                    as_int(usage.get("prompt_tokens")), as_int(usage.get("completion_tokens"))
+                )
             )
         if obj.get("error"):
             out.append(error_event(obj))
@@ -213,7 +215,3 @@ def error_event(obj: dict[str, Any]) -> ProviderErrorEvent:
         kind,
         status if isinstance(status, int) else None,
     )
-
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

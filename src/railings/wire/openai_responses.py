@@ -82,7 +82,7 @@ from railings.events import (
     Unknown,
     UsageUpdate,
 )
-from railings.wire._json import load_object
+from railings.wire._json import as_int, load_object
 from railings.wire.sse import ServerSentEvent
 
 __all__ = [
@@ -224,7 +224,7 @@ class OpenAIResponsesDecoder:
             if kind in _PLAIN_ITEMS:
                 return []
             return [Unknown(f"openai-responses:item:{kind}")]
-        return [self._start(item, _int(obj.get("output_index")))[1]]
+        return [self._start(item, as_int(obj.get("output_index")))[1]]
 
     def _start(self, item: dict[str, Any], output_index: int | None) -> tuple[_Call, ToolCallStart]:
         kind = str(item["type"])
@@ -252,7 +252,7 @@ class OpenAIResponsesDecoder:
         if not isinstance(item, dict):
             return [Unknown("openai-responses:response.output_item.done")]
         kind = item.get("type")
-        output_index = _int(obj.get("output_index"))
+        output_index = as_int(obj.get("output_index"))
         out: list[StreamEvent] = []
         call = self._find(item.get("id"), output_index)
         if call is not None and isinstance(kind, str) and kind != call.item_type:
@@ -283,7 +283,7 @@ class OpenAIResponsesDecoder:
     # -- arguments -------------------------------------------------------------------------
 
     def _arguments_delta(self, obj: dict[str, Any]) -> list[StreamEvent]:
-        call = self._find(obj.get("item_id"), _int(obj.get("output_index")))
+        call = self._find(obj.get("item_id"), as_int(obj.get("output_index")))
         fragment = obj.get("delta")
         if call is None or not isinstance(fragment, str):
             return [Unknown(f"openai-responses:{obj.get('type')}:unmatched")]
@@ -293,7 +293,7 @@ class OpenAIResponsesDecoder:
         return [ToolArgumentsDelta(call.position, fragment)]
 
     def _arguments_done(self, obj: dict[str, Any], field: str) -> list[StreamEvent]:
-        call = self._find(obj.get("item_id"), _int(obj.get("output_index")))
+        call = self._find(obj.get("item_id"), as_int(obj.get("output_index")))
         if call is None:
             return [Unknown(f"openai-responses:{obj.get('type')}:unmatched")]
         whole = obj.get(field)
@@ -356,14 +356,14 @@ def _error_event(error: dict[str, Any], fallback: str) -> ProviderErrorEvent:
     provider_type = code if isinstance(code, str) and code else None
     if provider_type is None and isinstance(kind, str) and kind and kind != "error":
         provider_type = kind
-    return ProviderErrorEvent(_str(error.get("message")) or fallback, provider_type, _int(code))
+    return ProviderErrorEvent(_str(error.get("message")) or fallback, provider_type, as_int(code))
 
 
 def _usage(obj: dict[str, Any]) -> list[StreamEvent]:
     usage = _dict(obj.get("response")).get("usage")
     if not isinstance(usage, dict):
         return []
-    return [UsageUpdate(_int(usage.get("input_tokens")), _int(usage.get("output_tokens")))]
+    return [UsageUpdate(as_int(usage.get("input_tokens")), as_int(usage.get("output_tokens")))]
 
 
 _Handler = Callable[[OpenAIResponsesDecoder, dict[str, Any]], list[StreamEvent]]
@@ -408,7 +408,3 @@ def _dict(value: object) -> dict[str, Any]:
 
 def _str(value: object) -> str:
     return value if isinstance(value, str) else ""
-
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
