@@ -10,13 +10,10 @@ import pytest
 from railings.errors import ConfigurationError
 from railings.messages import (
     Assistant,
-    RedactedThinking,
     ServerBlock,
     System,
     Text,
-    Thinking,
     ToolResult,
-    ToolSpec,
     ToolUse,
     User,
     openai_responses_body,
@@ -26,24 +23,7 @@ from railings.testing.wire_responses import events, parse_ask
 from railings.turn.model import Outcome
 from railings.turn.reader import StreamReader
 from railings.turn.verdict import judge
-
-SHELL = ToolSpec("shell", "Run a shell command.", {
-    "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]})
-CUT = ToolUse("call_2", "shell", None, '{"command": "rm -rf /tmp/leg')
-HISTORY = [
-    System("You are terse."),
-    User("clean up"),
-    Assistant((
-        Thinking("let me look", "sig-1"),
-        RedactedThinking("opaque"),
-        Text("Looking."),
-        ToolUse("call_1", "shell", {"command": "ls"}, '{"command": "ls"}'),
-        CUT,
-    )),
-    ToolResult("call_1", "a b c"),
-    ToolResult("call_2", "NOT executed: truncated", is_error=True),
-    User("go on"),
-]
+from test_messages import HISTORY, SHELL
 
 
 def test_the_body_has_instructions_input_items_and_the_always_armed_limit() -> None:
