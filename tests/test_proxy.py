@@ -53,8 +53,12 @@ class Canned(Service):
         writer.write(render_head(200, [("content-type", "text/event-stream; charset=utf-8"),
                                        ("transfer-encoding", "chunked"),
                                        ("connection", "close")]))
-        for event in events_of(body):
-            writer.write(encode_chunk(event))
+        if request.path.endswith("/broken"):  # two events, then dies inside a chunk
+            writer.write(b"".join(map(encode_chunk, OA[:2])) + b"64\r\n" + OA[2][:40])
+            await writer.drain()
+            return
+        for piece in (PIECES if request.path.endswith("/pieces") else events_of(body)):
+            writer.write(encode_chunk(piece))
             await writer.drain()
         writer.write(LAST_CHUNK)
         await writer.drain()
@@ -78,18 +82,36 @@ def via(proxy: FaultProxy, spec: str | None, path: str = "/v1/chat/completions")
 
 
 OA, AN = events_of(OPENAI), events_of(ANTHROPIC)
+PIECES = [OPENAI[i : i + 97] for i in range(0, len(OPENAI), 97)]  # chunks across events
 
 
 def test_passthrough_is_byte_exact(proxy: FaultProxy, upstream: Canned) -> None:
     for path, body in (("/v1/chat/completions", OPENAI), ("/v1/messages", ANTHROPIC)):
         resp = via(proxy, None, path)
         assert resp.status == 200 and resp.complete and resp.body == body
-        assert resp.chunks == events_of(body)  # one event per chunk, re-framed by the proxy
+        assert resp.chunks == events_of(body)  # the upstream's chunks: one event each
     record = proxy.log[-1]
     assert (record.events_in, record.events_out) == (len(AN), len(AN))
     assert record.bytes_in == record.bytes_out == len(ANTHROPIC) and record.fault is None
     assert "x-railings-fault" not in upstream.hits[-1]
     assert upstream.hits[-1]["accept-encoding"] == "identity"
+
+
+def test_passthrough_keeps_the_upstream_framing(proxy: FaultProxy) -> None:
+    resp = via(proxy, None, "/v1/pieces")
+    assert resp.chunks == PIECES and resp.complete  # chunks that cut events stay as they came
+    record = proxy.log[-1]
+    assert (record.events_in, record.events_out) == (len(OA), len(OA))
+    faulted = via(proxy, "reorder:event=2", "/v1/pieces")
+    assert faulted.chunks == [OA[0], OA[2], OA[1], *OA[3:]]  # a fault re-frames per event
+
+
+@pytest.mark.parametrize("spec", [None, "duplicate:event=1"])
+def test_a_broken_upstream_loses_nothing_it_sent(proxy: FaultProxy, spec: str | None) -> None:
+    resp = via(proxy, spec, "/v1/broken")
+    sent = [OA[0], *([OA[0]] if spec else []), OA[1]]
+    assert resp.body == b"".join(sent) + OA[2][:40] and not resp.complete
+    assert proxy.log[-1].error == "HTTPFault: chunked body ended inside a chunk"
 
 
 def test_truncate_events(proxy: FaultProxy) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 
@@ -65,6 +66,36 @@ def test_any_split_gives_the_same_blocks(lines: list[bytes], eol: bytes,
     assert split(pieces) == split([body])
     blocks, rest = split(pieces)
     assert b"".join(blocks) + rest == body
+
+
+def reference_blocks(body: bytes) -> tuple[list[bytes], bytes]:
+    """The splitter's rule, read off the whole body at once: a block ends at an empty
+    line that follows a non-empty one; a CR on the last byte may still become a CRLF."""
+    ends = [m for m in re.finditer(rb"\r\n|\r|\n", body)
+            if not (m.group() == b"\r" and m.end() == len(body))]
+    blocks, start, line, content = [], 0, 0, False
+    for m in ends:
+        if m.start() == line and content:
+            blocks.append(body[start : m.end()])
+            start, content = m.end(), False
+        elif m.start() != line:
+            content = True
+        line = m.end()
+    return blocks, body[start:]
+
+
+LINE_PARTS = st.sampled_from([b"data: x", b"event: y", b": c", b"\n", b"\r", b"\r\n", b"\n\n"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(LINE_PARTS, max_size=30), st.lists(st.integers(0, 300), max_size=8))
+def test_mixed_line_ends_match_the_rule(parts: list[bytes], cuts: list[int]) -> None:
+    """LF-only stretches take the fast path and any CR the general one; a stream
+    that moves between them, cut anywhere, still gives the rule's blocks."""
+    body = b"".join(parts)
+    points = sorted({min(c, len(body)) for c in cuts})
+    pieces = [body[a:b] for a, b in zip([0, *points], [*points, len(body)], strict=True)]
+    assert split(pieces) == reference_blocks(body)
 
 
 def test_terminator_and_corruption_helpers() -> None:

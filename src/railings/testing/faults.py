@@ -274,6 +274,10 @@ class EventSplitter:
     A block ends at a blank line (WHATWG: CRLF, LF or CR line ends; a CR at the
     end of the input waits for a possible LF). Blank lines before a block's
     first line belong to that block, so every block carries at least one line.
+
+    Every provider ends its lines with LF alone, so while the buffer holds no CR
+    a block is found with ``bytes.find(b"\n\n")``, in C; any CR sends the
+    buffer through the general scan, line by line. Both keep the same state.
     """
 
     def __init__(self) -> None:
@@ -281,10 +285,41 @@ class EventSplitter:
         self._scan = 0  # where to look for the next line end
         self._line = 0  # where the current line starts
         self._first_line = -1  # where the current block's first non-empty line starts
+        self._cr = False  # the buffer may hold a CR
 
     def feed(self, data: bytes) -> list[bytes]:
+        self._buf += data
+        self._cr = self._cr or b"\r" in data
+        return self._scan_any() if self._cr else self._scan_lf()
+
+    def _scan_lf(self) -> list[bytes]:
         buf = self._buf
-        buf += data
+        size = len(buf)
+        out: list[bytes] = []
+        start = 0
+        look = max(self._scan - 1, 0)  # a blank line can start on the last byte scanned
+        while True:
+            first = start
+            while first < size and buf[first] == 10:
+                first += 1  # blank lines before the first line belong to the block
+            if first == size:
+                break
+            end = buf.find(b"\n\n", max(first, look))
+            if end < 0:
+                break
+            # The first LF of the pair ends a non-empty line: an earlier pair would
+            # have been found, and the block's first line does not start with LF.
+            out.append(bytes(buf[start : end + 2]))
+            start = end + 2
+        if start:
+            del buf[:start]
+        self._first_line = first - start if first < size else -1
+        self._line = buf.rfind(b"\n") + 1
+        self._scan = len(buf)
+        return out
+
+    def _scan_any(self) -> list[bytes]:
+        buf = self._buf
         out: list[bytes] = []
         start = 0
         while True:
@@ -308,6 +343,7 @@ class EventSplitter:
             self._line -= start
             if self._first_line >= 0:
                 self._first_line -= start
+        self._cr = b"\r" in buf
         return out
 
     def close(self) -> bytes:
@@ -316,6 +352,7 @@ class EventSplitter:
         self._buf.clear()
         self._scan = self._line = 0
         self._first_line = -1
+        self._cr = False
         return rest
 
 

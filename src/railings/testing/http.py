@@ -202,16 +202,29 @@ async def _iter_chunked(reader: asyncio.StreamReader, piece: int) -> AsyncIterat
         except ValueError as exc:
             raise HTTPFault(400, f"bad chunk size {size_text[:20]!r}") from exc
         if size == 0:
-            while (await reader.readuntil(b"\r\n")) != b"\r\n":
-                pass  # trailer fields are read and dropped
+            try:
+                while (await reader.readuntil(b"\r\n")) != b"\r\n":
+                    pass  # trailer fields are read and dropped
+            except (asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
+                raise HTTPFault(502, "chunked body ended inside its trailer") from exc
             return
+        # A chunk up to ``piece`` bytes is yielded whole: it is the unit its sender wrote,
+        # so a proxy that forwards it keeps the sender's framing. Bytes of a chunk the
+        # peer never finished are still yielded before the error: nothing received is lost.
         while size:
-            data = await reader.read(min(piece, size))
-            if not data:
-                raise HTTPFault(502, "chunked body ended inside a chunk")
+            try:
+                data = await reader.readexactly(min(piece, size))
+            except asyncio.IncompleteReadError as exc:
+                if exc.partial:
+                    yield exc.partial
+                raise HTTPFault(502, "chunked body ended inside a chunk") from exc
             size -= len(data)
             yield data
-        if await reader.readexactly(2) != b"\r\n":
+        try:
+            crlf = await reader.readexactly(2)
+        except asyncio.IncompleteReadError as exc:
+            raise HTTPFault(502, "chunked body ended before its last chunk") from exc
+        if crlf != b"\r\n":
             raise HTTPFault(400, "chunk data not followed by CRLF")
 
 

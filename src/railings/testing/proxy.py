@@ -7,10 +7,14 @@
 
 Each request is read whole (request bodies are small), forwarded to the
 upstream with ``accept-encoding: identity`` (a gzipped stream has no events to
-act on), and the response is streamed back as it arrives, never buffered: an
-event stream is cut into SSE blocks and re-sent one block per HTTP chunk, so a
-fault can act on events; any other body passes through byte by byte, and only
-the byte-level faults (``truncate:bytes``, ``reset:bytes``, ``drip``) apply.
+act on), and the response is streamed back as it arrives, never buffered.
+With no fault, every upstream chunk goes on as it came, in one chunk of its
+own (the events are only counted). Under a fault, an event stream is cut into
+SSE blocks and re-sent one block per HTTP chunk, so the fault can act on
+events; the blocks of one upstream read leave in one write. Any other body
+passes through as it came, and only the byte-level faults (``truncate:bytes``,
+``reset:bytes``, ``drip``) apply. When the upstream breaks off, what it did
+send still reaches the client, an unfinished event included.
 
 The fault comes from the request header ``x-railings-fault: <spec>`` (removed
 before forwarding), else from the proxy's own ``fault``. Spec syntax and the
@@ -92,34 +96,58 @@ class _Stop(Exception):
 
 
 class _Out:
-    """The client side of the response body: chunked (one chunk per send) or raw."""
+    """The client side of the response body, chunked or raw.
+
+    ``send`` queues, ``flush`` writes what is queued with one ``write`` and one
+    ``drain``: one system call per upstream read instead of one per event. In
+    chunked mode each ``send`` is its own HTTP chunk, so a fault's events keep
+    one chunk each. ``record.bytes_out`` counts what was handed to the socket.
+    """
 
     def __init__(self, writer: asyncio.StreamWriter, record: ProxyRecord, *, chunked: bool,
                  limit: int | None, limit_end: str, drip: F.Drip | None) -> None:
         self.writer, self.record, self.chunked = writer, record, chunked
         self.limit, self.limit_end, self.drip = limit, limit_end, drip
+        self._pending: list[bytes] = []
+        self._queued = 0  # body bytes sent or queued, for the byte limit
 
-    async def send(self, data: bytes, *, event: bool = False) -> None:
-        if self.limit is not None and self.record.bytes_out + len(data) >= self.limit:
-            data = data[: self.limit - self.record.bytes_out]
-            await self._write(data)
+    def send(self, data: bytes, *, event: bool = False) -> None:
+        if self.limit is not None and self._queued + len(data) >= self.limit:
+            self._queue(data[: self.limit - self._queued])
             verb = "reset" if self.limit_end == "reset" else "cut"
             raise _Stop(self.limit_end, f"{verb} after {self.limit} body bytes")
-        await self._write(data)
+        self._queue(data)
         if event:
             self.record.events_out += 1
 
-    async def _write(self, data: bytes) -> None:
-        step = self.drip.size if self.drip else len(data) or 1
-        for start in range(0, len(data), step):
-            piece = data[start : start + step]
+    def _queue(self, data: bytes) -> None:
+        if data:
+            self._pending.append(data)
+            self._queued += len(data)
+
+    async def flush(self) -> None:
+        pending, self._pending = self._pending, []
+        if self.drip:
+            await self._drip(b"".join(pending), self.drip)
+            return
+        if not pending:
+            return
+        frame = encode_chunk if self.chunked else bytes
+        self.writer.write(b"".join([frame(data) for data in pending]))
+        await self.writer.drain()
+        self.record.bytes_out += sum(map(len, pending))
+
+    async def _drip(self, data: bytes, drip: F.Drip) -> None:
+        for start in range(0, len(data), drip.size):
+            piece = data[start : start + drip.size]
             self.writer.write(encode_chunk(piece) if self.chunked else piece)
             await self.writer.drain()
             self.record.bytes_out += len(piece)
-            if self.drip and self.drip.delay:
-                await asyncio.sleep(self.drip.delay)
+            if drip.delay:
+                await asyncio.sleep(drip.delay)
 
     async def finish(self, end: str) -> None:
+        await self.flush()
         self.record.done = True  # before the last bytes: a client that saw the end sees it
         if end == "reset":
             abort_with_reset(self.writer)
@@ -281,7 +309,8 @@ class FaultProxy(Service):
                     record.action = f"passed through ({fault.spec} needs an event stream)"
                 async for data in body:
                     record.bytes_in += len(data)
-                    await out.send(data)
+                    out.send(data)
+                    await out.flush()
         except _Stop as stop:
             record.action = stop.action
             await out.finish(stop.end)
@@ -295,9 +324,28 @@ class FaultProxy(Service):
     async def _pump_events(self, body: AsyncIterator[bytes], out: _Out, fault: Fault,
                            record: ProxyRecord, wire: str) -> None:
         splitter = EventSplitter()
-        held: bytes | None = None
+        if isinstance(fault, F.Passthrough):
+            # Nothing to act on: each upstream piece goes on as it came, in one chunk,
+            # the upstream's framing kept; the splitter only counts the events.
+            async for data in body:
+                record.bytes_in += len(data)
+                events = len(splitter.feed(data))
+                record.events_in += events
+                out.send(data)
+                record.events_out += events
+                await out.flush()
+            return
         stream = _Seen()
         await self._before_first(out, fault, wire, stream)
+        try:
+            await self._act(body, splitter, out, fault, record, wire, stream)
+        except (ConnectionError, HTTPFault):
+            await _send_rest(out, splitter, stream)  # the upstream broke: what it sent goes on
+            raise
+        await _send_rest(out, splitter, stream)
+
+    async def _act(self, body: AsyncIterator[bytes], splitter: EventSplitter, out: _Out,
+                   fault: Fault, record: ProxyRecord, wire: str, stream: _Seen) -> None:
         async for data in body:
             record.bytes_in += len(data)
             for block in splitter.feed(data):
@@ -306,45 +354,42 @@ class FaultProxy(Service):
                 stream.saw(block)
                 match fault:
                     case F.Truncate(events=int() as limit, end=end) if n >= limit:
-                        await out.send(block, event=True)
+                        out.send(block, event=True)
                         raise _Stop(end, f"cut after {limit} events ({end} end)")
                     case F.DropTerminator(end=end) if F.is_terminator(block):
                         raise _Stop(end, f"dropped the terminator (event {n}, {end} end)")
                     case F.Idle(events=after, seconds=seconds) if n == after:
-                        await out.send(block, event=True)
+                        out.send(block, event=True)
+                        await out.flush()
                         record.action = f"silent for {seconds:g}s after {after} events"
                         await asyncio.sleep(seconds)
                     case F.Reorder(event=at) if n == at:
-                        held = block
-                    case F.Reorder(event=at) if n == at + 1 and held is not None:
-                        await out.send(block, event=True)
-                        await out.send(held, event=True)
-                        held = None
+                        stream.held = block
+                    case F.Reorder(event=at) if n == at + 1 and stream.held is not None:
+                        out.send(block, event=True)
+                        out.send(stream.held, event=True)
+                        stream.held = None
                         record.action = f"swapped events {at} and {at + 1}"
                     case F.Duplicate(event=at, count=count) if n == at:
                         for _ in range(count + 1):
-                            await out.send(block, event=True)
+                            out.send(block, event=True)
                         record.action = f"sent event {at} {count + 1} times"
                     case F.Reset(events=int() as limit) if n >= limit:
-                        await out.send(block, event=True)
+                        out.send(block, event=True)
                         raise _Stop("reset", f"reset after {limit} events")
                     case F.CloseAfterTerminator() if F.is_terminator(block):
-                        await out.send(block, event=True)
+                        out.send(block, event=True)
                         raise _Stop("abrupt", f"closed without the chunked terminator after "
                                               f"the terminator (event {n})")
                     case F.ErrorEvent(events=after) as error if n == after:
-                        await out.send(block, event=True)
-                        await self._inject_error(out, error, wire, stream)
+                        out.send(block, event=True)
+                        self._inject_error(out, error, wire, stream)
                     case F.Corrupt(event=at, kind=kind) if n == at:
-                        await out.send(F.corrupt_event(block, kind), event=True)
+                        out.send(F.corrupt_event(block, kind), event=True)
                         record.action = f"corrupted event {at} ({kind})"
                     case _:
-                        await out.send(block, event=True)
-        if held is not None:
-            await out.send(held, event=True)
-        rest = splitter.close()
-        if rest:
-            await out.send(rest)
+                        out.send(block, event=True)
+            await out.flush()
 
     async def _before_first(self, out: _Out, fault: Fault, wire: str, stream: _Seen) -> None:
         """Faults set to act after zero events act before the first one."""
@@ -357,10 +402,9 @@ class FaultProxy(Service):
                 out.record.action = f"silent for {seconds:g}s before the first event"
                 await asyncio.sleep(seconds)
             case F.ErrorEvent(events=0) as error:
-                await self._inject_error(out, error, wire, stream)
+                self._inject_error(out, error, wire, stream)
 
-    async def _inject_error(self, out: _Out, fault: F.ErrorEvent, wire: str,
-                            stream: _Seen) -> None:
+    def _inject_error(self, out: _Out, fault: F.ErrorEvent, wire: str, stream: _Seen) -> None:
         what = fault.type
         if wire == "anthropic":
             event = wa.error_event(fault.type, _MESSAGES.get(fault.type, "Overloaded"),
@@ -372,9 +416,19 @@ class FaultProxy(Service):
             event, what = wr.error_event(stream.next_sequence()), "an error event (server_error)"
         else:
             event = wo.error_event()
-        await out.send(event, event=True)
+        out.send(event, event=True)
         raise _Stop(fault.end, f"injected {what} after {out.record.events_in} events "
                                f"({fault.end} end)")
+
+
+async def _send_rest(out: _Out, splitter: EventSplitter, stream: _Seen) -> None:
+    """The end of the upstream's body: the event ``reorder`` still holds, then an
+    unterminated last block, as it came."""
+    if stream.held is not None:
+        out.send(stream.held, event=True)
+        stream.held = None
+    out.send(splitter.close())
+    await out.flush()
 
 
 _MESSAGES = {"overloaded_error": "Overloaded", "api_error": "Internal server error",
@@ -396,13 +450,15 @@ _SEQUENCE = re.compile(rb'"sequence_number"\s*:\s*(\d+)')
 
 class _Seen:
     """What an injected Responses event must agree with: the stream's own response
-    (its ``response.created``) and the next ``sequence_number``. Keeps two blocks."""
+    (its ``response.created``) and the next ``sequence_number``. Keeps two blocks,
+    and the one ``reorder`` holds back."""
 
-    __slots__ = ("first", "last")
+    __slots__ = ("first", "held", "last")
 
     def __init__(self) -> None:
         self.first: bytes | None = None
         self.last: bytes | None = None
+        self.held: bytes | None = None
 
     def saw(self, block: bytes) -> None:
         if self.first is None:
