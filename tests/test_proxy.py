@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from conftest import capture
 from railings.errors import ConfigurationError
-from railings.testing import Fault, FaultProxy
+from railings.testing import FAULTS, Fault, FaultProxy
 from railings.testing.faults import Corrupt, Status, Truncate
 from railings.testing.http import LAST_CHUNK, encode_chunk, read_request, render_head
 from railings.testing.raw import RawResponse, raw_request
@@ -269,3 +271,20 @@ def test_fault_spec_parsing() -> None:
         with pytest.raises(ConfigurationError):
             Fault.parse(bad)
     assert isinstance(Fault.parse("corrupt"), Corrupt)
+
+
+def test_every_documented_fault_spec_parses() -> None:
+    """The README's fault table and `railings proxy --help` name real parameters."""
+    from railings.cli.kit import PROXY_HELP
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    table = readme.split("| fault | what it does |", 1)[1].split("\n\n", 1)[0]
+    first_column = " ".join(row.split("|")[1] for row in table.splitlines()[2:])
+    names = set(re.findall(r"`([a-z_]+)(?=[:`])", first_column))
+    assert names == FAULTS.keys() - {"none"}
+    spec_re = r"\b[a-z_]+:[a-z_]+=[^`\s]+"
+    specs = re.findall(spec_re, table) + re.findall(spec_re, PROXY_HELP)
+    assert len(specs) >= 10
+    for spec in specs:
+        concrete = re.sub(r"=[NKS]\b", "=1", spec.replace("json\\|utf8", "json"))
+        assert Fault.parse(concrete).name == spec.partition(":")[0], spec
