@@ -69,7 +69,9 @@ class TerminationMachine:
 
     @property
     def terminated(self) -> bool:
-        return self.state in (_OK, _BAD)
+        # Read after every event: identity tests, no enum comparison.
+        state = self.state
+        return state is _OK or state is _BAD
 
     @property
     def open(self) -> bool:

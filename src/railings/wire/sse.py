@@ -306,9 +306,15 @@ class SSEDecoder:
                 event_type = ""
                 block_retry = None
                 continue
-            if line[:5] == "data:":
-                # Fast path: the commonest line. One leading space is removed.
-                value = line[6:] if line[5:6] == " " else line[5:]
+            if line[:6] == "data: ":
+                # Fast paths for the commonest lines, written as every provider writes
+                # them; WHATWG's rule (one leading space removed) as in the general case.
+                value = line[6:]
+            elif line[:5] == "data:":
+                value = line[5:]
+            elif line[:7] == "event: ":
+                event_type = line[7:]
+                continue
             elif line[0] == ":":
                 self._comments += 1
                 continue
