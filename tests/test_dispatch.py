@@ -376,26 +376,67 @@ def test_a_rejected_call_is_not_counted_by_the_circuit_breaker(tmp_path: Path) -
     assert caught.value.failures == 2
 
 
-def test_the_lenient_path_without_max_tokens_repairs_and_executes(
-    registry: ToolRegistry, spawned: list[str]
-) -> None:
-    (batch,) = run(Dispatcher(registry), openai_tool_stream([FRAGMENT], "tool_calls"))
+def test_the_lenient_path_without_max_tokens_repairs_and_executes() -> None:
+    seen: list[str] = []
+
+    @tool
+    def shell(command: str) -> str:
+        seen.append(command)
+        return "ok"
+
+    (batch,) = run(Dispatcher(ToolRegistry([shell])),
+                   openai_tool_stream([FRAGMENT], "tool_calls"))
     (outcome,) = batch
     assert outcome.status is EXECUTED and outcome.verdict.repaired
-    assert spawned == ["rm -rf /tmp/leg"]  # what the divide is about (the spy ran `true`)
+    assert seen == ["rm -rf /tmp/leg"]  # what the divide is about, for a tool that allows it
+
+
+def test_the_built_in_shell_and_write_file_run_only_exact_arguments(
+    registry: ToolRegistry, spawned: list[str], tmp_path: Path
+) -> None:
+    assert [(t.name, t.repair) for t in registry] == [
+        ("shell", False), ("read_file", True), ("write_file", False), ("list_dir", True)]
+    fenced = '```json\n{"path": "notes.txt", "content": "draft"}\n```'
+    shell, write = run(
+        Dispatcher(registry),
+        openai_tool_stream([FRAGMENT], "tool_calls"),  # the lenient path would close it
+        calls_stream([("write_file", fenced), ("list_dir", '{"path": ".",}')]),
+    )
+    (cut,) = shell
+    assert cut.status is REJECTED and cut.verdict.repaired and cut.is_error
+    assert cut.content == (
+        "Tool call 'shell' (id call_1) was NOT executed: its arguments are not valid JSON as "
+        "sent (a string, array or object is left open), and this tool runs only on arguments "
+        "exactly as written. Resend this tool call with its arguments as one complete, valid "
+        "JSON object."
+    )
+    assert spawned == [] and shell.resend_requested
+    assert statuses(write) == [REJECTED, EXECUTED]  # list_dir takes its repaired arguments
+    assert "(the object is wrapped in other text)" in write.outcomes[0].content
+    assert not (tmp_path / "notes.txt").exists()
+    (ok,) = run(Dispatcher(registry), calls_stream([shell_call("echo hi")]))
+    assert statuses(ok) == [EXECUTED] and spawned == ["echo hi"]
 
 
 def test_an_exempt_provider_keeps_the_lenient_path(
     registry: ToolRegistry, spawned: list[str]
 ) -> None:
+    seen: list[str] = []
+
+    @tool(name="shell")
+    def lenient_shell(command: str) -> str:
+        seen.append(command)
+        return "ok"
+
     reader = StreamReader("openai", service="acme", exemptions=frozenset({"acme"}))
     reader.feed(openai_tool_stream(['{"command": "echo hi",}'], "length"))
     reader.close()
     turn = reader.turn()
     assert turn.stop_reason == "max_tokens" and not turn.truncated
-    (batch,) = run(Dispatcher(registry), turn)
-    assert statuses(batch) == [EXECUTED]
-    assert spawned == ["echo hi"]
+    (batch,) = run(Dispatcher(ToolRegistry([lenient_shell])), turn)
+    assert statuses(batch) == [EXECUTED] and seen == ["echo hi"]
+    (batch,) = run(Dispatcher(registry), turn)  # the built-in shell takes no repaired call
+    assert statuses(batch) == [REJECTED] and spawned == []
 
 
 def test_a_real_capture_with_two_complete_calls_runs_both_in_order() -> None:

@@ -187,6 +187,7 @@ def builtin_tools(
     default_timeout = timeout
 
     @tool(
+        repair=False,  # a command runs as the model wrote it, or not at all
         description=(
             f"Run a shell command in the working directory ({root}) and return its exit "
             f"code, stdout and stderr. The command is killed after `timeout` seconds "
@@ -259,6 +260,7 @@ def builtin_tools(
         return "".join(lines)
 
     @tool(
+        repair=False,  # the content is written as the model wrote it, or not at all
         description=(
             "Write a text file inside the working directory, creating missing parent "
             "directories. With `append`, add to the end of the file instead of replacing "

@@ -18,6 +18,10 @@ deliberate:
    execution path.
 4. **Sibling calls whose arguments parsed completely execute as usual**,
    through the chain, in the order the calls started.
+5. **Repaired arguments reach only tools that accept them.** A tool made with
+   ``repair=False`` (the built-in ``shell`` and ``write_file``) never runs on
+   arguments the repair ladder fixed: the call is rejected like a malformed
+   one, and the notice names what was wrong, so the model resends it whole.
 
 Calls run one after another: the loop guard's "in a row" and the breaker's
 "consecutive" are then well defined, and a confirmation prompt never competes
@@ -38,11 +42,12 @@ from railings.dispatch.gates import (
     needs_approval_unless_read_only,
 )
 from railings.dispatch.guards import CircuitBreaker, LoopGuard
-from railings.dispatch.notices import UNKNOWN_TOOL_NOTICE
+from railings.dispatch.notices import EXACT_ARGUMENTS_NOTICE, UNKNOWN_TOOL_NOTICE
 from railings.dispatch.outcome import BatchResult, Invocation, OutcomeStatus, ToolOutcome
 from railings.dispatch.speculative import SpeculativeRunner
 from railings.dispatch.tools import Tool, ToolRegistry
 from railings.turn.model import Turn
+from railings.turn.repair import Rung
 from railings.turn.verdict import CallVerdict, judge
 
 __all__ = ["Dispatcher", "default_chain"]
@@ -119,6 +124,8 @@ class Dispatcher:
         found = self.registry.get(verdict.call.name)
         if found is None:
             return _unknown(verdict, self.registry)
+        if verdict.repaired and not found.repair:
+            return _not_exact(verdict)
         if speculative is None:
             return await self.chain.dispatch(Invocation(verdict, found))
         try:
@@ -131,6 +138,22 @@ class Dispatcher:
 def _rejected(verdict: CallVerdict) -> ToolOutcome:
     call = verdict.call
     notice = verdict.notice or ""
+    return ToolOutcome(call.id, call.name, OutcomeStatus.REJECTED, notice, verdict)
+
+
+# What each rung of the repair ladder would have fixed, as the model is told it.
+_PROBLEMS = {
+    Rung.UNWRAP: "the object is wrapped in other text",
+    Rung.TRAILING_COMMAS: "it has trailing commas",
+    Rung.CLOSE: "a string, array or object is left open",
+    Rung.PYTHON_LITERAL: "it is a Python literal, not JSON",
+}
+
+
+def _not_exact(verdict: CallVerdict) -> ToolOutcome:
+    call = verdict.call
+    problem = _PROBLEMS.get(verdict.rung, "it needs repair") if verdict.rung else ""
+    notice = EXACT_ARGUMENTS_NOTICE.format(name=call.name, id=call.id or "-", problem=problem)
     return ToolOutcome(call.id, call.name, OutcomeStatus.REJECTED, notice, verdict)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 __all__ = [
     "DENIED_NOTICE",
+    "EXACT_ARGUMENTS_NOTICE",
     "LOOP_NOTICE",
     "SCHEMA_NOTICE",
     "TOOL_ERROR_NOTICE",
@@ -45,6 +46,12 @@ UNKNOWN_TOOL_NOTICE = (
 DENIED_NOTICE = (
     "Tool call {name!r} (id {id}) was NOT executed: the user declined to run it. "
     "Do not resend it unchanged; ask the user or try something else."
+)
+
+EXACT_ARGUMENTS_NOTICE = (
+    "Tool call {name!r} (id {id}) was NOT executed: its arguments are not valid JSON as "
+    "sent ({problem}), and this tool runs only on arguments exactly as written. Resend "
+    "this tool call with its arguments as one complete, valid JSON object."
 )
 
 TOOL_ERROR_NOTICE = "Tool call {name!r} (id {id}) failed: {error}"

@@ -17,6 +17,14 @@ does not stall the stream being read.
 :mod:`railings.dispatch.speculative`) is allowed only for ``read_only`` tools:
 a speculative call may be cancelled half-way, and only a tool without effects
 can be abandoned safely.
+
+``repair=False`` makes a tool run only on arguments that parse exactly as the
+model sent them. In a turn that ended normally the repair ladder fixes
+arguments a model fumbled (a code fence around them, a trailing comma, a string
+left open); for a tool that acts on its arguments verbatim -- a shell command,
+a file's content -- a guess is worse than a resend: the dispatcher rejects
+such a call and tells the model what was wrong with it. The built-in ``shell``
+and ``write_file`` are made this way.
 """
 
 from __future__ import annotations
@@ -51,7 +59,8 @@ class Tool:
     """One tool as offered to the model and run by the dispatcher.
 
     ``parameters`` is the JSON Schema of the arguments object; ``description``
-    is the manual the model reads.
+    is the manual the model reads; ``repair`` says whether arguments fixed by
+    the repair ladder may run (see the module docstring).
     """
 
     name: str
@@ -60,6 +69,7 @@ class Tool:
     function: Callable[..., Any] = field(repr=False)
     read_only: bool = False
     speculative: bool = False
+    repair: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -109,6 +119,7 @@ def tool(
     schema: Mapping[str, Any] | None = None,
     read_only: bool = False,
     speculative: bool = False,
+    repair: bool = True,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     function: Callable[..., Any] | None = None,
@@ -119,6 +130,7 @@ def tool(
     schema: Mapping[str, Any] | None = None,
     read_only: bool = False,
     speculative: bool = False,
+    repair: bool = True,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a :class:`Tool` from a function: ``@tool`` or ``@tool(read_only=True, ...)``.
 
@@ -136,6 +148,7 @@ def tool(
             function=fn,
             read_only=read_only,
             speculative=speculative,
+            repair=repair,
         )
 
     return make if function is None else make(function)
