@@ -189,6 +189,30 @@ def test_gzip_event_stream_is_read(server: CannedServer, done: bool) -> None:
                 openai_text_of(client)
 
 
+@pytest.mark.parametrize(("offered", "sent"), [
+    ("gzip, deflate, br, zstd", "gzip, deflate"),
+    ("br;q=1.0, gzip;q=0.5", "gzip;q=0.5"),
+    ("zstd", "identity"),
+    (None, "gzip, deflate"),  # no header would allow any coding (RFC 9110)
+])
+def test_watched_requests_ask_only_for_codings_the_guard_reads(
+    server: CannedServer, offered: str | None, sent: str
+) -> None:
+    server.push(Reply(chunks=openai_text(["ok"])), Reply(chunks=openai_text(["ok"])))
+    with httpx2.Client(transport=guard.transport()) as http:
+        headers = {"accept-encoding": offered} if offered else {}
+        request = http.build_request("POST", server.url + "/v1/chat/completions",
+                                     json={}, headers=headers)
+        if offered is None:
+            del request.headers["accept-encoding"]
+        http.send(request).read()
+        http.post(server.url + "/v1/embeddings", json={},
+                  headers={"accept-encoding": "br, zstd"}).read()
+    watched, other = server.requests[-2:]
+    assert watched.headers["accept-encoding"] == sent
+    assert other.headers["accept-encoding"] == "br, zstd"  # not a watched path: untouched
+
+
 # -- async ----------------------------------------------------------------------------------
 
 

@@ -17,7 +17,12 @@ The guard wraps an httpx2 transport and watches one kind of response: a
 successful ``text/event-stream`` answer to ``.../chat/completions`` (OpenAI wire
 format), ``.../responses`` (OpenAI Responses) or ``.../messages`` (Anthropic).
 The bytes pass through unchanged. Everything else -- other paths, other content
-types, error statuses, requests -- passes through untouched.
+types, error statuses -- passes through untouched. One request header is
+narrowed: on the watched paths, ``Accept-Encoding`` keeps only the codings the
+guard can read (gzip, deflate, identity). httpx2 offers ``br`` and ``zstd`` as
+soon as their decoders are importable (``zstd`` is in the standard library
+from Python 3.14), and a stream in a coding the guard cannot read could not be
+judged. A server that sends one anyway is passed through unjudged.
 
 When such a stream ends without its provider's proof (``data: [DONE]``,
 ``response.completed`` / ``response.incomplete``, ``message_stop``), reading it
@@ -266,6 +271,35 @@ class _Watch:
         return error
 
 
+def _provider(request: httpx2.Request) -> str | None:
+    """The wire format of a watched path, or None."""
+    path = request.url.path.rstrip("/")
+    if path.endswith("/chat/completions"):
+        return "openai"
+    if path.endswith("/responses"):
+        return "openai-responses"
+    if path.endswith("/messages"):
+        return "anthropic"
+    return None
+
+
+_READABLE = frozenset({"gzip", "x-gzip", "deflate", "identity"})
+
+
+def _ask_readable(request: httpx2.Request) -> None:
+    """Narrow ``Accept-Encoding`` on a watched path to the codings the guard reads."""
+    if _provider(request) is None:
+        return
+    offered = request.headers.get("accept-encoding")
+    if offered is None:
+        # RFC 9110 §12.5.3: no Accept-Encoding means any coding is acceptable.
+        request.headers["accept-encoding"] = "gzip, deflate"
+        return
+    kept = [item.strip() for item in offered.split(",")
+            if item.partition(";")[0].strip().lower() in _READABLE]
+    request.headers["accept-encoding"] = ", ".join(kept) or "identity"
+
+
 def _watch(request: httpx2.Request, response: httpx2.Response,
            idle: float | None) -> _Watch | None:
     """A watch for a response the guard understands, or None: pass it through."""
@@ -273,19 +307,13 @@ def _watch(request: httpx2.Request, response: httpx2.Response,
         return None
     if not response.headers.get("content-type", "").lower().startswith("text/event-stream"):
         return None
-    path = request.url.path.rstrip("/")
-    if path.endswith("/chat/completions"):
-        provider = "openai"
-    elif path.endswith("/responses"):
-        provider = "openai-responses"
-    elif path.endswith("/messages"):
-        provider = "anthropic"
-    else:
+    provider = _provider(request)
+    if provider is None:
         return None
     encoding = response.headers.get("content-encoding", "identity").strip().lower() or "identity"
     encoding = "gzip" if encoding == "x-gzip" else encoding
     if encoding not in ("identity", "gzip", "deflate"):
-        return None  # br, zstd: not readable here, so not judged
+        return None  # br, zstd although not asked for: not readable here, so not judged
     return _Watch(provider, arm_idle(request.extensions, idle), encoding)
 
 
@@ -352,6 +380,7 @@ class GuardTransport(httpx2.BaseTransport):
         self._idle = idle
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        _ask_readable(request)
         response = self._inner.handle_request(request)
         if isinstance(response.stream, httpx2.SyncByteStream):
             watch = _watch(request, response, self._idle)
@@ -372,6 +401,7 @@ class AsyncGuardTransport(httpx2.AsyncBaseTransport):
         self._idle = idle
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        _ask_readable(request)
         response = await self._inner.handle_async_request(request)
         if isinstance(response.stream, httpx2.AsyncByteStream):
             watch = _watch(request, response, self._idle)
