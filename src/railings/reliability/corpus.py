@@ -9,7 +9,10 @@ decoder against an independent reading of the same bytes.
 
 The corpus is found, in this order: an explicit path (``--corpus``), the
 ``RAILINGS_CORPUS`` environment variable, then ``shared/corpus`` next to any
-directory above this file or above the working directory.
+directory above this file or above the working directory. The repository's own
+captures (``tests/captures/<set>/``, each set with its ``MANIFEST.tsv``: the
+Responses API streams) join them when a checkout is found the same way; their
+names carry the set's name (``responses/...``).
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ ENV_VAR = "RAILINGS_CORPUS"
 PROOF_MARKERS = (b"[DONE]", b"message_stop", b"response.completed", b"response.incomplete")
 
 _EOL = re.compile(rb"\r\n|\r|\n")
-_PROVIDERS = {"openai-chat": "openai", "anthropic-messages": "anthropic"}
+_PROVIDERS = {"openai-chat": "openai", "anthropic-messages": "anthropic",
+              "openai-responses": "openai-responses"}
 _TYPED_PROOFS = frozenset({"message_stop", "response.completed", "response.incomplete"})
 
 
@@ -151,18 +155,26 @@ def _count(value: str) -> int:
         return 0
 
 
-@cache
-def _load(corpus: Path) -> tuple[Capture, ...]:
-    real = corpus / "real"
-    with (real / "MANIFEST.tsv").open(newline="", encoding="utf-8") as fh:
+def find_own_captures() -> list[Path]:
+    """The capture sets of a repository checkout (``tests/captures/*/MANIFEST.tsv``)."""
+    for start in (Path(__file__).resolve(), Path.cwd().resolve()):
+        for parent in start.parents:
+            sets = sorted(parent.glob("tests/captures/*/MANIFEST.tsv"))
+            if sets:
+                return [manifest.parent for manifest in sets]
+    return []
+
+
+def _read_set(directory: Path, prefix: str) -> list[Capture]:
+    with (directory / "MANIFEST.tsv").open(newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh, delimiter="\t"))
     captures = []
     for row in rows:
-        body = (real / row["file"]).read_bytes()
+        body = (directory / row["file"]).read_bytes()
         blocks, tail = split_blocks(body)
         captures.append(
             Capture(
-                name=row["file"],
+                name=prefix + row["file"],
                 provider=_PROVIDERS.get(row["provider"], "auto"),
                 body=body,
                 blocks=tuple(blocks),
@@ -171,14 +183,22 @@ def _load(corpus: Path) -> tuple[Capture, ...]:
                 tool_calls=_count(row.get("tool_calls", "0")),
             )
         )
+    return captures
+
+
+@cache
+def _load(corpus: Path, own: tuple[Path, ...]) -> tuple[Capture, ...]:
+    captures = _read_set(corpus / "real", "")
+    for directory in own:
+        captures += _read_set(directory, directory.name + "/")
     return tuple(captures)
 
 
 def load_captures(
     corpus: str | os.PathLike[str] | None = None, *, names: Iterable[str] | None = None
 ) -> tuple[Capture, ...]:
-    """Every capture listed in the corpus manifest (or only ``names``), in manifest order."""
-    found = _load(find_corpus(corpus).resolve())
+    """Every capture of the corpus manifest, then the repository's own (or only ``names``)."""
+    found = _load(find_corpus(corpus).resolve(), tuple(find_own_captures()))
     if names is None:
         return found
     wanted = set(names)
