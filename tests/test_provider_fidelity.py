@@ -166,3 +166,70 @@ def test_derivation_armed_by_max_tokens_on_a_provider_without_finish_reason() ->
 def test_anthropic_max_tokens_capture_rejects_the_cut_call() -> None:
     result = replay((REAL / "anthropic/max_tokens_inside_tool_input.sse").read_bytes())
     assert result.verdicts[0].reason is RejectReason.TRUNCATED
+
+
+# -- thinking blocks, each with its own signature ------------------------------------------
+
+
+def blocks_stream(blocks: list[dict[str, object]], stop_reason: str = "end_turn") -> bytes:
+    """An Anthropic stream of these content blocks: thinking and text streamed as deltas
+    (thinking closed by its signature_delta), every other block whole in its start."""
+    parts = [anthropic_event({"type": "message_start", "message": {
+        "id": "msg_t", "type": "message", "role": "assistant", "model": "claude",
+        "content": [], "stop_reason": None, "usage": {"input_tokens": 9, "output_tokens": 1}}})]
+    for index, block in enumerate(blocks):
+        kind = block["type"]
+        if kind == "thinking":
+            start: dict[str, object] = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas = [{"type": "thinking_delta", "thinking": block["thinking"]},
+                      {"type": "signature_delta", "signature": block["signature"]}]
+        elif kind == "text":
+            start, deltas = {"type": "text", "text": ""}, [
+                {"type": "text_delta", "text": block["text"]}]
+        else:
+            start, deltas = block, []
+        parts.append(anthropic_event(
+            {"type": "content_block_start", "index": index, "content_block": start}))
+        parts += [anthropic_event({"type": "content_block_delta", "index": index, "delta": d})
+                  for d in deltas]
+        parts.append(anthropic_event({"type": "content_block_stop", "index": index}))
+    parts.append(anthropic_event({"type": "message_delta", "delta": {
+        "stop_reason": stop_reason, "stop_sequence": None}, "usage": {"output_tokens": 40}}))
+    parts.append(anthropic_event({"type": "message_stop"}))
+    return b"".join(parts)
+
+
+THINK_A = {"type": "thinking", "thinking": "Search first.", "signature": "SIG-A"}
+THINK_B = {"type": "thinking", "thinking": "The result answers it.", "signature": "SIG-B"}
+SEARCH = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
+          "input": {"query": "railings"}}
+FOUND = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}
+
+
+def sent_back(body: bytes) -> list[dict[str, object]]:
+    turn = replay(body).turn
+    assert turn.complete
+    request = anthropic_messages_body("m", [User("q"), Assistant.from_turn(turn)],
+                                      max_tokens=64)
+    return request["messages"][1]["content"]
+
+
+def test_interleaved_thinking_blocks_go_back_each_with_its_own_signature() -> None:
+    text = {"type": "text", "text": "Here it is."}
+    body = blocks_stream([THINK_A, SEARCH, FOUND, THINK_B, text])
+    assert sent_back(body) == [THINK_A, SEARCH, FOUND, THINK_B, text]
+    turn = replay(body).turn
+    assert turn.thinking == "Search first.The result answers it."  # all of it, as before
+
+
+def test_two_thinking_blocks_before_a_local_call_stay_two() -> None:
+    call = {"type": "tool_use", "id": "toolu_9", "name": "list_dir", "input": {"path": "."}}
+    body = blocks_stream([THINK_A, THINK_B, call], "tool_use")
+    assert sent_back(body) == [THINK_A, THINK_B, call]
+
+
+def test_one_thinking_block_is_sent_back_as_before() -> None:
+    text = {"type": "text", "text": "Done."}
+    body = blocks_stream([THINK_A, text])
+    assert replay(body).turn.segments == ()
+    assert sent_back(body) == [THINK_A, text]

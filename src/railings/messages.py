@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from railings.errors import ConfigurationError, ToolDefinitionError
-from railings.turn.model import Turn
+from railings.turn.model import Segment, Turn
 
 __all__ = [
     "Assistant",
@@ -144,20 +144,19 @@ class Assistant:
 
         Thinking comes first (Anthropic requires it before text and tool use),
         then text (a refusal counts as text), then the local tool calls. A turn that
-        used provider-run tools keeps its text and their blocks in arrival order
-        (``turn.segments``), sent back verbatim: that is how Anthropic continues a
-        ``pause_turn``.
+        used provider-run tools, or thought in several blocks, keeps its text, its
+        thinking blocks (each with its own signature) and the provider's blocks in
+        arrival order (``turn.segments``), sent back verbatim: that is how Anthropic
+        continues a ``pause_turn``, and how it verifies each thinking block.
         """
         blocks: list[Block] = []
-        if turn.thinking or turn.thinking_signature:
-            blocks.append(Thinking(turn.thinking, turn.thinking_signature))
-        blocks.extend(RedactedThinking(data) for data in turn.redacted_thinking)
-        if turn.segments:
-            for segment in turn.segments:
-                if segment.kind == "text":
-                    blocks.append(Text(segment.value))
-                else:
-                    blocks.append(ServerBlock(json.loads(segment.value)))
+        segments = turn.segments
+        if not any(s.kind in ("thinking", "redacted_thinking") for s in segments):
+            if turn.thinking or turn.thinking_signature:
+                blocks.append(Thinking(turn.thinking, turn.thinking_signature))
+            blocks.extend(RedactedThinking(data) for data in turn.redacted_thinking)
+        if segments:
+            blocks.extend(_block_of(segment) for segment in segments)
         elif turn.text or turn.refusal:
             blocks.append(Text(turn.text or turn.refusal))
         blocks.extend(
@@ -173,6 +172,18 @@ class Assistant:
     @property
     def tool_calls(self) -> tuple[ToolUse, ...]:
         return tuple(block for block in self.blocks if isinstance(block, ToolUse))
+
+
+def _block_of(segment: Segment) -> Block:
+    match segment.kind:
+        case "text":
+            return Text(segment.value)
+        case "thinking":
+            block = json.loads(segment.value)
+            return Thinking(block["thinking"], block["signature"])
+        case "redacted_thinking":
+            return RedactedThinking(json.loads(segment.value)["data"])
+    return ServerBlock(json.loads(segment.value))
 
 
 @dataclass(frozen=True, slots=True)

@@ -81,6 +81,22 @@ class _CallBuffer:
         return "".join(self.fragments) or (self.initial if self.closed else "")
 
 
+class _ThinkingBuffer:
+    """One thinking block: its text pieces and its signature, or a redacted block's data."""
+
+    __slots__ = ("redacted", "signature", "texts")
+
+    def __init__(self, redacted: str = "") -> None:
+        self.texts: list[str] = []
+        self.signature = ""
+        self.redacted = redacted
+
+    def block(self) -> dict[str, str]:
+        if self.redacted:
+            return {"type": "redacted_thinking", "data": self.redacted}
+        return {"type": "thinking", "thinking": "".join(self.texts), "signature": self.signature}
+
+
 class TurnAssembler:
     """Reduces normalized events to a turn. Feed it with :meth:`received`, :meth:`apply`,
     :meth:`fault` and :meth:`eof`; read the result with :meth:`turn` once terminated."""
@@ -111,10 +127,12 @@ class TurnAssembler:
         self._message_id = ""
         self._model = ""
         self._unknown = 0
-        # Where provider-run tool blocks fell between text pieces: (text pieces before, kind,
-        # index). Only turns that use provider-run tools pay for it (see _segments).
+        # Where provider-run tool blocks and thinking blocks fell between text pieces:
+        # (text pieces before, kind, index). See _segments.
         self._marks: list[tuple[int, str, int]] = []
         self._results: list[str] = []
+        self._thoughts: list[_ThinkingBuffer] = []
+        self._open_thought: _ThinkingBuffer | None = None
         self.content = False  # True once any content delta arrived (see module docstring)
 
     # -- feeding -------------------------------------------------------------------------
@@ -150,6 +168,7 @@ class TurnAssembler:
                 if redacted:
                     self._redacted.append(redacted)
                     self.content = True
+                self._think(text, signature, redacted)
             case RefusalDelta(text=text):
                 if text:
                     self._refusal.append(text)
@@ -191,6 +210,27 @@ class TurnAssembler:
                 )
             case Unknown():
                 self._unknown += 1
+
+    def _think(self, text: str, signature: str, redacted: str) -> None:
+        """Keep each thinking block apart, in arrival order: Anthropic signs every block on
+        its own (its ``signature_delta`` closes it), and a redacted block stands alone."""
+        if redacted:
+            self._open_thought = None
+            self._new_thought(_ThinkingBuffer(redacted))
+            return
+        thought = self._open_thought
+        if thought is None:
+            thought = self._open_thought = self._new_thought(_ThinkingBuffer())
+        if text:
+            thought.texts.append(text)
+        if signature:
+            thought.signature += signature
+            self._open_thought = None
+
+    def _new_thought(self, thought: _ThinkingBuffer) -> _ThinkingBuffer:
+        self._marks.append((len(self._text), "thinking", len(self._thoughts)))
+        self._thoughts.append(thought)
+        return thought
 
     def fault(self, message: str) -> None:
         """The bytes stopped being the protocol (malformed data): an abrupt end."""
@@ -265,8 +305,11 @@ class TurnAssembler:
         )
 
     def _segments(self) -> tuple[Segment, ...]:
-        """Text and provider-run tool blocks in arrival order, to send back verbatim."""
-        if not self._marks:
+        """Text, thinking and provider-run tool blocks in arrival order, to send back
+        verbatim. Needed only when the order is more than "thinking, then text": a turn
+        with provider-run tools, or with several thinking blocks."""
+        provider_run = any(kind != "thinking" for _, kind, _ in self._marks)
+        if not provider_run and len(self._thoughts) <= 1:
             return ()
         out: list[Segment] = []
         done = 0
@@ -274,7 +317,10 @@ class TurnAssembler:
             if pieces > done:
                 out.append(Segment("text", "".join(self._text[done:pieces])))
                 done = pieces
-            if kind == "result":
+            if kind == "thinking":
+                thought = self._thoughts[index].block()
+                out.append(Segment(thought["type"], json.dumps(thought, ensure_ascii=False)))
+            elif kind == "result":
                 out.append(Segment("server_tool_result", self._results[index]))
             else:
                 call = self._calls[index]

@@ -92,12 +92,14 @@ class ServerToolCall:
 
 @dataclass(frozen=True, slots=True)
 class Segment:
-    """One piece of a turn that used provider-run tools, in the order it arrived.
+    """One piece of a turn whose blocks must go back in the order they arrived.
 
-    ``kind`` is ``text`` (``value`` is the text), ``server_tool_use`` /
-    ``mcp_tool_use`` (``value`` is the block's JSON) or ``server_tool_result``
-    (``value`` is the result block's JSON exactly as received). Anthropic asks for
-    these blocks back in this order to continue a paused turn.
+    ``kind`` is ``text`` (``value`` is the text), ``thinking`` /
+    ``redacted_thinking`` (``value`` is the block's JSON, with its own signature),
+    ``server_tool_use`` / ``mcp_tool_use`` (``value`` is the block's JSON) or
+    ``server_tool_result`` (``value`` is the result block's JSON exactly as
+    received). Anthropic asks for these blocks back in this order to continue a
+    paused turn, and checks each thinking block against its own signature.
     """
 
     kind: str
@@ -127,7 +129,8 @@ class Turn:
     thinking_signature: str = ""
     redacted_thinking: tuple[str, ...] = ()
     unknown_events: int = 0
-    segments: tuple[Segment, ...] = ()  # only for turns with provider-run tools
+    # Only for turns with provider-run tools or several thinking blocks (see Segment).
+    segments: tuple[Segment, ...] = ()
 
     @property
     def complete(self) -> bool:
