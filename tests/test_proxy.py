@@ -59,6 +59,13 @@ class Canned(Service):
             writer.write(b"".join(map(encode_chunk, OA[:2])) + b"64\r\n" + OA[2][:40])
             await writer.drain()
             return
+        if request.path.endswith("/big"):  # one event in one chunk of 200 KB, in two writes
+            writer.write(b"%x\r\n" % len(BIG) + BIG[:1000])
+            await writer.drain()
+            await asyncio.sleep(0.05)
+            writer.write(BIG[1000:] + b"\r\n" + LAST_CHUNK)
+            await writer.drain()
+            return
         for piece in (PIECES if request.path.endswith("/pieces") else events_of(body)):
             writer.write(encode_chunk(piece))
             await writer.drain()
@@ -85,6 +92,7 @@ def via(proxy: FaultProxy, spec: str | None, path: str = "/v1/chat/completions")
 
 OA, AN = events_of(OPENAI), events_of(ANTHROPIC)
 PIECES = [OPENAI[i : i + 97] for i in range(0, len(OPENAI), 97)]  # chunks across events
+BIG = b"data: " + b"x" * 200_000 + b"\n\n"
 
 
 def test_passthrough_is_byte_exact(proxy: FaultProxy, upstream: Canned) -> None:
@@ -106,6 +114,13 @@ def test_passthrough_keeps_the_upstream_framing(proxy: FaultProxy) -> None:
     assert (record.events_in, record.events_out) == (len(OA), len(OA))
     faulted = via(proxy, "reorder:event=2", "/v1/pieces")
     assert faulted.chunks == [OA[0], OA[2], OA[1], *OA[3:]]  # a fault re-frames per event
+
+
+def test_a_chunk_larger_than_a_read_streams_through(proxy: FaultProxy) -> None:
+    resp = via(proxy, None, "/v1/big")
+    assert resp.body == BIG and resp.complete
+    assert resp.chunks[0] == BIG[:1000]  # what arrived before the pause was not held back
+    assert (proxy.log[-1].events_in, proxy.log[-1].events_out) == (1, 1)
 
 
 @pytest.mark.parametrize("spec", [None, "duplicate:event=1"])

@@ -209,17 +209,20 @@ async def _iter_chunked(reader: asyncio.StreamReader, piece: int) -> AsyncIterat
                 raise HTTPFault(502, "chunked body ended inside its trailer") from exc
             return
         # A chunk up to ``piece`` bytes is yielded whole: it is the unit its sender wrote,
-        # so a proxy that forwards it keeps the sender's framing. Bytes of a chunk the
-        # peer never finished are still yielded before the error: nothing received is lost.
+        # so a proxy that forwards it keeps the sender's framing. A larger one is yielded
+        # as it arrives. Bytes of a chunk the peer never finished are still yielded
+        # before the error: nothing received is lost.
         while size:
             try:
-                data = await reader.readexactly(min(piece, size))
+                data = await (reader.readexactly(size) if size <= piece
+                              else reader.read(piece))
             except asyncio.IncompleteReadError as exc:
-                if exc.partial:
-                    yield exc.partial
-                raise HTTPFault(502, "chunked body ended inside a chunk") from exc
+                data = exc.partial
+            if data:
+                yield data
+            if not data or (size <= piece and len(data) < size):
+                raise HTTPFault(502, "chunked body ended inside a chunk")
             size -= len(data)
-            yield data
         try:
             crlf = await reader.readexactly(2)
         except asyncio.IncompleteReadError as exc:
