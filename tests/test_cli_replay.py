@@ -15,12 +15,13 @@ from streams import openai_tool_stream
 CAPTURE = REAL / "anthropic" / "max_tokens_inside_tool_input.sse"
 
 
-def railings(*args: str) -> subprocess.CompletedProcess[str]:
+def railings(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "railings", *args],
         capture_output=True,
         text=True,
         timeout=60,
+        input=stdin,
         env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1"},
     )
 
@@ -59,6 +60,12 @@ def test_seed_example_from_a_file(tmp_path: Path) -> None:
     assert report["stop_reason"] == "max_tokens" and report["stop_reason_wire"] == "length"
     assert report["tool_calls"][0]["raw_arguments"] == '{"command": "rm -rf /tmp/leg'
     assert report["tool_calls"][0]["verdict"] == "reject"
+
+
+def test_a_body_piped_on_standard_input() -> None:
+    piped = railings("replay", "-", "--json", stdin=CAPTURE.read_text())
+    assert piped.returncode == 0
+    assert piped.stdout == railings("replay", str(CAPTURE), "--json").stdout
 
 
 def test_human_summary_says_not_executed() -> None:

@@ -23,6 +23,9 @@ what is the stop reason (from the wire or derived), was the turn truncated,
 and which tool calls may execute.
 
 The report is the same whatever --chunk-size is: the decoder is incremental.
+FILE may be - to read the body from standard input:
+
+  curl -sN https://... -d @request.json | railings replay -
 
 exit codes: 0 the file was replayed (whatever the verdict); 2 usage error
 (missing file, unknown provider, bad option).
@@ -36,7 +39,8 @@ def register(commands: Any) -> None:
         description=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("file", metavar="FILE", help="raw response body (text/event-stream)")
+    parser.add_argument("file", metavar="FILE",
+                        help="raw response body (text/event-stream); - reads standard input")
     parser.add_argument(
         "--provider",
         choices=(*PROVIDERS, "auto"),
@@ -62,7 +66,7 @@ def register(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     path = Path(args.file)
     try:
-        body = path.read_bytes()
+        body = sys.stdin.buffer.read() if args.file == "-" else path.read_bytes()
     except FileNotFoundError:
         raise UsageError(f"replay: no such file: {path}") from None
     except IsADirectoryError:
