@@ -100,6 +100,11 @@ class TerminalView:
                     for outcome in batch.outcomes:
                         if outcome.status is OutcomeStatus.REJECTED:
                             name = escape(outcome.name)
+                            if outcome.verdict.execute:
+                                # The verdict allowed a repair; the tool takes none.
+                                self.console.print(
+                                    f"  [bold red]NOT executed[/]: {name} runs only on "
+                                    "arguments exactly as the model wrote them")
                             self.console.print(f"  [dim]notice sent: resend {name} complete[/]")
                             continue
                         style, label = _STATUS_STYLE[outcome.status]
@@ -145,9 +150,10 @@ class TerminalView:
         for verdict in judge(turn):
             call = verdict.call
             head = f"  tool [bold]{escape(call.name)}[/] {escape(_arguments(call.raw_arguments))}"
-            if verdict.execute:
-                note = " (repaired)" if verdict.repaired else ""
-                self.console.print(f"{head} -> [green]run{note}[/]")
+            if verdict.repaired:  # whether it runs is the tool's choice (repair=False)
+                self.console.print(f"{head} -> [yellow]repaired[/]")
+            elif verdict.execute:
+                self.console.print(f"{head} -> [green]run[/]")
             else:
                 reason = verdict.reason.value if verdict.reason else ""
                 self.console.print(f"{head} -> [bold red]NOT executed: {reason}[/]")

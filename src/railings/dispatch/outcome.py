@@ -26,7 +26,7 @@ __all__ = ["BatchResult", "Invocation", "OutcomeStatus", "ToolOutcome"]
 class OutcomeStatus(enum.Enum):
     EXECUTED = "executed"  # the tool ran; ``content`` is its result
     ERROR = "error"  # a complete call failed: the tool raised, its schema, an unknown name
-    REJECTED = "rejected"  # the verdict refused it: truncated, interrupted or malformed
+    REJECTED = "rejected"  # truncated, interrupted, malformed; or repaired for a strict tool
     INTERCEPTED = "intercepted"  # the loop guard stopped a repetition
     DENIED = "denied"  # the approval hook said no
 
