@@ -16,6 +16,12 @@ but read.
 * **Throughput**: the upstream writes the W1 body in 1-4 KiB chunks as fast as
   it can; the client reads to EOF. MB/s = body bytes / time from the request to
   the last byte, direct and through the proxy (median of ``repeats``).
+
+``make bench`` runs it with no fault. Alone, and with a fault the proxy applies
+to every request (one that never fires still takes the event-by-event path)::
+
+    .venv/bin/python bench/faultproxy.py
+    .venv/bin/python bench/faultproxy.py --fault duplicate:event=100000000
 """
 
 from __future__ import annotations
@@ -73,11 +79,11 @@ def _serve_upstream(conn: Connection, bulk_n: int) -> None:
     asyncio.run(main())
 
 
-def _serve_proxy(conn: Connection, upstream: str) -> None:
+def _serve_proxy(conn: Connection, upstream: str, fault: str | None) -> None:
     from railings.testing import FaultProxy
 
     async def main() -> None:
-        proxy = FaultProxy(upstream)
+        proxy = FaultProxy(upstream, fault)
         await proxy.start()
         conn.send(proxy.url)
         await asyncio.Event().wait()
@@ -128,7 +134,8 @@ def _quantiles(values: list[float]) -> dict[str, float]:
             "max_ms": ordered[-1]}
 
 
-def measure(events: int, pace_ms: float, bulk_n: int, repeats: int) -> dict[str, Any]:
+def measure(events: int, pace_ms: float, bulk_n: int, repeats: int,
+            fault: str | None = None) -> dict[str, Any]:
     """Run both measurements; ``{"error": ...}`` when the test kit is not importable."""
     try:
         from railings.testing import FaultProxy, ScriptedServer  # noqa: F401
@@ -145,7 +152,8 @@ def measure(events: int, pace_ms: float, bulk_n: int, repeats: int) -> dict[str,
     try:
         upstream_url = up_recv.recv()
         px_recv, px_send = ctx.Pipe(duplex=False)
-        proxy = ctx.Process(target=_serve_proxy, args=(px_send, upstream_url), daemon=True)
+        proxy = ctx.Process(target=_serve_proxy, args=(px_send, upstream_url, fault),
+                            daemon=True)
         proxy.start()
         proxy_url = px_recv.recv()
         _latencies(proxy_url, 50, pace_ms)  # warm both paths
@@ -175,3 +183,27 @@ def measure(events: int, pace_ms: float, bulk_n: int, repeats: int) -> dict[str,
            "direct_mb_per_s": body_bytes / 1e6 / statistics.median(times["direct"]),
            "proxy_mb_per_s": body_bytes / 1e6 / statistics.median(times["proxy"])}
     return {"latency": lat, "throughput": thr}
+
+
+def main() -> None:
+    import argparse
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # workloads, when run alone
+    parser = argparse.ArgumentParser(description="The fault proxy's added latency and throughput.")
+    parser.add_argument("--fault", help="a fault spec for every request (default: none)")
+    parser.add_argument("--events", type=int, default=1000, help="paced events (default 1000)")
+    parser.add_argument("--repeats", type=int, default=5, help="bulk transfers (default 5)")
+    args = parser.parse_args()
+    result = measure(args.events, 1.0, 20_000, args.repeats, args.fault)
+    if "error" in result:
+        raise SystemExit(result["error"])
+    lat, thr = result["latency"], result["throughput"]
+    print(f"fault {args.fault or 'none'}: added p99 {lat['added_p99_ms']:.3f} ms per event; "
+          f"{thr['proxy_mb_per_s']:.1f} MB/s through the proxy, "
+          f"{thr['direct_mb_per_s']:.1f} MB/s direct")
+
+
+if __name__ == "__main__":
+    main()
