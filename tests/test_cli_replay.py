@@ -68,6 +68,15 @@ def test_a_body_piped_on_standard_input() -> None:
     assert piped.stdout == railings("replay", str(CAPTURE), "--json").stdout
 
 
+def test_a_json_error_body_is_pointed_out() -> None:
+    error = '{"type": "error", "error": {"type": "invalid_request_error", "message": "no"}}'
+    done = railings("replay", "-", stdin=error)
+    assert done.returncode == 0 and "EMPTY" in done.stdout
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("railings: warning: the body holds no SSE event; it looks like a "
+                           "JSON response (an HTTP error?): {\"type\": \"error\"")
+
+
 def test_human_summary_says_not_executed() -> None:
     done = railings("replay", str(CAPTURE))
     assert done.returncode == 0
