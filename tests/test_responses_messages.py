@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from railings import replay
 from railings.errors import ConfigurationError
 from railings.messages import (
     Assistant,
+    ResponsesItems,
     ServerBlock,
     System,
     Text,
     ToolResult,
     ToolUse,
     User,
+    anthropic_messages_body,
+    openai_chat_body,
     openai_responses_body,
 )
 from railings.testing.script import assistant_turns
@@ -140,3 +145,58 @@ def test_a_cut_call_round_trips_with_its_rejection() -> None:
         "m", [User("go"), Assistant.from_turn(turn), ToolResult(call.id, "NOT executed")],
         max_tokens=5)["input"]
     assert items[2]["arguments"] == call.raw_arguments and items[3]["call_id"] == call.id
+
+
+# -- reasoning goes back with the items it produced ------------------------------------------
+
+CAPTURES = Path(__file__).parent / "captures" / "responses"
+
+
+def completed_output(name: str) -> list[dict[str, Any]]:
+    """The ``output`` of the capture's ``response.completed`` event, read independently."""
+    for block in (CAPTURES / name).read_text().split("\n\n"):
+        data = "\n".join(line[5:].lstrip(" ") for line in block.splitlines()
+                         if line.startswith("data:"))
+        if '"response.completed"' in data:
+            event = json.loads(data)
+            if event["type"] == "response.completed":
+                return list(event["response"]["output"])
+    raise AssertionError(f"no response.completed in {name}")
+
+
+def sent_after(name: str) -> list[dict[str, Any]]:
+    turn = replay((CAPTURES / name).read_bytes()).turn
+    assert turn.complete
+    history = [User("q"), Assistant.from_turn(turn),
+               *(ToolResult(call.id, "sunny") for call in turn.tool_calls)]
+    return openai_responses_body("gpt-5", history, max_tokens=64)["input"]
+
+
+def test_encrypted_reasoning_goes_back_with_its_call_as_the_api_sent_them() -> None:
+    sent = sent_after("swiftagent_function_call_gpt5.sse")
+    output = completed_output("swiftagent_function_call_gpt5.sse")
+    assert [item["type"] for item in output] == ["reasoning", "function_call"]
+    assert output[0]["encrypted_content"] and output[1]["id"].startswith("fc_")
+    assert sent == [{"role": "user", "content": "q"}, *output,
+                    {"type": "function_call_output", "call_id": output[1]["call_id"],
+                     "output": "sunny"}]
+
+
+@pytest.mark.parametrize("name", [
+    "pydantic_ai_openrouter_gpt_oss_reasoning_text.sse",  # reasoning without encrypted content
+    "pydantic_ai_file_search_gpt4o.sse",  # no reasoning at all
+])
+def test_without_encrypted_reasoning_the_turn_is_rebuilt_without_item_ids(name: str) -> None:
+    sent = sent_after(name)
+    assert all(item.get("type") != "reasoning" and "id" not in item for item in sent)
+    assert sent[1]["role"] == "assistant"
+
+
+def test_responses_items_never_reach_another_api() -> None:
+    turn = replay((CAPTURES / "swiftagent_function_call_gpt5.sse").read_bytes()).turn
+    assistant = Assistant.from_turn(turn)
+    assert any(isinstance(block, ResponsesItems) for block in assistant.blocks)
+    anthropic = anthropic_messages_body("claude", [User("q"), assistant], max_tokens=64)
+    assert [b["type"] for b in anthropic["messages"][1]["content"]] == ["tool_use"]
+    chat = openai_chat_body("gpt-4o", [User("q"), assistant], max_tokens=64)
+    assert set(chat["messages"][1]) == {"role", "content", "tool_calls"}

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from railings import MalformedStream, Outcome, RejectReason, Termination, replay, to_json
 from railings.events import (
     MessageStart,
+    OutputItems,
     ProviderErrorEvent,
     RefusalDelta,
     ServerToolResult,
@@ -274,12 +275,13 @@ def test_function_call_capture_decodes_to_the_expected_events() -> None:
     fragments = [e.fragment for e in events if isinstance(e, ToolArgumentsDelta)]
     # The .done events repeat the whole arguments: after deltas they add nothing.
     assert "".join(fragments) == '{ "location": "New York City, USA" }' and len(fragments) == 12
-    assert events[-4:] == [
-        ToolCallEnd(0),
-        UsageUpdate(75, 155),
-        StopReason("completed"),
-        TerminationProof("response.completed"),
-    ]
+    assert events[-5:-2] == [ToolCallEnd(0), UsageUpdate(75, 155), events[-3]]
+    assert events[-2:] == [StopReason("completed"), TerminationProof("response.completed")]
+    items = events[-3]
+    assert isinstance(items, OutputItems)  # the response's own output, to send back
+    reasoning, call = json.loads(items.raw)
+    assert reasoning["type"] == "reasoning" and reasoning["encrypted_content"].startswith("gAAAAA")
+    assert call["id"].startswith("fc_") and call["call_id"] == "call_5dp5Uj0Loqn1YcyIpqSq6sLX"
 
 
 def test_openrouter_capture_has_reasoning_text_and_a_done_trailer() -> None:

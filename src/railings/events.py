@@ -18,6 +18,7 @@ from typing import Literal
 
 __all__ = [
     "MessageStart",
+    "OutputItems",
     "ProviderErrorEvent",
     "RefusalDelta",
     "ServerToolResult",
@@ -116,6 +117,16 @@ class ServerToolResult:
 
 
 @dataclass(frozen=True, slots=True)
+class OutputItems:
+    """The Responses API's own list of a finished response's output items (the
+    ``output`` of ``response.completed``): reasoning with its encrypted content,
+    messages and calls, with their item ids. ``raw`` is the list as JSON text, so
+    the conversation can send the items back as they are to that API."""
+
+    raw: str
+
+
+@dataclass(frozen=True, slots=True)
 class UsageUpdate:
     """Token usage as last reported; ``None`` where the provider said nothing."""
 
@@ -163,6 +174,7 @@ StreamEvent = (
     | ToolArgumentsDelta
     | ToolCallEnd
     | ServerToolResult
+    | OutputItems
     | UsageUpdate
     | StopReason
     | TerminationProof

@@ -43,6 +43,7 @@ __all__ = [
     "Block",
     "Message",
     "RedactedThinking",
+    "ResponsesItems",
     "ServerBlock",
     "System",
     "Text",
@@ -109,7 +110,17 @@ class ServerBlock:
     raw: Mapping[str, Any]
 
 
-Block = Text | Thinking | RedactedThinking | ToolUse | ServerBlock
+@dataclass(frozen=True, slots=True)
+class ResponsesItems:
+    """A Responses API response's own output items -- reasoning with its encrypted
+    content, messages and calls, each with its item id -- sent back as they are, to
+    that API only. A reasoning item goes back with the items it produced, paired
+    by their ids; nothing is rebuilt."""
+
+    items: tuple[Mapping[str, Any], ...]
+
+
+Block = Text | Thinking | RedactedThinking | ToolUse | ServerBlock | ResponsesItems
 
 
 # -- messages -----------------------------------------------------------------------------
@@ -163,6 +174,9 @@ class Assistant:
             ToolUse(call.id, call.name, call.arguments, call.raw_arguments)
             for call in turn.tool_calls
         )
+        items = _reasoned_items(turn.output_items)
+        if items:
+            blocks.append(ResponsesItems(items))
         return cls(tuple(blocks))
 
     @property
@@ -172,6 +186,26 @@ class Assistant:
     @property
     def tool_calls(self) -> tuple[ToolUse, ...]:
         return tuple(block for block in self.blocks if isinstance(block, ToolUse))
+
+
+def _reasoned_items(raw: str) -> tuple[Mapping[str, Any], ...]:
+    """The output items to send back as they are: only when the model reasoned and
+    every reasoning item carries its encrypted content. Without it a reasoning item
+    cannot be sent (``store: false`` keeps nothing server-side), and the items it
+    produced cannot be sent with their ids either: the API refuses a call whose
+    reasoning is missing. Then the turn is rebuilt from its text and calls."""
+    if not raw:
+        return ()
+    try:
+        items = json.loads(raw)
+    except ValueError:
+        return ()
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        return ()
+    reasoning = [i for i in items if i.get("type") == "reasoning"]
+    if not reasoning or not all(i.get("encrypted_content") for i in reasoning):
+        return ()
+    return tuple(items)
 
 
 def _block_of(segment: Segment) -> Block:
@@ -364,9 +398,13 @@ def _responses_items(message: Message) -> list[dict[str, Any]]:
             # No error flag on the wire, as in Chat Completions: the content says it.
             return [{"type": "function_call_output", "call_id": call_id, "output": content}]
         case Assistant(blocks=blocks):
-            # Reasoning is not sent back: a reasoning item must carry its item id and,
-            # with ``store: false``, its ``encrypted_content``; the stream gives neither to
-            # the turn. Provider-run blocks (another provider's) have no Responses form.
+            for block in blocks:
+                if isinstance(block, ResponsesItems):  # the API's own items, as they came
+                    return [dict(item) for item in block.items]
+            # Rebuilt from text and calls, without reasoning and without item ids: a
+            # reasoning item needs its encrypted content (see ``_reasoned_items``), and an
+            # item id without its reasoning is refused. Provider-run blocks (another
+            # provider's) have no Responses form.
             out: list[dict[str, Any]] = []
             said: list[str] = []
             for block in blocks:
@@ -458,7 +496,9 @@ def _anthropic_blocks(message: Message) -> list[dict[str, Any]]:
                 block["is_error"] = True
             return [block]
         case Assistant(blocks=blocks):
-            return [_anthropic_block(b) for b in blocks if not (isinstance(b, Text) and not b.text)]
+            # ResponsesItems are another API's: not sent here.
+            return [_anthropic_block(b) for b in blocks
+                    if not ((isinstance(b, Text) and not b.text) or isinstance(b, ResponsesItems))]
     raise ConfigurationError(f"not a message: {message!r}")
 
 

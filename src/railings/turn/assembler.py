@@ -23,6 +23,7 @@ from railings.classify import INTERRUPTED_MESSAGE, class_for_provider_type
 from railings.errors import IllegalTransition
 from railings.events import (
     MessageStart,
+    OutputItems,
     ProviderErrorEvent,
     RefusalDelta,
     ServerToolResult,
@@ -131,6 +132,7 @@ class TurnAssembler:
         # (text pieces before, kind, index). See _segments.
         self._marks: list[tuple[int, str, int]] = []
         self._results: list[str] = []
+        self._output_items = ""
         self._thoughts: list[_ThinkingBuffer] = []
         self._open_thought: _ThinkingBuffer | None = None
         self.content = False  # True once any content delta arrived (see module docstring)
@@ -188,6 +190,8 @@ class TurnAssembler:
                 if raw:
                     self._marks.append((len(self._text), "result", len(self._results)))
                     self._results.append(raw)
+            case OutputItems(raw=raw):
+                self._output_items = raw
             case UsageUpdate(input_tokens=input_tokens, output_tokens=output_tokens):
                 if input_tokens is not None:
                     self._input_tokens = input_tokens
@@ -302,6 +306,7 @@ class TurnAssembler:
             redacted_thinking=tuple(self._redacted),
             unknown_events=self._unknown,
             segments=self._segments(),
+            output_items=self._output_items,
         )
 
     def _segments(self) -> tuple[Segment, ...]:

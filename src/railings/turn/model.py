@@ -131,6 +131,8 @@ class Turn:
     unknown_events: int = 0
     # Only for turns with provider-run tools or several thinking blocks (see Segment).
     segments: tuple[Segment, ...] = ()
+    # The Responses API's output items of a completed response, as a JSON list (OutputItems).
+    output_items: str = ""
 
     @property
     def complete(self) -> bool:

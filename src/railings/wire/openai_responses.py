@@ -6,8 +6,9 @@ events: every ``data:`` payload is a JSON object whose ``type`` names it
 line, so ``type`` wins and the field is only a fallback). There is no
 ``[DONE]``: the termination proof is the response's own terminal event.
 
-* ``response.completed`` -- usage, the status ``completed`` as the wire stop
-  reason, then the proof. ``completed`` is the API's own word that the output
+* ``response.completed`` -- usage, the response's output items
+  (:class:`OutputItems`), the status ``completed`` as the wire stop reason, then
+  the proof. ``completed`` is the API's own word that the output
   was not cut (a cut arrives as ``response.incomplete``), so nothing is
   derived: it normalizes to ``tool_use`` when the turn has tool calls, else
   ``end_turn``.
@@ -67,6 +68,7 @@ from typing import Any
 from railings.errors import MalformedStream
 from railings.events import (
     MessageStart,
+    OutputItems,
     ProviderErrorEvent,
     RefusalDelta,
     ServerToolResult,
@@ -327,7 +329,12 @@ def _thinking(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEven
 
 
 def _completed(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
-    return [*_usage(obj), StopReason("completed"), TerminationProof(COMPLETED)]
+    output = _dict(obj.get("response")).get("output")
+    # The finished items, to go back verbatim (see railings.messages): only these carry a
+    # reasoning item's encrypted content whole, and the ids that pair it with its call.
+    items = [OutputItems(json.dumps(output, ensure_ascii=False))] if isinstance(
+        output, list) else []
+    return [*_usage(obj), *items, StopReason("completed"), TerminationProof(COMPLETED)]
 
 
 def _incomplete(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
