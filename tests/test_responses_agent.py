@@ -68,6 +68,14 @@ def test_the_cut_call_is_rejected_the_notice_goes_back_and_the_resend_runs(
     assert items.index(notice) > items.index(call)
     assert requests[2].body["instructions"].startswith("You are a careful coding agent")
     assert (tmp_path / "REPORT.md").stat().st_size == 1500
+    # The first turn reasoned: its reasoning went back, with its encrypted content, right
+    # before the call it led to, both under the ids the server gave them. The server
+    # refuses a reasoning item without its item, and an item without its reasoning.
+    sent: list[Any] = requests[1].body["input"]
+    kinds = [i.get("type", i.get("role")) for i in sent]
+    assert kinds == ["user", "reasoning", "message", "function_call", "function_call_output"]
+    assert sent[1]["id"].startswith("rs_") and sent[1]["encrypted_content"]
+    assert sent[2]["id"].startswith("msg_") and sent[3]["id"].startswith("fc_")
 
 
 def test_an_empty_interruption_is_resent_with_the_banner(tmp_path: Path) -> None:

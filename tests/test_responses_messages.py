@@ -127,7 +127,10 @@ def test_a_streamed_turn_round_trips_through_the_body() -> None:
     assert [c["call_id"] for c in calls] == [o["call_id"] for o in outputs] == [
         c.id for c in turn.tool_calls]
     assert [json.loads(c["arguments"]) for c in calls] == [{"command": "ls"}, {"command": "pwd"}]
-    assert items[1] == {"role": "assistant", "content": "Running both."}
+    # The turn reasoned, its encrypted content came: the output items go back as they came.
+    assert [i["type"] for i in items[1:5]] == ["reasoning", "message", "function_call",
+                                               "function_call"]
+    assert items[1]["encrypted_content"] and items[2]["content"][0]["text"] == "Running both."
 
 
 def test_a_cut_call_round_trips_with_its_rejection() -> None:

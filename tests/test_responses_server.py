@@ -202,6 +202,31 @@ def test_bad_requests_get_openai_shaped_400s(server: ScriptedServer, body: Any,
     assert message in str(info.value) and info.value.request_id
 
 
+def test_reasoning_items_follow_the_apis_rules(server: ScriptedServer) -> None:
+    first = raw_request(server.url, "/v1/responses", {"model": "m", "input": ASK,
+                                                      "store": False})
+    output = json.loads(first.body)["output"]
+    reasoning, message, call, _ = output
+    assert reasoning["type"] == "reasoning" and reasoning["encrypted_content"]
+    user = {"role": "user", "content": ASK}
+
+    def refused(items: list[Any]) -> str:
+        resp = raw_request(server.url, "/v1/responses",
+                           {"model": "m", "input": items, "store": False})
+        return str(json.loads(resp.body)["error"]["message"]) if resp.status == 400 else ""
+
+    assert refused([user, *output]) == ""  # the output as it came: accepted
+    bare = {k: v for k, v in reasoning.items() if k != "encrypted_content"}
+    assert "not found" in refused([user, bare, message, call])
+    assert "without its required following item" in refused([user, reasoning, user])
+    assert refused([user, message, call]) == (
+        f"Item '{message['id']}' of type 'message' was provided without its required "
+        f"'reasoning' item: '{reasoning['id']}'.")
+    rebuilt = [user, {"role": "assistant", "content": message["content"][0]["text"]},
+               {k: v for k, v in call.items() if k != "id"}]
+    assert refused(rebuilt) == ""  # no reasoning and no item ids: accepted
+
+
 def test_the_sdk_sees_authentication_errors() -> None:
     with ScriptedServer({"turns": [{"text": "x"}], "api_key": "sk-right"}) as srv, \
             openai.OpenAI(base_url=srv.openai_base_url, api_key="sk-wrong", max_retries=0) as c, \

@@ -35,7 +35,7 @@ import dataclasses
 import json
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,6 +118,8 @@ class ScriptedServer(Service):
         self._ids = Ids(script.seed)
         self._lock = threading.Lock()
         self._requests: list[ReceivedRequest] = []
+        # Responses API: the item ids a reasoning item produced -> its id (wire_responses).
+        self._reasoned: dict[str, str] = {}
 
     @property
     def openai_base_url(self) -> str:
@@ -209,7 +211,7 @@ class ScriptedServer(Service):
         if provider == "anthropic":
             ask = wa.parse_ask(body)
         elif provider == "openai-responses":
-            ask = wr.parse_ask(body)
+            ask = wr.parse_ask(body, self._reasoned)
         else:
             ask = wo.parse_ask(body)
         if isinstance(ask, str):
@@ -233,13 +235,14 @@ class ScriptedServer(Service):
         if isinstance(ask, wr.ResponsesAsk):
             plan = plan_turn(turn, ask.max_tokens, self._ids.openai_call)
             response_id, created = self._ids.response(), int(time.time())
+            new_item_id = self._item_ids()
             if not ask.stream:
                 return turn_index, wr.response(plan, ask, response_id=response_id,
                                                created=created, model=model,
-                                               new_item_id=self._ids.response_item), delay
+                                               new_item_id=new_item_id), delay
             return turn_index, wr.events(plan, ask, response_id=response_id, created=created,
                                          model=model, chunk_size=chunk_size,
-                                         new_item_id=self._ids.response_item), delay
+                                         new_item_id=new_item_id), delay
         plan = plan_turn(turn, ask.max_tokens, self._ids.openai_call)
         completion_id, created = self._ids.chat_completion(), int(time.time())
         if not ask.stream:
@@ -247,6 +250,21 @@ class ScriptedServer(Service):
                                              created=created, model=model), delay
         return turn_index, wo.chunks(plan, ask, completion_id=completion_id, created=created,
                                      model=model, chunk_size=chunk_size), delay
+
+    def _item_ids(self) -> Callable[[str], str]:
+        """Item ids for one response, remembering what its reasoning item produced: a
+        response's reasoning comes first, and every later item of it is its product."""
+        first: list[str] = []
+
+        def new_item_id(prefix: str) -> str:
+            ident = self._ids.response_item(prefix)
+            if not first:
+                first.append(ident)
+            elif first[0].startswith("rs_"):
+                self._reasoned[ident] = first[0]
+            return ident
+
+        return new_item_id
 
     def _check_key(self, headers: Headers, provider: str, request_id: str) -> None:
         script = self.script

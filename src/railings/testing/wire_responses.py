@@ -35,15 +35,23 @@ and the cut items in ``response.output``. Each item has an ``output_index``
 (its place in the output) and an id (``rs_``, ``msg_``, ``fc_``); a function
 call's ``call_id`` (``call_...``) is the id its output is sent back under.
 
+A reasoning item carries ``encrypted_content`` (opaque here; the API fills it
+by default), and the input of a later request is checked the way the API is
+reported to check it: with ``store: false`` a reasoning item without its
+encrypted content is "not found"; a reasoning item must come right before an
+item it produced; an item a reasoning produced (its id, given) must come after
+that reasoning. The server remembers which of its items a reasoning produced
+(``reasoned``, item id -> reasoning id).
+
 Left out on purpose: the ``obfuscation`` padding field of the deltas (the shape
-``stream_options.include_obfuscation: false`` gives) and reasoning's
-``encrypted_content`` (sent only when asked for with ``include``).
+``stream_options.include_obfuscation: false`` gives).
 :func:`error_event` and :func:`failed_event` are the two ways the API reports
 a failure inside a stream; the fault proxy injects them.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -87,8 +95,9 @@ class ResponsesAsk:
     echo: dict[str, Any] = field(default_factory=dict)  # request fields the response repeats
 
 
-def parse_ask(obj: Any) -> ResponsesAsk | str:
-    """Validate a request body; a string is the 400 message.
+def parse_ask(obj: Any, reasoned: Mapping[str, str] | None = None) -> ResponsesAsk | str:
+    """Validate a request body; a string is the 400 message. ``reasoned`` maps the ids
+    of items a reasoning item produced to that reasoning item's id (module docstring).
 
     Deliberately lenient on one point: ``max_output_tokens`` may be below the real
     API's minimum of 16, so tests can cut a turn after a few characters.
@@ -112,6 +121,9 @@ def parse_ask(obj: Any) -> ResponsesAsk | str:
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
         return (f"Invalid 'max_output_tokens': integer below minimum value. Expected a value "
                 f">= 1, but got {limit!r} instead.")
+    problem = _check_reasoning(items, obj.get("store", True) is not False, reasoned or {})
+    if problem:
+        return problem
     instructions = obj.get("instructions")
     tools = obj.get("tools")
     tools = tools if isinstance(tools, list) else []
@@ -129,6 +141,31 @@ def parse_ask(obj: Any) -> ResponsesAsk | str:
     prompt = _dumps([instructions, items, obj.get("tools")])
     return ResponsesAsk(model, items, echo["instructions"], obj.get("stream") is True, limit,
                         count_tokens(len(prompt)), assistant_turns(items), echo)
+
+
+def _check_reasoning(items: list[Any], store: bool, reasoned: Mapping[str, str]) -> str:
+    """The API's rules for reasoning items in ``input`` (module docstring); "" if kept."""
+    issued = set(reasoned.values())
+    seen: set[str] = set()
+    for at, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            continue
+        ident = item.get("id")
+        if item.get("type") == "reasoning":
+            if not store and not item.get("encrypted_content"):
+                return (f"Item with id '{ident}' not found. Items are not persisted when "
+                        "`store` is set to false. Try again with `store` set to true, or "
+                        "remove this item from your input.")
+            following = items[at + 1] if at + 1 < len(items) else None
+            produced = following.get("id") if isinstance(following, Mapping) else None
+            if ident in issued and reasoned.get(str(produced)) != ident:
+                return (f"Item '{ident}' of type 'reasoning' was provided without its "
+                        "required following item.")
+            seen.add(str(ident))
+        elif isinstance(ident, str) and ident in reasoned and reasoned[ident] not in seen:
+            return (f"Item '{ident}' of type '{item.get('type')}' was provided without its "
+                    f"required 'reasoning' item: '{reasoned[ident]}'.")
+    return ""
 
 
 def _echo_tool(tool: Any) -> Any:
@@ -190,7 +227,8 @@ class _Item:
         status = "completed" if self.complete else "incomplete"
         if self.kind == "reasoning":
             item: dict[str, Any] = {"id": self.id, "type": "reasoning",
-                                    "summary": [{"type": "summary_text", "text": self.text}]}
+                                    "summary": [{"type": "summary_text", "text": self.text}],
+                                    "encrypted_content": _sealed(self.id)}
             if not self.complete:
                 item["status"] = status
             return item
@@ -199,6 +237,11 @@ class _Item:
                     "content": [_text_part(self.text)], "role": "assistant"}
         return {"id": self.id, "type": "function_call", "status": status,
                 "arguments": self.text, "call_id": self.call_id, "name": self.name}
+
+
+def _sealed(item_id: str) -> str:
+    """Stands for the API's encrypted reasoning: opaque, and the same for the same item."""
+    return "gAAAAA" + base64.urlsafe_b64encode(f"railings:{item_id}".encode()).decode()
 
 
 def _text_part(text: str) -> dict[str, Any]:
