@@ -114,6 +114,22 @@ def test_model_text_cannot_forge_the_proof() -> None:
     assert not proven_by_tail(P, body + b"\n\n")
 
 
+def test_a_lost_repeated_or_swapped_event_goes_to_the_reader() -> None:
+    chunks = scripted({"text": "one two three four", "thinking": "hm"}, chunk=3)
+    assert proven_by_tail(P, b"".join(chunks))
+    altered = {
+        "lost": [*chunks[:5], *chunks[6:]],
+        "repeated": [*chunks[:6], chunks[5], *chunks[6:]],
+        "swapped": [*chunks[:5], chunks[6], chunks[5], *chunks[7:]],
+    }
+    for how, kept in altered.items():
+        body = b"".join(kept)
+        assert not proven_by_tail(P, body), how
+        turn = read_turn(P, body)
+        assert turn.outcome is not Outcome.COMPLETE and turn.error is not None, how
+        assert "out of sequence" in turn.error.message, how
+
+
 EOLS = st.sampled_from(["\n", "\r\n", "\r"])
 
 

@@ -46,8 +46,10 @@ a reference to each chunk (one list append) and judges once, at the end: a
 stream whose last event is the canonical proof, with no error anywhere in it,
 is complete (:func:`proven_by_tail`, a test proves it never disagrees with the
 core; for the Responses API, whose terminal event repeats the whole response and
-so is too long for a fixed-size tail, the check walks back over that one event);
-any other stream is read by the core
+so is too long for a fixed-size tail, the check walks back over that one event,
+and the events' ``sequence_number`` fields, read in one regular-expression pass
+over the body, must count up to it without a gap); any other stream is read by
+the core
 :class:`~railings.turn.reader.StreamReader`, which decides Complete, Empty or
 Partial. A stream that is abandoned early (the openai SDK stops at ``[DONE]``)
 is not judged: the reader stopped, not the stream.
@@ -105,6 +107,9 @@ _RESPONSES_PROOFS = frozenset({"response.completed", "response.incomplete"})
 _RESPONSES_EVENT_LINE = re.compile(rb"event: ?response\.(?:completed|incomplete)")
 _NOT_NULL_ERROR = re.compile(rb'"error"(?!:null)')  # one pass over the body, in C
 _DONE_LINE = re.compile(rb"data: ?\[DONE\]")
+# Every event's number, in body order (one pass, in C). Model text cannot forge one: in a
+# JSON string the quote before the colon would be escaped.
+_SEQUENCE = re.compile(rb'"sequence_number"[ \t]*:[ \t]*(\d+)')
 _BLANK_TAIL = re.compile(_EOL + _EOL + rb"[\r\n]*\Z")
 
 
@@ -178,7 +183,14 @@ def _responses_proven(body: bytes) -> bool:
         event = load_object(value.decode("utf-8"), where="guard")
     except (UnicodeDecodeError, MalformedStream):
         return False
-    return event.get("type") in _RESPONSES_PROOFS
+    if event.get("type") not in _RESPONSES_PROOFS:
+        return False
+    last = event.get("sequence_number")
+    if not isinstance(last, int):
+        return True  # an API that numbers nothing (the reader checks what is numbered)
+    # Events lost, repeated or swapped on the way break the count: the reader says how.
+    numbers = [int(n) for n in _SEQUENCE.findall(body)]
+    return numbers == list(range(last - len(numbers) + 1, last + 1))
 
 
 def _line_start(body: bytes, end: int) -> int:
