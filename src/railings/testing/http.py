@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import socket
 import struct
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = [
     "LAST_CHUNK",
@@ -39,6 +41,7 @@ __all__ = [
     "read_request",
     "read_response_head",
     "render_head",
+    "send_json",
 ]
 
 MAX_HEAD = 64 * 1024
@@ -237,6 +240,16 @@ def render_head(
     lines = [f"HTTP/1.1 {status} {reason or REASONS.get(status, 'Unknown')}"]
     lines.extend(f"{name}: {value}" for name, value in headers)
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+async def send_json(writer: asyncio.StreamWriter, status: int, body: Any,
+                    headers: Iterable[tuple[str, str]] = ()) -> None:
+    """A whole JSON response (UTF-8), framed by its length, then ``connection: close``."""
+    payload = json.dumps(body, ensure_ascii=False).encode()
+    writer.write(render_head(status, [("content-type", "application/json"),
+                                      ("content-length", str(len(payload))), *headers,
+                                      ("connection", "close")]) + payload)
+    await writer.drain()
 
 
 def encode_chunk(data: bytes) -> bytes:

@@ -55,6 +55,7 @@ from railings.testing.http import (
     read_request,
     read_response_head,
     render_head,
+    send_json,
 )
 from railings.testing.ids import Ids
 from railings.testing.service import Service
@@ -202,7 +203,7 @@ class FaultProxy(Service):
         except EOFError:
             return
         except HTTPFault as fault:
-            await _send_json(writer, fault.status, wo.status_error(fault.status, fault.message))
+            await send_json(writer, fault.status, wo.status_error(fault.status, fault.message))
             return
         record = ProxyRecord(request.method, request.path)
         with self._lock:
@@ -223,7 +224,7 @@ class FaultProxy(Service):
         except ConfigurationError as exc:
             record.status, record.action = 400, f"bad {FAULT_HEADER}: {exc}"
             record.done = True
-            await _send_json(writer, 400, wo.status_error(400, str(exc)))
+            await send_json(writer, 400, wo.status_error(400, str(exc)))
             return
         if isinstance(fault, F.Status):
             await self._answer_status(writer, fault, anthropic, record)
@@ -236,7 +237,7 @@ class FaultProxy(Service):
         except (OSError, TimeoutError) as exc:
             record.status, record.error = 502, f"upstream unreachable: {exc}"
             record.done = True
-            await _send_json(writer, 502, wa.status_error(502, "upstream unreachable")
+            await send_json(writer, 502, wa.status_error(502, "upstream unreachable")
                              if anthropic else wo.status_error(502, "upstream unreachable"))
             return
         try:
@@ -275,7 +276,7 @@ class FaultProxy(Service):
             headers.append(("retry-after-ms", str(fault.retry_after_ms)))
         record.status, record.action = fault.code, f"answered {fault.code} without upstream"
         record.done = True
-        await _send_json(writer, fault.code, body, headers)
+        await send_json(writer, fault.code, body, headers)
 
     async def _respond(self, head: ResponseHead, body: AsyncIterator[bytes],
                        writer: asyncio.StreamWriter, fault: Fault, record: ProxyRecord,
@@ -478,12 +479,3 @@ class _Seen:
                     break
                 return obj if isinstance(obj, dict) else {}
         return {}
-
-
-async def _send_json(writer: asyncio.StreamWriter, status: int, body: Any,
-                     headers: list[tuple[str, str]] | None = None) -> None:
-    payload = json.dumps(body).encode()
-    writer.write(render_head(status, [("content-type", "application/json"),
-                                      ("content-length", str(len(payload))), *(headers or []),
-                                      ("connection", "close")]) + payload)
-    await writer.drain()

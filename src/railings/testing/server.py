@@ -51,6 +51,7 @@ from railings.testing.http import (
     encode_chunk,
     read_request,
     render_head,
+    send_json,
 )
 from railings.testing.ids import Ids
 from railings.testing.script import Script, ScriptTurn, plan_turn
@@ -152,8 +153,7 @@ class ScriptedServer(Service):
         except EOFError:
             return
         except HTTPFault as fault:
-            await self._send_json(writer, fault.status,
-                                  wo.status_error(fault.status, fault.message), [])
+            await send_json(writer, fault.status, wo.status_error(fault.status, fault.message))
             return
         provider = self._provider_for(request)
         request_id = (self._ids.anthropic_request() if provider == "anthropic"
@@ -168,12 +168,12 @@ class ScriptedServer(Service):
             turn_index, events, delay = self._respond(request, provider, body, request_id)
         except _Reply as reply:
             self._record(dataclasses.replace(record, status=reply.status))
-            await self._send_json(writer, reply.status, reply.body, id_headers)
+            await send_json(writer, reply.status, reply.body, id_headers)
             return
         stream = isinstance(body, Mapping) and body.get("stream") is True
         self._record(dataclasses.replace(record, status=200, turn=turn_index, stream=stream))
         if isinstance(events, dict):
-            await self._send_json(writer, 200, events, id_headers)
+            await send_json(writer, 200, events, id_headers)
             return
         await self._send_stream(writer, events, id_headers, provider, delay)
 
@@ -307,15 +307,6 @@ class ScriptedServer(Service):
         return index, turn
 
     # -- writing --------------------------------------------------------------------
-    async def _send_json(self, writer: asyncio.StreamWriter, status: int, body: Any,
-                         headers: list[tuple[str, str]]) -> None:
-        payload = json.dumps(body, ensure_ascii=False).encode()
-        head = render_head(status, [("content-type", "application/json"),
-                                    ("content-length", str(len(payload))),
-                                    *headers, ("connection", "close")])
-        writer.write(head + payload)
-        await writer.drain()
-
     async def _send_stream(self, writer: asyncio.StreamWriter, events: Iterable[bytes],
                            headers: list[tuple[str, str]], provider: str,
                            delay: float) -> None:
