@@ -65,6 +65,7 @@ import httpx2
 
 from railings.classify import INTERRUPTED_MESSAGE
 from railings.errors import EventTooLarge, MalformedStream, StreamInterrupted
+from railings.transport.config import provider_for_path
 from railings.transport.errors_map import idle_error
 from railings.transport.idle import arm_idle
 from railings.turn.model import Outcome, Turn
@@ -283,24 +284,12 @@ class _Watch:
         return error
 
 
-def _provider(request: httpx2.Request) -> str | None:
-    """The wire format of a watched path, or None."""
-    path = request.url.path.rstrip("/")
-    if path.endswith("/chat/completions"):
-        return "openai"
-    if path.endswith("/responses"):
-        return "openai-responses"
-    if path.endswith("/messages"):
-        return "anthropic"
-    return None
-
-
 _READABLE = frozenset({"gzip", "x-gzip", "deflate", "identity"})
 
 
 def _ask_readable(request: httpx2.Request) -> None:
     """Narrow ``Accept-Encoding`` on a watched path to the codings the guard reads."""
-    if _provider(request) is None:
+    if provider_for_path(request.url.path) is None:
         return
     offered = request.headers.get("accept-encoding")
     if offered is None:
@@ -319,7 +308,7 @@ def _watch(request: httpx2.Request, response: httpx2.Response,
         return None
     if not response.headers.get("content-type", "").lower().startswith("text/event-stream"):
         return None
-    provider = _provider(request)
+    provider = provider_for_path(request.url.path)
     if provider is None:
         return None
     encoding = response.headers.get("content-encoding", "identity").strip().lower() or "identity"

@@ -59,6 +59,7 @@ from railings.testing.http import (
 )
 from railings.testing.ids import Ids
 from railings.testing.service import Service
+from railings.transport.config import provider_for_path
 
 __all__ = ["FAULT_HEADER", "FaultProxy", "ProxyRecord"]
 
@@ -217,7 +218,7 @@ class FaultProxy(Service):
 
     async def _proxy(self, request: Request, writer: asyncio.StreamWriter,
                      record: ProxyRecord) -> None:
-        wire = _wire(request.path)
+        wire = provider_for_path(request.path) or "openai"  # the guard's rule
         anthropic = wire == "anthropic"
         try:
             fault = self._choose(request, record)
@@ -434,16 +435,6 @@ async def _send_rest(out: _Out, splitter: EventSplitter, stream: _Seen) -> None:
 
 _MESSAGES = {"overloaded_error": "Overloaded", "api_error": "Internal server error",
              "rate_limit_error": "Rate limited"}
-
-
-def _wire(path: str) -> str:
-    """The wire format a request path speaks (the guard's rule: by path)."""
-    path = path.partition("?")[0].rstrip("/")
-    if path.endswith("/messages"):
-        return "anthropic"
-    if path.endswith("/responses"):
-        return "openai-responses"
-    return "openai"
 
 
 _SEQUENCE = re.compile(rb'"sequence_number"\s*:\s*(\d+)')

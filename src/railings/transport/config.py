@@ -42,6 +42,19 @@ _ENV_API_KEY = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
 # Where each wire format is POSTed, after the base URL.
 _PATHS = {"openai": "/chat/completions", "anthropic": "/v1/messages",
           "openai-responses": "/responses"}
+# How a request path says its wire format, whatever prefix a gateway puts before it.
+_PATH_ENDS = (("/chat/completions", "openai"), ("/responses", "openai-responses"),
+              ("/messages", "anthropic"))
+
+
+def provider_for_path(path: str) -> str | None:
+    """The wire format a request path speaks, by how it ends; None for any other path.
+    The guard watches these paths, and the fault proxy shapes its errors by them."""
+    path = path.partition("?")[0].rstrip("/")
+    for end, provider in _PATH_ENDS:
+        if path.endswith(end):
+            return provider
+    return None
 ANTHROPIC_VERSION = "2023-06-01"
 
 
