@@ -71,6 +71,7 @@ from railings.transport.idle import arm_idle
 from railings.turn.model import Outcome, Turn
 from railings.turn.reader import StreamReader
 from railings.wire._json import load_object
+from railings.wire.openai_responses import SEQUENCE_NUMBER
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
 
 __all__ = ["DEFAULT_IDLE", "AsyncGuardTransport", "GuardTransport", "async_transport",
@@ -108,9 +109,6 @@ _RESPONSES_PROOFS = frozenset({"response.completed", "response.incomplete"})
 _RESPONSES_EVENT_LINE = re.compile(rb"event: ?response\.(?:completed|incomplete)")
 _NOT_NULL_ERROR = re.compile(rb'"error"(?!:null)')  # one pass over the body, in C
 _DONE_LINE = re.compile(rb"data: ?\[DONE\]")
-# Every event's number, in body order (one pass, in C). Model text cannot forge one: in a
-# JSON string the quote before the colon would be escaped.
-_SEQUENCE = re.compile(rb'"sequence_number"[ \t]*:[ \t]*(\d+)')
 _BLANK_TAIL = re.compile(_EOL + _EOL + rb"[\r\n]*\Z")
 
 
@@ -190,7 +188,7 @@ def _responses_proven(body: bytes) -> bool:
     if not isinstance(last, int):
         return True  # an API that numbers nothing (the reader checks what is numbered)
     # Events lost, repeated or swapped on the way break the count: the reader says how.
-    numbers = [int(n) for n in _SEQUENCE.findall(body)]
+    numbers = [int(n) for n in SEQUENCE_NUMBER.findall(body)]  # one pass, in C
     return numbers == list(range(last - len(numbers) + 1, last + 1))
 
 

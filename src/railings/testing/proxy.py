@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import ssl
 import threading
 from collections import Counter
@@ -60,6 +59,7 @@ from railings.testing.http import (
 from railings.testing.ids import Ids
 from railings.testing.service import Service
 from railings.transport.config import provider_for_path
+from railings.wire.openai_responses import SEQUENCE_NUMBER
 
 __all__ = ["FAULT_HEADER", "FaultProxy", "ProxyRecord"]
 
@@ -437,8 +437,6 @@ _MESSAGES = {"overloaded_error": "Overloaded", "api_error": "Internal server err
              "rate_limit_error": "Rate limited"}
 
 
-_SEQUENCE = re.compile(rb'"sequence_number"\s*:\s*(\d+)')
-
 
 class _Seen:
     """What an injected Responses event must agree with: the stream's own response
@@ -458,7 +456,7 @@ class _Seen:
         self.last = block
 
     def next_sequence(self) -> int:
-        m = _SEQUENCE.search(self.last) if self.last is not None else None
+        m = SEQUENCE_NUMBER.search(self.last) if self.last is not None else None
         return int(m.group(1)) + 1 if m is not None else 0
 
     def created(self) -> dict[str, Any]:

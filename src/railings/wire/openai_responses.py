@@ -62,6 +62,7 @@ type becomes :class:`Unknown`.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -93,9 +94,15 @@ __all__ = [
     "INCOMPLETE",
     "LOCAL_ITEMS",
     "READ_PAST",
+    "SEQUENCE_NUMBER",
     "SERVER_ITEMS",
     "OpenAIResponsesDecoder",
 ]
+
+# An event's number as raw bytes show it, for readers that scan a body without parsing it
+# (the guard, the fault proxy). Model text cannot forge one: in a JSON string the quote
+# before the colon would be escaped.
+SEQUENCE_NUMBER = re.compile(rb'"sequence_number"[ \t]*:[ \t]*(\d+)')
 
 COMPLETED = "response.completed"
 INCOMPLETE = "response.incomplete"
