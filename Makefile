@@ -30,10 +30,10 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 fuzz: $(STAMP)
-	$(BIN)/python -m railings.reliability.fuzz $(FUZZ_ARGS)
+	$(BIN)/python -m tools.reliability.fuzz $(FUZZ_ARGS)
 
 soak: $(STAMP)
-	$(BIN)/python -m railings.reliability.soak $(SOAK_ARGS)
+	$(BIN)/python -m tools.reliability.soak $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,8 +1,8 @@
 """The benchmark workloads: deterministic SSE bodies, and how they are cut into pieces.
 
 Every body is generated from a fixed seed, in the shapes the providers really
-send (the chunk fields of ``shared/corpus/real/openai/*.sse`` and
-``shared/corpus/real/anthropic/*.sse``), so every consumer reads the same bytes
+send (the chunk fields of ``tests/corpus/real/openai/*.sse`` and
+``tests/corpus/real/anthropic/*.sse``), so every consumer reads the same bytes
 and a run on another machine reads them too.
 
 * **W1** OpenAI Chat Completions text: a role chunk, ``n`` content chunks, the

@@ -1,4 +1,4 @@
-"""Shared test helpers: where the shared corpus lives."""
+"""Test helpers: where the repository's corpus of captured streams lives (``tests/corpus``)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-CORPUS = SHARED / "corpus"
+CORPUS = Path(__file__).resolve().parent / "corpus"
 REAL = CORPUS / "real"
+RESPONSES = CORPUS / "responses"
 
 
 def manifest() -> list[dict[str, str]]:

@@ -1,4 +1,4 @@
-"""Every real capture in shared/corpus/real replays to the facts its manifest lists."""
+"""Every real capture in tests/corpus/real replays to the facts its manifest lists."""
 
 from __future__ import annotations
 

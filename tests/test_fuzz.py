@@ -1,4 +1,4 @@
-"""Bounded runs of the fuzz campaigns of ``make fuzz`` (railings.reliability.fuzz).
+"""Bounded runs of the fuzz campaigns of ``make fuzz`` (tools.reliability.fuzz).
 
 tests/test_properties.py already holds split invariance, random bytes and noise
 through ``replay``, and truncation at sampled offsets. These add what the long
@@ -20,11 +20,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from railings.errors import ConfigurationError
-from railings.reliability import fuzz
-from railings.reliability.campaigns import Fuzzer
-from railings.reliability.corpus import ENV_VAR, find_corpus, is_proof_block, load_captures
-from railings.reliability.inputs import Mutation, mutate
-from railings.reliability.properties import PropertyViolation, ShellSpy, feed
+from tools.reliability import fuzz
+from tools.reliability.campaigns import Fuzzer
+from tools.reliability.corpus import ENV_VAR, find_corpus, is_proof_block, load_captures
+from tools.reliability.inputs import Mutation, mutate
+from tools.reliability.properties import PropertyViolation, ShellSpy, feed
 from railings.replay import replay
 from railings.wire.sse import SSEDecoder
 
@@ -113,7 +113,7 @@ def test_a_violation_is_reported_with_what_reproduces_it() -> None:
     full = replay(next(c for c in CAPTURES if c.name.endswith("single_tool_call_nonstrict.sse"))
                   .body)
     with ShellSpy() as spy, pytest.raises(PropertyViolation, match="never_clean") as info:
-        from railings.reliability.properties import check_not_clean
+        from tools.reliability.properties import check_not_clean
 
         check_not_clean(full, "on purpose", "the whole capture")
         spy.check(full)

@@ -3,7 +3,7 @@
 ``proven_by_tail`` lets the guard skip the JSON-parsing reader for streams that
 end in the canonical proof. It may say False for a complete stream (the reader
 then decides), but it must never say True where the reader would not find the
-turn COMPLETE. Checked on every real capture in the shared corpus, cut at every
+turn COMPLETE. Checked on every real capture in tests/corpus, cut at every
 event boundary and at many byte offsets, and on generated streams.
 """
 

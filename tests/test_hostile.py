@@ -37,7 +37,7 @@ from railings.errors import (
     TotalTimeout,
 )
 from railings.messages import User
-from railings.reliability.properties import ShellSpy
+from tools.reliability.properties import ShellSpy
 from railings.replay import replay, to_json
 from railings.testing.http import encode_chunk, read_request
 from railings.testing.service import Service

@@ -1,4 +1,4 @@
-"""python -m railings.integrations.measure: the README's table is measured, and says so."""
+"""python -m tools.measure_integrations: the README's table is measured, and says so."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("langgraph")
 pytest.importorskip("langchain_openai")
 
-from railings.integrations import measure as m
+import tools.measure_integrations as m
 
 
 def test_the_cut_is_where_the_issue_says() -> None:

@@ -1,7 +1,7 @@
 """The fault proxy, at the byte level: each fault does exactly what it says.
 
 The upstream here is a canned server that replays two real captures from the
-shared corpus byte for byte (one SSE event per HTTP chunk), so every
+corpus byte for byte (one SSE event per HTTP chunk), so every
 expectation is an exact byte string built from the capture itself.
 """
 

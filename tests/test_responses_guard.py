@@ -31,7 +31,7 @@ from railings.testing.wire_responses import error_event, events, failed_event, p
 from railings.turn.model import Outcome
 
 P = "openai-responses"
-CAPTURES = sorted((Path(__file__).resolve().parent / "captures" / "responses").glob("*.sse"))
+CAPTURES = sorted((Path(__file__).resolve().parent / "corpus" / "responses").glob("*.sse"))
 
 
 def agrees(body: bytes) -> bool:

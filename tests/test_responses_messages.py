@@ -152,7 +152,7 @@ def test_a_cut_call_round_trips_with_its_rejection() -> None:
 
 # -- reasoning goes back with the items it produced ------------------------------------------
 
-CAPTURES = Path(__file__).parent / "captures" / "responses"
+CAPTURES = Path(__file__).parent / "corpus" / "responses"
 
 
 def completed_output(name: str) -> list[dict[str, Any]]:

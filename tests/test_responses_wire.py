@@ -34,7 +34,7 @@ from railings.turn.verdict import TRUNCATION_NOTICE, judge
 from railings.wire.openai_responses import OpenAIResponsesDecoder
 from railings.wire.sse import ServerSentEvent, SSEDecoder
 
-CAPTURES = Path(__file__).resolve().parent / "captures" / "responses"
+CAPTURES = Path(__file__).resolve().parent / "corpus" / "responses"
 
 
 def _manifest() -> list[dict[str, str]]:

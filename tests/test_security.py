@@ -42,7 +42,7 @@ from railings.dispatch.tools import Execution, execute
 from railings.errors import RailingsError
 from railings.messages import User
 from railings.redact import MARKER, register_secret
-from railings.reliability.properties import ShellSpy
+from tools.reliability.properties import ShellSpy
 from railings.testing import FaultProxy, Script, ScriptedServer
 from railings.testing.http import encode_chunk, read_request, render_head
 from railings.testing.service import Service
@@ -490,7 +490,7 @@ def test_the_same_call_finished_does_reach_the_shell(tmp_path: Path) -> None:
 
 
 def test_a_small_soak_holds_every_invariant() -> None:
-    from railings.reliability.soak import soak
+    from tools.reliability.soak import soak
 
     report = soak(turns=40, concurrency=8, seed=11, warmup=8)
     assert report["ok"], report["failures"]
@@ -502,7 +502,7 @@ def test_a_small_soak_holds_every_invariant() -> None:
 
 
 def test_the_soak_oracle_reads_the_wire_without_the_decoder() -> None:
-    from railings.reliability.faulting import wire_truth
+    from tools.reliability.faulting import wire_truth
 
     done = b"data: [DONE]\n\n"
     chunk = b'data: {"choices":[{"index":0,"delta":{"content":"x"}}]}\n\n'

@@ -1,4 +1,4 @@
-"""The SSE decoder: the shared WHATWG vectors, targeted edge cases, and split invariance."""
+"""The SSE decoder: the WHATWG vectors of tests/corpus/sse, targeted edge cases, and split invariance."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from railings.errors import ConfigurationError, EventTooLarge, IllegalTransition
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE, ServerSentEvent, SSEDecoder
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+CORPUS = Path(__file__).resolve().parent / "corpus"
 VECTORS_PATH = CORPUS / "sse" / "vectors.json"
 VECTORS: list[dict[str, Any]] = json.loads(VECTORS_PATH.read_text(encoding="utf-8"))["vectors"]
 with (CORPUS / "real" / "MANIFEST.tsv").open(encoding="utf-8", newline="") as manifest:
@@ -62,7 +62,7 @@ def byte_by_byte(data: bytes) -> list[bytes]:
     return [data[i : i + 1] for i in range(len(data))]
 
 
-# --- the shared vectors ---------------------------------------------------------------
+# --- the corpus vectors ---------------------------------------------------------------
 
 def whole(body: bytes) -> list[bytes]:
     return [body]

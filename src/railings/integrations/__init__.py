@@ -9,8 +9,6 @@ each framework lives in its own module, imported only when asked for.
   ``langchain.agents.create_agent``.
 * :func:`inspect_message` -- the turn verdict for a LangChain ``AIMessage``, read by
   shape (needs no framework installed).
-* ``python -m railings.integrations.measure`` -- what each SDK and framework does today
-  with a tool call cut at the output limit, with and without railings.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Anthropic Messages, as the scripted server writes it (sans-IO: dicts and bytes).
 
-Shapes follow the real API (see ``../shared/corpus/real/anthropic/``):
+Shapes follow the real API (see ``tests/corpus/real/anthropic/``):
 ``message_start`` with usage (``output_tokens`` 1 so far), one
 ``content_block_start`` / ``content_block_delta`` … / ``content_block_stop``
 per block, a ``ping`` after the first block start, ``input_json_delta``

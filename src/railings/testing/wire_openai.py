@@ -1,6 +1,6 @@
 """OpenAI Chat Completions, as the scripted server writes it (sans-IO: dicts and bytes).
 
-Shapes follow the real API (see ``../shared/corpus/real/openai/``): compact JSON,
+Shapes follow the real API (see ``tests/corpus/real/openai/``): compact JSON,
 a first chunk with the role, content deltas, ``tool_calls`` deltas (the first
 with index, id, type and name and ``arguments: ""``, then argument fragments),
 a last choice chunk with an empty delta and ``finish_reason``, with

@@ -3,7 +3,7 @@
 Theory of operation. Each ``data:`` payload is one ``chat.completion.chunk``
 JSON object, and ``data: [DONE]`` is the termination proof. The turn is choice
 0; other choices (``n`` > 1) are read past. What real providers send, and how
-it is handled here (see ``shared/corpus/README.md``):
+it is handled here (see ``tests/corpus/README.md``):
 
 * ``choices: []`` with ``usage`` (``include_usage``; also Azure's first chunk
   with ``prompt_filter_results``): usage only.

@@ -43,7 +43,7 @@ from railings.dispatch import (
 )
 from railings.dispatch import builtins as builtins_module
 from railings.errors import EventTooLarge, RailingsError
-from railings.reliability.corpus import PROOF_MARKERS
+from tools.reliability.corpus import PROOF_MARKERS
 from railings.replay import Replay
 from railings.turn.model import Turn
 from railings.turn.reader import StreamReader

@@ -2,9 +2,9 @@
 
 :class:`Fuzzer` holds what they share: the captures, the verdict of each whole
 capture, the argument texts the output limit cut in them (ground truth no
-mutation can hide), a :class:`~railings.reliability.properties.Tally` and a
-:class:`~railings.reliability.properties.ShellSpy`. ``make fuzz`` runs them
-(:mod:`railings.reliability.fuzz`); ``tests/test_fuzz.py`` wraps each in
+mutation can hide), a :class:`~tools.reliability.properties.Tally` and a
+:class:`~tools.reliability.properties.ShellSpy`. ``make fuzz`` runs them
+(:mod:`tools.reliability.fuzz`); ``tests/test_fuzz.py`` wraps each in
 ``@given(st.data())`` with a few hundred examples.
 
 ``every_offset`` forks the reader at each block boundary (a pickled copy of
@@ -28,9 +28,9 @@ from hypothesis import strategies as st
 from railings.agent.loop import Agent
 from railings.dispatch import ToolRegistry
 from railings.errors import EventTooLarge, RailingsError
-from railings.reliability.corpus import Capture, is_proof_block, split_blocks
-from railings.reliability.inputs import HOSTILE_FRAGMENTS, mutate, mutations, split_points
-from railings.reliability.properties import (
+from tools.reliability.corpus import Capture, is_proof_block, split_blocks
+from tools.reliability.inputs import HOSTILE_FRAGMENTS, mutate, mutations, split_points
+from tools.reliability.properties import (
     PropertyViolation,
     ShellSpy,
     Tally,

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx2
 
-from railings.reliability.corpus import is_proof_block, split_blocks
+from tools.reliability.corpus import is_proof_block, split_blocks
 from railings.testing import FAULT_HEADER
 
 __all__ = ["Attempt", "FaultingTransport", "WireTruth", "draw_fault", "wire_truth"]

@@ -1,4 +1,4 @@
-"""The real captures of ``shared/corpus``, cut into SSE blocks, with their proofs located.
+"""The real captures of ``tests/corpus``, cut into SSE blocks, with their proofs located.
 
 The fuzz campaigns need two facts about each capture that must not come from
 the decoder under test: where its SSE blocks begin and end, and where its
@@ -8,11 +8,10 @@ property "a capture cut before its proof is never clean" compares the
 decoder against an independent reading of the same bytes.
 
 The corpus is found, in this order: an explicit path (``--corpus``), the
-``RAILINGS_CORPUS`` environment variable, then ``shared/corpus`` next to any
-directory above this file or above the working directory. The repository's own
-captures (``tests/captures/<set>/``, each set with its ``MANIFEST.tsv``: the
-Responses API streams) join them when a checkout is found the same way; their
-names carry the set's name (``responses/...``).
+``RAILINGS_CORPUS`` environment variable, then the repository's own
+``tests/corpus``. Its ``real/`` set comes first; every other set beside it with
+a ``MANIFEST.tsv`` (the Responses API streams) joins it, its names carrying the
+set's name (``responses/...``).
 """
 
 from __future__ import annotations
@@ -49,22 +48,20 @@ _PROVIDERS = {"openai-chat": "openai", "anthropic-messages": "anthropic",
 _TYPED_PROOFS = frozenset({"message_stop", "response.completed", "response.incomplete"})
 
 
+REPOSITORY_CORPUS = Path(__file__).resolve().parents[2] / "tests" / "corpus"
+
+
 def find_corpus(explicit: str | os.PathLike[str] | None = None) -> Path:
     """The corpus directory (the one holding ``real/MANIFEST.tsv``)."""
     if explicit:
         if (Path(explicit) / "real" / "MANIFEST.tsv").is_file():
             return Path(explicit)
         raise ConfigurationError(f"no corpus at {explicit}: expected real/MANIFEST.tsv there")
-    candidates: list[Path] = []
-    if os.environ.get(ENV_VAR):
-        candidates.append(Path(os.environ[ENV_VAR]))
-    for start in (Path(__file__).resolve(), Path.cwd().resolve()):
-        candidates.extend(parent / "shared" / "corpus" for parent in start.parents)
-    for candidate in candidates:
-        if (candidate / "real" / "MANIFEST.tsv").is_file():
-            return candidate
+    candidate = Path(os.environ.get(ENV_VAR) or REPOSITORY_CORPUS)
+    if (candidate / "real" / "MANIFEST.tsv").is_file():
+        return candidate
     raise ConfigurationError(
-        f"cannot find shared/corpus above {Path(__file__).parent}: pass --corpus or set {ENV_VAR}"
+        f"no corpus at {candidate}: expected real/MANIFEST.tsv there; pass --corpus or set {ENV_VAR}"
     )
 
 
@@ -155,14 +152,9 @@ def _count(value: str) -> int:
         return 0
 
 
-def find_own_captures() -> list[Path]:
-    """The capture sets of a repository checkout (``tests/captures/*/MANIFEST.tsv``)."""
-    for start in (Path(__file__).resolve(), Path.cwd().resolve()):
-        for parent in start.parents:
-            sets = sorted(parent.glob("tests/captures/*/MANIFEST.tsv"))
-            if sets:
-                return [manifest.parent for manifest in sets]
-    return []
+def other_sets(corpus: Path) -> list[Path]:
+    """The capture sets beside ``real/`` (each a folder with its ``MANIFEST.tsv``)."""
+    return [m.parent for m in sorted(corpus.glob("*/MANIFEST.tsv")) if m.parent.name != "real"]
 
 
 def _read_set(directory: Path, prefix: str) -> list[Capture]:
@@ -198,7 +190,8 @@ def load_captures(
     corpus: str | os.PathLike[str] | None = None, *, names: Iterable[str] | None = None
 ) -> tuple[Capture, ...]:
     """Every capture of the corpus manifest, then the repository's own (or only ``names``)."""
-    found = _load(find_corpus(corpus).resolve(), tuple(find_own_captures()))
+    root = find_corpus(corpus).resolve()
+    found = _load(root, tuple(other_sets(root)))
     if names is None:
         return found
     wanted = set(names)

@@ -2,7 +2,7 @@
 
 ::
 
-    python -m railings.reliability.soak [--turns 200] [--concurrency 16] [--seconds 120]
+    python -m tools.reliability.soak [--turns 200] [--concurrency 16] [--seconds 120]
                                         [--seed N] [--json PATH]
 
 One :class:`~railings.testing.ScriptedServer`, one
@@ -16,7 +16,7 @@ headers. The agent's only tool is the built-in ``shell``, with
 every command that would have is recorded.
 
 The oracle is independent of the decoder: the transport keeps the bytes of
-each response, and :func:`~railings.reliability.faulting.wire_truth` reads them
+each response, and :func:`~tools.reliability.faulting.wire_truth` reads them
 with the corpus module's block splitter -- did a whole termination proof arrive, and did anything
 before it spoil the stream (bytes that are not UTF-8, data that is not JSON, an
 error event)? Then, per attempt:
@@ -54,8 +54,8 @@ from typing import Any
 from railings.agent.loop import Agent, AgentEvent, RunResult, ToolsDispatched
 from railings.dispatch import OutcomeStatus, ToolRegistry, builtin_tools
 from railings.errors import RailingsError
-from railings.reliability.faulting import IDLE, Attempt, FaultingTransport
-from railings.reliability.properties import ShellSpy
+from tools.reliability.faulting import IDLE, Attempt, FaultingTransport
+from tools.reliability.properties import ShellSpy
 from railings.testing import FaultProxy, Script, ScriptedServer
 from railings.transport import AsyncProviderClient, ClientConfig, RetryPolicy, Timeouts, no_waits
 from railings.turn.model import Outcome
@@ -380,7 +380,7 @@ def _print(report: dict[str, Any]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m railings.reliability.soak",
+    parser = argparse.ArgumentParser(prog="python -m tools.reliability.soak",
                                      description="Soak railings under faults "
                                                  "(see the module docstring).")
     parser.add_argument("--turns", type=int, default=200, help="agent turns (default 200)")

@@ -1,6 +1,6 @@
 """What each SDK and framework does today with a tool call cut at the output limit.
 
-Run ``python -m railings.integrations.measure`` (``--json`` for the rows as JSON,
+Run ``make measure`` or, from the repository root, ``python -m tools.measure_integrations`` (``--json`` for the rows as JSON,
 ``--markdown`` for a table to paste). Every row is measured, not assumed: the
 scripted model server (:mod:`railings.testing`) answers a shell call,
 ``{"command": "rm -rf /tmp/legacy-cleanup"}``, and the request's ``max_tokens`` cuts
@@ -472,7 +472,7 @@ def _markdown(rows: list[Row]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m railings.integrations.measure",
+        prog="python -m tools.measure_integrations",
         description="What each stack does with a tool call cut at max_tokens, "
         f"measured against the scripted model server (cut at {CUT!r}).",
     )

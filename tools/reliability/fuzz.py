@@ -2,10 +2,10 @@
 
 ::
 
-    python -m railings.reliability.fuzz [--examples N] [--seconds S] [--corpus DIR]
+    python -m tools.reliability.fuzz [--examples N] [--seconds S] [--corpus DIR]
                                         [--json PATH] [--skip-exhaustive] [--workers W]
 
-Campaigns (each checks the properties of :mod:`railings.reliability.properties`):
+Campaigns (each checks the properties of :mod:`tools.reliability.properties`):
 
 ``random_bytes``       arbitrary bytes, any provider, split anywhere
 ``protocol_noise``     real SSE blocks of every capture mixed with hostile fragments
@@ -22,8 +22,8 @@ Campaigns (each checks the properties of :mod:`railings.reliability.properties`)
                        the spied ``shell``
 ``every_offset``       deterministic: every capture cut at **every** byte offset
 
-The campaigns live in :mod:`railings.reliability.campaigns`, what they feed in
-:mod:`railings.reliability.inputs`. ``--examples`` is the example budget of each
+The campaigns live in :mod:`tools.reliability.campaigns`, what they feed in
+:mod:`tools.reliability.inputs`. ``--examples`` is the example budget of each
 random campaign, ``--seconds`` the time budget of all of them together (split
 evenly); ``every_offset`` always runs to the end unless ``--skip-exhaustive``.
 Exit status 0 when every property held, 1 otherwise.
@@ -45,9 +45,9 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from railings.reliability.campaigns import CAMPAIGNS, WEIGHTS, Fuzzer
-from railings.reliability.corpus import Capture, load_captures
-from railings.reliability.properties import PROPERTIES, PropertyViolation, ShellSpy, Tally
+from tools.reliability.campaigns import CAMPAIGNS, WEIGHTS, Fuzzer
+from tools.reliability.corpus import Capture, load_captures
+from tools.reliability.properties import PROPERTIES, PropertyViolation, ShellSpy, Tally
 
 __all__ = ["CAMPAIGNS", "CampaignResult", "main", "run_campaign", "run_exhaustive"]
 
@@ -220,14 +220,14 @@ def _print(report: dict[str, Any]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m railings.reliability.fuzz",
+        prog="python -m tools.reliability.fuzz",
         description="Fuzz the railings core (see the module docstring).",
     )
     parser.add_argument("--examples", type=int, default=5000,
                         help="examples per random campaign (default 5000)")
     parser.add_argument("--seconds", type=float, default=None,
                         help="time budget for all the random campaigns together")
-    parser.add_argument("--corpus", help="the shared corpus directory (default: found)")
+    parser.add_argument("--corpus", help="the corpus directory (default: the repository's tests/corpus)")
     parser.add_argument("--campaign", action="append", choices=sorted(CAMPAIGNS),
                         help="run only this random campaign (repeatable)")
     parser.add_argument("--skip-exhaustive", action="store_true",

@@ -1,0 +1,1 @@
+"""Campaigns and measurements run by the make targets; not part of the installed package."""
