@@ -46,12 +46,16 @@ _MODEL = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}
 _MESSAGES = [{"role": "user", "content": "Write the handler."}]
 _TOOL_SCHEMA = {
     "type": "object",
-    "properties": {"path": {"type": "string"}, "content": {"type": "string"},
-                   "mode": {"type": "string"}},
+    "properties": {
+        "path": {"type": "string"},
+        "content": {"type": "string"},
+        "mode": {"type": "string"},
+    },
     "required": ["path", "content"],
 }
-_OPENAI_TOOLS = [{"type": "function", "function": {"name": "write_file",
-                                                   "parameters": _TOOL_SCHEMA}}]
+_OPENAI_TOOLS = [
+    {"type": "function", "function": {"name": "write_file", "parameters": _TOOL_SCHEMA}}
+]
 _ANTHROPIC_TOOLS = [{"name": "write_file", "input_schema": _TOOL_SCHEMA}]
 
 
@@ -134,8 +138,11 @@ def _httpx_sse(provider: str) -> Callable[[list[bytes]], Result]:
 
     client = httpx.Client(transport=httpx.MockTransport(handler))
     loads = json.loads
-    path = f"{_OPENAI_URL}/chat/completions" if provider == "openai" else (
-        f"{_ANTHROPIC_URL}/v1/messages")
+    path = (
+        f"{_OPENAI_URL}/chat/completions"
+        if provider == "openai"
+        else (f"{_ANTHROPIC_URL}/v1/messages")
+    )
 
     def openai(pieces: list[bytes]) -> Result:
         text: list[str] = []
@@ -197,8 +204,12 @@ def _railings_transport(provider: str) -> Callable[[list[bytes]], Result]:
     from railings.transport import AsyncProviderClient, ClientConfig
 
     base = _OPENAI_URL if provider == "openai" else _ANTHROPIC_URL
-    config = ClientConfig(provider=provider, model=_MODEL[provider], base_url=base,  # type: ignore[arg-type]
-                          api_key="bench")
+    config = ClientConfig(
+        provider=provider,
+        model=_MODEL[provider],
+        base_url=base,  # type: ignore[arg-type]
+        api_key="bench",
+    )
     client = AsyncProviderClient(config, transport=httpx2.MockTransport(_handler))
     loop = asyncio.new_event_loop()
     history = [User("Write the handler.")]
@@ -217,15 +228,23 @@ def _railings_transport(provider: str) -> Callable[[list[bytes]], Result]:
 def _openai_client(guard: bool = False) -> Any:
     import openai
 
-    return openai.OpenAI(api_key="bench", base_url=_OPENAI_URL, max_retries=0,
-                         http_client=httpx2.Client(transport=_mock(guard)))
+    return openai.OpenAI(
+        api_key="bench",
+        base_url=_OPENAI_URL,
+        max_retries=0,
+        http_client=httpx2.Client(transport=_mock(guard)),
+    )
 
 
 def _anthropic_client(guard: bool = False) -> Any:
     import anthropic
 
-    return anthropic.Anthropic(api_key="bench", base_url=_ANTHROPIC_URL, max_retries=0,
-                               http_client=httpx2.Client(transport=_mock(guard)))
+    return anthropic.Anthropic(
+        api_key="bench",
+        base_url=_ANTHROPIC_URL,
+        max_retries=0,
+        http_client=httpx2.Client(transport=_mock(guard)),
+    )
 
 
 def _openai_iterate(guard: bool) -> Callable[[list[bytes]], Result]:
@@ -235,7 +254,8 @@ def _openai_iterate(guard: bool) -> Callable[[list[bytes]], Result]:
         text: list[str] = []
         args: list[str] = []
         stream = client.chat.completions.create(
-            model=_MODEL["openai"], messages=_MESSAGES, tools=_OPENAI_TOOLS, stream=True)
+            model=_MODEL["openai"], messages=_MESSAGES, tools=_OPENAI_TOOLS, stream=True
+        )
         for chunk in stream:
             if chunk.choices:
                 delta = chunk.choices[0].delta
@@ -272,8 +292,13 @@ def _anthropic_iterate(guard: bool) -> Callable[[list[bytes]], Result]:
     def run(pieces: list[bytes]) -> Result:
         text: list[str] = []
         args: list[str] = []
-        stream = client.messages.create(model=_MODEL["anthropic"], max_tokens=64000,
-                                        messages=_MESSAGES, tools=_ANTHROPIC_TOOLS, stream=True)
+        stream = client.messages.create(
+            model=_MODEL["anthropic"],
+            max_tokens=64000,
+            messages=_MESSAGES,
+            tools=_ANTHROPIC_TOOLS,
+            stream=True,
+        )
         for event in stream:
             if event.type == "content_block_delta":
                 delta = event.delta
@@ -290,8 +315,9 @@ def _anthropic_helper() -> Callable[[list[bytes]], Result]:
     client = _anthropic_client()
 
     def run(pieces: list[bytes]) -> Result:
-        with client.messages.stream(model=_MODEL["anthropic"], max_tokens=64000,
-                                    messages=_MESSAGES, tools=_ANTHROPIC_TOOLS) as stream:
+        with client.messages.stream(
+            model=_MODEL["anthropic"], max_tokens=64000, messages=_MESSAGES, tools=_ANTHROPIC_TOOLS
+        ) as stream:
             message = stream.get_final_message()
         text = "".join(b.text for b in message.content if b.type == "text")
         tools = [b.input for b in message.content if b.type == "tool_use"]
@@ -304,8 +330,11 @@ def _httpx2_bytes(provider: str, guard: bool) -> Callable[[list[bytes]], Result]
     """The body read through an httpx2 client, and nothing else. The guard's own cost is the
     difference between the guarded and the plain runs (see report.guard_overheads)."""
     client = httpx2.Client(transport=_mock(guard))
-    url = f"{_OPENAI_URL}/chat/completions" if provider == "openai" else (
-        f"{_ANTHROPIC_URL}/v1/messages")
+    url = (
+        f"{_OPENAI_URL}/chat/completions"
+        if provider == "openai"
+        else (f"{_ANTHROPIC_URL}/v1/messages")
+    )
 
     def run(pieces: list[bytes]) -> Result:
         size = 0
@@ -332,40 +361,103 @@ class Consumer:
 
 
 CONSUMERS: tuple[Consumer, ...] = (
-    Consumer("floor", ("openai", "anthropic"), lambda p: _floor, "floor",
-             "split on blank lines + one json.loads per event"),
-    Consumer("httpx-sse", ("openai", "anthropic"), _httpx_sse, "baseline",
-             "httpx MockTransport + httpx-sse + json.loads"),
-    Consumer("railings", ("openai", "anthropic"), _railings_core, "railings",
-             "core: StreamReader bytes -> Turn"),
-    Consumer("railings-transport", ("openai", "anthropic"), _railings_transport, "railings",
-             "AsyncProviderClient over httpx2.MockTransport"),
-    Consumer("httpx2", ("openai", "anthropic"), lambda p: _httpx2_bytes(p, False), "baseline",
-             "httpx2 MockTransport, body bytes iterated"),
-    Consumer("httpx2+guard", ("openai", "anthropic"), lambda p: _httpx2_bytes(p, True), "guard",
-             "the same through railings.guard.transport: the guard's own cost"),
-    Consumer("openai", ("openai",), lambda p: _openai_iterate(False), "sdk",
-             "chat.completions.create(stream=True), iterated"),
-    Consumer("openai.stream", ("openai",), lambda p: _openai_helper(), "sdk",
-             "chat.completions.stream() + get_final_completion()"),
-    Consumer("openai+guard", ("openai",), lambda p: _openai_iterate(True), "guard",
-             "create(stream=True) through railings.guard.transport"),
-    Consumer("anthropic", ("anthropic",), lambda p: _anthropic_iterate(False), "sdk",
-             "messages.create(stream=True), iterated"),
-    Consumer("anthropic.stream", ("anthropic",), lambda p: _anthropic_helper(), "sdk",
-             "messages.stream() + get_final_message()"),
-    Consumer("anthropic+guard", ("anthropic",), lambda p: _anthropic_iterate(True), "guard",
-             "create(stream=True) through railings.guard.transport"),
+    Consumer(
+        "floor",
+        ("openai", "anthropic"),
+        lambda p: _floor,
+        "floor",
+        "split on blank lines + one json.loads per event",
+    ),
+    Consumer(
+        "httpx-sse",
+        ("openai", "anthropic"),
+        _httpx_sse,
+        "baseline",
+        "httpx MockTransport + httpx-sse + json.loads",
+    ),
+    Consumer(
+        "railings",
+        ("openai", "anthropic"),
+        _railings_core,
+        "railings",
+        "core: StreamReader bytes -> Turn",
+    ),
+    Consumer(
+        "railings-transport",
+        ("openai", "anthropic"),
+        _railings_transport,
+        "railings",
+        "AsyncProviderClient over httpx2.MockTransport",
+    ),
+    Consumer(
+        "httpx2",
+        ("openai", "anthropic"),
+        lambda p: _httpx2_bytes(p, False),
+        "baseline",
+        "httpx2 MockTransport, body bytes iterated",
+    ),
+    Consumer(
+        "httpx2+guard",
+        ("openai", "anthropic"),
+        lambda p: _httpx2_bytes(p, True),
+        "guard",
+        "the same through railings.guard.transport: the guard's own cost",
+    ),
+    Consumer(
+        "openai",
+        ("openai",),
+        lambda p: _openai_iterate(False),
+        "sdk",
+        "chat.completions.create(stream=True), iterated",
+    ),
+    Consumer(
+        "openai.stream",
+        ("openai",),
+        lambda p: _openai_helper(),
+        "sdk",
+        "chat.completions.stream() + get_final_completion()",
+    ),
+    Consumer(
+        "openai+guard",
+        ("openai",),
+        lambda p: _openai_iterate(True),
+        "guard",
+        "create(stream=True) through railings.guard.transport",
+    ),
+    Consumer(
+        "anthropic",
+        ("anthropic",),
+        lambda p: _anthropic_iterate(False),
+        "sdk",
+        "messages.create(stream=True), iterated",
+    ),
+    Consumer(
+        "anthropic.stream",
+        ("anthropic",),
+        lambda p: _anthropic_helper(),
+        "sdk",
+        "messages.stream() + get_final_message()",
+    ),
+    Consumer(
+        "anthropic+guard",
+        ("anthropic",),
+        lambda p: _anthropic_iterate(True),
+        "guard",
+        "create(stream=True) through railings.guard.transport",
+    ),
 )
 
 
 def available() -> dict[str, str]:
     """Which optional consumers can run here: name -> reason it cannot ("" when it can)."""
     missing: dict[str, str] = {}
-    for module, names in (("httpx_sse", ("httpx-sse",)), ("openai", ("openai", "openai.stream",
-                          "openai+guard")), ("anthropic", ("anthropic", "anthropic.stream",
-                          "anthropic+guard")), ("railings.transport", ("railings-transport",)),
-                          ("railings.guard", ("openai+guard", "anthropic+guard", "httpx2+guard"))):
+    for module, names in (
+        ("httpx_sse", ("httpx-sse",)),
+        ("openai", ("openai", "openai.stream", "openai+guard")),
+        ("anthropic", ("anthropic", "anthropic.stream", "anthropic+guard")),
+        ("railings.transport", ("railings-transport",)),
+        ("railings.guard", ("openai+guard", "anthropic+guard", "httpx2+guard")),
+    ):
         try:
             __import__(module)
         except ImportError as exc:
@@ -390,8 +482,11 @@ def check(workload: Workload, result: Result) -> str | None:
     if result.bytes is not None:
         return None if result.bytes == len(workload.body) else "read a different body"
     if result.events is not None:
-        return None if result.events == workload.events else (
-            f"parsed {result.events} events, expected {workload.events}")
+        return (
+            None
+            if result.events == workload.events
+            else (f"parsed {result.events} events, expected {workload.events}")
+        )
     if result.text != workload.text:
         return f"text differs ({len(result.text)} vs {len(workload.text)} characters)"
     if result.arguments != workload.arguments:

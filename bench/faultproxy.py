@@ -50,12 +50,18 @@ def _serve_upstream(conn: Connection, bulk_n: int) -> None:
     body_pieces = workloads.pieces(workloads.build("W1", bulk_n).body, "net")
 
     class _Upstream(Service):
-        async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-                         ) -> None:
+        async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             request = await read_request(reader)
-            writer.write(render_head(200, [("content-type", "text/event-stream"),
-                                           ("transfer-encoding", "chunked"),
-                                           ("connection", "close")]))
+            writer.write(
+                render_head(
+                    200,
+                    [
+                        ("content-type", "text/event-stream"),
+                        ("transfer-encoding", "chunked"),
+                        ("connection", "close"),
+                    ],
+                )
+            )
             if request.path.startswith("/paced/"):
                 _, _, n, pace = request.path.split("/")
                 for i in range(int(n)):
@@ -96,8 +102,11 @@ def _request(url: str, path: str) -> tuple[socket.socket, int]:
     sock = socket.create_connection((host, int(port)))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     body = b"{}"
-    sock.sendall(f"POST {path} HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\n"
-                 f"content-length: {len(body)}\r\n\r\n".encode() + body)
+    sock.sendall(
+        f"POST {path} HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
     return sock, time.perf_counter_ns()
 
 
@@ -129,13 +138,16 @@ def _throughput(url: str) -> float:
 
 def _quantiles(values: list[float]) -> dict[str, float]:
     ordered = sorted(values)
-    return {"p50_ms": statistics.median(ordered),
-            "p99_ms": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))],
-            "max_ms": ordered[-1]}
+    return {
+        "p50_ms": statistics.median(ordered),
+        "p99_ms": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))],
+        "max_ms": ordered[-1],
+    }
 
 
-def measure(events: int, pace_ms: float, bulk_n: int, repeats: int,
-            fault: str | None = None) -> dict[str, Any]:
+def measure(
+    events: int, pace_ms: float, bulk_n: int, repeats: int, fault: str | None = None
+) -> dict[str, Any]:
     """Run both measurements; ``{"error": ...}`` when the test kit is not importable."""
     try:
         from railings.testing import FaultProxy, ScriptedServer  # noqa: F401
@@ -152,8 +164,7 @@ def measure(events: int, pace_ms: float, bulk_n: int, repeats: int,
     try:
         upstream_url = up_recv.recv()
         px_recv, px_send = ctx.Pipe(duplex=False)
-        proxy = ctx.Process(target=_serve_proxy, args=(px_send, upstream_url, fault),
-                            daemon=True)
+        proxy = ctx.Process(target=_serve_proxy, args=(px_send, upstream_url, fault), daemon=True)
         proxy.start()
         proxy_url = px_recv.recv()
         _latencies(proxy_url, 50, pace_ms)  # warm both paths
@@ -174,14 +185,24 @@ def measure(events: int, pace_ms: float, bulk_n: int, repeats: int,
                 process.terminate()
                 process.join(5)
     # Each quantile: the median of the three runs.
-    summary = {label: {q: statistics.median(r[q] for r in rs) for q in rs[0]}
-               for label, rs in runs.items()}
-    lat: dict[str, Any] = {"events": events, "pace_ms": pace_ms, "runs": 3, **summary,
-                           "added_p99_ms": summary["proxy"]["p99_ms"] - summary["direct"]["p99_ms"]}
-    thr = {"body_bytes": body_bytes, "repeats": repeats,
-           "direct_s": times["direct"], "proxy_s": times["proxy"],
-           "direct_mb_per_s": body_bytes / 1e6 / statistics.median(times["direct"]),
-           "proxy_mb_per_s": body_bytes / 1e6 / statistics.median(times["proxy"])}
+    summary = {
+        label: {q: statistics.median(r[q] for r in rs) for q in rs[0]} for label, rs in runs.items()
+    }
+    lat: dict[str, Any] = {
+        "events": events,
+        "pace_ms": pace_ms,
+        "runs": 3,
+        **summary,
+        "added_p99_ms": summary["proxy"]["p99_ms"] - summary["direct"]["p99_ms"],
+    }
+    thr = {
+        "body_bytes": body_bytes,
+        "repeats": repeats,
+        "direct_s": times["direct"],
+        "proxy_s": times["proxy"],
+        "direct_mb_per_s": body_bytes / 1e6 / statistics.median(times["direct"]),
+        "proxy_mb_per_s": body_bytes / 1e6 / statistics.median(times["proxy"]),
+    }
     return {"latency": lat, "throughput": thr}
 
 
@@ -200,9 +221,11 @@ def main() -> None:
     if "error" in result:
         raise SystemExit(result["error"])
     lat, thr = result["latency"], result["throughput"]
-    print(f"fault {args.fault or 'none'}: added p99 {lat['added_p99_ms']:.3f} ms per event; "
-          f"{thr['proxy_mb_per_s']:.1f} MB/s through the proxy, "
-          f"{thr['direct_mb_per_s']:.1f} MB/s direct")
+    print(
+        f"fault {args.fault or 'none'}: added p99 {lat['added_p99_ms']:.3f} ms per event; "
+        f"{thr['proxy_mb_per_s']:.1f} MB/s through the proxy, "
+        f"{thr['direct_mb_per_s']:.1f} MB/s direct"
+    )
 
 
 if __name__ == "__main__":

@@ -67,8 +67,20 @@ def _stage(stage: str, name: str, n: int, mode: str, passes: int) -> None:
 
 
 def _count(stage: str, name: str, n: int, mode: str, passes: int, jiter: str) -> int:
-    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
-               __file__, "--inner", stage, name, str(n), mode, str(passes), jiter]
+    command = [
+        "valgrind",
+        "--tool=callgrind",
+        "--callgrind-out-file=/dev/null",
+        sys.executable,
+        __file__,
+        "--inner",
+        stage,
+        name,
+        str(n),
+        mode,
+        str(passes),
+        jiter,
+    ]
     env = {**os.environ, "PYTHONHASHSEED": "0"}  # the same dict layouts in every process
     done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
     match = re.search(r"Collected : (\d+)", done.stderr)
@@ -93,9 +105,13 @@ def main() -> int:
         _stage(stage, name, int(n), mode, int(passes))
         return 0
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--stage", choices=STAGES, action="append",
-                   help="cumulative: sse, sse+json+decoder (decoder), everything (reader); "
-                        "json alone parses the events' data")
+    p.add_argument(
+        "--stage",
+        choices=STAGES,
+        action="append",
+        help="cumulative: sse, sse+json+decoder (decoder), everything (reader); "
+        "json alone parses the events' data",
+    )
     p.add_argument("--workload", action="append", choices=("W1", "W2", "W3", "W4"))
     p.add_argument("--mode", default="net", choices=("net", "event"))
     p.add_argument("-n", type=int, default=2000, help="events per workload (default 2000)")
@@ -107,8 +123,11 @@ def main() -> int:
     for name in args.workload or ("W1", "W2", "W3", "W4"):
         jiter = "off" if args.no_jiter else "on"
         counts = {s: per_event(s, name, args.n, args.mode, jiter) for s in args.stage or STAGES}
-        print(f"{name}/{args.mode}: " + "  ".join(f"{s} {v:,.0f}" for s, v in counts.items())
-              + "  instructions per event")
+        print(
+            f"{name}/{args.mode}: "
+            + "  ".join(f"{s} {v:,.0f}" for s, v in counts.items())
+            + "  instructions per event"
+        )
     return 0
 
 

@@ -35,8 +35,15 @@ from dataclasses import dataclass, field
 from consumers import CONSUMERS, Consumer, Result, check, runner
 from workloads import Workload, pieces
 
-__all__ = ["QUICK_RUNS_BY_DURATION", "RUNS_BY_DURATION", "Case", "Sample", "consumers_for",
-           "memory_pass", "timing_rounds"]
+__all__ = [
+    "QUICK_RUNS_BY_DURATION",
+    "RUNS_BY_DURATION",
+    "Case",
+    "Sample",
+    "consumers_for",
+    "memory_pass",
+    "timing_rounds",
+]
 
 # (first run shorter than this many seconds, total runs; None: every round); longer: one run.
 Schedule = tuple[tuple[float, int | None], ...]
@@ -80,8 +87,9 @@ def _runs(first: float, rounds: int, schedule: Schedule) -> int:
     return 1
 
 
-def _timed(run: Callable[[list[bytes]], Result], chunks: list[bytes]
-           ) -> tuple[Result, float, float]:
+def _timed(
+    run: Callable[[list[bytes]], Result], chunks: list[bytes]
+) -> tuple[Result, float, float]:
     gc.collect()
     wall = time.perf_counter()
     cpu = time.thread_time()
@@ -91,8 +99,9 @@ def _timed(run: Callable[[list[bytes]], Result], chunks: list[bytes]
     return result, cpu, wall
 
 
-def _warm(runners: dict[tuple[str, str], Callable[[list[bytes]], Result]],
-          small: dict[str, Workload]) -> None:
+def _warm(
+    runners: dict[tuple[str, str], Callable[[list[bytes]], Result]], small: dict[str, Workload]
+) -> None:
     """One untimed run per consumer on a small body: imports, caches and first-call costs."""
     for (name, provider), run in runners.items():
         workload = small[provider]
@@ -114,16 +123,23 @@ def _units(consumers: list[Consumer]) -> list[list[Consumer]]:
     return units
 
 
-def timing_rounds(cases: list[Case], rounds: int, schedule: Schedule,
-                  small: dict[str, Workload], progress: Callable[[str], None]
-                  ) -> dict[tuple[str, str], Sample]:
+def timing_rounds(
+    cases: list[Case],
+    rounds: int,
+    schedule: Schedule,
+    small: dict[str, Workload],
+    progress: Callable[[str], None],
+) -> dict[tuple[str, str], Sample]:
     """Run every case's consumers ``rounds`` times, interleaved; return the samples.
 
     An SDK and its guarded twin run back to back (in alternating order) and get the
     same number of runs, so the guard's cost is read from pairs of neighbouring runs.
     """
-    runners = {(c.name, case.workload.provider): runner(c, case.workload.provider)
-               for case in cases for c in case.consumers}
+    runners = {
+        (c.name, case.workload.provider): runner(c, case.workload.provider)
+        for case in cases
+        for c in case.consumers
+    }
     _warm(runners, small)
     # Everything alive now (bodies, pieces, clients, imported SDKs) lives to the end: frozen,
     # the collector skips it, and gc.collect() before each run costs little and always the same.
@@ -134,7 +150,7 @@ def timing_rounds(cases: list[Case], rounds: int, schedule: Schedule,
         started = time.perf_counter()
         for case in cases:
             units = _units(case.consumers)
-            units = units[r % len(units):] + units[: r % len(units)]
+            units = units[r % len(units) :] + units[: r % len(units)]
             for unit in units:
                 for consumer in unit if r % 2 == 0 else unit[::-1]:
                     _run_once(case, consumer, samples, runners, rounds, schedule)
@@ -144,9 +160,14 @@ def timing_rounds(cases: list[Case], rounds: int, schedule: Schedule,
     return samples
 
 
-def _run_once(case: Case, consumer: Consumer, samples: dict[tuple[str, str], Sample],
-              runners: dict[tuple[str, str], Callable[[list[bytes]], Result]], rounds: int,
-              schedule: Schedule) -> None:
+def _run_once(
+    case: Case,
+    consumer: Consumer,
+    samples: dict[tuple[str, str], Sample],
+    runners: dict[tuple[str, str], Callable[[list[bytes]], Result]],
+    rounds: int,
+    schedule: Schedule,
+) -> None:
     sample = samples[case.key, consumer.name]
     if sample.error is not None or len(sample.cpu) >= sample.runs:
         return
@@ -165,12 +186,17 @@ def _run_once(case: Case, consumer: Consumer, samples: dict[tuple[str, str], Sam
     sample.wall.append(wall)
 
 
-def memory_pass(workloads: list[Workload], consumers: list[Consumer],
-                progress: Callable[[str], None]) -> dict[tuple[str, str], int]:
+def memory_pass(
+    workloads: list[Workload], consumers: list[Consumer], progress: Callable[[str], None]
+) -> dict[tuple[str, str], int]:
     """Peak traced bytes of one run per (workload, consumer), fed in network pieces."""
     out: dict[tuple[str, str], int] = {}
-    jobs = [(w, c, pieces(w.body, "net")) for w in workloads for c in consumers
-            if w.provider in c.providers]
+    jobs = [
+        (w, c, pieces(w.body, "net"))
+        for w in workloads
+        for c in consumers
+        if w.provider in c.providers
+    ]
     runs = {(c.name, w.provider): runner(c, w.provider) for w, c, _ in jobs}
     gc.collect()
     gc.freeze()

@@ -84,8 +84,9 @@ def _json_only(datas: list[str]) -> Callable[[list[bytes]], None]:
     return run
 
 
-def _best(stages: dict[str, Callable[[list[bytes]], None]], chunks: list[bytes]
-          ) -> dict[str, float]:
+def _best(
+    stages: dict[str, Callable[[list[bytes]], None]], chunks: list[bytes]
+) -> dict[str, float]:
     """Each stage's fastest of a few runs, the stages interleaved so a busy moment of the
     machine hits them all: for deterministic CPU-bound code, the least disturbed run."""
     times: dict[str, list[float]] = {label: [] for label in stages}
@@ -107,14 +108,23 @@ def run(n: int, results: Path, console: Any) -> dict[str, Any]:
         datas = [e.data for e in SSEDecoder().feed(wl.body) if e.data != "[DONE]"]
         for mode in W.MODES:
             chunks = W.pieces(wl.body, mode)
-            stages = {"floor": _floor, "json": _json_only(datas), "sse": _sse,
-                      "sse+decoder": _decode(wl.provider), "reader": _reader(wl.provider)}
+            stages = {
+                "floor": _floor,
+                "json": _json_only(datas),
+                "sse": _sse,
+                "sse+decoder": _decode(wl.provider),
+                "reader": _reader(wl.provider),
+            }
             t = {label: best / wl.events * 1e6 for label, best in _best(stages, chunks).items()}
             out["layers"][f"{wl.key}/{mode}"] = {
-                "floor_us": t["floor"], "sse_us": t["sse"], "json_us": t["json"],
+                "floor_us": t["floor"],
+                "sse_us": t["sse"],
+                "json_us": t["json"],
                 "decoder_us": t["sse+decoder"] - t["sse"] - t["json"],
                 "assembler_reader_us": t["reader"] - t["sse+decoder"],
-                "total_us": t["reader"], "x_floor": t["reader"] / t["floor"]}
+                "total_us": t["reader"],
+                "x_floor": t["reader"] / t["floor"],
+            }
         chunks = W.pieces(wl.body, "net")
         profiler = cProfile.Profile()
         profiler.runcall(_reader(wl.provider), chunks)
@@ -123,20 +133,35 @@ def run(n: int, results: Path, console: Any) -> dict[str, Any]:
         stats.print_stats(14)
         (results / f"profile-{name}.txt").write_text(text.getvalue())
         out["profile"][wl.key] = text.getvalue()
-        console.print(f"[dim]cProfile of railings on {wl.key}/net in "
-                      f"{results / f'profile-{name}.txt'}[/dim]")
+        console.print(
+            f"[dim]cProfile of railings on {wl.key}/net in {results / f'profile-{name}.txt'}[/dim]"
+        )
     _print(out, console)
     return out
 
 
 def _rows(layers: dict[str, dict[str, float]]) -> list[list[str]]:
-    return [[key, *(f"{v[k]:.2f}" for k in ("floor_us", "sse_us", "json_us", "decoder_us",
-                                              "assembler_reader_us", "total_us", "x_floor"))]
-            for key, v in layers.items()]
+    return [
+        [
+            key,
+            *(
+                f"{v[k]:.2f}"
+                for k in (
+                    "floor_us",
+                    "sse_us",
+                    "json_us",
+                    "decoder_us",
+                    "assembler_reader_us",
+                    "total_us",
+                    "x_floor",
+                )
+            ),
+        ]
+        for key, v in layers.items()
+    ]
 
 
-_HEAD = ["case", "floor", "SSE", "JSON", "decoder", "assembler+reader", "railings total",
-         "x floor"]
+_HEAD = ["case", "floor", "SSE", "JSON", "decoder", "assembler+reader", "railings total", "x floor"]
 
 
 def _print(out: dict[str, Any], console: Any) -> None:
@@ -151,7 +176,11 @@ def _print(out: dict[str, Any], console: Any) -> None:
 
 
 def markdown(out: dict[str, Any]) -> str:
-    lines = ["### railings per event, by layer (microseconds, CPU time)", "",
-             "| " + " | ".join(_HEAD) + " |", "|---|" + "---:|" * (len(_HEAD) - 1)]
+    lines = [
+        "### railings per event, by layer (microseconds, CPU time)",
+        "",
+        "| " + " | ".join(_HEAD) + " |",
+        "|---|" + "---:|" * (len(_HEAD) - 1),
+    ]
     lines += ["| " + " | ".join(row) + " |" for row in _rows(out["layers"])]
     return "\n".join(lines) + "\n"

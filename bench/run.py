@@ -44,32 +44,57 @@ FULL_N = 20_000
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true",
-                   help="bodies at 1/4 size (5k events; 1.25k/2.5k/5k growth), SDKs run once")
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="bodies at 1/4 size (5k events; 1.25k/2.5k/5k growth), SDKs run once",
+    )
     p.add_argument("--rounds", type=int, help="timing rounds (default 5)")
-    p.add_argument("--full", action="store_true",
-                   help="every consumer at every size in both modes (slow: 10+ minutes)")
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="every consumer at every size in both modes (slow: 10+ minutes)",
+    )
     p.add_argument("--consumers", help="comma-separated subset (default: all available)")
     p.add_argument("--workloads", default="W1,W2,W3,W4")
     p.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
-    p.add_argument("--json-backend", choices=("auto", "stdlib"), default="auto",
-                   help="stdlib: time railings as if the optional jiter were not installed")
+    p.add_argument(
+        "--json-backend",
+        choices=("auto", "stdlib"),
+        default="auto",
+        help="stdlib: time railings as if the optional jiter were not installed",
+    )
     p.add_argument("--no-memory", action="store_true")
     p.add_argument("--no-proxy", action="store_true")
-    p.add_argument("--profile", action="store_true",
-                   help="also measure railings per layer and run cProfile on it")
-    p.add_argument("--write-docs", action="store_true",
-                   help=f"replace the generated block of {DOC.relative_to(ROOT)}")
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="also measure railings per layer and run cProfile on it",
+    )
+    p.add_argument(
+        "--write-docs",
+        action="store_true",
+        help=f"replace the generated block of {DOC.relative_to(ROOT)}",
+    )
     p.add_argument("--json", type=Path, default=RESULTS / "latest.json")
     return p.parse_args(argv)
 
 
 def _environment() -> dict[str, Any]:
     versions: dict[str, str | None] = {}
-    for dist in ("railings", "openai", "anthropic", "httpx2", "httpx", "httpx-sse", "rich",
-                 "jiter"):
+    for dist in (
+        "railings",
+        "openai",
+        "anthropic",
+        "httpx2",
+        "httpx",
+        "httpx-sse",
+        "rich",
+        "jiter",
+    ):
         try:
             versions[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
@@ -84,10 +109,16 @@ def _environment() -> dict[str, Any]:
         pass
     from railings.wire import _json
 
-    return {"python": platform.python_version(), "implementation": platform.python_implementation(),
-            "platform": platform.platform(), "cpu": cpu, "cpus": os.cpu_count(),
-            "load_average": os.getloadavg(), "versions": versions,
-            "json_backend": getattr(_json, "BACKEND", "json")}
+    return {
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "load_average": os.getloadavg(),
+        "versions": versions,
+        "json_backend": getattr(_json, "BACKEND", "json"),
+    }
 
 
 HELPERS = {"openai.stream", "anthropic.stream"}
@@ -96,8 +127,9 @@ PROBES = {"httpx2", "httpx2+guard"}  # the guard's own cost
 LEAN = {"floor", "httpx-sse", "railings", "railings-transport"}
 
 
-def _timed_here(args: argparse.Namespace, names: set[str], name: str, size: int, n: int,
-                mode: str) -> set[str]:
+def _timed_here(
+    args: argparse.Namespace, names: set[str], name: str, size: int, n: int, mode: str
+) -> set[str]:
     """Which consumers time this case (see docs/PERFORMANCE.md, "Method")."""
     if args.full:
         return names
@@ -110,27 +142,30 @@ def _timed_here(args: argparse.Namespace, names: set[str], name: str, size: int,
     return names
 
 
-def _plan(args: argparse.Namespace, names: set[str]
-          ) -> tuple[list[M.Case], list[int], dict[str, W.Workload]]:
+def _plan(
+    args: argparse.Namespace, names: set[str]
+) -> tuple[list[M.Case], list[int], dict[str, W.Workload]]:
     """The cases to time, the W2/W4 sizes, and every body by its key."""
     n = FULL_N // 4 if args.quick else FULL_N
     sizes = [n // 4, n // 2, n]
     cases: list[M.Case] = []
     bodies: dict[str, W.Workload] = {}
     for name in args.workloads.split(","):
-        for size in (sizes if name in ("W2", "W4") else [n]):
+        for size in sizes if name in ("W2", "W4") else [n]:
             workload = W.build(name, size)
             bodies[workload.key] = workload
             for mode in W.MODES:
-                chosen = M.consumers_for(workload.provider,
-                                         _timed_here(args, names, name, size, n, mode))
+                chosen = M.consumers_for(
+                    workload.provider, _timed_here(args, names, name, size, n, mode)
+                )
                 if chosen:
                     cases.append(M.Case(workload, mode, chosen, W.pieces(workload.body, mode)))
     return cases, sizes, bodies
 
 
-def _memory(args: argparse.Namespace, names: set[str], n: int,
-            progress: Any) -> tuple[dict[tuple[str, str], int], dict[str, W.Workload]]:
+def _memory(
+    args: argparse.Namespace, names: set[str], n: int, progress: Any
+) -> tuple[dict[tuple[str, str], int], dict[str, W.Workload]]:
     """Every consumer but the guards at ``n // 8`` (the SDKs under tracemalloc are slow);
     the floor, httpx-sse and railings at ``n`` too, for the memory target."""
     small = [W.build(name, n // 8) for name in args.workloads.split(",")]
@@ -156,11 +191,13 @@ def _write_docs(block: str, command: str, env: dict[str, Any], elapsed: float) -
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
     v = env["versions"]
-    stamp = (f"Generated by `{command}` on {datetime.date.today().isoformat()} in "
-             f"{elapsed:.0f} s: Python {env['python']}, {env['cpu']} x{env['cpus']} "
-             f"(load average {env['load_average'][0]:.2f} at the start), openai {v['openai']}, "
-             f"anthropic {v['anthropic']}, httpx-sse {v['httpx-sse']}, "
-             f"JSON backend `{env['json_backend']}`. Clock: CPU time of the consuming thread.")
+    stamp = (
+        f"Generated by `{command}` on {datetime.date.today().isoformat()} in "
+        f"{elapsed:.0f} s: Python {env['python']}, {env['cpu']} x{env['cpus']} "
+        f"(load average {env['load_average'][0]:.2f} at the start), openai {v['openai']}, "
+        f"anthropic {v['anthropic']}, httpx-sse {v['httpx-sse']}, "
+        f"JSON backend `{env['json_backend']}`. Clock: CPU time of the consuming thread."
+    )
     DOC.write_text(f"{head}{BEGIN}\n\n{stamp}\n\n{block}\n{END}{tail}")
 
 
@@ -187,8 +224,10 @@ def main(argv: list[str] | None = None) -> int:
         console.print(f"[dim]{time.perf_counter() - started:6.1f}s  {message}[/dim]")
 
     cases, sizes, bodies = _plan(args, names)
-    progress(f"{len(cases)} cases, {sum(len(c.consumers) for c in cases)} (case, consumer) "
-             f"pairs, {rounds} rounds")
+    progress(
+        f"{len(cases)} cases, {sum(len(c.consumers) for c in cases)} (case, consumer) "
+        f"pairs, {rounds} rounds"
+    )
     small = {"openai": W.build("W1", 200), "anthropic": W.build("W3", 200)}
     schedule = M.QUICK_RUNS_BY_DURATION if args.quick else M.RUNS_BY_DURATION
     samples = M.timing_rounds(cases, rounds, schedule, small, progress)
@@ -198,8 +237,12 @@ def main(argv: list[str] | None = None) -> int:
         bodies.update(more)
     proxy = None
     if not args.no_proxy:
-        proxy = faultproxy.measure(events=300 if args.quick else 1000, pace_ms=1.0,
-                                   bulk_n=sizes[-1], repeats=3 if args.quick else 5)
+        proxy = faultproxy.measure(
+            events=300 if args.quick else 1000,
+            pace_ms=1.0,
+            bulk_n=sizes[-1],
+            repeats=3 if args.quick else 5,
+        )
         progress(proxy.get("error", "fault proxy measured"))
     layers = None
     if args.profile:
@@ -210,12 +253,19 @@ def main(argv: list[str] | None = None) -> int:
 
     table = R.rows(cases, samples, args.clock)
     grow = R.growth(table, tuple(w for w in ("W2", "W4") if w in args.workloads), sizes, "net")
-    memory_rows = [{"workload": key, "n": bodies[key].n, "body_bytes": len(bodies[key].body),
-                    "consumer": consumer, "peak_bytes": peak,
-                    "x_body": peak / len(bodies[key].body)}
-                   for (key, consumer), peak in sorted(memory.items(),
-                                                       key=lambda kv: (bodies[kv[0][0]].n,
-                                                                       kv[0][0]))]
+    memory_rows = [
+        {
+            "workload": key,
+            "n": bodies[key].n,
+            "body_bytes": len(bodies[key].body),
+            "consumer": consumer,
+            "peak_bytes": peak,
+            "x_body": peak / len(bodies[key].body),
+        }
+        for (key, consumer), peak in sorted(
+            memory.items(), key=lambda kv: (bodies[kv[0][0]].n, kv[0][0])
+        )
+    ]
     modes = W.MODES
     guard = R.guard_overheads(cases, samples, args.clock)
     linear = R.growth_ratios(samples, sizes, args.clock)
@@ -225,19 +275,44 @@ def main(argv: list[str] | None = None) -> int:
     console.print(f"elapsed {elapsed:.0f} s; JSON in {args.json}")
 
     result = {
-        "command": command, "argv": sys.argv[1:], "date": datetime.datetime.now().isoformat(),
-        "elapsed_s": elapsed, "clock": args.clock, "environment": env,
-        "plan": {"quick": args.quick, "full": args.full, "rounds": rounds, "sizes": sizes,
-                 "runs_by_duration": schedule},
-        "cases": [{"key": c.key, "workload": c.workload.name, "n": c.workload.n, "mode": c.mode,
-                   "body_bytes": len(c.workload.body), "events": c.workload.events,
-                   "pieces": len(c.pieces),
-                   "consumers": {k.name: {"cpu_s": samples[c.key, k.name].cpu,
-                                          "wall_s": samples[c.key, k.name].wall,
-                                          "error": samples[c.key, k.name].error}
-                                 for k in c.consumers}} for c in cases],
+        "command": command,
+        "argv": sys.argv[1:],
+        "date": datetime.datetime.now().isoformat(),
+        "elapsed_s": elapsed,
+        "clock": args.clock,
+        "environment": env,
+        "plan": {
+            "quick": args.quick,
+            "full": args.full,
+            "rounds": rounds,
+            "sizes": sizes,
+            "runs_by_duration": schedule,
+        },
+        "cases": [
+            {
+                "key": c.key,
+                "workload": c.workload.name,
+                "n": c.workload.n,
+                "mode": c.mode,
+                "body_bytes": len(c.workload.body),
+                "events": c.workload.events,
+                "pieces": len(c.pieces),
+                "consumers": {
+                    k.name: {
+                        "cpu_s": samples[c.key, k.name].cpu,
+                        "wall_s": samples[c.key, k.name].wall,
+                        "error": samples[c.key, k.name].error,
+                    }
+                    for k in c.consumers
+                },
+            }
+            for c in cases
+        ],
         "rows": [{f: getattr(r, f) for f in r.__slots__} for r in table],
-        "growth": grow, "guard_overhead_pct": guard, "memory": memory_rows, "proxy": proxy,
+        "growth": grow,
+        "guard_overhead_pct": guard,
+        "memory": memory_rows,
+        "proxy": proxy,
         "layers": layers,
         "targets": [{f: getattr(g, f) for f in g.__slots__} for g in goals],
     }

@@ -36,9 +36,35 @@ PING_EVERY = 25  # W3: one ping per this many text deltas
 MODES = ("net", "event")  # 1-4 KiB network pieces; one event per piece
 
 _WORDS = (
-    " the", " model", " stream", " of", " tokens", " arrives", " in", " small", " pieces",
-    ",", ".", " and", " a", " proof", " of", " termination", " ends", " it", " turn",
-    " railings", " café", " naïve", " —", " 日本", " ✓", "\n", "\n\n", " \"quoted\"", " x\\y",
+    " the",
+    " model",
+    " stream",
+    " of",
+    " tokens",
+    " arrives",
+    " in",
+    " small",
+    " pieces",
+    ",",
+    ".",
+    " and",
+    " a",
+    " proof",
+    " of",
+    " termination",
+    " ends",
+    " it",
+    " turn",
+    " railings",
+    " café",
+    " naïve",
+    " —",
+    " 日本",
+    " ✓",
+    "\n",
+    "\n\n",
+    ' "quoted"',
+    " x\\y",
 )
 _CODE = (
     "def handler(request):\n",
@@ -146,10 +172,12 @@ def _w2(n: int) -> Workload:
         "type": "function",
         "function": {"name": "write_file", "arguments": ""},
     }
-    chunks = [_choice({"role": "assistant", "content": None, "tool_calls": [start],
-                       "refusal": None})]
-    chunks += [_choice({"tool_calls": [{"index": 0, "function": {"arguments": f}}]})
-               for f in fragments]
+    chunks = [
+        _choice({"role": "assistant", "content": None, "tool_calls": [start], "refusal": None})
+    ]
+    chunks += [
+        _choice({"tool_calls": [{"index": 0, "function": {"arguments": f}}]}) for f in fragments
+    ]
     chunks.append(_choice({}, "tool_calls"))
     usage = {"prompt_tokens": 61, "completion_tokens": n, "total_tokens": n + 61}
     body = _openai(chunks, rng, usage)
@@ -169,14 +197,24 @@ def _anthropic(blocks: list[str], stop: str, n: int) -> tuple[bytes, int]:
         "content": [],
         "stop_reason": None,
         "stop_sequence": None,
-        "usage": {"input_tokens": 843, "cache_creation_input_tokens": 0,
-                  "cache_read_input_tokens": 0, "output_tokens": 1, "service_tier": "standard"},
+        "usage": {
+            "input_tokens": 843,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "output_tokens": 1,
+            "service_tier": "standard",
+        },
     }
     head = [_sse("message_start", {"type": "message_start", "message": message})]
     tail = [
-        _sse("message_delta", {"type": "message_delta",
-                               "delta": {"stop_reason": stop, "stop_sequence": None},
-                               "usage": {"input_tokens": 843, "output_tokens": n}}),
+        _sse(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop, "stop_sequence": None},
+                "usage": {"input_tokens": 843, "output_tokens": n},
+            },
+        ),
         _sse("message_stop", {"type": "message_stop"}),
     ]
     events = head + blocks + tail
@@ -187,13 +225,27 @@ def _w3(n: int) -> Workload:
     rng = random.Random(8_003)
     deltas = _text_deltas(rng, n)
     blocks = [
-        _sse("content_block_start", {"type": "content_block_start", "index": 0,
-                                     "content_block": {"type": "text", "text": ""}}),
+        _sse(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+        ),
         _sse("ping", {"type": "ping"}),
     ]
     for i, d in enumerate(deltas, 1):
-        blocks.append(_sse("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                                   "delta": {"type": "text_delta", "text": d}}))
+        blocks.append(
+            _sse(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": d},
+                },
+            )
+        )
         if i % PING_EVERY == 0:
             blocks.append(_sse("ping", {"type": "ping"}))
     blocks.append(_sse("content_block_stop", {"type": "content_block_stop", "index": 0}))
@@ -204,17 +256,35 @@ def _w3(n: int) -> Workload:
 def _w4(n: int) -> Workload:
     rng = random.Random(8_004)
     raw, fragments = _arguments(rng, n)
-    start = {"type": "tool_use", "id": "toolu_019Zvehfe1XQWweT1pm7okyt", "name": "write_file",
-             "input": {}}
+    start = {
+        "type": "tool_use",
+        "id": "toolu_019Zvehfe1XQWweT1pm7okyt",
+        "name": "write_file",
+        "input": {},
+    }
     blocks = [
-        _sse("content_block_start",
-             {"type": "content_block_start", "index": 0, "content_block": start}),
-        _sse("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                     "delta": {"type": "input_json_delta", "partial_json": ""}}),
+        _sse(
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": start},
+        ),
+        _sse(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": ""},
+            },
+        ),
     ]
     blocks += [
-        _sse("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                     "delta": {"type": "input_json_delta", "partial_json": f}})
+        _sse(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": f},
+            },
+        )
         for f in fragments
     ]
     blocks.append(_sse("content_block_stop", {"type": "content_block_stop", "index": 0}))

@@ -161,8 +161,10 @@ class CannedServer:
                         Recorded("POST", headers.get(":path", ""), headers, b"", "HTTP/2")
                     )
                     if self.h2_partial is not None:
-                        conn.send_headers(event.stream_id, [(":status", "200"),
-                                                            ("content-type", "text/event-stream")])
+                        conn.send_headers(
+                            event.stream_id,
+                            [(":status", "200"), ("content-type", "text/event-stream")],
+                        )
                         conn.send_data(event.stream_id, self.h2_partial)
                         writer.write(conn.data_to_send())
                         await writer.drain()
@@ -229,10 +231,24 @@ def make_certificate(directory: Path) -> tuple[Path, Path]:
     cert, key = directory / "cert.pem", directory / "key.pem"
     subprocess.run(
         [
-            "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-            "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-            "-addext", "subjectAltName=IP:127.0.0.1",
-            "-keyout", str(key), "-out", str(cert),
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
         ],
         check=True,
         capture_output=True,
@@ -250,17 +266,26 @@ def sse(data: Any, event: str | None = None) -> bytes:
 
 def openai_chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
     body = {
-        "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
     }
     body.update(extra)
     return sse(body)
 
 
-OPENAI_USAGE = sse({
-    "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
-    "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
-})
+OPENAI_USAGE = sse(
+    {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
+    }
+)
 DONE = b"data: [DONE]\n\n"
 
 
@@ -278,25 +303,48 @@ def openai_text(
 
 def anthropic_text(words: Sequence[str], *, stop: bool = True) -> list[bytes]:
     message = {
-        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude", "content": [],
-        "stop_reason": None, "stop_sequence": None,
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
         "usage": {"input_tokens": 5, "output_tokens": 1},
     }
     chunks = [
         sse({"type": "message_start", "message": message}, "message_start"),
-        sse({"type": "content_block_start", "index": 0,
-             "content_block": {"type": "text", "text": ""}}, "content_block_start"),
+        sse(
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+            "content_block_start",
+        ),
         sse({"type": "ping"}, "ping"),
     ]
     chunks += [
-        sse({"type": "content_block_delta", "index": 0,
-             "delta": {"type": "text_delta", "text": word}}, "content_block_delta")
+        sse(
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": word},
+            },
+            "content_block_delta",
+        )
         for word in words
     ]
     chunks += [
         sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
-        sse({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-             "usage": {"output_tokens": len(words)}}, "message_delta"),
+        sse(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": len(words)},
+            },
+            "message_delta",
+        ),
     ]
     if stop:
         chunks.append(sse({"type": "message_stop"}, "message_stop"))

@@ -28,8 +28,9 @@ def test_every_interruption_the_transport_raises_is_retryable_network_text() -> 
     raised = [
         map_stream_exception(httpx2.ReadTimeout(""), empty=True, idle_seconds=30.0),
         map_stream_exception(httpx2.ReadError("reset"), empty=True, idle_seconds=None),
-        map_stream_exception(httpx2.RemoteProtocolError("peer closed"), empty=True,
-                             idle_seconds=None),
+        map_stream_exception(
+            httpx2.RemoteProtocolError("peer closed"), empty=True, idle_seconds=None
+        ),
     ]
     texts = [str(e) for e in raised] + [INTERRUPTED_MESSAGE, IDLE_MESSAGE.format(seconds=2.5)]
     for text in texts:

@@ -217,16 +217,31 @@ def test_journal_holds_every_delta_received_before_sigkill(tmp_path: Path) -> No
 
 def test_a_repaired_shell_call_is_shown_as_not_executed(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
-    script = {"turns": [
-        {"tool_calls": [{"name": "shell", "arguments": '{"command": "touch ran",}'}]},
-        {"text": "understood"},
-    ]}
+    script = {
+        "turns": [
+            {"tool_calls": [{"name": "shell", "arguments": '{"command": "touch ran",}'}]},
+            {"text": "understood"},
+        ]
+    }
     with ScriptedServer(Script.from_dict(script)) as server:
-        done = railings(tmp_path, "run", "go", "--provider", "openai", "--base-url",
-                        server.openai_base_url, "--model", "m", "--workdir", str(tmp_path),
-                        "--yes", OPENAI_API_KEY="sk-test-1234567890")
+        done = railings(
+            tmp_path,
+            "run",
+            "go",
+            "--provider",
+            "openai",
+            "--base-url",
+            server.openai_base_url,
+            "--model",
+            "m",
+            "--workdir",
+            str(tmp_path),
+            "--yes",
+            OPENAI_API_KEY="sk-test-1234567890",
+        )
     assert done.returncode == 0, done.stderr
     assert "-> repaired" in done.stdout
     assert "NOT executed: shell runs only on arguments exactly as the model wrote them" in (
-        " ".join(done.stdout.split()))
+        " ".join(done.stdout.split())
+    )
     assert not marker.exists()

@@ -73,8 +73,10 @@ def test_a_json_error_body_is_pointed_out() -> None:
     done = railings("replay", "-", stdin=error)
     assert done.returncode == 0 and "EMPTY" in done.stdout
     (line,) = done.stderr.splitlines()
-    assert line.startswith("railings: warning: the body holds no SSE event; it looks like a "
-                           "JSON response (an HTTP error?): {\"type\": \"error\"")
+    assert line.startswith(
+        "railings: warning: the body holds no SSE event; it looks like a "
+        'JSON response (an HTTP error?): {"type": "error"'
+    )
 
 
 def test_human_summary_says_not_executed() -> None:

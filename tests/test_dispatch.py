@@ -384,8 +384,7 @@ def test_the_lenient_path_without_max_tokens_repairs_and_executes() -> None:
         seen.append(command)
         return "ok"
 
-    (batch,) = run(Dispatcher(ToolRegistry([shell])),
-                   openai_tool_stream([FRAGMENT], "tool_calls"))
+    (batch,) = run(Dispatcher(ToolRegistry([shell])), openai_tool_stream([FRAGMENT], "tool_calls"))
     (outcome,) = batch
     assert outcome.status is EXECUTED and outcome.verdict.repaired
     assert seen == ["rm -rf /tmp/leg"]  # what the divide is about, for a tool that allows it
@@ -395,7 +394,11 @@ def test_the_built_in_shell_and_write_file_run_only_exact_arguments(
     registry: ToolRegistry, spawned: list[str], tmp_path: Path
 ) -> None:
     assert [(t.name, t.repair) for t in registry] == [
-        ("shell", False), ("read_file", True), ("write_file", False), ("list_dir", True)]
+        ("shell", False),
+        ("read_file", True),
+        ("write_file", False),
+        ("list_dir", True),
+    ]
     fenced = '```json\n{"path": "notes.txt", "content": "draft"}\n```'
     shell, write = run(
         Dispatcher(registry),

@@ -340,9 +340,11 @@ def test_a_gate_refusing_a_started_call_discards_its_result() -> None:
     async def main() -> BatchResult:
         probe.released = True  # the first slow_read(a.txt) runs to its end
         first = await dispatcher.dispatch_turn(
-            (await stream(_one_call("slow_read", '{"path": "a.txt"}'), SpeculativeRunner(
-                ToolRegistry()
-            ))).turn()
+            (
+                await stream(
+                    _one_call("slow_read", '{"path": "a.txt"}'), SpeculativeRunner(ToolRegistry())
+                )
+            ).turn()
         )
         assert [o.status for o in first] == [EXECUTED]
         probe.released = False

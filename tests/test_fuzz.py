@@ -20,13 +20,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from railings.errors import ConfigurationError
+from railings.replay import replay
+from railings.wire.sse import SSEDecoder
 from tools.reliability import fuzz
 from tools.reliability.campaigns import Fuzzer
 from tools.reliability.corpus import ENV_VAR, find_corpus, is_proof_block, load_captures
 from tools.reliability.inputs import Mutation, mutate
 from tools.reliability.properties import PropertyViolation, ShellSpy, feed
-from railings.replay import replay
-from railings.wire.sse import SSEDecoder
 
 CAPTURES = load_captures()
 SMALL = [c for c in CAPTURES if len(c.body) <= 3300]
@@ -53,9 +53,7 @@ def fuzzer() -> Iterator[Fuzzer]:
 
 @bounded(300)
 @given(data=st.data())
-def test_random_bytes_only_typed_errors_and_no_shell(
-    fuzzer: Fuzzer, data: st.DataObject
-) -> None:
+def test_random_bytes_only_typed_errors_and_no_shell(fuzzer: Fuzzer, data: st.DataObject) -> None:
     fuzzer.random_bytes(data)
 
 
@@ -110,8 +108,9 @@ def test_the_spy_sees_exactly_the_executable_calls(name: str) -> None:
 
 
 def test_a_violation_is_reported_with_what_reproduces_it() -> None:
-    full = replay(next(c for c in CAPTURES if c.name.endswith("single_tool_call_nonstrict.sse"))
-                  .body)
+    full = replay(
+        next(c for c in CAPTURES if c.name.endswith("single_tool_call_nonstrict.sse")).body
+    )
     with ShellSpy() as spy, pytest.raises(PropertyViolation, match="never_clean") as info:
         from tools.reliability.properties import check_not_clean
 
@@ -236,5 +235,5 @@ def test_fragments_out_of_order_are_not_unwrapped_into_a_cut_command() -> None:
 
     assert parse_arguments('o soak-a"}{"command": "ech', RepairPolicy.REPAIR_ALLOWED) is None
     assert parse_arguments('x"]{"a": 1}', RepairPolicy.REPAIR_ALLOWED) is None
-    unwrapped = parse_arguments("Here's the call: {\"a\": 1}", RepairPolicy.REPAIR_ALLOWED)
+    unwrapped = parse_arguments('Here\'s the call: {"a": 1}', RepairPolicy.REPAIR_ALLOWED)
     assert unwrapped is not None and unwrapped.value == {"a": 1}  # prose still unwraps

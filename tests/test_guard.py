@@ -26,30 +26,36 @@ def server() -> Iterator[CannedServer]:
 
 def openai_client(server: CannedServer, guarded: bool = True, **kw: Any) -> openai.OpenAI:
     http = httpx2.Client(transport=guard.transport(**kw)) if guarded else httpx2.Client()
-    return openai.OpenAI(api_key="sk-test", base_url=server.openai_base_url,
-                         http_client=http, max_retries=0)
+    return openai.OpenAI(
+        api_key="sk-test", base_url=server.openai_base_url, http_client=http, max_retries=0
+    )
 
 
-def anthropic_client(server: CannedServer, guarded: bool = True,
-                     **kw: Any) -> anthropic.Anthropic:
+def anthropic_client(server: CannedServer, guarded: bool = True, **kw: Any) -> anthropic.Anthropic:
     http = httpx2.Client(transport=guard.transport(**kw)) if guarded else httpx2.Client()
-    return anthropic.Anthropic(api_key="sk-test", base_url=server.anthropic_base_url,
-                               http_client=http, max_retries=0)
+    return anthropic.Anthropic(
+        api_key="sk-test", base_url=server.anthropic_base_url, http_client=http, max_retries=0
+    )
 
 
 def openai_text_of(client: openai.OpenAI) -> str:
     stream = client.chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "hi"}], stream=True)
+        model="m", messages=[{"role": "user", "content": "hi"}], stream=True
+    )
     with stream:
         return "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
 
 
 def anthropic_text_of(client: anthropic.Anthropic) -> str:
     stream = client.messages.create(
-        model="claude", max_tokens=64, messages=[{"role": "user", "content": "hi"}], stream=True)
+        model="claude", max_tokens=64, messages=[{"role": "user", "content": "hi"}], stream=True
+    )
     with stream:
-        return "".join(e.delta.text for e in stream
-                       if e.type == "content_block_delta" and e.delta.type == "text_delta")
+        return "".join(
+            e.delta.text
+            for e in stream
+            if e.type == "content_block_delta" and e.delta.type == "text_delta"
+        )
 
 
 # -- the problem, and the guard's answer ----------------------------------------------------
@@ -80,12 +86,20 @@ def test_sdk_default_client_factories_take_the_guard(server: CannedServer) -> No
     server.push(Reply(chunks=openai_text(["cut"], finish=None, done=False)))
     server.push(Reply(chunks=anthropic_text(["cut"], stop=False)))
     http = openai.DefaultHttpx2Client(transport=guard.transport())
-    with openai.OpenAI(api_key="k", base_url=server.openai_base_url, http_client=http,
-                       max_retries=0) as client, pytest.raises(openai.APIConnectionError):
+    with (
+        openai.OpenAI(
+            api_key="k", base_url=server.openai_base_url, http_client=http, max_retries=0
+        ) as client,
+        pytest.raises(openai.APIConnectionError),
+    ):
         openai_text_of(client)
     ahttp = anthropic.DefaultHttpxClient(transport=guard.transport())
-    with anthropic.Anthropic(api_key="k", base_url=server.anthropic_base_url, http_client=ahttp,
-                             max_retries=0) as aclient, pytest.raises(httpx2.RemoteProtocolError):
+    with (
+        anthropic.Anthropic(
+            api_key="k", base_url=server.anthropic_base_url, http_client=ahttp, max_retries=0
+        ) as aclient,
+        pytest.raises(httpx2.RemoteProtocolError),
+    ):
         anthropic_text_of(aclient)
 
 
@@ -106,8 +120,11 @@ def test_anthropic_stream_helper_with_guard(server: CannedServer) -> None:
     server.push(Reply(chunks=anthropic_text(["fine"])))
     server.push(Reply(chunks=anthropic_text(["cut"], stop=False)))
     with anthropic_client(server) as client:
-        kwargs: dict[str, Any] = {"model": "claude", "max_tokens": 64,
-                                  "messages": [{"role": "user", "content": "hi"}]}
+        kwargs: dict[str, Any] = {
+            "model": "claude",
+            "max_tokens": 64,
+            "messages": [{"role": "user", "content": "hi"}],
+        }
         with client.messages.stream(**kwargs) as stream:
             assert stream.get_final_text() == "fine"
         with pytest.raises(Exception) as raised, client.messages.stream(**kwargs) as stream:
@@ -155,9 +172,17 @@ def test_bytes_pass_through_unchanged(server: CannedServer) -> None:
 
 def test_non_streaming_and_error_responses_pass_through(server: CannedServer) -> None:
     completion = {
-        "id": "c", "object": "chat.completion", "created": 1, "model": "m",
-        "choices": [{"index": 0, "finish_reason": "stop",
-                     "message": {"role": "assistant", "content": "whole"}}],
+        "id": "c",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": "whole"},
+            }
+        ],
     }
     server.push(json_reply(200, completion))
     server.push(json_reply(429, {"error": {"message": "slow", "type": "rate_limit"}}))
@@ -189,25 +214,30 @@ def test_gzip_event_stream_is_read(server: CannedServer, done: bool) -> None:
                 openai_text_of(client)
 
 
-@pytest.mark.parametrize(("offered", "sent"), [
-    ("gzip, deflate, br, zstd", "gzip, deflate"),
-    ("br;q=1.0, gzip;q=0.5", "gzip;q=0.5"),
-    ("zstd", "identity"),
-    (None, "gzip, deflate"),  # no header would allow any coding (RFC 9110)
-])
+@pytest.mark.parametrize(
+    ("offered", "sent"),
+    [
+        ("gzip, deflate, br, zstd", "gzip, deflate"),
+        ("br;q=1.0, gzip;q=0.5", "gzip;q=0.5"),
+        ("zstd", "identity"),
+        (None, "gzip, deflate"),  # no header would allow any coding (RFC 9110)
+    ],
+)
 def test_watched_requests_ask_only_for_codings_the_guard_reads(
     server: CannedServer, offered: str | None, sent: str
 ) -> None:
     server.push(Reply(chunks=openai_text(["ok"])), Reply(chunks=openai_text(["ok"])))
     with httpx2.Client(transport=guard.transport()) as http:
         headers = {"accept-encoding": offered} if offered else {}
-        request = http.build_request("POST", server.url + "/v1/chat/completions",
-                                     json={}, headers=headers)
+        request = http.build_request(
+            "POST", server.url + "/v1/chat/completions", json={}, headers=headers
+        )
         if offered is None:
             del request.headers["accept-encoding"]
         http.send(request).read()
-        http.post(server.url + "/v1/embeddings", json={},
-                  headers={"accept-encoding": "br, zstd"}).read()
+        http.post(
+            server.url + "/v1/embeddings", json={}, headers={"accept-encoding": "br, zstd"}
+        ).read()
     watched, other = server.requests[-2:]
     assert watched.headers["accept-encoding"] == sent
     assert other.headers["accept-encoding"] == "br, zstd"  # not a watched path: untouched
@@ -224,12 +254,14 @@ def test_async_sdks_with_guard(server: CannedServer) -> None:
     async def go() -> list[BaseException | str]:
         out: list[BaseException | str] = []
         http = httpx2.AsyncClient(transport=guard.async_transport())
-        async with openai.AsyncOpenAI(api_key="k", base_url=server.openai_base_url,
-                                      http_client=http, max_retries=0) as client:
+        async with openai.AsyncOpenAI(
+            api_key="k", base_url=server.openai_base_url, http_client=http, max_retries=0
+        ) as client:
             for _ in range(2):
                 try:
                     stream = await client.chat.completions.create(
-                        model="m", messages=[{"role": "user", "content": "hi"}], stream=True)
+                        model="m", messages=[{"role": "user", "content": "hi"}], stream=True
+                    )
                     text = ""
                     async for chunk in stream:
                         text += chunk.choices[0].delta.content or "" if chunk.choices else ""
@@ -237,12 +269,16 @@ def test_async_sdks_with_guard(server: CannedServer) -> None:
                 except openai.APIConnectionError as exc:
                     out.append(exc)
         http = httpx2.AsyncClient(transport=guard.async_transport())
-        async with anthropic.AsyncAnthropic(api_key="k", base_url=server.anthropic_base_url,
-                                            http_client=http, max_retries=0) as aclient:
+        async with anthropic.AsyncAnthropic(
+            api_key="k", base_url=server.anthropic_base_url, http_client=http, max_retries=0
+        ) as aclient:
             try:
                 astream = await aclient.messages.create(
-                    model="c", max_tokens=8, messages=[{"role": "user", "content": "hi"}],
-                    stream=True)
+                    model="c",
+                    max_tokens=8,
+                    messages=[{"role": "user", "content": "hi"}],
+                    stream=True,
+                )
                 async for _ in astream:
                     pass
                 out.append("no error")
@@ -262,11 +298,12 @@ def test_async_guard_idle(server: CannedServer) -> None:
 
     async def go() -> BaseException:
         http = httpx2.AsyncClient(transport=guard.async_transport(idle=0.3))
-        async with anthropic.AsyncAnthropic(api_key="k", base_url=server.anthropic_base_url,
-                                            http_client=http, max_retries=0) as client:
+        async with anthropic.AsyncAnthropic(
+            api_key="k", base_url=server.anthropic_base_url, http_client=http, max_retries=0
+        ) as client:
             stream = await client.messages.create(
-                model="c", max_tokens=8, messages=[{"role": "user", "content": "hi"}],
-                stream=True)
+                model="c", max_tokens=8, messages=[{"role": "user", "content": "hi"}], stream=True
+            )
             with pytest.raises(httpx2.ReadTimeout) as raised:
                 async for _ in stream:
                     pass

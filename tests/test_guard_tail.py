@@ -22,18 +22,20 @@ from railings.guard import proven_by_tail, read_turn
 from railings.turn.model import Outcome
 
 PROVIDERS = {"openai-chat": "openai", "anthropic-messages": "anthropic"}
-CAPTURES = [(PROVIDERS[row["provider"]], row["file"]) for row in manifest()
-            if row["provider"] in PROVIDERS]
+CAPTURES = [
+    (PROVIDERS[row["provider"]], row["file"]) for row in manifest() if row["provider"] in PROVIDERS
+]
 
 
 def agrees(provider: str, body: bytes) -> bool:
     return not proven_by_tail(provider, body) or (
-        read_turn(provider, body).outcome is Outcome.COMPLETE)
+        read_turn(provider, body).outcome is Outcome.COMPLETE
+    )
 
 
 def cuts(body: bytes, rng: random.Random) -> list[int]:
-    ends = {i + 2 for i in range(len(body)) if body[i:i + 2] == b"\n\n"}
-    ends |= {i + 1 for i in range(len(body)) if body[i:i + 1] == b"\n"}
+    ends = {i + 2 for i in range(len(body)) if body[i : i + 2] == b"\n\n"}
+    ends |= {i + 1 for i in range(len(body)) if body[i : i + 1] == b"\n"}
     ends |= {rng.randrange(len(body) + 1) for _ in range(60)}
     return sorted(ends)
 
@@ -82,8 +84,11 @@ def streams(draw: st.DrawFn) -> tuple[str, bytes]:
     words = draw(st.lists(st.text(max_size=8), max_size=5))
     chunks = openai_text(words) if provider == "openai" else anthropic_text(words)
     if draw(st.booleans()):
-        error = (openai_chunk({}, error={"message": "x", "type": "server_error"})
-                 if provider == "openai" else anthropic_error("api_error", "x"))
+        error = (
+            openai_chunk({}, error={"message": "x", "type": "server_error"})
+            if provider == "openai"
+            else anthropic_error("api_error", "x")
+        )
         chunks.insert(draw(st.integers(0, len(chunks))), error)
     body = b"".join(chunks).decode()
     eol = draw(EOLS)

@@ -37,7 +37,6 @@ from railings.errors import (
     TotalTimeout,
 )
 from railings.messages import User
-from tools.reliability.properties import ShellSpy
 from railings.replay import replay, to_json
 from railings.testing.http import encode_chunk, read_request
 from railings.testing.service import Service
@@ -46,6 +45,7 @@ from railings.turn.model import ErrorKind, Outcome
 from railings.turn.reader import StreamReader
 from railings.turn.verdict import RejectReason
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
+from tools.reliability.properties import ShellSpy
 
 KiB, MiB = 1024, 1024 * 1024
 CHUNK = 64 * KiB
@@ -164,10 +164,33 @@ def test_invalid_utf8_without_a_newline_is_a_line_too_long() -> None:
 
 def openai_call(arguments: str, *, name: str = "shell") -> bytes:
     chunks = [
-        {"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1",
-         "type": "function", "function": {"name": name, "arguments": ""}}]}}]},
-        {"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": [
-            {"index": 0, "function": {"arguments": arguments}}]}}]},
+        {
+            "id": "c",
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_1",
+                                "type": "function",
+                                "function": {"name": name, "arguments": ""},
+                            }
+                        ]
+                    },
+                }
+            ],
+        },
+        {
+            "id": "c",
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]},
+                }
+            ],
+        },
         {"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
     ]
     return b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks) + b"data: [DONE]\n\n"
@@ -175,15 +198,38 @@ def openai_call(arguments: str, *, name: str = "shell") -> bytes:
 
 def anthropic_call(arguments: str) -> bytes:
     events = [
-        ("message_start", {"type": "message_start", "message": {"id": "m", "model": "c",
-                                                                "usage": {"input_tokens": 1}}}),
-        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block":
-                                 {"type": "tool_use", "id": "t", "name": "shell", "input": {}}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta":
-                                 {"type": "input_json_delta", "partial_json": arguments}}),
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {"id": "m", "model": "c", "usage": {"input_tokens": 1}},
+            },
+        ),
+        (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "tool_use", "id": "t", "name": "shell", "input": {}},
+            },
+        ),
+        (
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": arguments},
+            },
+        ),
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"},
-                           "usage": {"output_tokens": 9}}),
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "tool_use"},
+                "usage": {"output_tokens": 9},
+            },
+        ),
         ("message_stop", {"type": "message_stop"}),
     ]
     return b"".join(f"event: {e}\ndata: {json.dumps(d)}\n\n".encode() for e, d in events)
@@ -222,8 +268,12 @@ def test_hostile_arguments_are_rejected_not_executed(wire: str, case: str) -> No
 
 
 def test_deep_nesting_in_the_event_itself_is_malformed_not_recursion() -> None:
-    body = (b'data: {"choices":[{"index":0,"delta":{"content":"x"},"x":'
-            + b"[" * DEEP + b"]" * DEEP + b"}]}\n\ndata: [DONE]\n\n")
+    body = (
+        b'data: {"choices":[{"index":0,"delta":{"content":"x"},"x":'
+        + b"[" * DEEP
+        + b"]" * DEEP
+        + b"}]}\n\ndata: [DONE]\n\n"
+    )
     result, peak = peak_of(lambda: replay(body))
     assert not isinstance(result, BaseException), result
     assert result.turn.error is not None
@@ -272,8 +322,10 @@ def test_nul_bytes_are_typed_or_carried_never_a_crash(tmp_path: Path) -> None:
     raw_nul = b'data: {"choices":[{"index":0,"delta":{"content":"a\x00b"}}]}\n\ndata: [DONE]\n\n'
     result = replay(raw_nul)  # a raw control character inside a JSON string: not JSON
     assert result.turn.error is not None and result.turn.error.kind is ErrorKind.MALFORMED_STREAM
-    escaped = (b'id: a\x00b\ndata: {"choices":[{"index":0,"delta":{"content":"a\\u0000b"},'
-               b'"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n')
+    escaped = (
+        b'id: a\x00b\ndata: {"choices":[{"index":0,"delta":{"content":"a\\u0000b"},'
+        b'"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    )
     result = replay(escaped)
     assert result.turn.complete and result.turn.text == "a\x00b"
     with Journal(tmp_path / "j.sqlite3") as journal:  # the journal keeps it intact
@@ -298,8 +350,10 @@ def test_nul_bytes_are_typed_or_carried_never_a_crash(tmp_path: Path) -> None:
 
 # -- hostile servers -------------------------------------------------------------------------
 
-HEAD = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-        b"transfer-encoding: chunked\r\nconnection: close\r\n\r\n")
+HEAD = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+    b"transfer-encoding: chunked\r\nconnection: close\r\n\r\n"
+)
 
 
 class HostileServer(Service):
@@ -350,9 +404,15 @@ def serve() -> Iterator[Callable[..., HostileServer]]:
 
 def stream_once(url: str, timeouts: Timeouts) -> tuple[Any, float]:
     """One turn with no retry: (the turn, or the error raised; seconds from the request)."""
-    config = ClientConfig(provider="openai", model="m", base_url=url + "/v1",
-                          api_key="sk-hostile-000000", http2=False,
-                          retry=RetryPolicy(attempts=1), timeouts=timeouts)
+    config = ClientConfig(
+        provider="openai",
+        model="m",
+        base_url=url + "/v1",
+        api_key="sk-hostile-000000",
+        http2=False,
+        retry=RetryPolicy(attempts=1),
+        timeouts=timeouts,
+    )
 
     async def main() -> tuple[Any, float]:
         async with AsyncProviderClient(config) as client:
@@ -430,13 +490,34 @@ def test_the_cli_total_timeout_ends_a_keepalive_forever_run(
     serve: Callable[..., HostileServer], tmp_path: Path
 ) -> None:
     server = serve("keepalive", interval=0.05)
-    env = {**os.environ, "OPENAI_API_KEY": "sk-hostile-cli-0000", "NO_COLOR": "1",
-           "RAILINGS_JOURNAL": str(tmp_path / "journal.sqlite3")}
+    env = {
+        **os.environ,
+        "OPENAI_API_KEY": "sk-hostile-cli-0000",
+        "NO_COLOR": "1",
+        "RAILINGS_JOURNAL": str(tmp_path / "journal.sqlite3"),
+    }
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "railings", "run", "say hi", "--provider", "openai",
-         "--base-url", server.url + "/v1", "--total-timeout", "1", "--tools", "none"],
-        capture_output=True, text=True, env=env, timeout=60, cwd=tmp_path,
+        [
+            sys.executable,
+            "-m",
+            "railings",
+            "run",
+            "say hi",
+            "--provider",
+            "openai",
+            "--base-url",
+            server.url + "/v1",
+            "--total-timeout",
+            "1",
+            "--tools",
+            "none",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        cwd=tmp_path,
     )
     assert done.returncode == 1, done.stderr
     assert "total timeout" in done.stderr

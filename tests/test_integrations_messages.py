@@ -31,10 +31,14 @@ CUT = '{"command": "rm -rf /tmp/leg'
 CUT_AT = len(CUT) // 4
 SCRIPT = {
     "seed": 5,
-    "turns": [{"tool_calls": [
-        {"name": "list_files", "arguments": {"path": "docs"}},
-        {"name": "shell", "arguments": {"command": "rm -rf /tmp/legacy-cleanup"}},
-    ]}],
+    "turns": [
+        {
+            "tool_calls": [
+                {"name": "list_files", "arguments": {"path": "docs"}},
+                {"name": "shell", "arguments": {"command": "rm -rf /tmp/legacy-cleanup"}},
+            ]
+        }
+    ],
 }
 # Two calls: the first complete, the second cut at CUT (the server counts all argument text).
 FIRST = '{"path": "docs"}'
@@ -64,8 +68,11 @@ def facts(result: railings.Replay) -> tuple[Any, ...]:
 def chat(server: ScriptedServer, max_tokens: int, streaming: bool | None = None) -> Any:
     flag: dict[str, Any] = {} if streaming is None else {"streaming": streaming}
     return ChatOpenAI(
-        base_url=server.openai_base_url, api_key="sk-test", model="m",  # type: ignore[arg-type]
-        max_tokens=max_tokens, **flag,  # type: ignore[call-arg]
+        base_url=server.openai_base_url,
+        api_key="sk-test",
+        model="m",  # type: ignore[arg-type]
+        max_tokens=max_tokens,
+        **flag,  # type: ignore[call-arg]
     ).bind_tools(TOOLS)
 
 
@@ -76,7 +83,10 @@ def chat(server: ScriptedServer, max_tokens: int, streaming: bool | None = None)
 def test_agrees_with_inspect_non_streamed(server: ScriptedServer, max_tokens: int) -> None:
     client = openai.OpenAI(base_url=server.openai_base_url, api_key="sk-test", max_retries=0)
     completion = client.chat.completions.create(
-        model="m", messages=ASK, tools=TOOLS, max_tokens=max_tokens  # type: ignore[arg-type]
+        model="m",
+        messages=ASK,
+        tools=TOOLS,
+        max_tokens=max_tokens,  # type: ignore[arg-type]
     )
     message = chat(server, max_tokens, streaming=False).invoke(ASK)
     assert facts(inspect_message(message)) == facts(railings.inspect(completion))
@@ -87,7 +97,11 @@ def test_agrees_with_inspect_streamed(server: ScriptedServer, max_tokens: int) -
     client = openai.OpenAI(base_url=server.openai_base_url, api_key="sk-test", max_retries=0)
     state = ChatCompletionStreamState()
     for chunk in client.chat.completions.create(
-        model="m", messages=ASK, tools=TOOLS, max_tokens=max_tokens, stream=True  # type: ignore[arg-type]
+        model="m",
+        messages=ASK,
+        tools=TOOLS,
+        max_tokens=max_tokens,
+        stream=True,  # type: ignore[arg-type]
     ):
         state.handle_chunk(chunk)
     expected = facts(railings.inspect(state.current_completion_snapshot))
@@ -104,16 +118,25 @@ def test_agrees_with_inspect_streamed(server: ScriptedServer, max_tokens: int) -
 @pytest.mark.parametrize("streaming", [False, True], ids=["non-streamed", "streamed"])
 def test_agrees_with_inspect_on_the_responses_api(server: ScriptedServer, streaming: bool) -> None:
     client = openai.OpenAI(base_url=server.openai_base_url, api_key="sk-test", max_retries=0)
-    tools: Any = [{"type": "function", "name": n, "parameters": {"type": "object"}}
-                  for n in ("list_files", "shell")]
+    tools: Any = [
+        {"type": "function", "name": n, "parameters": {"type": "object"}}
+        for n in ("list_files", "shell")
+    ]
     response = client.responses.create(
-        model="m", input=ASK, tools=tools, max_output_tokens=TWO_CALLS_CUT_AT  # type: ignore[arg-type]
+        model="m",
+        input=ASK,
+        tools=tools,
+        max_output_tokens=TWO_CALLS_CUT_AT,  # type: ignore[arg-type]
     )
     expected = facts(railings.inspect(response))
     assert expected[0] == "max_tokens"
     model = ChatOpenAI(
-        base_url=server.openai_base_url, api_key="sk-test", model="m",  # type: ignore[arg-type]
-        max_tokens=TWO_CALLS_CUT_AT, streaming=streaming, use_responses_api=True,  # type: ignore[call-arg]
+        base_url=server.openai_base_url,
+        api_key="sk-test",
+        model="m",  # type: ignore[arg-type]
+        max_tokens=TWO_CALLS_CUT_AT,
+        streaming=streaming,
+        use_responses_api=True,  # type: ignore[call-arg]
     ).bind_tools(TOOLS)
     assert facts(inspect_message(model.invoke(ASK))) == expected
 
@@ -134,12 +157,18 @@ def test_agrees_with_inspect_for_anthropic_streamed(server: ScriptedServer) -> N
     )
     tools = [{"name": n, "input_schema": {"type": "object"}} for n in ("list_files", "shell")]
     with client.messages.stream(
-        model="m", max_tokens=TWO_CALLS_CUT_AT, messages=ASK, tools=tools  # type: ignore[arg-type]
+        model="m",
+        max_tokens=TWO_CALLS_CUT_AT,
+        messages=ASK,
+        tools=tools,  # type: ignore[arg-type]
     ) as stream:
         expected = facts(railings.inspect(stream.get_final_message()))
     model = lc_anthropic.ChatAnthropic(
-        base_url=server.anthropic_base_url, api_key="sk-test", model="m",
-        max_tokens=TWO_CALLS_CUT_AT, streaming=True,
+        base_url=server.anthropic_base_url,
+        api_key="sk-test",
+        model="m",
+        max_tokens=TWO_CALLS_CUT_AT,
+        streaming=True,
     ).bind_tools(tools)
     message = model.invoke(ASK)
     assert message.content[-1]["partial_json"] == CUT  # where ChatAnthropic keeps the raw text
@@ -161,9 +190,11 @@ def test_raw_text_in_additional_kwargs_wins_over_the_repair() -> None:
     message = AIMessage(
         content="",
         tool_calls=[call("a", {"command": "rm -rf /tmp/leg"})],
-        additional_kwargs={"tool_calls": [
-            {"id": "a", "type": "function", "function": {"name": "shell", "arguments": CUT}}
-        ]},
+        additional_kwargs={
+            "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "shell", "arguments": CUT}}
+            ]
+        },
         response_metadata={"finish_reason": "length"},
     )
     assert verdicts(message) == [("a", Verdict.REJECT, RejectReason.TRUNCATED)]
@@ -174,8 +205,11 @@ def test_a_complete_raw_call_in_a_cut_message_runs() -> None:
     message = AIMessage(
         content="",
         tool_calls=[call("a", {"command": "ls"})],
-        additional_kwargs={"tool_calls": [{"id": "a", "function": {
-            "name": "shell", "arguments": '{"command": "ls"}'}}]},
+        additional_kwargs={
+            "tool_calls": [
+                {"id": "a", "function": {"name": "shell", "arguments": '{"command": "ls"}'}}
+            ]
+        },
         response_metadata={"finish_reason": "length"},
     )
     assert verdicts(message) == [("a", Verdict.EXECUTE, None)]
@@ -185,10 +219,20 @@ def test_tool_call_chunks_are_joined_by_index() -> None:
     chunk = AIMessageChunk(
         content="",
         tool_call_chunks=[
-            {"name": "shell", "args": '{"command": ', "id": "a", "index": 0,
-             "type": "tool_call_chunk"},
-            {"name": None, "args": '"rm -rf /tmp/leg', "id": None, "index": 0,
-             "type": "tool_call_chunk"},
+            {
+                "name": "shell",
+                "args": '{"command": ',
+                "id": "a",
+                "index": 0,
+                "type": "tool_call_chunk",
+            },
+            {
+                "name": None,
+                "args": '"rm -rf /tmp/leg',
+                "id": None,
+                "index": 0,
+                "type": "tool_call_chunk",
+            },
         ],
         response_metadata={"finish_reason": "length"},
     )
@@ -201,8 +245,10 @@ def test_responses_api_incomplete_status() -> None:
     message = AIMessage(
         content=[{"type": "function_call", "call_id": "a", "name": "shell", "arguments": CUT}],
         tool_calls=[call("a", {"command": "rm -rf /tmp/leg"})],
-        response_metadata={"status": "incomplete",
-                           "incomplete_details": {"reason": "max_output_tokens"}},
+        response_metadata={
+            "status": "incomplete",
+            "incomplete_details": {"reason": "max_output_tokens"},
+        },
     )
     result = inspect_message(message)
     assert result.turn.stop_reason == "max_tokens"
@@ -226,11 +272,14 @@ def test_anthropic_non_streamed_shape_last_tool_use_is_cut() -> None:
     assert inspect_message(message).turn.text == "Cleaning up."
 
 
-@pytest.mark.parametrize("metadata", [{"finish_reason": "tool_calls"}, {"stop_reason": "tool_use"},
-                                      {"status": "completed"}, {}])
+@pytest.mark.parametrize(
+    "metadata",
+    [{"finish_reason": "tool_calls"}, {"stop_reason": "tool_use"}, {"status": "completed"}, {}],
+)
 def test_a_finished_turn_runs_its_calls(metadata: dict[str, Any]) -> None:
-    message = AIMessage(content="", tool_calls=[call("a", {"command": "ls"})],
-                        response_metadata=metadata)
+    message = AIMessage(
+        content="", tool_calls=[call("a", {"command": "ls"})], response_metadata=metadata
+    )
     assert verdicts(message) == [("a", Verdict.EXECUTE, None)]
 
 

@@ -71,8 +71,11 @@ def spy_tool(spy: list[str]) -> BaseTool:
 def chat(server: ScriptedServer, streaming: bool | None, max_tokens: int = CUT_AT) -> ChatOpenAI:
     flag: dict[str, Any] = {} if streaming is None else {"streaming": streaming}
     return ChatOpenAI(
-        base_url=server.openai_base_url, api_key="sk-test", model="m",  # type: ignore[arg-type]
-        max_tokens=max_tokens, **flag,  # type: ignore[call-arg]
+        base_url=server.openai_base_url,
+        api_key="sk-test",
+        model="m",  # type: ignore[arg-type]
+        max_tokens=max_tokens,
+        **flag,  # type: ignore[call-arg]
     )
 
 
@@ -161,8 +164,12 @@ def test_guarded_tool_node_alone_stops_a_streamed_agent(server: ScriptedServer) 
 @pytest.mark.parametrize("guarded", [False, True], ids=["without", "with-guard"])
 def test_responses_api_model(server: ScriptedServer, guarded: bool) -> None:
     model = ChatOpenAI(
-        base_url=server.openai_base_url, api_key="sk-test", model="m",  # type: ignore[arg-type]
-        max_tokens=CUT_AT, streaming=True, use_responses_api=True,  # type: ignore[call-arg]
+        base_url=server.openai_base_url,
+        api_key="sk-test",
+        model="m",  # type: ignore[arg-type]
+        max_tokens=CUT_AT,
+        streaming=True,
+        use_responses_api=True,  # type: ignore[call-arg]
     )
     spy: list[str] = []
     tools: Any = GuardedToolNode([spy_tool(spy)]) if guarded else [spy_tool(spy)]
@@ -347,8 +354,11 @@ def test_create_agent_middleware_async(server: ScriptedServer) -> None:
 def test_chat_anthropic_streamed(server: ScriptedServer, guarded: bool) -> None:
     lc_anthropic = pytest.importorskip("langchain_anthropic")
     model = lc_anthropic.ChatAnthropic(
-        base_url=server.anthropic_base_url, api_key="sk-test", model="m",
-        max_tokens=CUT_AT, streaming=True,
+        base_url=server.anthropic_base_url,
+        api_key="sk-test",
+        model="m",
+        max_tokens=CUT_AT,
+        streaming=True,
     )
     spy: list[str] = []
     tools: Any = GuardedToolNode([spy_tool(spy)]) if guarded else [spy_tool(spy)]
@@ -358,7 +368,12 @@ def test_chat_anthropic_streamed(server: ScriptedServer, guarded: bool) -> None:
         return
     assert spy == ["ls"]
     second = server.requests[1]["messages"]
-    results = [b for m in second if isinstance(m["content"], list) for b in m["content"]
-               if b.get("type") == "tool_result"]
+    results = [
+        b
+        for m in second
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+    ]
     assert "stopped at the output limit (stop_reason: max_tokens)" in str(results[0]["content"])
     assert results[0]["is_error"] is True

@@ -96,7 +96,8 @@ def test_railings_passes_every_cell_of_the_quick_matrix() -> None:
     result = run(cells, RailingsClient())
     assert len(result.results) == len(QUICK_FAULTS) * len(PROVIDERS) * 2
     assert result.failed == [] and result.exit_code == 0, [
-        (r.cell.key, r.judgement.problems) for r in result.failed]
+        (r.cell.key, r.judgement.problems) for r in result.failed
+    ]
     for r in result.results:
         assert r.status is Status.PASS
         if r.cell.tool:  # the spy saw the complete sibling at most, never the cut call
@@ -104,15 +105,19 @@ def test_railings_passes_every_cell_of_the_quick_matrix() -> None:
     resent = by_fault(result, "truncate_empty")
     assert all(r.proxy.requests == 2 and r.observation.attempts == 2 for r in resent)
     counter = by_fault(result, "close_after_terminator")
-    assert all(r.observation.outcome == "complete" and "after the terminator" in r.proxy.actions[0]
-               for r in counter)
+    assert all(
+        r.observation.outcome == "complete" and "after the terminator" in r.proxy.actions[0]
+        for r in counter
+    )
 
 
 def test_limit_cells_are_reported_not_failed() -> None:
     """Chat Completions and Messages number nothing: a swapped or repeated delta is the
     wire's limit, reported as such, never a failure."""
-    result = run(grid(["reorder", "duplicate"], ["small"], ["openai", "anthropic"],
-                      tools=[False]), RailingsClient())
+    result = run(
+        grid(["reorder", "duplicate"], ["small"], ["openai", "anthropic"], tools=[False]),
+        RailingsClient(),
+    )
     assert {r.status for r in result.results} == {Status.LIMIT} and result.exit_code == 0
 
 
@@ -125,8 +130,9 @@ class TrustsWhateverArrived(RailingsClient):
     name = "trusts-whatever-arrived"
 
     def accept(self, turn: Turn) -> Turn:
-        return dataclasses.replace(turn, outcome=Outcome.COMPLETE,
-                                   termination=Termination.CLEAN, error=None)
+        return dataclasses.replace(
+            turn, outcome=Outcome.COMPLETE, termination=Termination.CLEAN, error=None
+        )
 
 
 def test_a_client_that_ignores_the_proof_fails_drop_terminator() -> None:
@@ -168,8 +174,9 @@ def test_a_client_that_runs_cut_calls_fails_every_tool_cell() -> None:
 def test_plain_openai_sdk_does_not_notice_a_dropped_terminator() -> None:
     cells = grid(["clean", "drop_terminator"], ["small"], ["openai"])
     result = run(cells, CLIENTS["openai-sdk"](), CLIENTS["openai-sdk+guard"]())
-    plain = {(r.cell.fault.name, r.cell.tool): r for r in result.results
-             if r.client == "openai-sdk"}
+    plain = {
+        (r.cell.fault.name, r.cell.tool): r for r in result.results if r.client == "openai-sdk"
+    }
     guarded = [r for r in result.results if r.client == "openai-sdk+guard"]
     for tool in (False, True):
         assert plain["clean", tool].judgement.label == "full text"
@@ -177,8 +184,9 @@ def test_plain_openai_sdk_does_not_notice_a_dropped_terminator() -> None:
         assert dropped.status is Status.FAIL and dropped.observation.returned
         assert dropped.judgement.label.startswith("UNDETECTED")
     assert all(r.status is Status.PASS for r in guarded)
-    assert {r.judgement.label for r in guarded if r.cell.fault.name == "drop_terminator"} \
-        == {"APIConnectionError"}
+    assert {r.judgement.label for r in guarded if r.cell.fault.name == "drop_terminator"} == {
+        "APIConnectionError"
+    }
     assert result.exit_code == 0  # SDK cells are informative
 
 
@@ -189,10 +197,10 @@ def test_upstream_mode_compares_with_what_the_endpoint_sent() -> None:
     script = Script.from_dict({"chunk_size": 24, "turns": [{"text": {"$filler": 1000}}]})
     with ScriptedServer(script) as server:
         url = server.url
-        cells = grid(["clean", "truncate", "close_after_terminator"], ["small"],
-                     tools=[False])
-        result = asyncio.run(run_matrix(cells, [RailingsClient()],
-                                        upstream=Upstream(url, "scripted")))
+        cells = grid(["clean", "truncate", "close_after_terminator"], ["small"], tools=[False])
+        result = asyncio.run(
+            run_matrix(cells, [RailingsClient()], upstream=Upstream(url, "scripted"))
+        )
     assert result.exit_code == 0 and result.upstream == url
     clean = by_fault(result, "clean")
     assert all(len(r.observation.text) == 1000 for r in clean)
@@ -202,8 +210,13 @@ def test_upstream_mode_compares_with_what_the_endpoint_sent() -> None:
 
 
 def railings(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "railings", *args], capture_output=True,
-                          text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1"})
+    return subprocess.run(
+        [sys.executable, "-m", "railings", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1"},
+    )
 
 
 def test_json_quick_from_a_subprocess() -> None:
@@ -218,23 +231,27 @@ def test_json_quick_from_a_subprocess() -> None:
 
 
 def test_table_and_summary_from_a_subprocess() -> None:
-    done = railings("matrix", "--quick", "--faults", "clean,drop_terminator", "--providers",
-                    "anthropic")
+    done = railings(
+        "matrix", "--quick", "--faults", "clean,drop_terminator", "--providers", "anthropic"
+    )
     assert done.returncode == 0, done.stderr
     assert "drop_terminator" in done.stdout and "PASS railings" in done.stdout
 
 
-@pytest.mark.parametrize("args", [
-    ["--faults", "nope"],
-    ["--sizes", "huge"],
-    ["--client", "curl"],
-    ["--providers", "gemini"],
-    ["--jobs", "0"],
-    ["--model", "m"],
-    ["--upstream", "ftp://example.com", "--model", "m"],
-    ["--upstream", "https://api.openai.com"],
-    ["--client", "openai-sdk", "--providers", "anthropic"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--faults", "nope"],
+        ["--sizes", "huge"],
+        ["--client", "curl"],
+        ["--providers", "gemini"],
+        ["--jobs", "0"],
+        ["--model", "m"],
+        ["--upstream", "ftp://example.com", "--model", "m"],
+        ["--upstream", "https://api.openai.com"],
+        ["--client", "openai-sdk", "--providers", "anthropic"],
+    ],
+)
 def test_bad_flags_exit_2_with_one_line(args: list[str]) -> None:
     done = railings("matrix", *args)
     assert done.returncode == 2

@@ -174,43 +174,73 @@ def test_anthropic_max_tokens_capture_rejects_the_cut_call() -> None:
 def blocks_stream(blocks: list[dict[str, object]], stop_reason: str = "end_turn") -> bytes:
     """An Anthropic stream of these content blocks: thinking and text streamed as deltas
     (thinking closed by its signature_delta), every other block whole in its start."""
-    parts = [anthropic_event({"type": "message_start", "message": {
-        "id": "msg_t", "type": "message", "role": "assistant", "model": "claude",
-        "content": [], "stop_reason": None, "usage": {"input_tokens": 9, "output_tokens": 1}}})]
+    parts = [
+        anthropic_event(
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_t",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "claude",
+                    "content": [],
+                    "stop_reason": None,
+                    "usage": {"input_tokens": 9, "output_tokens": 1},
+                },
+            }
+        )
+    ]
     for index, block in enumerate(blocks):
         kind = block["type"]
         if kind == "thinking":
             start: dict[str, object] = {"type": "thinking", "thinking": "", "signature": ""}
-            deltas = [{"type": "thinking_delta", "thinking": block["thinking"]},
-                      {"type": "signature_delta", "signature": block["signature"]}]
+            deltas = [
+                {"type": "thinking_delta", "thinking": block["thinking"]},
+                {"type": "signature_delta", "signature": block["signature"]},
+            ]
         elif kind == "text":
-            start, deltas = {"type": "text", "text": ""}, [
-                {"type": "text_delta", "text": block["text"]}]
+            start, deltas = (
+                {"type": "text", "text": ""},
+                [{"type": "text_delta", "text": block["text"]}],
+            )
         else:
             start, deltas = block, []
-        parts.append(anthropic_event(
-            {"type": "content_block_start", "index": index, "content_block": start}))
-        parts += [anthropic_event({"type": "content_block_delta", "index": index, "delta": d})
-                  for d in deltas]
+        parts.append(
+            anthropic_event({"type": "content_block_start", "index": index, "content_block": start})
+        )
+        parts += [
+            anthropic_event({"type": "content_block_delta", "index": index, "delta": d})
+            for d in deltas
+        ]
         parts.append(anthropic_event({"type": "content_block_stop", "index": index}))
-    parts.append(anthropic_event({"type": "message_delta", "delta": {
-        "stop_reason": stop_reason, "stop_sequence": None}, "usage": {"output_tokens": 40}}))
+    parts.append(
+        anthropic_event(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                "usage": {"output_tokens": 40},
+            }
+        )
+    )
     parts.append(anthropic_event({"type": "message_stop"}))
     return b"".join(parts)
 
 
 THINK_A = {"type": "thinking", "thinking": "Search first.", "signature": "SIG-A"}
 THINK_B = {"type": "thinking", "thinking": "The result answers it.", "signature": "SIG-B"}
-SEARCH = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
-          "input": {"query": "railings"}}
+SEARCH = {
+    "type": "server_tool_use",
+    "id": "srvtoolu_1",
+    "name": "web_search",
+    "input": {"query": "railings"},
+}
 FOUND = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}
 
 
 def sent_back(body: bytes) -> list[dict[str, object]]:
     turn = replay(body).turn
     assert turn.complete
-    request = anthropic_messages_body("m", [User("q"), Assistant.from_turn(turn)],
-                                      max_tokens=64)
+    request = anthropic_messages_body("m", [User("q"), Assistant.from_turn(turn)], max_tokens=64)
     return request["messages"][1]["content"]
 
 

@@ -45,16 +45,36 @@ class Canned(Service):
         request = await read_request(reader)
         self.hits.append(request.headers.as_dict())
         if request.path == "/v1/json":
-            writer.write(render_head(200, [("content-type", "application/json"),
-                                           ("content-length", str(len(JSON_BODY))),
-                                           ("connection", "close")]) + JSON_BODY)
+            writer.write(
+                render_head(
+                    200,
+                    [
+                        ("content-type", "application/json"),
+                        ("content-length", str(len(JSON_BODY))),
+                        ("connection", "close"),
+                    ],
+                )
+                + JSON_BODY
+            )
             await writer.drain()
             return
-        body = (ANTHROPIC if request.path.endswith("/messages")
-                else SMALL if request.path.endswith("/small") else OPENAI)
-        writer.write(render_head(200, [("content-type", "text/event-stream; charset=utf-8"),
-                                       ("transfer-encoding", "chunked"),
-                                       ("connection", "close")]))
+        body = (
+            ANTHROPIC
+            if request.path.endswith("/messages")
+            else SMALL
+            if request.path.endswith("/small")
+            else OPENAI
+        )
+        writer.write(
+            render_head(
+                200,
+                [
+                    ("content-type", "text/event-stream; charset=utf-8"),
+                    ("transfer-encoding", "chunked"),
+                    ("connection", "close"),
+                ],
+            )
+        )
         if request.path.endswith("/broken"):  # two events, then dies inside a chunk
             writer.write(b"".join(map(encode_chunk, OA[:2])) + b"64\r\n" + OA[2][:40])
             await writer.drain()
@@ -66,7 +86,7 @@ class Canned(Service):
             writer.write(BIG[1000:] + b"\r\n" + LAST_CHUNK)
             await writer.drain()
             return
-        for piece in (PIECES if request.path.endswith("/pieces") else events_of(body)):
+        for piece in PIECES if request.path.endswith("/pieces") else events_of(body):
             writer.write(encode_chunk(piece))
             await writer.drain()
         writer.write(LAST_CHUNK)
@@ -148,8 +168,7 @@ def test_truncate_bytes(proxy: FaultProxy) -> None:
 
 
 def test_truncate_bytes_on_a_plain_body(proxy: FaultProxy) -> None:
-    resp = raw_request(proxy.url, "/v1/json", {},
-                       headers={"x-railings-fault": "truncate:bytes=10"})
+    resp = raw_request(proxy.url, "/v1/json", {}, headers={"x-railings-fault": "truncate:bytes=10"})
     assert resp.headers["content-length"] == str(len(JSON_BODY))
     assert resp.body == JSON_BODY[:10] and not resp.complete
     full = raw_request(proxy.url, "/v1/json", {}, headers={"x-railings-fault": "reorder"})
@@ -281,8 +300,15 @@ def test_fault_spec_parsing() -> None:
     assert Fault.parse("status:529") == Status(code=529)
     assert Fault.parse("corrupt:kind=utf8").spec == "corrupt:kind=utf8"
     assert Fault.parse(Fault.parse("drop-terminator").spec).name == "drop_terminator"
-    for bad in ("nope", "truncate:events=x", "truncate:events=1,bytes=2", "corrupt:kind=zip",
-                "status:code=1000", "idle:hours=1", "reorder:2,3"):
+    for bad in (
+        "nope",
+        "truncate:events=x",
+        "truncate:events=1,bytes=2",
+        "corrupt:kind=zip",
+        "status:code=1000",
+        "idle:hours=1",
+        "reorder:2,3",
+    ):
         with pytest.raises(ConfigurationError):
             Fault.parse(bad)
     assert isinstance(Fault.parse("corrupt"), Corrupt)

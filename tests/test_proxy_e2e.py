@@ -16,14 +16,24 @@ from railings.testing.raw import raw_request
 from railings.turn.model import ErrorKind, Outcome, Termination
 from railings.turn.verdict import RejectReason
 
-SCRIPT = {"seed": 3, "turns": [{"text": "Listing the files now.",
-                                "tool_calls": [{"name": "shell",
-                                                "arguments": {"command": "ls -la"}}]}]}
+SCRIPT = {
+    "seed": 3,
+    "turns": [
+        {
+            "text": "Listing the files now.",
+            "tool_calls": [{"name": "shell", "arguments": {"command": "ls -la"}}],
+        }
+    ],
+}
 PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
 BODIES: dict[str, Any] = {
     "openai": {"model": "m", "messages": [{"role": "user", "content": "ls"}], "stream": True},
-    "anthropic": {"model": "m", "max_tokens": 100, "stream": True,
-                  "messages": [{"role": "user", "content": "ls"}]},
+    "anthropic": {
+        "model": "m",
+        "max_tokens": 100,
+        "stream": True,
+        "messages": [{"role": "user", "content": "ls"}],
+    },
 }
 
 
@@ -34,8 +44,12 @@ def proxy() -> Iterator[FaultProxy]:
 
 
 def fetch(proxy: FaultProxy, provider: str, spec: str) -> bytes:
-    resp = raw_request(proxy.url, PATHS[provider], BODIES[provider],
-                       headers={"x-railings-fault": spec, "anthropic-version": "2023-06-01"})
+    resp = raw_request(
+        proxy.url,
+        PATHS[provider],
+        BODIES[provider],
+        headers={"x-railings-fault": spec, "anthropic-version": "2023-06-01"},
+    )
     return resp.body
 
 
@@ -48,10 +62,18 @@ def test_clean_stream_through_the_proxy_is_complete(proxy: FaultProxy, provider:
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
-@pytest.mark.parametrize("spec", ["drop_terminator", "drop_terminator:end=abrupt",
-                                  "truncate:bytes={proof}", "reset:bytes={proof}"])
-def test_cut_streams_are_partial_and_calls_rejected(proxy: FaultProxy, provider: str,
-                                                    spec: str) -> None:
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "drop_terminator",
+        "drop_terminator:end=abrupt",
+        "truncate:bytes={proof}",
+        "reset:bytes={proof}",
+    ],
+)
+def test_cut_streams_are_partial_and_calls_rejected(
+    proxy: FaultProxy, provider: str, spec: str
+) -> None:
     clean = fetch(proxy, provider, "none")
     # {proof}: the body offset of the termination proof, so everything else arrives
     proof = clean.rfind(b"data: [DONE]" if provider == "openai" else b"event: message_stop")
@@ -80,21 +102,34 @@ def test_sdks_through_the_proxy(proxy: FaultProxy) -> None:
     user: list[Any] = [{"role": "user", "content": "ls"}]
     with openai.OpenAI(base_url=proxy.url + "/v1", api_key="x", max_retries=0) as oai:
         with pytest.raises(openai.RateLimitError):
-            oai.chat.completions.create(model="m", messages=user,
-                                        extra_headers={"x-railings-fault": "status:429"})
+            oai.chat.completions.create(
+                model="m", messages=user, extra_headers={"x-railings-fault": "status:429"}
+            )
         # The failure railings exists for: without [DONE] the SDK ends quietly.
-        chunks = list(oai.chat.completions.create(
-            model="m", messages=user, stream=True,
-            extra_headers={"x-railings-fault": "drop_terminator"}))
+        chunks = list(
+            oai.chat.completions.create(
+                model="m",
+                messages=user,
+                stream=True,
+                extra_headers={"x-railings-fault": "drop_terminator"},
+            )
+        )
         assert chunks and chunks[-1].choices[0].finish_reason == "tool_calls"
     with anthropic.Anthropic(base_url=proxy.url, api_key="x", max_retries=0) as ant:
         with pytest.raises(anthropic.APIStatusError) as info:
-            ant.messages.create(model="m", max_tokens=100, messages=user,
-                                extra_headers={"x-railings-fault": "status:529"})
+            ant.messages.create(
+                model="m",
+                max_tokens=100,
+                messages=user,
+                extra_headers={"x-railings-fault": "status:529"},
+            )
         assert info.value.status_code == 529
-        with ant.messages.stream(model="m", max_tokens=100, messages=user,
-                                 extra_headers={"x-railings-fault": "idle:events=3,seconds=0.2"}
-                                 ) as stream:
+        with ant.messages.stream(
+            model="m",
+            max_tokens=100,
+            messages=user,
+            extra_headers={"x-railings-fault": "idle:events=3,seconds=0.2"},
+        ) as stream:
             assert stream.get_final_message().stop_reason == "tool_use"
 
 

@@ -31,8 +31,10 @@ def three_ways(body: bytes, expected: list[bytes]) -> None:
 
 def test_line_ends() -> None:
     three_ways(b"data: a\n\ndata: b\n\n", [b"data: a\n\n", b"data: b\n\n"])
-    three_ways(b"data: a\r\n\r\nevent: x\r\ndata: b\r\n\r\n",
-               [b"data: a\r\n\r\n", b"event: x\r\ndata: b\r\n\r\n"])
+    three_ways(
+        b"data: a\r\n\r\nevent: x\r\ndata: b\r\n\r\n",
+        [b"data: a\r\n\r\n", b"event: x\r\ndata: b\r\n\r\n"],
+    )
     three_ways(b"data: a\r\rdata: b\n\r\n", [b"data: a\r\r", b"data: b\n\r\n"])
 
 
@@ -55,11 +57,14 @@ def test_real_captures_rejoin_exactly() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from([b"data: x", b"event: y", b": c", b"", b"data: \xc3\xa9"]),
-                max_size=12),
-       st.sampled_from([b"\n", b"\r\n", b"\r"]), st.lists(st.integers(0, 200), max_size=6))
-def test_any_split_gives_the_same_blocks(lines: list[bytes], eol: bytes,
-                                         cuts: list[int]) -> None:
+@given(
+    st.lists(
+        st.sampled_from([b"data: x", b"event: y", b": c", b"", b"data: \xc3\xa9"]), max_size=12
+    ),
+    st.sampled_from([b"\n", b"\r\n", b"\r"]),
+    st.lists(st.integers(0, 200), max_size=6),
+)
+def test_any_split_gives_the_same_blocks(lines: list[bytes], eol: bytes, cuts: list[int]) -> None:
     body = b"".join(line + eol for line in lines)
     points = sorted({min(c, len(body)) for c in cuts})
     pieces = [body[a:b] for a, b in zip([0, *points], [*points, len(body)], strict=True)]
@@ -71,8 +76,11 @@ def test_any_split_gives_the_same_blocks(lines: list[bytes], eol: bytes,
 def reference_blocks(body: bytes) -> tuple[list[bytes], bytes]:
     """The splitter's rule, read off the whole body at once: a block ends at an empty
     line that follows a non-empty one; a CR on the last byte may still become a CRLF."""
-    ends = [m for m in re.finditer(rb"\r\n|\r|\n", body)
-            if not (m.group() == b"\r" and m.end() == len(body))]
+    ends = [
+        m
+        for m in re.finditer(rb"\r\n|\r|\n", body)
+        if not (m.group() == b"\r" and m.end() == len(body))
+    ]
     blocks, start, line, content = [], 0, 0, False
     for m in ends:
         if m.start() == line and content:
@@ -114,8 +122,10 @@ def test_closing_a_proxy_with_a_stalled_stream_is_prompt() -> None:
         sock = socket.create_connection(("127.0.0.1", proxy.port))
         try:
             body = b'{"model":"m","messages":[{"role":"user","content":"x"}],"stream":true}'
-            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n"
-                         b"content-length: %d\r\n\r\n%s" % (len(body), body))
+            sock.sendall(
+                b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n"
+                b"content-length: %d\r\n\r\n%s" % (len(body), body)
+            )
             sock.settimeout(5)
             received = sock.recv(65536)
             assert received.startswith(b"HTTP/1.1 200")

@@ -25,16 +25,30 @@ from railings.transport import (
 )
 
 
-def _run(base_url: str, workdir: Path, *, task: str = "write a report",
-         events: list[AgentEvent] | None = None) -> RunResult:
-    config = ClientConfig("openai-responses", "scripted", base_url=base_url,
-                          api_key="sk-test-agent-0123456789", max_tokens=1024, http2=False,
-                          retry=RetryPolicy(attempts=3))
+def _run(
+    base_url: str,
+    workdir: Path,
+    *,
+    task: str = "write a report",
+    events: list[AgentEvent] | None = None,
+) -> RunResult:
+    config = ClientConfig(
+        "openai-responses",
+        "scripted",
+        base_url=base_url,
+        api_key="sk-test-agent-0123456789",
+        max_tokens=1024,
+        http2=False,
+        retry=RetryPolicy(attempts=3),
+    )
 
     async def main() -> RunResult:
         async with AsyncProviderClient(config) as client:
-            agent = Agent(client, ToolRegistry(builtin_tools(workdir)),
-                          on_event=None if events is None else events.append)
+            agent = Agent(
+                client,
+                ToolRegistry(builtin_tools(workdir)),
+                on_event=None if events is None else events.append,
+            )
             return await agent.arun(task)
 
     with no_waits():
@@ -49,20 +63,26 @@ def test_the_cut_call_is_rejected_the_notice_goes_back_and_the_resend_runs(
         result = _run(proxy.url + "/v1", tmp_path, events=events)
         requests = server.requests
     assert result.status is RunStatus.COMPLETED
-    assert [[o.status for o in e.batch.outcomes] for e in events
-            if isinstance(e, ToolsDispatched)] == [
-        [OutcomeStatus.EXECUTED], [OutcomeStatus.REJECTED], [OutcomeStatus.EXECUTED]]
+    assert [
+        [o.status for o in e.batch.outcomes] for e in events if isinstance(e, ToolsDispatched)
+    ] == [[OutcomeStatus.EXECUTED], [OutcomeStatus.REJECTED], [OutcomeStatus.EXECUTED]]
     assert [r.turn for r in requests] == [0, 1, 2, 3]  # one run of items per assistant turn
     cut = result.turns[1]
     assert cut.truncated and cut.stop_reason == "max_tokens"
     # The request after the cut turn: the cut call as the model wrote it, then the notice
     # under the same call_id, as a function_call_output item.
     items: list[Any] = requests[2].body["input"]
-    (call,) = [i for i in items if i.get("type") == "function_call"
-               and i["call_id"] == cut.tool_calls[0].id]
+    (call,) = [
+        i
+        for i in items
+        if i.get("type") == "function_call" and i["call_id"] == cut.tool_calls[0].id
+    ]
     assert call["arguments"] == cut.tool_calls[0].raw_arguments
-    (notice,) = [i for i in items if i.get("type") == "function_call_output"
-                 and i["call_id"] == call["call_id"]]
+    (notice,) = [
+        i
+        for i in items
+        if i.get("type") == "function_call_output" and i["call_id"] == call["call_id"]
+    ]
     assert "was NOT executed" in notice["output"]
     assert "Resend this tool call in full" in notice["output"]
     assert items.index(notice) > items.index(call)
@@ -83,8 +103,10 @@ def test_an_empty_interruption_is_resent_with_the_banner(tmp_path: Path) -> None
     unsubscribe = BANNER.subscribe(seen.append)
     try:
         script = Script.from_dict({"turns": [{"text": "Hello there, all is well."}]})
-        with ScriptedServer(script) as server, \
-                FaultProxy(server.url, "truncate:events=1,times=1") as proxy:
+        with (
+            ScriptedServer(script) as server,
+            FaultProxy(server.url, "truncate:events=1,times=1") as proxy,
+        ):
             result = _run(proxy.url + "/v1", tmp_path, task="hi")
             attempts = len(server.requests)
     finally:
@@ -96,10 +118,19 @@ def test_an_empty_interruption_is_resent_with_the_banner(tmp_path: Path) -> None
 
 
 def test_a_partial_interruption_ends_the_run_and_runs_nothing(tmp_path: Path) -> None:
-    script = Script.from_dict({"chunk_size": 4, "turns": [{
-        "text": "The first part arrives, the rest never does.",
-        "tool_calls": [{"name": "shell", "arguments": {"command": "touch SHOULD_NOT_EXIST"}}],
-    }]})
+    script = Script.from_dict(
+        {
+            "chunk_size": 4,
+            "turns": [
+                {
+                    "text": "The first part arrives, the rest never does.",
+                    "tool_calls": [
+                        {"name": "shell", "arguments": {"command": "touch SHOULD_NOT_EXIST"}}
+                    ],
+                }
+            ],
+        }
+    )
     with ScriptedServer(script) as server, FaultProxy(server.url, "drop_terminator") as proxy:
         result = _run(proxy.url + "/v1", tmp_path, task="go")
     assert result.status is RunStatus.INTERRUPTED
@@ -111,40 +142,78 @@ def test_a_partial_interruption_ends_the_run_and_runs_nothing(tmp_path: Path) ->
 
 
 def railings(tmp_path: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "NO_COLOR": "1",
-           "HOME": str(tmp_path), "RAILINGS_JOURNAL": str(tmp_path / "journal.sqlite3"),
-           "OPENAI_API_KEY": "sk-test-1234567890"}
-    return subprocess.run([sys.executable, "-m", "railings", *args], capture_output=True,
-                          text=True, timeout=120, input=stdin, env=env, cwd=tmp_path)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "NO_COLOR": "1",
+        "HOME": str(tmp_path),
+        "RAILINGS_JOURNAL": str(tmp_path / "journal.sqlite3"),
+        "OPENAI_API_KEY": "sk-test-1234567890",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "railings", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        input=stdin,
+        env=env,
+        cwd=tmp_path,
+    )
 
 
 def test_railings_run_with_the_responses_provider(tmp_path: Path) -> None:
     with ScriptedServer(Script.demo()) as server:
-        done = railings(tmp_path, "run", "write a report", "--provider", "openai-responses",
-                        "--base-url", server.openai_base_url, "--max-tokens", "1024",
-                        "--json", "--workdir", str(tmp_path))
+        done = railings(
+            tmp_path,
+            "run",
+            "write a report",
+            "--provider",
+            "openai-responses",
+            "--base-url",
+            server.openai_base_url,
+            "--max-tokens",
+            "1024",
+            "--json",
+            "--workdir",
+            str(tmp_path),
+        )
         paths = {r.path for r in server.requests}
     assert done.returncode == 0, done.stderr
     assert paths == {"/v1/responses"}
     (run,) = json.loads(done.stdout)["runs"]
     assert run["status"] == "completed"
     assert [[c["verdict"] for c in t["tool_calls"]] for t in run["turns"]] == [
-        ["execute"], ["reject"], ["execute"], []]
+        ["execute"],
+        ["reject"],
+        ["execute"],
+        [],
+    ]
     assert (tmp_path / "REPORT.md").stat().st_size == 1500
 
 
 def test_railings_chat_keeps_the_history_as_input_items(tmp_path: Path) -> None:
     script = Script.from_dict({"turns": [{"text": "first answer"}, {"text": "second answer"}]})
     with ScriptedServer(script) as server:
-        done = railings(tmp_path, "chat", "--provider", "openai-responses", "--base-url",
-                        server.openai_base_url, "--model", "m", "--tools", "none",
-                        stdin="hello\nagain\n/exit\n")
+        done = railings(
+            tmp_path,
+            "chat",
+            "--provider",
+            "openai-responses",
+            "--base-url",
+            server.openai_base_url,
+            "--model",
+            "m",
+            "--tools",
+            "none",
+            stdin="hello\nagain\n/exit\n",
+        )
         requests = server.requests
     assert done.returncode == 0, done.stderr
     assert "first answer" in done.stdout and "second answer" in done.stdout
     assert requests[1].body["input"] == [
-        {"role": "user", "content": "hello"}, {"role": "assistant", "content": "first answer"},
-        {"role": "user", "content": "again"}]
+        {"role": "user", "content": "hello"},
+        {"role": "assistant", "content": "first answer"},
+        {"role": "user", "content": "again"},
+    ]
     assert [r.turn for r in requests] == [0, 1]
 
 

@@ -38,19 +38,32 @@ def agrees(body: bytes) -> bool:
     return not proven_by_tail(P, body) or read_turn(P, body).outcome is Outcome.COMPLETE
 
 
-def scripted(turn: dict[str, Any], max_tokens: int | None = None, chunk: int = 5,
-             seed: int = 1) -> list[bytes]:
+def scripted(
+    turn: dict[str, Any], max_tokens: int | None = None, chunk: int = 5, seed: int = 1
+) -> list[bytes]:
     """The scripted server's events for one turn, without the network."""
     ids = Ids(seed)
     ask = parse_ask({"model": "m", "input": "x", "max_output_tokens": max_tokens})
     assert not isinstance(ask, str)
     plan = plan_turn(ScriptTurn.from_dict(turn), max_tokens, ids.openai_call)
-    return list(events(plan, ask, response_id=ids.response(), created=1, model="m",
-                       chunk_size=chunk, new_item_id=ids.response_item))
+    return list(
+        events(
+            plan,
+            ask,
+            response_id=ids.response(),
+            created=1,
+            model="m",
+            chunk_size=chunk,
+            new_item_id=ids.response_item,
+        )
+    )
 
 
-TOOL_TURN = {"thinking": "first look", "text": "Listing.",
-             "tool_calls": [{"name": "shell", "arguments": {"command": "ls -la"}}]}
+TOOL_TURN = {
+    "thinking": "first look",
+    "text": "Listing.",
+    "tool_calls": [{"name": "shell", "arguments": {"command": "ls -la"}}],
+}
 
 
 @pytest.mark.parametrize("path", CAPTURES, ids=[p.name for p in CAPTURES])
@@ -67,8 +80,12 @@ def test_real_captures_and_every_cut(path: Path) -> None:
 
 
 def test_the_fast_path_serves_the_common_case() -> None:
-    for turn, limit in [({"text": "hello"}, None), (TOOL_TURN, None), (TOOL_TURN, 10),
-                        ({"text": ""}, None)]:
+    for turn, limit in [
+        ({"text": "hello"}, None),
+        (TOOL_TURN, None),
+        (TOOL_TURN, 10),
+        ({"text": ""}, None),
+    ]:
         body = b"".join(scripted(turn, limit))
         assert proven_by_tail(P, body), (turn, limit)
         assert read_turn(P, body).outcome is Outcome.COMPLETE
@@ -136,8 +153,10 @@ EOLS = st.sampled_from(["\n", "\r\n", "\r"])
 @st.composite
 def streams(draw: st.DrawFn) -> bytes:
     words = draw(st.lists(st.text(max_size=6), max_size=4))
-    calls = [{"name": "f", "arguments": {"a": w}} for w in draw(st.lists(st.text(max_size=4),
-                                                                          max_size=2))]
+    calls = [
+        {"name": "f", "arguments": {"a": w}}
+        for w in draw(st.lists(st.text(max_size=4), max_size=2))
+    ]
     turn = {"text": "".join(words), "tool_calls": calls}
     limit = draw(st.none() | st.integers(1, 12))
     chunks = scripted(turn, limit, chunk=draw(st.integers(1, 5)), seed=draw(st.integers(0, 9)))
@@ -152,8 +171,11 @@ def streams(draw: st.DrawFn) -> bytes:
     text = text.replace("\n", eol)
     if draw(st.booleans()):
         text = text.replace("data: ", "data:")
-    text += draw(st.sampled_from(["", eol, eol * 3, ": bye" + eol * 2, "data: [DONE]" + eol * 2,
-                                  "data: x", "garbage"]))
+    text += draw(
+        st.sampled_from(
+            ["", eol, eol * 3, ": bye" + eol * 2, "data: [DONE]" + eol * 2, "data: x", "garbage"]
+        )
+    )
     raw = text.encode()
     cut = draw(st.integers(0, len(raw)))
     return raw[:cut] if draw(st.booleans()) else raw
@@ -168,8 +190,14 @@ def test_generated_streams_agree(body: bytes) -> None:
 # -- the guard under the official SDK ------------------------------------------------------
 
 SCRIPT = {"chunk_size": 4, "turns": [TOOL_TURN]}
-TOOLS: list[Any] = [{"type": "function", "name": "shell", "strict": False,
-                     "parameters": {"type": "object", "properties": {}}}]
+TOOLS: list[Any] = [
+    {
+        "type": "function",
+        "name": "shell",
+        "strict": False,
+        "parameters": {"type": "object", "properties": {}},
+    }
+]
 
 
 @pytest.fixture(scope="module")
@@ -179,10 +207,10 @@ def proxy() -> Iterator[FaultProxy]:
 
 
 def guarded(proxy: FaultProxy, fault: str) -> openai.OpenAI:
-    http = openai.DefaultHttpx2Client(transport=guard.transport(idle=5),
-                                      headers={"x-railings-fault": fault})
-    return openai.OpenAI(base_url=proxy.url + "/v1", api_key="k", http_client=http,
-                         max_retries=0)
+    http = openai.DefaultHttpx2Client(
+        transport=guard.transport(idle=5), headers={"x-railings-fault": fault}
+    )
+    return openai.OpenAI(base_url=proxy.url + "/v1", api_key="k", http_client=http, max_retries=0)
 
 
 def kinds(client: openai.OpenAI, **extra: Any) -> list[str]:
@@ -191,13 +219,23 @@ def kinds(client: openai.OpenAI, **extra: Any) -> list[str]:
         return [event.type for event in stream]
 
 
-@pytest.mark.parametrize("fault", ["drop_terminator", "truncate:events=12", "reset:events=12",
-                                   "error_event:events=12",
-                                   "error_event:events=12,type=response.failed"])
-def test_the_guard_raises_where_the_sdk_alone_ends_quietly(proxy: FaultProxy,
-                                                           fault: str) -> None:
-    with openai.OpenAI(base_url=proxy.url + "/v1", api_key="k", max_retries=0,
-                       default_headers={"x-railings-fault": fault}) as plain:
+@pytest.mark.parametrize(
+    "fault",
+    [
+        "drop_terminator",
+        "truncate:events=12",
+        "reset:events=12",
+        "error_event:events=12",
+        "error_event:events=12,type=response.failed",
+    ],
+)
+def test_the_guard_raises_where_the_sdk_alone_ends_quietly(proxy: FaultProxy, fault: str) -> None:
+    with openai.OpenAI(
+        base_url=proxy.url + "/v1",
+        api_key="k",
+        max_retries=0,
+        default_headers={"x-railings-fault": fault},
+    ) as plain:
         try:
             seen = kinds(plain)
             assert "response.completed" not in seen  # quietly short, without the guard
@@ -210,7 +248,8 @@ def test_the_guard_raises_where_the_sdk_alone_ends_quietly(proxy: FaultProxy,
 
 
 def test_the_guard_passes_a_clean_and_a_cut_at_the_limit_stream(
-    proxy: FaultProxy, monkeypatch: pytest.MonkeyPatch,
+    proxy: FaultProxy,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Both end in their proof, so the fast path decides and the reader is never run.
     def no_reader(provider: str, body: bytes) -> Any:
@@ -223,8 +262,10 @@ def test_the_guard_passes_a_clean_and_a_cut_at_the_limit_stream(
 
 
 def test_an_empty_cut_is_empty(proxy: FaultProxy) -> None:
-    with guarded(proxy, "truncate:events=2") as client, \
-            pytest.raises(openai.APIConnectionError) as raised:
+    with (
+        guarded(proxy, "truncate:events=2") as client,
+        pytest.raises(openai.APIConnectionError) as raised,
+    ):
         kinds(client)
     cause = guard.interruption(raised.value)
     assert isinstance(cause, StreamInterrupted) and cause.empty
@@ -237,8 +278,9 @@ def test_only_responses_paths_are_recognized() -> None:
 
     class Inner(httpx2.BaseTransport):
         def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-            return httpx2.Response(200, headers={"content-type": "text/event-stream"},
-                                   stream=Body())
+            return httpx2.Response(
+                200, headers={"content-type": "text/event-stream"}, stream=Body()
+            )
 
     with httpx2.Client(transport=guard.transport(Inner())) as http:
         assert http.post("http://x/v1/embeddings").content == b"data: no proof\n\n"

@@ -36,20 +36,33 @@ def test_the_body_has_instructions_input_items_and_the_always_armed_limit() -> N
     assert body["stream"] is True and body["store"] is False
     assert body["max_output_tokens"] == 100
     assert body["instructions"] == "You are terse."
-    assert body["tools"] == [{"type": "function", "name": "shell",
-                              "description": "Run a shell command.",
-                              "parameters": dict(SHELL.parameters), "strict": False}]
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "name": "shell",
+            "description": "Run a shell command.",
+            "parameters": dict(SHELL.parameters),
+            "strict": False,
+        }
+    ]
     assert body["input"] == [
         {"role": "user", "content": "clean up"},
         {"role": "assistant", "content": "Looking."},  # reasoning is never sent back
-        {"type": "function_call", "call_id": "call_1", "name": "shell",
-         "arguments": '{"command": "ls"}'},
+        {
+            "type": "function_call",
+            "call_id": "call_1",
+            "name": "shell",
+            "arguments": '{"command": "ls"}',
+        },
         # the cut call goes back as the model wrote it, beside its rejection notice
-        {"type": "function_call", "call_id": "call_2", "name": "shell",
-         "arguments": '{"command": "rm -rf /tmp/leg'},
+        {
+            "type": "function_call",
+            "call_id": "call_2",
+            "name": "shell",
+            "arguments": '{"command": "rm -rf /tmp/leg',
+        },
         {"type": "function_call_output", "call_id": "call_1", "output": "a b c"},
-        {"type": "function_call_output", "call_id": "call_2",
-         "output": "NOT executed: truncated"},
+        {"type": "function_call_output", "call_id": "call_2", "output": "NOT executed: truncated"},
         {"role": "user", "content": "go on"},
     ]
     json.dumps(body)  # plain JSON all the way down
@@ -63,8 +76,12 @@ def test_several_system_messages_join_and_none_means_no_instructions() -> None:
 
 
 def test_text_after_a_call_stays_after_it_and_empty_turns_send_nothing() -> None:
-    history = [User("x"), Assistant((ToolUse("c1", "shell", {}), Text("then "), Text("this"))),
-               Assistant(()), Assistant((Text(""),))]
+    history = [
+        User("x"),
+        Assistant((ToolUse("c1", "shell", {}), Text("then "), Text("this"))),
+        Assistant(()),
+        Assistant((Text(""),)),
+    ]
     items = openai_responses_body("m", history, max_tokens=5)["input"]
     assert [i.get("type") or i["role"] for i in items] == ["user", "function_call", "assistant"]
     assert items[2]["content"] == "then this"
@@ -72,15 +89,18 @@ def test_text_after_a_call_stays_after_it_and_empty_turns_send_nothing() -> None
 
 
 def test_other_providers_blocks_are_not_sent() -> None:
-    history = [User("x"), Assistant((ServerBlock({"type": "server_tool_use", "id": "srv"}),
-                                     Text("ok")))]
+    history = [
+        User("x"),
+        Assistant((ServerBlock({"type": "server_tool_use", "id": "srv"}), Text("ok"))),
+    ]
     items = openai_responses_body("m", history, max_tokens=5)["input"]
     assert items[1] == {"role": "assistant", "content": "ok"}
 
 
 def test_extra_overrides_and_bad_input_is_refused() -> None:
-    body = openai_responses_body("m", [User("x")], max_tokens=5,
-                                 extra={"reasoning": {"effort": "low"}, "store": True})
+    body = openai_responses_body(
+        "m", [User("x")], max_tokens=5, extra={"reasoning": {"effort": "low"}, "store": True}
+    )
     assert body["reasoning"] == {"effort": "low"} and body["store"] is True
     with pytest.raises(ConfigurationError):
         openai_responses_body("m", [User("x")], max_tokens=0)
@@ -104,16 +124,32 @@ def _stream(script_turn: dict[str, Any], max_tokens: int = 1000) -> bytes:
     ask = parse_ask({"model": "m", "input": "x", "max_output_tokens": max_tokens})
     assert not isinstance(ask, str)
     plan = plan_turn(ScriptTurn.from_dict(script_turn), max_tokens, ids.openai_call)
-    return b"".join(events(plan, ask, response_id=ids.response(), created=0, model="m",
-                           chunk_size=7, new_item_id=ids.response_item))
+    return b"".join(
+        events(
+            plan,
+            ask,
+            response_id=ids.response(),
+            created=0,
+            model="m",
+            chunk_size=7,
+            new_item_id=ids.response_item,
+        )
+    )
 
 
 def test_a_streamed_turn_round_trips_through_the_body() -> None:
     """Decoder -> Turn -> Assistant.from_turn -> body: the calls go back under their
     call_id with their exact arguments; the results follow as function_call_output."""
-    body = _stream({"thinking": "hmm", "text": "Running both.",
-                    "tool_calls": [{"name": "shell", "arguments": {"command": "ls"}},
-                                   {"name": "shell", "arguments": {"command": "pwd"}}]})
+    body = _stream(
+        {
+            "thinking": "hmm",
+            "text": "Running both.",
+            "tool_calls": [
+                {"name": "shell", "arguments": {"command": "ls"}},
+                {"name": "shell", "arguments": {"command": "pwd"}},
+            ],
+        }
+    )
     reader = StreamReader("openai-responses")
     reader.feed(body)
     reader.close()
@@ -124,18 +160,30 @@ def test_a_streamed_turn_round_trips_through_the_body() -> None:
     items = openai_responses_body("m", [User("go"), assistant, *results], max_tokens=5)["input"]
     calls = [i for i in items if i.get("type") == "function_call"]
     outputs = [i for i in items if i.get("type") == "function_call_output"]
-    assert [c["call_id"] for c in calls] == [o["call_id"] for o in outputs] == [
-        c.id for c in turn.tool_calls]
+    assert (
+        [c["call_id"] for c in calls]
+        == [o["call_id"] for o in outputs]
+        == [c.id for c in turn.tool_calls]
+    )
     assert [json.loads(c["arguments"]) for c in calls] == [{"command": "ls"}, {"command": "pwd"}]
     # The turn reasoned, its encrypted content came: the output items go back as they came.
-    assert [i["type"] for i in items[1:5]] == ["reasoning", "message", "function_call",
-                                               "function_call"]
+    assert [i["type"] for i in items[1:5]] == [
+        "reasoning",
+        "message",
+        "function_call",
+        "function_call",
+    ]
     assert items[1]["encrypted_content"] and items[2]["content"][0]["text"] == "Running both."
 
 
 def test_a_cut_call_round_trips_with_its_rejection() -> None:
-    body = _stream({"text": "Writing.", "tool_calls": [
-        {"name": "shell", "arguments": {"command": "x" * 200}}]}, max_tokens=20)
+    body = _stream(
+        {
+            "text": "Writing.",
+            "tool_calls": [{"name": "shell", "arguments": {"command": "x" * 200}}],
+        },
+        max_tokens=20,
+    )
     reader = StreamReader("openai-responses", max_tokens=20)
     reader.feed(body)
     reader.close()
@@ -145,8 +193,10 @@ def test_a_cut_call_round_trips_with_its_rejection() -> None:
     assert not verdict.execute
     call = turn.tool_calls[0]
     items = openai_responses_body(
-        "m", [User("go"), Assistant.from_turn(turn), ToolResult(call.id, "NOT executed")],
-        max_tokens=5)["input"]
+        "m",
+        [User("go"), Assistant.from_turn(turn), ToolResult(call.id, "NOT executed")],
+        max_tokens=5,
+    )["input"]
     assert items[2]["arguments"] == call.raw_arguments and items[3]["call_id"] == call.id
 
 
@@ -158,8 +208,9 @@ CAPTURES = Path(__file__).parent / "corpus" / "responses"
 def completed_output(name: str) -> list[dict[str, Any]]:
     """The ``output`` of the capture's ``response.completed`` event, read independently."""
     for block in (CAPTURES / name).read_text().split("\n\n"):
-        data = "\n".join(line[5:].lstrip(" ") for line in block.splitlines()
-                         if line.startswith("data:"))
+        data = "\n".join(
+            line[5:].lstrip(" ") for line in block.splitlines() if line.startswith("data:")
+        )
         if '"response.completed"' in data:
             event = json.loads(data)
             if event["type"] == "response.completed":
@@ -170,8 +221,11 @@ def completed_output(name: str) -> list[dict[str, Any]]:
 def sent_after(name: str) -> list[dict[str, Any]]:
     turn = replay((CAPTURES / name).read_bytes()).turn
     assert turn.complete
-    history = [User("q"), Assistant.from_turn(turn),
-               *(ToolResult(call.id, "sunny") for call in turn.tool_calls)]
+    history = [
+        User("q"),
+        Assistant.from_turn(turn),
+        *(ToolResult(call.id, "sunny") for call in turn.tool_calls),
+    ]
     return openai_responses_body("gpt-5", history, max_tokens=64)["input"]
 
 
@@ -180,15 +234,20 @@ def test_encrypted_reasoning_goes_back_with_its_call_as_the_api_sent_them() -> N
     output = completed_output("swiftagent_function_call_gpt5.sse")
     assert [item["type"] for item in output] == ["reasoning", "function_call"]
     assert output[0]["encrypted_content"] and output[1]["id"].startswith("fc_")
-    assert sent == [{"role": "user", "content": "q"}, *output,
-                    {"type": "function_call_output", "call_id": output[1]["call_id"],
-                     "output": "sunny"}]
+    assert sent == [
+        {"role": "user", "content": "q"},
+        *output,
+        {"type": "function_call_output", "call_id": output[1]["call_id"], "output": "sunny"},
+    ]
 
 
-@pytest.mark.parametrize("name", [
-    "pydantic_ai_openrouter_gpt_oss_reasoning_text.sse",  # reasoning without encrypted content
-    "pydantic_ai_file_search_gpt4o.sse",  # no reasoning at all
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "pydantic_ai_openrouter_gpt_oss_reasoning_text.sse",  # reasoning without encrypted content
+        "pydantic_ai_file_search_gpt4o.sse",  # no reasoning at all
+    ],
+)
 def test_without_encrypted_reasoning_the_turn_is_rebuilt_without_item_ids(name: str) -> None:
     sent = sent_after(name)
     assert all(item.get("type") != "reasoning" and "id" not in item for item in sent)

@@ -25,15 +25,25 @@ SCRIPT = {
     "seed": 11,
     "chunk_size": 5,
     "turns": [
-        {"text": "I'll check both.", "thinking": "Two lookups, in parallel.",
-         "tool_calls": [{"name": "get_weather", "arguments": {"city": "Edinburgh"}},
-                        {"name": "get_stock_price", "arguments": {"ticker": "AAPL"}}]},
+        {
+            "text": "I'll check both.",
+            "thinking": "Two lookups, in parallel.",
+            "tool_calls": [
+                {"name": "get_weather", "arguments": {"city": "Edinburgh"}},
+                {"name": "get_stock_price", "arguments": {"ticker": "AAPL"}},
+            ],
+        },
         {"text": "It is 12°C in Edinburgh and AAPL is at 200."},
     ],
 }
 TOOLS: list[Any] = [
-    {"type": "function", "name": n, "description": None, "strict": False,
-     "parameters": {"type": "object", "properties": {}}}
+    {
+        "type": "function",
+        "name": n,
+        "description": None,
+        "strict": False,
+        "parameters": {"type": "object", "properties": {}},
+    }
     for n in ("get_weather", "get_stock_price")
 ]
 ASK = "Weather in Edinburgh, and AAPL?"
@@ -48,8 +58,12 @@ def server() -> Iterator[ScriptedServer]:
 
 @pytest.fixture
 def oai(server: ScriptedServer) -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(base_url=server.openai_base_url, api_key="sk-test", max_retries=0,
-                       _strict_response_validation=True) as client:
+    with openai.OpenAI(
+        base_url=server.openai_base_url,
+        api_key="sk-test",
+        max_retries=0,
+        _strict_response_validation=True,
+    ) as client:
         yield client
 
 
@@ -73,16 +87,26 @@ def test_create_stream_iterates_every_event(oai: openai.OpenAI) -> None:
     assert numbers == list(range(len(kinds)))  # sequence_number on every event, in order
     assert kinds[:2] == ["response.created", "response.in_progress"]
     assert kinds[-1] == "response.completed"
-    for kind in ("response.output_item.added", "response.content_part.added",
-                 "response.output_text.done", "response.content_part.done",
-                 "response.output_item.done", "response.function_call_arguments.done",
-                 "response.reasoning_summary_part.added", "response.reasoning_summary_text.done"):
+    for kind in (
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.function_call_arguments.done",
+        "response.reasoning_summary_part.added",
+        "response.reasoning_summary_text.done",
+    ):
         assert kind in kinds
     assert text == "I'll check both." and summary == "Two lookups, in parallel."
     assert [json.loads(a) for a in args.values()] == ARGS
     assert final.status == "completed" and final.usage.output_tokens > 0
-    assert [o.type for o in final.output] == ["reasoning", "message", "function_call",
-                                              "function_call"]
+    assert [o.type for o in final.output] == [
+        "reasoning",
+        "message",
+        "function_call",
+        "function_call",
+    ]
     assert final.usage.output_tokens_details.reasoning_tokens == 7
 
 
@@ -101,10 +125,15 @@ def test_non_streamed_and_the_second_turn(oai: openai.OpenAI) -> None:
     first = oai.responses.create(model="gpt-5", input=ASK, tools=TOOLS)
     assert first.status == "completed" and first.output_text == "I'll check both."
     # The SDK user's way: the response's output items back in, then one output per call.
-    history: list[Any] = [{"role": "user", "content": ASK},
-                          *[item.model_dump(exclude_none=True) for item in first.output]]
-    history += [{"type": "function_call_output", "call_id": item.call_id, "output": "ok"}
-                for item in first.output if item.type == "function_call"]
+    history: list[Any] = [
+        {"role": "user", "content": ASK},
+        *[item.model_dump(exclude_none=True) for item in first.output],
+    ]
+    history += [
+        {"type": "function_call_output", "call_id": item.call_id, "output": "ok"}
+        for item in first.output
+        if item.type == "function_call"
+    ]
     second = oai.responses.create(model="gpt-5", input=history, tools=TOOLS)
     assert second.output_text == "It is 12°C in Edinburgh and AAPL is at 200."
     assert second.usage is not None and second.usage.input_tokens > first.usage.input_tokens  # type: ignore[union-attr]
@@ -115,8 +144,9 @@ def test_max_output_tokens_ends_in_response_incomplete_with_the_cut_arguments(
 ) -> None:
     # 15 tokens = 60 characters: 25 of thinking, 16 of text, then 19 of the first call's
     # arguments, cut mid-string; the second call never starts.
-    with oai.responses.stream(model="gpt-5", input=ASK, tools=TOOLS,
-                              max_output_tokens=15) as stream:
+    with oai.responses.stream(
+        model="gpt-5", input=ASK, tools=TOOLS, max_output_tokens=15
+    ) as stream:
         events = list(stream)
     terminal = events[-1]
     assert terminal.type == "response.incomplete"
@@ -134,10 +164,12 @@ def test_max_output_tokens_ends_in_response_incomplete_with_the_cut_arguments(
 
 
 def test_the_core_reads_the_cut_as_truncated(server: ScriptedServer) -> None:
-    body = {"model": "m", "input": ASK, "tools": TOOLS, "stream": True,
-            "max_output_tokens": 15}
-    result = replay(raw_request(server.url, "/v1/responses", body).body,
-                    provider="openai-responses", max_tokens=15)
+    body = {"model": "m", "input": ASK, "tools": TOOLS, "stream": True, "max_output_tokens": 15}
+    result = replay(
+        raw_request(server.url, "/v1/responses", body).body,
+        provider="openai-responses",
+        max_tokens=15,
+    )
     turn = result.turn
     assert turn.outcome is Outcome.COMPLETE and turn.stop_reason == "max_tokens"
     assert turn.truncated and not result.verdicts[0].execute
@@ -149,7 +181,9 @@ def test_a_cut_text_is_closed_incomplete_and_nothing_after_it_starts(
     final = oai.responses.create(model="gpt-5", input=ASK, max_output_tokens=8)
     assert final.status == "incomplete" and final.output_text == "I'll ch"
     assert [(o.type, getattr(o, "status", None)) for o in final.output] == [
-        ("reasoning", None), ("message", "incomplete")]
+        ("reasoning", None),
+        ("message", "incomplete"),
+    ]
 
 
 def test_no_output_limit_means_no_cut(oai: openai.OpenAI) -> None:
@@ -188,31 +222,37 @@ def test_string_input_and_the_path_without_v1(server: ScriptedServer) -> None:
     assert resp.headers.get("x-request-id", "").startswith("req_")
 
 
-@pytest.mark.parametrize(("body", "message"), [
-    ({"input": "x"}, "Missing required parameter: 'model'."),
-    ({"model": "m", "input": {"role": "user"}}, "Invalid type for 'input'"),
-    ({"model": "m", "input": "x", "max_output_tokens": 0}, "max_output_tokens"),
-    ({"model": "m", "input": "x", "previous_response_id": "resp_1"}, "not found"),
-])
-def test_bad_requests_get_openai_shaped_400s(server: ScriptedServer, body: Any,
-                                             message: str) -> None:
-    with openai.OpenAI(base_url=server.openai_base_url, api_key="k", max_retries=0) as client, \
-            pytest.raises(openai.BadRequestError) as info:
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"input": "x"}, "Missing required parameter: 'model'."),
+        ({"model": "m", "input": {"role": "user"}}, "Invalid type for 'input'"),
+        ({"model": "m", "input": "x", "max_output_tokens": 0}, "max_output_tokens"),
+        ({"model": "m", "input": "x", "previous_response_id": "resp_1"}, "not found"),
+    ],
+)
+def test_bad_requests_get_openai_shaped_400s(
+    server: ScriptedServer, body: Any, message: str
+) -> None:
+    with (
+        openai.OpenAI(base_url=server.openai_base_url, api_key="k", max_retries=0) as client,
+        pytest.raises(openai.BadRequestError) as info,
+    ):
         client.responses.create(**body)
     assert message in str(info.value) and info.value.request_id
 
 
 def test_reasoning_items_follow_the_apis_rules(server: ScriptedServer) -> None:
-    first = raw_request(server.url, "/v1/responses", {"model": "m", "input": ASK,
-                                                      "store": False})
+    first = raw_request(server.url, "/v1/responses", {"model": "m", "input": ASK, "store": False})
     output = json.loads(first.body)["output"]
     reasoning, message, call, _ = output
     assert reasoning["type"] == "reasoning" and reasoning["encrypted_content"]
     user = {"role": "user", "content": ASK}
 
     def refused(items: list[Any]) -> str:
-        resp = raw_request(server.url, "/v1/responses",
-                           {"model": "m", "input": items, "store": False})
+        resp = raw_request(
+            server.url, "/v1/responses", {"model": "m", "input": items, "store": False}
+        )
         return str(json.loads(resp.body)["error"]["message"]) if resp.status == 400 else ""
 
     assert refused([user, *output]) == ""  # the output as it came: accepted
@@ -221,31 +261,39 @@ def test_reasoning_items_follow_the_apis_rules(server: ScriptedServer) -> None:
     assert "without its required following item" in refused([user, reasoning, user])
     assert refused([user, message, call]) == (
         f"Item '{message['id']}' of type 'message' was provided without its required "
-        f"'reasoning' item: '{reasoning['id']}'.")
-    rebuilt = [user, {"role": "assistant", "content": message["content"][0]["text"]},
-               {k: v for k, v in call.items() if k != "id"}]
+        f"'reasoning' item: '{reasoning['id']}'."
+    )
+    rebuilt = [
+        user,
+        {"role": "assistant", "content": message["content"][0]["text"]},
+        {k: v for k, v in call.items() if k != "id"},
+    ]
     assert refused(rebuilt) == ""  # no reasoning and no item ids: accepted
 
 
 def test_the_sdk_sees_authentication_errors() -> None:
-    with ScriptedServer({"turns": [{"text": "x"}], "api_key": "sk-right"}) as srv, \
-            openai.OpenAI(base_url=srv.openai_base_url, api_key="sk-wrong", max_retries=0) as c, \
-            pytest.raises(openai.AuthenticationError) as info:
+    with (
+        ScriptedServer({"turns": [{"text": "x"}], "api_key": "sk-right"}) as srv,
+        openai.OpenAI(base_url=srv.openai_base_url, api_key="sk-wrong", max_retries=0) as c,
+        pytest.raises(openai.AuthenticationError) as info,
+    ):
         c.responses.create(model="m", input="x")
     assert info.value.code == "invalid_api_key"
 
 
 def test_the_events_look_like_the_real_captures(server: ScriptedServer) -> None:
-    body = raw_request(server.url, "/v1/responses",
-                       {"model": "m", "input": ASK, "tools": TOOLS, "stream": True}).body
+    body = raw_request(
+        server.url, "/v1/responses", {"model": "m", "input": ASK, "tools": TOOLS, "stream": True}
+    ).body
     blocks = body.decode().split("\n\n")[:-1]
     for block in blocks:
         event_line, data_line = block.split("\n")
         data = json.loads(data_line.removeprefix("data: "))
         assert event_line == f"event: {data['type']}"
         assert list(data)[:2] == ["type", "sequence_number"]  # as OpenAI orders them
-    assert re.fullmatch(r"resp_[0-9a-f]{50}",
-                        json.loads(blocks[0].split("data: ")[1])["response"]["id"])
+    assert re.fullmatch(
+        r"resp_[0-9a-f]{50}", json.loads(blocks[0].split("data: ")[1])["response"]["id"]
+    )
     assert is_terminator(blocks[-1].encode() + b"\n\n")
     assert not any(is_terminator(b.encode() + b"\n\n") for b in blocks[:-1])
 
@@ -261,8 +309,7 @@ def proxy(server: ScriptedServer) -> Iterator[FaultProxy]:
 
 def fetch(proxy: FaultProxy, spec: str, **extra: Any) -> bytes:
     body = {"model": "m", "input": ASK, "tools": TOOLS, "stream": True, **extra}
-    return raw_request(proxy.url, "/v1/responses", body,
-                       headers={"x-railings-fault": spec}).body
+    return raw_request(proxy.url, "/v1/responses", body, headers={"x-railings-fault": spec}).body
 
 
 def test_drop_terminator_removes_response_completed(proxy: FaultProxy) -> None:
@@ -283,8 +330,9 @@ def test_is_terminator_without_an_event_line() -> None:
     # OpenRouter sends no event: lines: the data's type decides.
     assert is_terminator(b'data: {"type":"response.completed","response":{}}\n\n')
     assert is_terminator(b'data: {"type": "response.incomplete", "response": {}}\n\n')
-    assert not is_terminator(b'data: {"type":"response.output_text.delta",'
-                             b'"delta":"response.completed"}\n\n')
+    assert not is_terminator(
+        b'data: {"type":"response.output_text.delta","delta":"response.completed"}\n\n'
+    )
     assert not is_terminator(b'data: {"type":"response.failed"}\n\n')
     assert not is_terminator(b"data: response.completed\n\n")
 
@@ -292,8 +340,13 @@ def test_is_terminator_without_an_event_line() -> None:
 def test_error_event_injects_an_error_event(proxy: FaultProxy) -> None:
     body = fetch(proxy, "error_event:events=5")
     error = json.loads(body.decode().split("\n\n")[-2].split("data: ")[1])
-    assert error == {"type": "error", "sequence_number": 5, "code": "server_error",
-                     "message": error["message"], "param": None}
+    assert error == {
+        "type": "error",
+        "sequence_number": 5,
+        "code": "server_error",
+        "message": error["message"],
+        "param": None,
+    }
     turn = replay(body, provider="openai-responses").turn
     assert turn.termination is Termination.ABRUPT and turn.outcome is Outcome.PARTIAL
     assert turn.error is not None and turn.error.kind is ErrorKind.PROVIDER_ERROR
@@ -304,25 +357,32 @@ def test_error_event_can_inject_response_failed_for_the_streams_own_response(
     proxy: FaultProxy,
 ) -> None:
     fault = {"x-railings-fault": "error_event:events=3,type=response.failed"}
-    with openai.OpenAI(base_url=proxy.url + "/v1", api_key="k", max_retries=0,
-                       _strict_response_validation=True) as client, \
-            client.responses.stream(model="m", input=ASK, extra_headers=fault) as stream:
+    with (
+        openai.OpenAI(
+            base_url=proxy.url + "/v1", api_key="k", max_retries=0, _strict_response_validation=True
+        ) as client,
+        client.responses.stream(model="m", input=ASK, extra_headers=fault) as stream,
+    ):
         events = list(stream)
     created, failed = events[0], events[-1]
     assert failed.type == "response.failed" and created.type == "response.created"
     assert failed.response.id == created.response.id and failed.sequence_number == 3
     assert failed.response.error is not None and failed.response.error.code == "server_error"
-    turn = replay(fetch(proxy, "error_event:events=3,type=response.failed"),
-                  provider="openai-responses").turn
+    turn = replay(
+        fetch(proxy, "error_event:events=3,type=response.failed"), provider="openai-responses"
+    ).turn
     assert turn.outcome is Outcome.EMPTY and turn.error is not None
     assert turn.error.kind is ErrorKind.PROVIDER_ERROR
 
 
 def test_status_faults_speak_openai(proxy: FaultProxy) -> None:
-    with openai.OpenAI(base_url=proxy.url + "/v1", api_key="k", max_retries=0) as client, \
-            pytest.raises(openai.RateLimitError):
-        client.responses.create(model="m", input="x",
-                                extra_headers={"x-railings-fault": "status:429"})
+    with (
+        openai.OpenAI(base_url=proxy.url + "/v1", api_key="k", max_retries=0) as client,
+        pytest.raises(openai.RateLimitError),
+    ):
+        client.responses.create(
+            model="m", input="x", extra_headers={"x-railings-fault": "status:429"}
+        )
 
 
 def test_corrupt_breaks_the_delta_not_the_type(proxy: FaultProxy) -> None:
@@ -336,16 +396,29 @@ def test_corrupt_breaks_the_delta_not_the_type(proxy: FaultProxy) -> None:
 
 def test_script_from_file_round_trip_uses_the_demo() -> None:
     demo = Script.demo()
-    with ScriptedServer(demo) as srv, openai.OpenAI(
-            base_url=srv.openai_base_url, api_key="k", max_retries=0,
-            _strict_response_validation=True) as client:
+    with (
+        ScriptedServer(demo) as srv,
+        openai.OpenAI(
+            base_url=srv.openai_base_url,
+            api_key="k",
+            max_retries=0,
+            _strict_response_validation=True,
+        ) as client,
+    ):
         first = client.responses.create(model="m", input="go", max_output_tokens=1024)
         second = client.responses.create(
-            model="m", max_output_tokens=1024,
-            input=[{"role": "user", "content": "go"},
-                   *[o.model_dump(exclude_none=True) for o in first.output],
-                   {"type": "function_call_output", "call_id": first.output[-1].call_id,  # type: ignore[union-attr]
-                    "output": "a.txt"}])
+            model="m",
+            max_output_tokens=1024,
+            input=[
+                {"role": "user", "content": "go"},
+                *[o.model_dump(exclude_none=True) for o in first.output],
+                {
+                    "type": "function_call_output",
+                    "call_id": first.output[-1].call_id,  # type: ignore[union-attr]
+                    "output": "a.txt",
+                },
+            ],
+        )
     assert first.status == "completed" and second.status == "incomplete"
     assert second.incomplete_details is not None
     assert second.incomplete_details.reason == "max_output_tokens"

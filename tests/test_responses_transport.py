@@ -31,8 +31,9 @@ from railings.turn.model import Outcome
 
 TEXT = "The refund is processed within five to seven business days, with an email."
 SCRIPT = Script.from_dict({"chunk_size": 8, "turns": [{"text": TEXT}]})
-SHELL = ToolSpec("shell", "Run a command.", {"type": "object",
-                                              "properties": {"command": {"type": "string"}}})
+SHELL = ToolSpec(
+    "shell", "Run a command.", {"type": "object", "properties": {"command": {"type": "string"}}}
+)
 
 
 @pytest.fixture(autouse=True)
@@ -71,7 +72,8 @@ def test_config_follows_the_openai_conventions(monkeypatch: pytest.MonkeyPatch) 
     # the other two are unchanged
     assert ClientConfig("openai", "m").url == "https://proxy.example/openai/v1/chat/completions"
     assert ClientConfig("anthropic", "m", base_url="https://a.example").url == (
-        "https://a.example/v1/messages")
+        "https://a.example/v1/messages"
+    )
 
 
 def test_an_unknown_provider_names_all_three() -> None:
@@ -85,8 +87,12 @@ def test_an_unknown_provider_names_all_three() -> None:
 
 def turn_through(proxy: FaultProxy, fault: str, *, idle: float = 2.0) -> TurnStream:
     cfg = ClientConfig(
-        "openai-responses", "scripted", max_tokens=200, base_url=proxy.url + "/v1",
-        api_key="k", headers={"x-railings-fault": fault},
+        "openai-responses",
+        "scripted",
+        max_tokens=200,
+        base_url=proxy.url + "/v1",
+        api_key="k",
+        headers={"x-railings-fault": fault},
         timeouts=Timeouts(connect=2, first_byte=5, idle=idle),
     )
 
@@ -108,11 +114,19 @@ def test_clean_cells_return_the_full_text(proxy: FaultProxy, fault: str) -> None
     assert turn.usage.output_tokens == 19 and stream.attempts == 1
 
 
-@pytest.mark.parametrize("fault", [
-    "truncate:events=1,times=1", "truncate:events=4,times=1", "status:code=529,times=1",
-    "status:code=429,times=1", "status:code=503,times=1", "error_event:events=1,times=1",
-    "error_event:events=2,type=response.failed,times=1", "reset:events=1,times=1",
-])
+@pytest.mark.parametrize(
+    "fault",
+    [
+        "truncate:events=1,times=1",
+        "truncate:events=4,times=1",
+        "status:code=529,times=1",
+        "status:code=429,times=1",
+        "status:code=503,times=1",
+        "error_event:events=1,times=1",
+        "error_event:events=2,type=response.failed,times=1",
+        "reset:events=1,times=1",
+    ],
+)
 def test_faults_before_content_are_resent(proxy: FaultProxy, fault: str) -> None:
     # Events 1-4 (created, in_progress, output_item.added, content_part.added) and the
     # empty-text part carry no content: a cut there is Empty.
@@ -121,10 +135,17 @@ def test_faults_before_content_are_resent(proxy: FaultProxy, fault: str) -> None
     assert stream.attempts == 2 and stream.retries[0].error.retryable
 
 
-@pytest.mark.parametrize("fault", [
-    "drop_terminator", "truncate:events=6", "reset:events=6", "error_event:events=6",
-    "error_event:events=6,type=response.failed", "corrupt:event=6,kind=json",
-])
+@pytest.mark.parametrize(
+    "fault",
+    [
+        "drop_terminator",
+        "truncate:events=6",
+        "reset:events=6",
+        "error_event:events=6",
+        "error_event:events=6,type=response.failed",
+        "corrupt:event=6,kind=json",
+    ],
+)
 def test_faults_after_content_give_partial(proxy: FaultProxy, fault: str) -> None:
     stream = turn_through(proxy, fault)
     assert stream.turn.outcome is Outcome.PARTIAL and stream.interrupted
@@ -141,9 +162,15 @@ def test_idle_fault(proxy: FaultProxy) -> None:
 
 def test_the_request_is_a_responses_request(server: ScriptedServer) -> None:
     server.clear()
-    cfg = ClientConfig("openai-responses", "gpt-5", max_tokens=321,
-                       base_url=server.openai_base_url, api_key="sk-secret-abc",
-                       extra_body={"reasoning": {"effort": "low"}}, http2=False)
+    cfg = ClientConfig(
+        "openai-responses",
+        "gpt-5",
+        max_tokens=321,
+        base_url=server.openai_base_url,
+        api_key="sk-secret-abc",
+        extra_body={"reasoning": {"effort": "low"}},
+        http2=False,
+    )
     with ProviderClient(cfg) as client:  # the blocking facade, same logic
         turn = client.stream_turn([System("Be brief."), User("refund?")], [SHELL]).result()
     assert turn.outcome is Outcome.COMPLETE and turn.text == TEXT
@@ -160,8 +187,14 @@ def test_the_request_is_a_responses_request(server: ScriptedServer) -> None:
 def test_the_output_limit_is_enforced_and_recognized() -> None:
     script = {"turns": [{"text": "words " * 50}]}
     with ScriptedServer(script) as srv:
-        cfg = ClientConfig("openai-responses", "m", max_tokens=10,
-                           base_url=srv.openai_base_url, api_key="k", http2=False)
+        cfg = ClientConfig(
+            "openai-responses",
+            "m",
+            max_tokens=10,
+            base_url=srv.openai_base_url,
+            api_key="k",
+            http2=False,
+        )
         with ProviderClient(cfg) as client:
             turn = client.stream_turn([User("talk")]).result()
     assert turn.outcome is Outcome.COMPLETE and turn.stop_reason == "max_tokens"
@@ -170,8 +203,14 @@ def test_the_output_limit_is_enforced_and_recognized() -> None:
 
 def test_errors_are_typed() -> None:
     with ScriptedServer({"turns": [{"text": "x"}], "api_key": "sk-right"}) as srv:
-        cfg = ClientConfig("openai-responses", "m", base_url=srv.openai_base_url,
-                           api_key="sk-wrong-0000", http2=False, retry=RetryPolicy(attempts=1))
+        cfg = ClientConfig(
+            "openai-responses",
+            "m",
+            base_url=srv.openai_base_url,
+            api_key="sk-wrong-0000",
+            http2=False,
+            retry=RetryPolicy(attempts=1),
+        )
         with ProviderClient(cfg) as client, pytest.raises(AuthenticationError) as info:
             client.stream_turn([User("x")]).result()
     assert info.value.status == 401 and info.value.provider_type == "invalid_api_key"

@@ -42,7 +42,6 @@ from railings.dispatch.tools import Execution, execute
 from railings.errors import RailingsError
 from railings.messages import User
 from railings.redact import MARKER, register_secret
-from tools.reliability.properties import ShellSpy
 from railings.testing import FaultProxy, Script, ScriptedServer
 from railings.testing.http import encode_chunk, read_request, render_head
 from railings.testing.service import Service
@@ -54,6 +53,7 @@ from railings.transport import (
     Timeouts,
     no_waits,
 )
+from tools.reliability.properties import ShellSpy
 
 SECRET = "Zq8v3Kf7Lw2Np5Rx9Ty4Hm6Jb1"  # the part of the key that must never be seen
 KEY = f"sk-railings-{SECRET}"
@@ -84,12 +84,26 @@ class EchoServer(Service):
         anthropic = request.path.endswith("/messages")
         if mode.startswith("status"):
             status = int(mode.removeprefix("status"))
-            body = json.dumps({"error": {"message": f"Incorrect API key provided: {key}",
-                                         "type": "invalid_request_error",
-                                         "code": "invalid_api_key"}}).encode()
-            writer.write(render_head(status, [("content-type", "application/json"),
-                                              ("content-length", str(len(body))),
-                                              ("connection", "close")]) + body)
+            body = json.dumps(
+                {
+                    "error": {
+                        "message": f"Incorrect API key provided: {key}",
+                        "type": "invalid_request_error",
+                        "code": "invalid_api_key",
+                    }
+                }
+            ).encode()
+            writer.write(
+                render_head(
+                    status,
+                    [
+                        ("content-type", "application/json"),
+                        ("content-length", str(len(body))),
+                        ("connection", "close"),
+                    ],
+                )
+                + body
+            )
             await writer.drain()
             return
         said = f"this key is not allowed here: {key}"
@@ -101,9 +115,16 @@ class EchoServer(Service):
             error = f"data: {json.dumps(payload)}\n\n".encode()
             text = openai_text(["Hello", " there"], finish=None, done=False)
         events = [error] if mode == "early_error" else [*text, error]
-        writer.write(render_head(200, [("content-type", "text/event-stream"),
-                                       ("transfer-encoding", "chunked"),
-                                       ("connection", "close")]))
+        writer.write(
+            render_head(
+                200,
+                [
+                    ("content-type", "text/event-stream"),
+                    ("transfer-encoding", "chunked"),
+                    ("connection", "close"),
+                ],
+            )
+        )
         for event in events:
             writer.write(encode_chunk(event))
         writer.write(b"0\r\n\r\n")
@@ -135,12 +156,17 @@ def railings(tmp_path: Path, *args: str, key_variable: str) -> subprocess.Comple
     }
     return subprocess.run(
         [sys.executable, "-c", DEBUG_MAIN, *args],
-        capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
     )
 
 
-def every_output_of(tmp_path: Path, runs: list[subprocess.CompletedProcess[str]],
-                    key_variable: str) -> dict[str, str]:
+def every_output_of(
+    tmp_path: Path, runs: list[subprocess.CompletedProcess[str]], key_variable: str
+) -> dict[str, str]:
     """Everything the runs wrote, and what ``sessions`` / ``show`` print from the journal."""
     outputs: dict[str, str] = {}
     for i, done in enumerate(runs):
@@ -166,20 +192,37 @@ def test_a_full_run_never_shows_the_key_anywhere(
     provider: str, tmp_path: Path, echo: EchoServer
 ) -> None:
     variable = "OPENAI_API_KEY" if provider == "openai" else "ANTHROPIC_API_KEY"
-    script = Script.from_dict({
-        "api_key": KEY,
-        "turns": [
-            {"text": "Listing.", "tool_calls": [{"name": "shell",
-                                                 "arguments": {"command": "echo hello"}}]},
-            {"text": "Done."},
-        ],
-    })
+    script = Script.from_dict(
+        {
+            "api_key": KEY,
+            "turns": [
+                {
+                    "text": "Listing.",
+                    "tool_calls": [{"name": "shell", "arguments": {"command": "echo hello"}}],
+                },
+                {"text": "Done."},
+            ],
+        }
+    )
     runs: list[subprocess.CompletedProcess[str]] = []
     with ScriptedServer(script) as server:
         base = server.url + ("/v1" if provider == "openai" else "")
-        runs.append(railings(tmp_path, "run", "list things", "--provider", provider,
-                             "--base-url", base, "--yes", "--json", "--workdir", str(tmp_path),
-                             key_variable=variable))
+        runs.append(
+            railings(
+                tmp_path,
+                "run",
+                "list things",
+                "--provider",
+                provider,
+                "--base-url",
+                base,
+                "--yes",
+                "--json",
+                "--workdir",
+                str(tmp_path),
+                key_variable=variable,
+            )
+        )
         assert runs[-1].returncode == 0, runs[-1].stderr
         assert server.requests and all(
             r.headers.get("authorization", r.headers.get("x-api-key")) == "<redacted>"
@@ -188,9 +231,21 @@ def test_a_full_run_never_shows_the_key_anywhere(
     expected = {"status401": 1, "status400": 1, "early_error": 1, "late_error": 3}
     for mode, code in expected.items():
         base = f"{echo.url}/{mode}" + ("/v1" if provider == "openai" else "")
-        runs.append(railings(tmp_path, "run", f"echo {mode}", "--provider", provider,
-                             "--base-url", base, "--json", "--tools", "none",
-                             key_variable=variable))
+        runs.append(
+            railings(
+                tmp_path,
+                "run",
+                f"echo {mode}",
+                "--provider",
+                provider,
+                "--base-url",
+                base,
+                "--json",
+                "--tools",
+                "none",
+                key_variable=variable,
+            )
+        )
         assert runs[-1].returncode == code, (mode, runs[-1].stderr)
     assert KEY in echo.seen  # the key did go over the wire, and came back in every echo
     outputs = every_output_of(tmp_path, runs, variable)
@@ -217,11 +272,27 @@ def test_x_api_key_over_http2_is_not_logged_at_debug(
     cert, key = make_certificate(tmp_path)
     secret = "sk-ant-h2-" + SECRET[::-1]
     with CannedServer(tls=(cert, key)) as server:
-        server.push(json_reply(401, {"type": "error", "error": {
-            "type": "authentication_error", "message": f"invalid x-api-key {secret}"}}))
-        config = ClientConfig("anthropic", "m", base_url=server.anthropic_base_url,
-                              api_key=secret, verify=ssl.create_default_context(cafile=str(cert)),
-                              retry=RetryPolicy(attempts=1), timeouts=Timeouts(connect=5))
+        server.push(
+            json_reply(
+                401,
+                {
+                    "type": "error",
+                    "error": {
+                        "type": "authentication_error",
+                        "message": f"invalid x-api-key {secret}",
+                    },
+                },
+            )
+        )
+        config = ClientConfig(
+            "anthropic",
+            "m",
+            base_url=server.anthropic_base_url,
+            api_key=secret,
+            verify=ssl.create_default_context(cafile=str(cert)),
+            retry=RetryPolicy(attempts=1),
+            timeouts=Timeouts(connect=5),
+        )
 
         async def main() -> RailingsError | None:
             async with AsyncProviderClient(config) as client:
@@ -243,8 +314,14 @@ def test_a_key_given_in_code_is_redacted_like_one_from_the_environment(
     echo: EchoServer,
 ) -> None:
     secret = "sk-in-code-" + SECRET[:12] + "x"
-    config = ClientConfig("openai", "m", base_url=f"{echo.url}/status400/v1", api_key=secret,
-                          http2=False, retry=RetryPolicy(attempts=1))
+    config = ClientConfig(
+        "openai",
+        "m",
+        base_url=f"{echo.url}/status400/v1",
+        api_key=secret,
+        http2=False,
+        retry=RetryPolicy(attempts=1),
+    )
 
     async def main() -> str:
         async with AsyncProviderClient(config) as client:
@@ -263,7 +340,8 @@ def test_errors_and_turn_errors_redact_registered_secrets() -> None:
     assert SECRET not in str(RailingsError(f"boom sk-registered-{SECRET}"))
     assert SECRET not in str(RailingsError(f"Authorization: Bearer abc{SECRET}"))
     body = openai_chunk({"content": "x"}) + (
-        f'data: {{"error": {{"message": "bad sk-registered-{SECRET}"}}}}\n\n'.encode())
+        f'data: {{"error": {{"message": "bad sk-registered-{SECRET}"}}}}\n\n'.encode()
+    )
     from railings.replay import replay
 
     turn = replay(body).turn
@@ -284,8 +362,13 @@ def test_test_servers_bind_to_loopback_by_default() -> None:
 def _start(args: list[str], tmp_path: Path) -> tuple[str, str]:
     """Start ``railings serve|proxy``; return (the first stdout line, stderr so far)."""
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "NO_COLOR": "1"}
-    process = subprocess.Popen([sys.executable, "-m", "railings", *args], env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "railings", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert process.stdout is not None and process.stderr is not None
         line = process.stdout.readline()
@@ -312,9 +395,7 @@ def test_serve_and_proxy_say_so_when_they_listen_beyond_loopback(
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.8.9.1", "::1", "localhost"])
-def test_loopback_addresses_need_no_warning(
-    host: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_loopback_addresses_need_no_warning(host: str, capsys: pytest.CaptureFixture[str]) -> None:
     from railings.cli.kit import _warn_if_exposed
 
     _warn_if_exposed(host)
@@ -407,8 +488,10 @@ def test_read_file_of_one_huge_line_reads_only_what_it_shows(root: Path) -> None
 def test_shell_output_cap_bounds_memory(root: Path) -> None:
     tracemalloc.start()
     try:
-        result = _run(_tools(root, max_output=10_000, timeout=30)["shell"],
-                      command="head -c 50000000 /dev/zero | tr '\\0' y")
+        result = _run(
+            _tools(root, max_output=10_000, timeout=30)["shell"],
+            command="head -c 50000000 /dev/zero | tr '\\0' y",
+        )
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -421,8 +504,10 @@ def test_shell_output_cap_bounds_memory(root: Path) -> None:
 
 CUT_SCRIPT = {
     "turns": [
-        {"text": "Cleaning up.", "tool_calls": [
-            {"name": "shell", "arguments": {"command": "rm -rf /tmp/leg"}}]},
+        {
+            "text": "Cleaning up.",
+            "tool_calls": [{"name": "shell", "arguments": {"command": "rm -rf /tmp/leg"}}],
+        },
         {"text": "Done."},
     ]
 }
@@ -449,13 +534,20 @@ def test_a_call_from_an_unfinished_turn_never_reaches_the_shell(
     max_tokens = 1024
     if fault == "max_tokens":  # the output limit cuts the call inside its command
         max_tokens = 6
-    with ScriptedServer(script) as server, FaultProxy(
-        server.url, None if fault == "max_tokens" else fault
-    ) as proxy, ShellSpy() as spy:
-        config = ClientConfig(provider, "m",  # type: ignore[arg-type]
-                              base_url=proxy.url + ("/v1" if provider == "openai" else ""),
-                              api_key="sk-spy-0000000000", http2=False, max_tokens=max_tokens,
-                              retry=RetryPolicy(attempts=1))
+    with (
+        ScriptedServer(script) as server,
+        FaultProxy(server.url, None if fault == "max_tokens" else fault) as proxy,
+        ShellSpy() as spy,
+    ):
+        config = ClientConfig(
+            provider,
+            "m",  # type: ignore[arg-type]
+            base_url=proxy.url + ("/v1" if provider == "openai" else ""),
+            api_key="sk-spy-0000000000",
+            http2=False,
+            max_tokens=max_tokens,
+            retry=RetryPolicy(attempts=1),
+        )
 
         async def main() -> Any:
             async with AsyncProviderClient(config) as client:
@@ -473,13 +565,20 @@ def test_a_call_from_an_unfinished_turn_never_reaches_the_shell(
 def test_the_same_call_finished_does_reach_the_shell(tmp_path: Path) -> None:
     # The positive control of the test above: the spy sees a call that may run.
     with ScriptedServer(CUT_SCRIPT) as server, ShellSpy() as spy:
-        config = ClientConfig("openai", "m", base_url=server.url + "/v1", api_key="sk-0000000",
-                              http2=False, retry=RetryPolicy(attempts=1))
+        config = ClientConfig(
+            "openai",
+            "m",
+            base_url=server.url + "/v1",
+            api_key="sk-0000000",
+            http2=False,
+            retry=RetryPolicy(attempts=1),
+        )
 
         async def main() -> Any:
             async with AsyncProviderClient(config) as client:
-                agent = Agent(client, ToolRegistry(builtin_tools(tmp_path)), max_turns=1,
-                              approve=None)
+                agent = Agent(
+                    client, ToolRegistry(builtin_tools(tmp_path)), max_turns=1, approve=None
+                )
                 return await agent.arun("clean up")
 
         spy.run(main())

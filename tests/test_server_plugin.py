@@ -40,22 +40,35 @@ def test_demo_script_as_an_agent_loop(scripted_server: ScriptedServer) -> None:
             assert "never executed" in turn.text
             break
         seen.append(tuple(v.verdict.value for v in result.verdicts))
-        messages.append({"role": "assistant", "content": turn.text, "tool_calls": [
-            {"id": c.id, "type": "function",
-             "function": {"name": c.name, "arguments": c.raw_arguments}}
-            for c in turn.tool_calls]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": turn.text,
+                "tool_calls": [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.raw_arguments},
+                    }
+                    for c in turn.tool_calls
+                ],
+            }
+        )
         for v in result.verdicts:
             if v.reason is RejectReason.TRUNCATED:
                 assert turn.truncated and v.call.raw_arguments.startswith(
-                    '{"path": "REPORT.md", "content": "')
-            messages.append({"role": "tool", "tool_call_id": v.call.id,
-                             "content": v.notice or "ok"})
+                    '{"path": "REPORT.md", "content": "'
+                )
+            messages.append(
+                {"role": "tool", "tool_call_id": v.call.id, "content": v.notice or "ok"}
+            )
     assert seen == [("execute",), ("reject",), ("execute",)]
     assert [r.turn for r in scripted_server.requests] == [0, 1, 2, 3]
 
 
-@pytest.mark.parametrize("railings_script", [{"turns": [{"text": "plugin says hi"}]}],
-                         indirect=True)
+@pytest.mark.parametrize(
+    "railings_script", [{"turns": [{"text": "plugin says hi"}]}], indirect=True
+)
 @pytest.mark.parametrize("railings_fault", ["drop_terminator"], indirect=True)
 def test_fixtures_take_script_and_fault(fault_proxy: FaultProxy) -> None:
     body = ask(fault_proxy.url, [{"role": "user", "content": "hi"}])

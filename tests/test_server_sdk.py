@@ -16,9 +16,14 @@ SCRIPT = {
     "seed": 11,
     "chunk_size": 5,
     "turns": [
-        {"text": "I'll check both.", "thinking": "Two lookups, in parallel.",
-         "tool_calls": [{"name": "get_weather", "arguments": {"city": "Edinburgh"}},
-                        {"name": "get_stock_price", "arguments": {"ticker": "AAPL"}}]},
+        {
+            "text": "I'll check both.",
+            "thinking": "Two lookups, in parallel.",
+            "tool_calls": [
+                {"name": "get_weather", "arguments": {"city": "Edinburgh"}},
+                {"name": "get_stock_price", "arguments": {"ticker": "AAPL"}},
+            ],
+        },
         {"text": "It is 12°C in Edinburgh and AAPL is at 200."},
     ],
 }
@@ -47,14 +52,20 @@ def oai(server: ScriptedServer) -> Iterator[openai.OpenAI]:
 
 @pytest.fixture
 def ant(server: ScriptedServer) -> Iterator[anthropic.Anthropic]:
-    with anthropic.Anthropic(base_url=server.anthropic_base_url, api_key="sk-ant-test",
-                             max_retries=0) as c:
+    with anthropic.Anthropic(
+        base_url=server.anthropic_base_url, api_key="sk-ant-test", max_retries=0
+    ) as c:
         yield c
 
 
 def test_openai_create_stream(oai: openai.OpenAI) -> None:
-    stream = oai.chat.completions.create(model="gpt-4o", messages=USER, tools=TOOLS_OPENAI,
-                                         stream=True, stream_options={"include_usage": True})
+    stream = oai.chat.completions.create(
+        model="gpt-4o",
+        messages=USER,
+        tools=TOOLS_OPENAI,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
     text, args, finish, usage = "", ["", ""], None, None
     for chunk in stream:
         if chunk.usage is not None:
@@ -84,8 +95,7 @@ def test_openai_non_streamed_and_second_turn(oai: openai.OpenAI) -> None:
     message = first.choices[0].message
     assert first.choices[0].finish_reason == "tool_calls" and message.tool_calls
     history: list[Any] = [*USER, message.model_dump(exclude_none=True)]
-    history += [{"role": "tool", "tool_call_id": c.id, "content": "ok"}
-                for c in message.tool_calls]
+    history += [{"role": "tool", "tool_call_id": c.id, "content": "ok"} for c in message.tool_calls]
     second = oai.chat.completions.create(model="gpt-4o", messages=history)
     assert second.choices[0].message.content == "It is 12°C in Edinburgh and AAPL is at 200."
     assert second.choices[0].finish_reason == "stop"
@@ -94,8 +104,9 @@ def test_openai_non_streamed_and_second_turn(oai: openai.OpenAI) -> None:
 def test_openai_length_finish(oai: openai.OpenAI) -> None:
     # 8 tokens = 32 characters: 25 of thinking, then "I'll ch". The helper parses the
     # stream and then refuses the cut completion, as it does with the real API.
-    with oai.chat.completions.stream(model="gpt-4o", messages=USER, max_tokens=8,
-                                     stream_options={"include_usage": True}) as s:
+    with oai.chat.completions.stream(
+        model="gpt-4o", messages=USER, max_tokens=8, stream_options={"include_usage": True}
+    ) as s:
         for _ in s:
             pass
         with pytest.raises(openai.LengthFinishReasonError) as info:
@@ -106,8 +117,10 @@ def test_openai_length_finish(oai: openai.OpenAI) -> None:
 
 
 def test_openai_sdk_sees_provider_errors(server: ScriptedServer) -> None:
-    with ScriptedServer({"turns": [{"text": "x"}], "api_key": "sk-right"}) as srv, \
-            openai.OpenAI(base_url=srv.openai_base_url, api_key="sk-wrong", max_retries=0) as c:
+    with (
+        ScriptedServer({"turns": [{"text": "x"}], "api_key": "sk-right"}) as srv,
+        openai.OpenAI(base_url=srv.openai_base_url, api_key="sk-wrong", max_retries=0) as c,
+    ):
         with pytest.raises(openai.AuthenticationError) as info:
             c.chat.completions.create(model="gpt-4o", messages=USER)
         assert info.value.code == "invalid_api_key" and info.value.request_id
@@ -117,8 +130,9 @@ def test_anthropic_create_stream(ant: anthropic.Anthropic) -> None:
     types: list[str] = []
     partial = {0: "", 1: "", 2: "", 3: ""}
     stop = None
-    for event in ant.messages.create(model="claude-sonnet-4", max_tokens=1024, messages=USER,
-                                     tools=TOOLS_ANTHROPIC, stream=True):
+    for event in ant.messages.create(
+        model="claude-sonnet-4", max_tokens=1024, messages=USER, tools=TOOLS_ANTHROPIC, stream=True
+    ):
         types.append(event.type)
         if event.type == "content_block_delta" and event.delta.type == "input_json_delta":
             partial[event.index] += event.delta.partial_json
@@ -130,8 +144,9 @@ def test_anthropic_create_stream(ant: anthropic.Anthropic) -> None:
 
 
 def test_anthropic_stream_helper(ant: anthropic.Anthropic) -> None:
-    with ant.messages.stream(model="claude-sonnet-4", max_tokens=1024, messages=USER,
-                             tools=TOOLS_ANTHROPIC) as s:
+    with ant.messages.stream(
+        model="claude-sonnet-4", max_tokens=1024, messages=USER, tools=TOOLS_ANTHROPIC
+    ) as s:
         final = s.get_final_message()
     assert [b.type for b in final.content] == ["thinking", "text", "tool_use", "tool_use"]
     assert [b.input for b in final.content if b.type == "tool_use"] == ARGS
@@ -139,13 +154,21 @@ def test_anthropic_stream_helper(ant: anthropic.Anthropic) -> None:
 
 
 def test_anthropic_non_streamed_and_second_turn(ant: anthropic.Anthropic) -> None:
-    first = ant.messages.create(model="claude-sonnet-4", max_tokens=1024, messages=USER,
-                                tools=TOOLS_ANTHROPIC)
+    first = ant.messages.create(
+        model="claude-sonnet-4", max_tokens=1024, messages=USER, tools=TOOLS_ANTHROPIC
+    )
     assert first.stop_reason == "tool_use"
     history: list[Any] = [*USER, {"role": "assistant", "content": first.content}]
-    history.append({"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": b.id, "content": "ok"}
-        for b in first.content if b.type == "tool_use"]})
+    history.append(
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": b.id, "content": "ok"}
+                for b in first.content
+                if b.type == "tool_use"
+            ],
+        }
+    )
     second = ant.messages.create(model="claude-sonnet-4", max_tokens=1024, messages=history)
     assert second.content[0].type == "text"
     assert second.content[0].text == "It is 12°C in Edinburgh and AAPL is at 200."
@@ -159,9 +182,10 @@ def test_anthropic_max_tokens_cut(ant: anthropic.Anthropic) -> None:
 
 
 def test_anthropic_sdk_sees_provider_errors() -> None:
-    with ScriptedServer({"turns": [{"text": "x"}], "require_api_key": True}) as srv, \
-            anthropic.Anthropic(base_url=srv.anthropic_base_url, auth_token="tok",
-                                max_retries=0) as c:
+    with (
+        ScriptedServer({"turns": [{"text": "x"}], "require_api_key": True}) as srv,
+        anthropic.Anthropic(base_url=srv.anthropic_base_url, auth_token="tok", max_retries=0) as c,
+    ):
         # a bearer token is a key too; a missing max_tokens is a 400 in Anthropic's shape
         with pytest.raises(anthropic.BadRequestError) as info:
             c.messages.create(model="claude", messages=USER, max_tokens=0)

@@ -1,4 +1,4 @@
-"""The SSE decoder: the WHATWG vectors of tests/corpus/sse, targeted edge cases, and split invariance."""
+"""The SSE decoder: the WHATWG vectors, targeted edge cases, and split invariance."""
 
 from __future__ import annotations
 
@@ -63,6 +63,7 @@ def byte_by_byte(data: bytes) -> list[bytes]:
 
 
 # --- the corpus vectors ---------------------------------------------------------------
+
 
 def whole(body: bytes) -> list[bytes]:
     return [body]
@@ -450,8 +451,12 @@ def reference(body: bytes) -> Outcome:
             last_event_id = id_buffer
             if data:
                 events.append(
-                    {"event": event_type or "message", "data": data[:-1], "id": last_event_id,
-                     "retry": retry}
+                    {
+                        "event": event_type or "message",
+                        "data": data[:-1],
+                        "id": last_event_id,
+                        "retry": retry,
+                    }
                 )
             data = event_type = ""
             retry = None

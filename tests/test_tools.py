@@ -43,8 +43,10 @@ def test_schema_is_derived_from_a_typed_signature() -> None:
             "limit": {"type": "integer", "default": 10},
             "ratio": {"type": "number", "default": 0.5},
             "exact": {"type": "boolean", "default": False},
-            "tags": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}],
-                     "default": None},
+            "tags": {
+                "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}],
+                "default": None,
+            },
             "mode": {"enum": ["fast", "deep"], "default": "fast"},
             "extra": {
                 "anyOf": [

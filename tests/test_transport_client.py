@@ -70,7 +70,11 @@ def server() -> Iterator[CannedServer]:
 def config(server: CannedServer, provider: str = "openai", **overrides: Any) -> ClientConfig:
     base = server.openai_base_url if provider == "openai" else server.anthropic_base_url
     options: dict[str, Any] = {
-        "model": "m", "max_tokens": 64, "base_url": base, "api_key": "sk-test", "timeouts": FAST,
+        "model": "m",
+        "max_tokens": 64,
+        "base_url": base,
+        "api_key": "sk-test",
+        "timeouts": FAST,
     }
     options.update(overrides)
     return ClientConfig(provider=provider, **options)  # type: ignore[arg-type]
@@ -166,8 +170,9 @@ def test_empty_cuts_exhaust_the_attempts(server: CannedServer) -> None:
 
 @pytest.mark.parametrize("end", ["end", "reset"])
 def test_partial_is_returned_as_is_and_never_resent(server: CannedServer, end: str) -> None:
-    server.push(Reply(chunks=openai_text(["Your refund", " will be"], finish=None, done=False),
-                      end=end))  # type: ignore[arg-type]
+    server.push(
+        Reply(chunks=openai_text(["Your refund", " will be"], finish=None, done=False), end=end)
+    )  # type: ignore[arg-type]
     server.push(Reply(chunks=openai_text(["never sent"])))
     stream, events = run(config(server))
     turn = stream.turn
@@ -183,10 +188,25 @@ def test_partial_is_returned_as_is_and_never_resent(server: CannedServer, end: s
 def test_partial_tool_call_is_not_executed(server: CannedServer) -> None:
     chunks = [
         openai_chunk({"role": "assistant", "content": ""}),
-        openai_chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                                      "function": {"name": "shell", "arguments": ""}}]}),
-        openai_chunk({"tool_calls": [{"index": 0,
-                                      "function": {"arguments": '{"command": "rm -rf /tmp/leg'}}]}),
+        openai_chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "shell", "arguments": ""},
+                    }
+                ]
+            }
+        ),
+        openai_chunk(
+            {
+                "tool_calls": [
+                    {"index": 0, "function": {"arguments": '{"command": "rm -rf /tmp/leg'}}
+                ]
+            }
+        ),
     ]
     server.push(Reply(chunks=chunks))
     stream, _ = run(config(server))
@@ -267,8 +287,9 @@ def test_silence_before_content_past_the_limit_is_resent(server: CannedServer) -
 
 def test_first_byte_timeout(server: CannedServer) -> None:
     server.push(Reply(chunks=openai_text(["late"]), before_headers=2.0))
-    cfg = config(server, timeouts=Timeouts(connect=2, first_byte=0.3, idle=5),
-                 retry=RetryPolicy(attempts=1))
+    cfg = config(
+        server, timeouts=Timeouts(connect=2, first_byte=0.3, idle=5), retry=RetryPolicy(attempts=1)
+    )
     with pytest.raises(FirstByteTimeout):
         run(cfg)
 
@@ -285,8 +306,9 @@ def test_total_timeout_mid_stream(server: CannedServer) -> None:
 def test_connect_error_is_retried_then_raised() -> None:
     with CannedServer() as gone:
         url = gone.openai_base_url
-    cfg = ClientConfig("openai", "m", base_url=url, api_key="k", timeouts=FAST,
-                       retry=RetryPolicy(attempts=2))
+    cfg = ClientConfig(
+        "openai", "m", base_url=url, api_key="k", timeouts=FAST, retry=RetryPolicy(attempts=2)
+    )
     with pytest.raises(ConnectError) as raised:
         run(cfg)
     assert raised.value.retryable and raised.value.__cause__ is not None
@@ -367,8 +389,13 @@ def test_authentication_error_is_not_retried(server: CannedServer) -> None:
 
 
 def test_context_window_is_a_bad_request(server: CannedServer) -> None:
-    body = {"error": {"message": "maximum context length is 8192 tokens",
-                      "type": "invalid_request_error", "code": "context_length_exceeded"}}
+    body = {
+        "error": {
+            "message": "maximum context length is 8192 tokens",
+            "type": "invalid_request_error",
+            "code": "context_length_exceeded",
+        }
+    }
     server.push(json_reply(400, body))
     with pytest.raises(ContextWindowExceeded) as raised:
         run(config(server))
@@ -382,8 +409,12 @@ def test_non_event_stream_answer_is_malformed(server: CannedServer) -> None:
 
 
 def test_stream_options_dropped_when_rejected(server: CannedServer) -> None:
-    body = {"error": {"message": "Unrecognized request argument supplied: stream_options",
-                      "type": "invalid_request_error"}}
+    body = {
+        "error": {
+            "message": "Unrecognized request argument supplied: stream_options",
+            "type": "invalid_request_error",
+        }
+    }
     server.push(json_reply(400, body), Reply(chunks=openai_text(["ok"], done=True)))
     stream, _ = run(config(server))
     assert stream.turn.text == "ok"

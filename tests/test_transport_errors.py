@@ -43,7 +43,8 @@ from railings.transport.errors_map import (
 def httpx2_exception_classes() -> set[type[BaseException]]:
     """Every exception class httpx2 exports, and every subclass of them defined in httpx2."""
     roots = {
-        obj for name in httpx2.__all__
+        obj
+        for name in httpx2.__all__
         if inspect.isclass(obj := getattr(httpx2, name)) and issubclass(obj, BaseException)
     }
     found: set[type[BaseException]] = set()
@@ -116,8 +117,9 @@ def test_while_streaming() -> None:
     assert isinstance(idle, IdleTimeout) and idle.idle_seconds == 30.0 and not idle.retryable
     cut = map_stream_exception(httpx2.ReadError("reset"), empty=True, idle_seconds=None)
     assert type(cut) is StreamInterrupted and cut.empty and cut.retryable
-    assert isinstance(map_stream_exception(httpx2.StreamClosed(), empty=True, idle_seconds=1),
-                      LocalError)
+    assert isinstance(
+        map_stream_exception(httpx2.StreamClosed(), empty=True, idle_seconds=1), LocalError
+    )
 
 
 # -- retry-after --------------------------------------------------------------------------
@@ -191,8 +193,10 @@ def test_provider_types_refine_the_status() -> None:
     assert type(error_from_response(529, {}, anthropic)) is Overloaded
     openai = body("invalid_request_error", "too long", "context_length_exceeded")
     assert type(error_from_response(400, {}, openai)) is ContextWindowExceeded
-    too_long = b'{"type":"error","error":{"type":"invalid_request_error",' \
-               b'"message":"prompt is too long: 210000 tokens > 200000 maximum"}}'
+    too_long = (
+        b'{"type":"error","error":{"type":"invalid_request_error",'
+        b'"message":"prompt is too long: 210000 tokens > 200000 maximum"}}'
+    )
     assert type(error_from_response(400, {}, too_long)) is ContextWindowExceeded
     unknown = body("something_new", "odd")
     assert type(error_from_response(500, {}, unknown)) is ServerError

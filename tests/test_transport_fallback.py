@@ -106,9 +106,15 @@ def test_flag_is_sticky() -> None:
 
 
 def _config(server: CannedServer, cert: Path, http2: bool = True) -> ClientConfig:
-    return ClientConfig("openai", "m", base_url=server.openai_base_url, api_key="k",
-                        http2=http2, verify=ssl.create_default_context(cafile=str(cert)),
-                        timeouts=Timeouts(connect=2, first_byte=5, idle=2))
+    return ClientConfig(
+        "openai",
+        "m",
+        base_url=server.openai_base_url,
+        api_key="k",
+        http2=http2,
+        verify=ssl.create_default_context(cafile=str(cert)),
+        timeouts=Timeouts(connect=2, first_byte=5, idle=2),
+    )
 
 
 def _turns(cfg: ClientConfig, count: int) -> list[TurnStream]:

@@ -49,7 +49,11 @@ def proxy() -> Iterator[FaultProxy]:
 def turn_through(proxy: FaultProxy, provider: str, fault: str, **timeouts: float) -> TurnStream:
     base = proxy.url + "/v1" if provider == "openai" else proxy.url
     cfg = ClientConfig(
-        provider, "scripted", max_tokens=200, base_url=base, api_key="k",  # type: ignore[arg-type]
+        provider,
+        "scripted",
+        max_tokens=200,
+        base_url=base,
+        api_key="k",  # type: ignore[arg-type]
         headers={"x-railings-fault": fault},
         timeouts=Timeouts(connect=2, first_byte=5, idle=timeouts.get("idle", 2.0)),
     )
@@ -74,10 +78,17 @@ def test_clean_cells_return_the_full_text(proxy: FaultProxy, provider: str, faul
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-@pytest.mark.parametrize("fault", [
-    "truncate:events=1,times=1", "status:code=529,times=1", "status:code=429,times=1",
-    "status:code=503,times=1", "error_event:events=1,times=1", "reset:events=1,times=1",
-])
+@pytest.mark.parametrize(
+    "fault",
+    [
+        "truncate:events=1,times=1",
+        "status:code=529,times=1",
+        "status:code=429,times=1",
+        "status:code=503,times=1",
+        "error_event:events=1,times=1",
+        "reset:events=1,times=1",
+    ],
+)
 def test_faults_before_content_are_resent(proxy: FaultProxy, provider: str, fault: str) -> None:
     stream = turn_through(proxy, provider, fault)
     assert stream.turn.outcome is Outcome.COMPLETE and stream.turn.text == TEXT
@@ -85,10 +96,16 @@ def test_faults_before_content_are_resent(proxy: FaultProxy, provider: str, faul
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-@pytest.mark.parametrize("fault", [
-    "drop_terminator", "truncate:events=6", "reset:events=6", "error_event:events=6",
-    "corrupt:event=6,kind=json",
-])
+@pytest.mark.parametrize(
+    "fault",
+    [
+        "drop_terminator",
+        "truncate:events=6",
+        "reset:events=6",
+        "error_event:events=6",
+        "corrupt:event=6,kind=json",
+    ],
+)
 def test_faults_after_content_give_partial(proxy: FaultProxy, provider: str, fault: str) -> None:
     stream = turn_through(proxy, provider, fault)
     assert stream.turn.outcome is Outcome.PARTIAL and stream.interrupted
@@ -107,8 +124,9 @@ def test_idle_fault(proxy: FaultProxy, provider: str) -> None:
 @pytest.mark.parametrize("fault", ["drop_terminator", "truncate:events=6", "reset:events=6"])
 def test_openai_sdk_through_the_guard(proxy: FaultProxy, fault: str) -> None:
     http = httpx2.Client(transport=guard.transport(), headers={"x-railings-fault": fault})
-    with openai.OpenAI(api_key="k", base_url=proxy.url + "/v1", http_client=http,
-                       max_retries=0) as client:
+    with openai.OpenAI(
+        api_key="k", base_url=proxy.url + "/v1", http_client=http, max_retries=0
+    ) as client:
         ask: list[Any] = [{"role": "user", "content": "refund?"}]
         with pytest.raises(openai.APIConnectionError) as raised:
             for _ in client.chat.completions.create(model="m", messages=ask, stream=True):

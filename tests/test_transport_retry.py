@@ -106,8 +106,9 @@ def test_countdown_publishes_every_second_then_clears() -> None:
     states: list[BannerState | None] = []
     banner.subscribe(states.append)
     started = time.monotonic()
-    asyncio.run(countdown(1.2, attempt=2, attempts=5, reason="overloaded", background=False,
-                          banner=banner))
+    asyncio.run(
+        countdown(1.2, attempt=2, attempts=5, reason="overloaded", background=False, banner=banner)
+    )
     assert 1.15 < time.monotonic() - started < 2.0
     shown = [s for s in states if s is not None]
     assert [s.seconds for s in shown] == [2, 1, 0]
@@ -120,8 +121,7 @@ def test_background_work_never_touches_the_banner() -> None:
     banner = RetryBanner()
     states: list[BannerState | None] = []
     banner.subscribe(states.append)
-    asyncio.run(countdown(0.01, attempt=2, attempts=3, reason="x", background=True,
-                          banner=banner))
+    asyncio.run(countdown(0.01, attempt=2, attempts=3, reason="x", background=True, banner=banner))
     assert states == [] and banner.state is None
 
 

@@ -1,7 +1,8 @@
 """What each SDK and framework does today with a tool call cut at the output limit.
 
-Run ``make measure`` or, from the repository root, ``python -m tools.measure_integrations`` (``--json`` for the rows as JSON,
-``--markdown`` for a table to paste). Every row is measured, not assumed: the
+Run ``make measure``, or ``python -m tools.measure_integrations`` from the repository
+root (``--json`` for the rows as JSON, ``--markdown`` for a table to paste).
+Every row is measured, not assumed: the
 scripted model server (:mod:`railings.testing`) answers a shell call,
 ``{"command": "rm -rf /tmp/legacy-cleanup"}``, and the request's ``max_tokens`` cuts
 its arguments at ``{"command": "rm -rf /tmp/leg`` with ``finish_reason: "length"`` /
@@ -42,15 +43,31 @@ SCRIPT = {
     ],
 }
 NOTICE_MARK = "was NOT executed"  # every railings notice says it
-OPENAI_TOOLS = [{"type": "function", "function": {
-    "name": "shell", "description": "Run a shell command.",
-    "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}}}]
-RESPONSES_TOOLS = [{"type": "function", "name": "shell", "description": "Run a shell command.",
-                    "parameters": {"type": "object",
-                                   "properties": {"command": {"type": "string"}}}}]
-ANTHROPIC_TOOLS = [{"name": "shell", "description": "Run a shell command.",
-                    "input_schema": {"type": "object",
-                                     "properties": {"command": {"type": "string"}}}}]
+OPENAI_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "shell",
+            "description": "Run a shell command.",
+            "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
+        },
+    }
+]
+RESPONSES_TOOLS = [
+    {
+        "type": "function",
+        "name": "shell",
+        "description": "Run a shell command.",
+        "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
+    }
+]
+ANTHROPIC_TOOLS = [
+    {
+        "name": "shell",
+        "description": "Run a shell command.",
+        "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}},
+    }
+]
 ASK = [{"role": "user", "content": "Clean up the legacy directory."}]
 
 
@@ -139,21 +156,31 @@ def _openai() -> list[Row]:
     with _server() as server:
         client = openai.OpenAI(base_url=server.openai_base_url, api_key="sk-test", max_retries=0)
         completion = client.chat.completions.create(
-            model="m", messages=ASK, tools=OPENAI_TOOLS, max_tokens=MAX_TOKENS  # type: ignore[arg-type]
+            model="m",
+            messages=ASK,
+            tools=OPENAI_TOOLS,
+            max_tokens=MAX_TOKENS,  # type: ignore[arg-type]
         )
         choice = completion.choices[0]
         calls = choice.message.tool_calls or []
         raw = calls[0].function.arguments if calls else None  # type: ignore[union-attr]
-        rows.append(Row(
-            "openai", "chat.completions.create()",
-            f"arguments {raw!r} (finish_reason {choice.finish_reason!r})",
-            "caller decides (json.loads raises)", "railings.inspect(completion)",
-            _verdict(railings.inspect(completion)),
-        ))
+        rows.append(
+            Row(
+                "openai",
+                "chat.completions.create()",
+                f"arguments {raw!r} (finish_reason {choice.finish_reason!r})",
+                "caller decides (json.loads raises)",
+                "railings.inspect(completion)",
+                _verdict(railings.inspect(completion)),
+            )
+        )
         done: list[str] = []
         outcome = "get_final_completion() returns"
         with client.chat.completions.stream(
-            model="m", messages=ASK, tools=OPENAI_TOOLS, max_tokens=MAX_TOKENS  # type: ignore[arg-type]
+            model="m",
+            messages=ASK,
+            tools=OPENAI_TOOLS,
+            max_tokens=MAX_TOKENS,  # type: ignore[arg-type]
         ) as stream:
             for event in stream:
                 if event.type == "tool_calls.function.arguments.done":
@@ -163,32 +190,47 @@ def _openai() -> list[Row]:
                 stream.get_final_completion()
             except Exception as error:  # the helper's own refusal, measured
                 outcome = f"get_final_completion() raises {type(error).__name__}"
-        today = (f"event tool_calls.function.arguments.done with {done[0]!r}; " if done
-                 else "no arguments.done event; ") + outcome
-        rows.append(Row(
-            "openai", "chat.completions.stream()", today,
-            "caller decides (the done event carries the fragment)",
-            "railings.inspect(stream.current_completion_snapshot)",
-            _verdict(railings.inspect(snapshot)),
-        ))
+        today = (
+            f"event tool_calls.function.arguments.done with {done[0]!r}; "
+            if done
+            else "no arguments.done event; "
+        ) + outcome
+        rows.append(
+            Row(
+                "openai",
+                "chat.completions.stream()",
+                today,
+                "caller decides (the done event carries the fragment)",
+                "railings.inspect(stream.current_completion_snapshot)",
+                _verdict(railings.inspect(snapshot)),
+            )
+        )
         rows += _openai_responses(client)
     return rows
 
 
 def _openai_responses(client: Any) -> list[Row]:
     """The Responses API: ``max_output_tokens``, status ``incomplete``."""
-    ask: Any = {"model": "m", "input": ASK, "tools": RESPONSES_TOOLS,
-                "max_output_tokens": MAX_TOKENS}
+    ask: Any = {
+        "model": "m",
+        "input": ASK,
+        "tools": RESPONSES_TOOLS,
+        "max_output_tokens": MAX_TOKENS,
+    }
     response = client.responses.create(**ask)
     calls = [item for item in response.output if item.type == "function_call"]
     raw = calls[0].arguments if calls else None
-    rows = [Row(
-        "openai", "responses.create()",
-        f"arguments {raw!r} (status {response.status!r}, "
-        f"{response.incomplete_details.reason if response.incomplete_details else None!r})",
-        "caller decides (json.loads raises)", "railings.inspect(response)",
-        _verdict(railings.inspect(response)),
-    )]
+    rows = [
+        Row(
+            "openai",
+            "responses.create()",
+            f"arguments {raw!r} (status {response.status!r}, "
+            f"{response.incomplete_details.reason if response.incomplete_details else None!r})",
+            "caller decides (json.loads raises)",
+            "railings.inspect(response)",
+            _verdict(railings.inspect(response)),
+        )
+    ]
     done: list[str] = []
     outcome = "get_final_response() returns"
     final: Any = None
@@ -202,14 +244,21 @@ def _openai_responses(client: Any) -> list[Row]:
             stream.get_final_response()
         except Exception as error:  # the helper's own refusal, measured
             outcome = f"get_final_response() raises {type(error).__name__}"
-    today = (f"event response.function_call_arguments.done with {done[0]!r}; " if done
-             else "no arguments.done event; ") + outcome
-    rows.append(Row(
-        "openai", "responses.stream()", today,
-        "caller decides (the done event carries the fragment)",
-        "railings.inspect(the response.incomplete event's response)",
-        "no terminal event" if final is None else _verdict(railings.inspect(final)),
-    ))
+    today = (
+        f"event response.function_call_arguments.done with {done[0]!r}; "
+        if done
+        else "no arguments.done event; "
+    ) + outcome
+    rows.append(
+        Row(
+            "openai",
+            "responses.stream()",
+            today,
+            "caller decides (the done event carries the fragment)",
+            "railings.inspect(the response.incomplete event's response)",
+            "no terminal event" if final is None else _verdict(railings.inspect(final)),
+        )
+    )
     return rows
 
 
@@ -222,29 +271,47 @@ def _anthropic() -> list[Row]:
             base_url=server.anthropic_base_url, api_key="sk-test", max_retries=0
         )
         message = client.messages.create(
-            model="m", max_tokens=MAX_TOKENS, messages=ASK, tools=ANTHROPIC_TOOLS  # type: ignore[arg-type]
+            model="m",
+            max_tokens=MAX_TOKENS,
+            messages=ASK,
+            tools=ANTHROPIC_TOOLS,  # type: ignore[arg-type]
         )
         blocks = [b.model_dump(include={"type", "input"}) for b in message.content]
-        rows.append(Row(
-            "anthropic", "messages.create()",
-            f"content {blocks} (stop_reason {message.stop_reason!r}): the scripted server "
-            "cannot write a cut call into a non-streamed Message (tool_use.input is parsed "
-            "JSON), so this row does not measure the SDK",
-            "nothing to run", "railings.inspect(message)",
-            _verdict(railings.inspect(message)),
-        ))
+        rows.append(
+            Row(
+                "anthropic",
+                "messages.create()",
+                f"content {blocks} (stop_reason {message.stop_reason!r}): the scripted server "
+                "cannot write a cut call into a non-streamed Message (tool_use.input is parsed "
+                "JSON), so this row does not measure the SDK",
+                "nothing to run",
+                "railings.inspect(message)",
+                _verdict(railings.inspect(message)),
+            )
+        )
         with client.messages.stream(
-            model="m", max_tokens=MAX_TOKENS, messages=ASK, tools=ANTHROPIC_TOOLS  # type: ignore[arg-type]
+            model="m",
+            max_tokens=MAX_TOKENS,
+            messages=ASK,
+            tools=ANTHROPIC_TOOLS,  # type: ignore[arg-type]
         ) as stream:
             final = stream.get_final_message()
         uses = [b for b in final.content if b.type == "tool_use"]
-        today = (f"tool_use.input {uses[0].input!r} (stop_reason {final.stop_reason!r})"
-                 if uses else f"no tool_use (stop_reason {final.stop_reason!r})")
-        rows.append(Row(
-            "anthropic", "messages.stream() -> get_final_message()", today,
-            "caller decides (the input looks valid)", "railings.inspect(message)",
-            _verdict(railings.inspect(final)),
-        ))
+        today = (
+            f"tool_use.input {uses[0].input!r} (stop_reason {final.stop_reason!r})"
+            if uses
+            else f"no tool_use (stop_reason {final.stop_reason!r})"
+        )
+        rows.append(
+            Row(
+                "anthropic",
+                "messages.stream() -> get_final_message()",
+                today,
+                "caller decides (the input looks valid)",
+                "railings.inspect(message)",
+                _verdict(railings.inspect(final)),
+            )
+        )
     return rows
 
 
@@ -278,13 +345,21 @@ def _pydantic_ai() -> list[Row]:
             messages = asyncio.run(run(agent, streamed))
             first = next(m for m in messages if isinstance(m, ModelResponse))
             part = next((p for p in first.parts if isinstance(p, ToolCallPart)), None)
-            today = (f"ToolCallPart.args {part.args!r} (finish_reason {first.finish_reason!r})"
-                     if part else "no tool call")
-            rows.append(Row(
-                "pydantic-ai", "Agent.run_stream()" if streamed else "Agent.run()",
-                today, _after(server, spy), "no change",
-                "already refuses it; its retry prompt says invalid JSON, not the output limit",
-            ))
+            today = (
+                f"ToolCallPart.args {part.args!r} (finish_reason {first.finish_reason!r})"
+                if part
+                else "no tool call"
+            )
+            rows.append(
+                Row(
+                    "pydantic-ai",
+                    "Agent.run_stream()" if streamed else "Agent.run()",
+                    today,
+                    _after(server, spy),
+                    "no change",
+                    "already refuses it; its retry prompt says invalid JSON, not the output limit",
+                )
+            )
     return rows
 
 
@@ -298,8 +373,11 @@ def _chat_openai(server: ScriptedServer, streaming: bool | None = None, **option
     if streaming is not None:
         options["streaming"] = streaming
     return ChatOpenAI(
-        base_url=server.openai_base_url, api_key="sk-test",  # type: ignore[arg-type]
-        model="m", max_tokens=MAX_TOKENS, **options,  # type: ignore[call-arg]
+        base_url=server.openai_base_url,
+        api_key="sk-test",  # type: ignore[arg-type]
+        model="m",
+        max_tokens=MAX_TOKENS,
+        **options,  # type: ignore[call-arg]
     )
 
 
@@ -312,8 +390,11 @@ def _describe_message(message: Any) -> str:
     chunks = getattr(message, "tool_call_chunks", None)
     if chunks:
         parts.append(f"tool_call_chunks args {chunks[0]['args']!r}")
-    blocks = [b for b in (message.content if isinstance(message.content, list) else ())
-              if isinstance(b, dict)]
+    blocks = [
+        b
+        for b in (message.content if isinstance(message.content, list) else ())
+        if isinstance(b, dict)
+    ]
     for block in blocks if not chunks else ():
         if "partial_json" in block:
             parts.append(f"tool_use.partial_json {block['partial_json']!r}")
@@ -330,21 +411,30 @@ def _langchain() -> list[Row]:
     rows = []
     cases: list[tuple[str, Callable[[ScriptedServer, Any], Any]]] = [
         ("ChatOpenAI().invoke()", lambda s, t: _chat_openai(s, False).bind_tools(t).invoke(ASK)),
-        ("ChatOpenAI(streaming=True).invoke()",
-         lambda s, t: _chat_openai(s, True).bind_tools(t).invoke(ASK)),
+        (
+            "ChatOpenAI(streaming=True).invoke()",
+            lambda s, t: _chat_openai(s, True).bind_tools(t).invoke(ASK),
+        ),
         ("ChatOpenAI().stream(), chunks added", _accumulate),
-        ("ChatOpenAI(use_responses_api=True, streaming=True).invoke()",
-         lambda s, t: _chat_openai(s, True, use_responses_api=True).bind_tools(t).invoke(ASK)),
+        (
+            "ChatOpenAI(use_responses_api=True, streaming=True).invoke()",
+            lambda s, t: _chat_openai(s, True, use_responses_api=True).bind_tools(t).invoke(ASK),
+        ),
     ]
     for name, run in cases:
         with _server() as server:
             message = run(server, [_spy_tool([])])
         repaired = any(c["args"] for c in message.tool_calls)
-        rows.append(Row(
-            "LangChain", name, _describe_message(message),
-            "an agent runs the repaired tool_calls" if repaired else "nothing in tool_calls",
-            "inspect_message(message)", _verdict(inspect_message(message)),
-        ))
+        rows.append(
+            Row(
+                "LangChain",
+                name,
+                _describe_message(message),
+                "an agent runs the repaired tool_calls" if repaired else "nothing in tool_calls",
+                "inspect_message(message)",
+                _verdict(inspect_message(message)),
+            )
+        )
     return rows
 
 
@@ -362,28 +452,38 @@ def _chat_anthropic() -> list[Row]:
 
     with _server() as server:
         model = ChatAnthropic(
-            base_url=server.anthropic_base_url, api_key="sk-test",  # type: ignore[arg-type]
-            model="m", max_tokens=MAX_TOKENS, streaming=True,  # type: ignore[call-arg]
+            base_url=server.anthropic_base_url,
+            api_key="sk-test",  # type: ignore[arg-type]
+            model="m",
+            max_tokens=MAX_TOKENS,
+            streaming=True,  # type: ignore[call-arg]
         )
         message = model.bind_tools([_spy_tool([])]).invoke(ASK)
-    return [Row(
-        "LangChain", "ChatAnthropic(streaming=True).invoke()", _describe_message(message),
-        "an agent runs the repaired tool_calls", "inspect_message(message)",
-        _verdict(inspect_message(message)),
-    )]
+    return [
+        Row(
+            "LangChain",
+            "ChatAnthropic(streaming=True).invoke()",
+            _describe_message(message),
+            "an agent runs the repaired tool_calls",
+            "inspect_message(message)",
+            _verdict(inspect_message(message)),
+        )
+    ]
 
 
 # How users run an agent. A default ChatOpenAI() is not streamed under agent.invoke(); under
 # stream_mode="messages" LangChain streams the model call to feed the stream.
 RUNS: dict[str, Callable[[Any], object]] = {
     "agent.invoke()": lambda agent: agent.invoke({"messages": ASK}),
-    "agent.stream(stream_mode='messages')":
-        lambda agent: list(agent.stream({"messages": ASK}, stream_mode="messages")),
+    "agent.stream(stream_mode='messages')": lambda agent: list(
+        agent.stream({"messages": ASK}, stream_mode="messages")
+    ),
 }
 
 
-def _agent_rows(stack: str, factory: str, build: Callable[[Any, Any, bool], Any],
-                fix: str) -> list[Row]:
+def _agent_rows(
+    stack: str, factory: str, build: Callable[[Any, Any, bool], Any], fix: str
+) -> list[Row]:
     rows = []
     for how, run in RUNS.items():
         results = []
@@ -394,12 +494,17 @@ def _agent_rows(stack: str, factory: str, build: Callable[[Any, Any, bool], Any]
                 run(build(_chat_openai(server), [_spy_tool(spy)], guarded))
                 streamed = server.requests[0].stream
             results.append(_after(server, spy))
-        rows.append(Row(
-            stack, f"{factory}, {how}",
-            f"the model call {'streams' if streamed else 'does not stream'}: "
-            f"as ChatOpenAI({'streaming=True' if streamed else ''}).invoke()",
-            results[0], fix, results[1],
-        ))
+        rows.append(
+            Row(
+                stack,
+                f"{factory}, {how}",
+                f"the model call {'streams' if streamed else 'does not stream'}: "
+                f"as ChatOpenAI({'streaming=True' if streamed else ''}).invoke()",
+                results[0],
+                fix,
+                results[1],
+            )
+        )
     return rows
 
 
@@ -415,8 +520,12 @@ def _langgraph() -> list[Row]:
             )
         return create_react_agent(model, tools=tools)
 
-    return _agent_rows("LangGraph", "create_react_agent", build,
-                       "tools=GuardedToolNode(tools), post_model_hook=resend_notices")
+    return _agent_rows(
+        "LangGraph",
+        "create_react_agent",
+        build,
+        "tools=GuardedToolNode(tools), post_model_hook=resend_notices",
+    )
 
 
 def _create_agent() -> list[Row]:
@@ -449,8 +558,11 @@ def measure(stacks: list[str] | None = None) -> list[Row]:
         try:
             rows += run()
         except ImportError as error:
-            rows.append(Row(name, "-", f"not installed ({error.name}): pip install {package}",
-                            "-", "-", "-"))
+            rows.append(
+                Row(
+                    name, "-", f"not installed ({error.name}): pip install {package}", "-", "-", "-"
+                )
+            )
     return rows
 
 
@@ -479,13 +591,22 @@ def main(argv: list[str] | None = None) -> int:
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print the rows as JSON")
     output.add_argument("--markdown", action="store_true", help="print a markdown table")
-    parser.add_argument("--only", action="append", choices=list(STACKS), metavar="STACK",
-                        help=f"measure only this stack (repeatable): {', '.join(STACKS)}")
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=list(STACKS),
+        metavar="STACK",
+        help=f"measure only this stack (repeatable): {', '.join(STACKS)}",
+    )
     args = parser.parse_args(argv)
     rows = measure(args.only)
     if args.json:
-        print(json.dumps({"cut": CUT, "max_tokens": MAX_TOKENS,
-                          "rows": [asdict(row) for row in rows]}, indent=2))
+        print(
+            json.dumps(
+                {"cut": CUT, "max_tokens": MAX_TOKENS, "rows": [asdict(row) for row in rows]},
+                indent=2,
+            )
+        )
     elif args.markdown:
         print(_markdown(rows))
     else:
@@ -493,8 +614,9 @@ def main(argv: list[str] | None = None) -> int:
 
         from railings.cli._common import console
 
-        table = Table(title=f"A shell call cut at {CUT!r} (max_tokens={MAX_TOKENS})",
-                      show_lines=True)
+        table = Table(
+            title=f"A shell call cut at {CUT!r} (max_tokens={MAX_TOKENS})", show_lines=True
+        )
         for header in _HEADERS:
             table.add_column(header, overflow="fold")  # measured text is never cut short
         for row in rows:

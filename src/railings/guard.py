@@ -74,8 +74,15 @@ from railings.wire._json import load_object
 from railings.wire.openai_responses import SEQUENCE_NUMBER
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
 
-__all__ = ["DEFAULT_IDLE", "AsyncGuardTransport", "GuardTransport", "async_transport",
-           "interruption", "proven_by_tail", "transport"]
+__all__ = [
+    "DEFAULT_IDLE",
+    "AsyncGuardTransport",
+    "GuardTransport",
+    "async_transport",
+    "interruption",
+    "proven_by_tail",
+    "transport",
+]
 
 DEFAULT_IDLE = 30.0
 
@@ -88,8 +95,12 @@ _EOL = rb"(?:\r\n|\r(?!\n)|\n)"
 _TAILS = {
     "openai": re.compile(rb"[\r\n]data: ?\[DONE\]" + _EOL + _EOL + rb"[\r\n]*\Z"),
     # Anthropic pads its events with spaces: {"type":"message_stop"          }
-    "anthropic": re.compile(rb'[\r\n]data: ?\{[ \t]*"type"[ \t]*:[ \t]*"message_stop"[ \t]*\}'
-                            + _EOL + _EOL + rb"[\r\n]*\Z"),
+    "anthropic": re.compile(
+        rb'[\r\n]data: ?\{[ \t]*"type"[ \t]*:[ \t]*"message_stop"[ \t]*\}'
+        + _EOL
+        + _EOL
+        + rb"[\r\n]*\Z"
+    ),
 }
 _ERROR = b'"error"'  # an error event or error object of either provider: let the reader judge
 _TAIL_BYTES = 256
@@ -112,17 +123,20 @@ _DONE_LINE = re.compile(rb"data: ?\[DONE\]")
 _BLANK_TAIL = re.compile(_EOL + _EOL + rb"[\r\n]*\Z")
 
 
-def transport(inner: httpx2.BaseTransport | None = None, *, idle: float | None = DEFAULT_IDLE
-              ) -> httpx2.BaseTransport:
+def transport(
+    inner: httpx2.BaseTransport | None = None, *, idle: float | None = DEFAULT_IDLE
+) -> httpx2.BaseTransport:
     """A guarding wrapper around ``inner`` (default: ``httpx2.HTTPTransport()``)."""
     return GuardTransport(inner if inner is not None else httpx2.HTTPTransport(), idle=idle)
 
 
-def async_transport(inner: httpx2.AsyncBaseTransport | None = None, *,
-                    idle: float | None = DEFAULT_IDLE) -> httpx2.AsyncBaseTransport:
+def async_transport(
+    inner: httpx2.AsyncBaseTransport | None = None, *, idle: float | None = DEFAULT_IDLE
+) -> httpx2.AsyncBaseTransport:
     """A guarding wrapper around ``inner`` (default: ``httpx2.AsyncHTTPTransport()``)."""
-    return AsyncGuardTransport(inner if inner is not None else httpx2.AsyncHTTPTransport(),
-                               idle=idle)
+    return AsyncGuardTransport(
+        inner if inner is not None else httpx2.AsyncHTTPTransport(), idle=idle
+    )
 
 
 def interruption(exc: BaseException) -> StreamInterrupted | None:
@@ -232,7 +246,7 @@ class _Watch:
             return raw
         # A decompressor object, not zlib.decompress: a cut stream yields what it holds.
         # "deflate" is zlib-wrapped by the RFC and raw in the wild; try both, as httpx2 does.
-        for wbits in ((16 + zlib.MAX_WBITS,) if self._encoding == "gzip" else (15, -15)):
+        for wbits in (16 + zlib.MAX_WBITS,) if self._encoding == "gzip" else (15, -15):
             try:
                 return zlib.decompressobj(wbits).decompress(raw)
             except zlib.error:
@@ -248,8 +262,11 @@ class _Watch:
         if turn.outcome is Outcome.COMPLETE:
             return None
         detail = turn.error.message if turn.error is not None else INTERRUPTED_MESSAGE
-        message = detail if detail.startswith(INTERRUPTED_MESSAGE) else (
-            f"{INTERRUPTED_MESSAGE}: {detail}")
+        message = (
+            detail
+            if detail.startswith(INTERRUPTED_MESSAGE)
+            else (f"{INTERRUPTED_MESSAGE}: {detail}")
+        )
         cause = StreamInterrupted(message, empty=turn.outcome is Outcome.EMPTY, turn=turn)
         error = httpx2.RemoteProtocolError(message)
         error.__cause__ = cause
@@ -294,13 +311,15 @@ def _ask_readable(request: httpx2.Request) -> None:
         # RFC 9110 §12.5.3: no Accept-Encoding means any coding is acceptable.
         request.headers["accept-encoding"] = "gzip, deflate"
         return
-    kept = [item.strip() for item in offered.split(",")
-            if item.partition(";")[0].strip().lower() in _READABLE]
+    kept = [
+        item.strip()
+        for item in offered.split(",")
+        if item.partition(";")[0].strip().lower() in _READABLE
+    ]
     request.headers["accept-encoding"] = ", ".join(kept) or "identity"
 
 
-def _watch(request: httpx2.Request, response: httpx2.Response,
-           idle: float | None) -> _Watch | None:
+def _watch(request: httpx2.Request, response: httpx2.Response, idle: float | None) -> _Watch | None:
     """A watch for a response the guard understands, or None: pass it through."""
     if not 200 <= response.status_code < 300:
         return None
@@ -394,8 +413,9 @@ class GuardTransport(httpx2.BaseTransport):
 class AsyncGuardTransport(httpx2.AsyncBaseTransport):
     """See the module docstring. ``idle`` is the longest silence once streaming (None: off)."""
 
-    def __init__(self, inner: httpx2.AsyncBaseTransport, *,
-                 idle: float | None = DEFAULT_IDLE) -> None:
+    def __init__(
+        self, inner: httpx2.AsyncBaseTransport, *, idle: float | None = DEFAULT_IDLE
+    ) -> None:
         self._inner = inner
         self._idle = idle
 

@@ -244,8 +244,10 @@ class ToolSpec:
 
     def __post_init__(self) -> None:
         # Both providers restrict tool names to this alphabet and length.
-        if not self.name or len(self.name) > 64 or not all(
-            c.isascii() and (c.isalnum() or c in "_-") for c in self.name
+        if (
+            not self.name
+            or len(self.name) > 64
+            or not all(c.isascii() and (c.isalnum() or c in "_-") for c in self.name)
         ):
             raise ToolDefinitionError(f"invalid tool name {self.name!r}: use [A-Za-z0-9_-]{{1,64}}")
         if self.parameters.get("type") != "object":
@@ -280,7 +282,8 @@ def openai_chat_body(
         "model": model,
         # An assistant message with neither text nor calls (an empty turn) is refused.
         "messages": [
-            _openai_message(m) for m in messages
+            _openai_message(m)
+            for m in messages
             if not (isinstance(m, Assistant) and not m.text and not m.tool_calls)
         ],
         "stream": True,
@@ -413,14 +416,16 @@ def _responses_items(message: Message) -> list[dict[str, Any]]:
                 elif isinstance(block, ToolUse):
                     out.extend(_responses_text(said))
                     said = []
-                    out.append({
-                        "type": "function_call",
-                        "call_id": block.id,
-                        "name": block.name,
-                        # As the model wrote it: a cut call goes back cut, beside the
-                        # notice that it was not executed.
-                        "arguments": block.arguments_json(),
-                    })
+                    out.append(
+                        {
+                            "type": "function_call",
+                            "call_id": block.id,
+                            "name": block.name,
+                            # As the model wrote it: a cut call goes back cut, beside the
+                            # notice that it was not executed.
+                            "arguments": block.arguments_json(),
+                        }
+                    )
             out.extend(_responses_text(said))
             return out
     raise ConfigurationError(f"not a message: {message!r}")
@@ -490,15 +495,20 @@ def _anthropic_blocks(message: Message) -> list[dict[str, Any]]:
             return [{"type": "text", "text": text}] if text else []
         case ToolResult(call_id=call_id, content=content, is_error=is_error):
             block: dict[str, Any] = {
-                "type": "tool_result", "tool_use_id": call_id, "content": content
+                "type": "tool_result",
+                "tool_use_id": call_id,
+                "content": content,
             }
             if is_error:
                 block["is_error"] = True
             return [block]
         case Assistant(blocks=blocks):
             # ResponsesItems are another API's: not sent here.
-            return [_anthropic_block(b) for b in blocks
-                    if not ((isinstance(b, Text) and not b.text) or isinstance(b, ResponsesItems))]
+            return [
+                _anthropic_block(b)
+                for b in blocks
+                if not ((isinstance(b, Text) and not b.text) or isinstance(b, ResponsesItems))
+            ]
     raise ConfigurationError(f"not a message: {message!r}")
 
 

@@ -28,6 +28,10 @@ from hypothesis import strategies as st
 from railings.agent.loop import Agent
 from railings.dispatch import ToolRegistry
 from railings.errors import EventTooLarge, RailingsError
+from railings.replay import Replay, replay, to_json
+from railings.transport import AsyncProviderClient, ClientConfig, RetryPolicy
+from railings.turn.reader import PROVIDERS, StreamReader
+from railings.turn.verdict import RejectReason, judge
 from tools.reliability.corpus import Capture, is_proof_block, split_blocks
 from tools.reliability.inputs import HOSTILE_FRAGMENTS, mutate, mutations, split_points
 from tools.reliability.properties import (
@@ -39,10 +43,6 @@ from tools.reliability.properties import (
     check_proof_present,
     feed,
 )
-from railings.replay import Replay, replay, to_json
-from railings.transport import AsyncProviderClient, ClientConfig, RetryPolicy
-from railings.turn.reader import PROVIDERS, StreamReader
-from railings.turn.verdict import RejectReason, judge
 
 __all__ = ["CAMPAIGNS", "WEIGHTS", "Fuzzer"]
 
@@ -97,8 +97,13 @@ class Fuzzer:
         provider = data.draw(st.sampled_from(("auto", *PROVIDERS)), label="provider")
         max_tokens = data.draw(st.sampled_from((None, 1, 16)), label="max_tokens")
         cuts = data.draw(split_points(len(body)), label="cuts")
-        self._judge(body, cuts, f"random bytes {body!r} provider={provider}", provider=provider,
-                    max_tokens=max_tokens)
+        self._judge(
+            body,
+            cuts,
+            f"random bytes {body!r} provider={provider}",
+            provider=provider,
+            max_tokens=max_tokens,
+        )
 
     def protocol_noise(self, data: st.DataObject) -> None:
         real = st.sampled_from(self.captures).flatmap(
@@ -111,8 +116,13 @@ class Fuzzer:
         body = b"".join(parts)
         provider = data.draw(st.sampled_from(("auto", "openai", "anthropic")), label="provider")
         cuts = data.draw(split_points(len(body)), label="cuts")
-        self._judge(body, cuts, f"noise {parts!r} provider={provider}", provider=provider,
-                    max_tokens=data.draw(st.sampled_from((None, 3)), label="max_tokens"))
+        self._judge(
+            body,
+            cuts,
+            f"noise {parts!r} provider={provider}",
+            provider=provider,
+            max_tokens=data.draw(st.sampled_from((None, 3)), label="max_tokens"),
+        )
 
     # -- real captures
 
@@ -313,20 +323,23 @@ class Fuzzer:
                 )
                 if not same:
                     raise PropertyViolation(
-                        "split_invariance", "the forked reader disagrees with a fresh one",
+                        "split_invariance",
+                        "the forked reader disagrees with a fresh one",
                         reproduce,
                     )
         if result is None:
             return
         if proof is None or cut < proof:
-            check_not_clean(result, f"when cut at byte {cut}, before its proof", reproduce,
-                            self.tally)
+            check_not_clean(
+                result, f"when cut at byte {cut}, before its proof", reproduce, self.tally
+            )
         else:
             self.tally.checked["never_clean_without_proof"] += 1
             if to_json(result) != full:
                 raise PropertyViolation(
                     "never_clean_without_proof",
-                    "bytes after the proof changed the verdict", reproduce,
+                    "bytes after the proof changed the verdict",
+                    reproduce,
                 )
             check_no_truncated_execution(result, reproduce, self.tally)
         self.spy.check(result, reproduce, self.tally)

@@ -43,8 +43,11 @@ ENV_VAR = "RAILINGS_CORPUS"
 PROOF_MARKERS = (b"[DONE]", b"message_stop", b"response.completed", b"response.incomplete")
 
 _EOL = re.compile(rb"\r\n|\r|\n")
-_PROVIDERS = {"openai-chat": "openai", "anthropic-messages": "anthropic",
-              "openai-responses": "openai-responses"}
+_PROVIDERS = {
+    "openai-chat": "openai",
+    "anthropic-messages": "anthropic",
+    "openai-responses": "openai-responses",
+}
 _TYPED_PROOFS = frozenset({"message_stop", "response.completed", "response.incomplete"})
 
 
@@ -61,7 +64,8 @@ def find_corpus(explicit: str | os.PathLike[str] | None = None) -> Path:
     if (candidate / "real" / "MANIFEST.tsv").is_file():
         return candidate
     raise ConfigurationError(
-        f"no corpus at {candidate}: expected real/MANIFEST.tsv there; pass --corpus or set {ENV_VAR}"
+        f"no corpus at {candidate}: expected real/MANIFEST.tsv there;"
+        f" pass --corpus or set {ENV_VAR}"
     )
 
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import httpx2
 
-from tools.reliability.corpus import is_proof_block, split_blocks
 from railings.testing import FAULT_HEADER
+from tools.reliability.corpus import is_proof_block, split_blocks
 
 __all__ = ["Attempt", "FaultingTransport", "WireTruth", "draw_fault", "wire_truth"]
 
@@ -82,8 +82,9 @@ def wire_truth(status: int, body: bytes) -> WireTruth:
             obj = json.loads(data)
         except ValueError:
             return WireTruth(False, "data that is not JSON")
-        if event == "error" or (isinstance(obj, dict) and (
-                "error" in obj or obj.get("type") == "error")):
+        if event == "error" or (
+            isinstance(obj, dict) and ("error" in obj or obj.get("type") == "error")
+        ):
             return WireTruth(False, "an error event")
     return WireTruth(False, "no proof")
 

@@ -196,16 +196,23 @@ def _print(report: dict[str, Any]) -> None:
         numeric = column in ("examples", "seconds")
         campaigns.add_column(column, justify="right" if numeric else "left")
     for c in report["campaigns"]:
-        campaigns.add_row(c["name"], f"{c['examples']:,}", f"{c['seconds']:.1f}",
-                          "[green]pass[/]" if c["status"] == "pass" else "[red]FAIL[/]")
+        campaigns.add_row(
+            c["name"],
+            f"{c['examples']:,}",
+            f"{c['seconds']:.1f}",
+            "[green]pass[/]" if c["status"] == "pass" else "[red]FAIL[/]",
+        )
     console.print(campaigns)
     properties = Table(title="properties (examples that checked each)")
     properties.add_column("property")
     properties.add_column("examples", justify="right")
     properties.add_column("status")
     for p in report["properties"]:
-        properties.add_row(p["name"], f"{p['examples']:,}",
-                           "[green]pass[/]" if p["status"] == "pass" else "[red]FAIL[/]")
+        properties.add_row(
+            p["name"],
+            f"{p['examples']:,}",
+            "[green]pass[/]" if p["status"] == "pass" else "[red]FAIL[/]",
+        )
     console.print(properties)
     for c in report["campaigns"]:
         if c["failure"]:
@@ -223,17 +230,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m tools.reliability.fuzz",
         description="Fuzz the railings core (see the module docstring).",
     )
-    parser.add_argument("--examples", type=int, default=5000,
-                        help="examples per random campaign (default 5000)")
-    parser.add_argument("--seconds", type=float, default=None,
-                        help="time budget for all the random campaigns together")
-    parser.add_argument("--corpus", help="the corpus directory (default: the repository's tests/corpus)")
-    parser.add_argument("--campaign", action="append", choices=sorted(CAMPAIGNS),
-                        help="run only this random campaign (repeatable)")
-    parser.add_argument("--skip-exhaustive", action="store_true",
-                        help="do not cut every capture at every byte offset")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                        help="processes for the exhaustive campaign (default: CPU count)")
+    parser.add_argument(
+        "--examples", type=int, default=5000, help="examples per random campaign (default 5000)"
+    )
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=None,
+        help="time budget for all the random campaigns together",
+    )
+    parser.add_argument("--corpus", help="the corpus directory (default: tests/corpus)")
+    parser.add_argument(
+        "--campaign",
+        action="append",
+        choices=sorted(CAMPAIGNS),
+        help="run only this random campaign (repeatable)",
+    )
+    parser.add_argument(
+        "--skip-exhaustive",
+        action="store_true",
+        help="do not cut every capture at every byte offset",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="processes for the exhaustive campaign (default: CPU count)",
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the report as JSON")
     args = parser.parse_args(argv)
     if args.examples < 1:
@@ -251,13 +274,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             weight = WEIGHTS.get(name, 1.0)
             budget = None if args.seconds is None else args.seconds * weight / total_weight
             count = max(1, int(args.examples * weight))
-            print(f"fuzz: {name} ({count} examples"
-                  + (f", at most {budget:.0f} s)" if budget is not None else ")"), flush=True)
+            print(
+                f"fuzz: {name} ({count} examples"
+                + (f", at most {budget:.0f} s)" if budget is not None else ")"),
+                flush=True,
+            )
             results.append(run_campaign(fuzzer, name, examples=count, seconds=budget))
         tally += fuzzer.tally
     if not args.skip_exhaustive:
-        print(f"fuzz: every_offset ({sum(len(c.body) for c in captures):,} offsets "
-              f"of {len(captures)} captures, {args.workers} worker(s))", flush=True)
+        print(
+            f"fuzz: every_offset ({sum(len(c.body) for c in captures):,} offsets "
+            f"of {len(captures)} captures, {args.workers} worker(s))",
+            flush=True,
+        )
         results.append(run_exhaustive(captures, args.corpus, max(1, args.workers), tally))
     report = _report(results, tally, time.monotonic() - started)
     _print(report)

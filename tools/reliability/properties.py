@@ -43,11 +43,11 @@ from railings.dispatch import (
 )
 from railings.dispatch import builtins as builtins_module
 from railings.errors import EventTooLarge, RailingsError
-from tools.reliability.corpus import PROOF_MARKERS
 from railings.replay import Replay
 from railings.turn.model import Turn
 from railings.turn.reader import StreamReader
 from railings.turn.verdict import judge
+from tools.reliability.corpus import PROOF_MARKERS
 
 __all__ = [
     "PROPERTIES",
@@ -298,9 +298,7 @@ class ShellSpy:
         if not result.turn.tool_calls:
             return
         spawned = self.dispatch(result.turn)
-        allowed = Counter(
-            "echo " + _marker(v.arguments) for v in result.verdicts if v.execute
-        )
+        allowed = Counter("echo " + _marker(v.arguments) for v in result.verdicts if v.execute)
         if spawned and not result.turn.complete:
             raise PropertyViolation(
                 "shell_never_reached",

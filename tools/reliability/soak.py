@@ -54,11 +54,11 @@ from typing import Any
 from railings.agent.loop import Agent, AgentEvent, RunResult, ToolsDispatched
 from railings.dispatch import OutcomeStatus, ToolRegistry, builtin_tools
 from railings.errors import RailingsError
-from tools.reliability.faulting import IDLE, Attempt, FaultingTransport
-from tools.reliability.properties import ShellSpy
 from railings.testing import FaultProxy, Script, ScriptedServer
 from railings.transport import AsyncProviderClient, ClientConfig, RetryPolicy, Timeouts, no_waits
 from railings.turn.model import Outcome
+from tools.reliability.faulting import IDLE, Attempt, FaultingTransport
+from tools.reliability.properties import ShellSpy
 
 __all__ = ["FD_SLACK", "RSS_SLACK", "SCRIPT", "WHOLE_COMMANDS", "main", "soak"]
 
@@ -72,13 +72,23 @@ SCRIPT: dict[str, Any] = {
     "seed": 9,
     "turns": [
         {"text": {"$filler": 300}},
-        {"text": "Running it.", "tool_calls": [{"name": "shell",
-                                                "arguments": {"command": "echo soak-ok"}}]},
-        {"text": "Two at once.", "tool_calls": [
-            {"name": "shell", "arguments": {"command": "echo soak-a"}},
-            {"name": "shell", "arguments": {"command": "echo soak-b"}}]},
-        {"text": "A long one.", "tool_calls": [{"name": "shell", "arguments": {
-            "command": "echo soak-cut " + "x" * 3000}}]},
+        {
+            "text": "Running it.",
+            "tool_calls": [{"name": "shell", "arguments": {"command": "echo soak-ok"}}],
+        },
+        {
+            "text": "Two at once.",
+            "tool_calls": [
+                {"name": "shell", "arguments": {"command": "echo soak-a"}},
+                {"name": "shell", "arguments": {"command": "echo soak-b"}},
+            ],
+        },
+        {
+            "text": "A long one.",
+            "tool_calls": [
+                {"name": "shell", "arguments": {"command": "echo soak-cut " + "x" * 3000}}
+            ],
+        },
         {"thinking": "Let me think about it.", "text": {"$filler": 200}},
     ],
 }
@@ -139,8 +149,13 @@ class _Worker:
         events: list[AgentEvent] = []
         started = time.monotonic()
         try:
-            agent = Agent(self.clients[provider], ToolRegistry(builtin_tools(self.workdir)),
-                          max_turns=1, approve=None, on_event=events.append)
+            agent = Agent(
+                self.clients[provider],
+                ToolRegistry(builtin_tools(self.workdir)),
+                max_turns=1,
+                approve=None,
+                on_event=events.append,
+            )
             async with asyncio.timeout(60):
                 result: RunResult = await agent.arun("soak")
             run.status = result.status.value
@@ -197,8 +212,14 @@ def _percentile(values: Sequence[float], q: float) -> float:
 # -- the soak --------------------------------------------------------------------------------
 
 
-async def _runs(proxy_url: str, count: int, concurrency: int, seconds: float | None,
-                rng: random.Random, workdir: Path) -> list[Run]:
+async def _runs(
+    proxy_url: str,
+    count: int,
+    concurrency: int,
+    seconds: float | None,
+    rng: random.Random,
+    workdir: Path,
+) -> list[Run]:
     plan = [(rng.choice(("openai", "anthropic")), rng.randrange(1 << 30)) for _ in range(count)]
     queue = iter(plan)
     deadline = None if seconds is None else time.monotonic() + seconds
@@ -218,8 +239,13 @@ async def _runs(proxy_url: str, count: int, concurrency: int, seconds: float | N
     return runs
 
 
-def soak(turns: int = 200, concurrency: int = 16, seconds: float | None = None,
-         seed: int | None = None, warmup: int | None = None) -> dict[str, Any]:
+def soak(
+    turns: int = 200,
+    concurrency: int = 16,
+    seconds: float | None = None,
+    seed: int | None = None,
+    warmup: int | None = None,
+) -> dict[str, Any]:
     """Run the soak; return the report (see the module docstring).
 
     ``warmup`` turns (default: four per slot, at least 50) run first, unmeasured, so that
@@ -248,8 +274,16 @@ def soak(turns: int = 200, concurrency: int = 16, seconds: float | None = None,
         gc.collect()
         fds_after, rss_after = _fds(), _rss()
         objects_after = len(gc.get_objects()) - sum(_objects_of(run) for run in runs)
-    report = _report(runs, commands, elapsed, seed, turns, concurrency,
-                     (fds_before, fds_after), (rss_before, rss_after))
+    report = _report(
+        runs,
+        commands,
+        elapsed,
+        seed,
+        turns,
+        concurrency,
+        (fds_before, fds_after),
+        (rss_before, rss_after),
+    )
     report["python_objects"] = {"before": objects_before, "after": objects_after}
     report["warmup_turns"] = warmup
     return report
@@ -260,8 +294,16 @@ def _objects_of(run: Run) -> int:
     return 2 + len(run.attempts) * 2 + len(run.executed)
 
 
-def _report(runs: list[Run], commands: list[str], elapsed: float, seed: int, turns: int,
-            concurrency: int, fds: tuple[int, int], rss: tuple[int, int]) -> dict[str, Any]:
+def _report(
+    runs: list[Run],
+    commands: list[str],
+    elapsed: float,
+    seed: int,
+    turns: int,
+    concurrency: int,
+    fds: tuple[int, int],
+    rss: tuple[int, int],
+) -> dict[str, Any]:
     injected: Counter[str] = Counter()
     disrupted: Counter[str] = Counter()
     detected: Counter[str] = Counter()
@@ -281,8 +323,10 @@ def _report(runs: list[Run], commands: list[str], elapsed: float, seed: int, tur
                 else:
                     detected[attempt.fault_class] += 1
             elif not reported_clean:  # retried, or reported broken, though it was whole
-                misreported.append(f"{where}: clean on the wire, reported {run.status}"
-                                   + (f" ({run.error})" if run.error else ""))
+                misreported.append(
+                    f"{where}: clean on the wire, reported {run.status}"
+                    + (f" ({run.error})" if run.error else "")
+                )
     truncated = [c for c in commands if c not in WHOLE_COMMANDS]
     truncated_executed = len(truncated) + sum(r.executed_from_unfinished for r in runs)
     culprits = [
@@ -317,8 +361,11 @@ def _report(runs: list[Run], commands: list[str], elapsed: float, seed: int, tur
         "requests": sum(len(r.attempts) for r in runs),
         "outcomes": dict(statuses),
         "faults": {
-            name: {"injected": injected[name], "disrupted": disrupted[name],
-                   "detected": detected[name]}
+            name: {
+                "injected": injected[name],
+                "disrupted": disrupted[name],
+                "detected": detected[name],
+            }
             for name in sorted(injected)
         },
         "faults_injected": sum(v for k, v in injected.items() if k != "none"),
@@ -327,13 +374,18 @@ def _report(runs: list[Run], commands: list[str], elapsed: float, seed: int, tur
         "truncated_calls_executed": truncated_executed,
         "clean_turns_misreported": len(misreported),
         "shell_runs": len(commands),
-        "latency_seconds": {"p50": round(_percentile(latencies, 0.5), 4),
-                            "p99": round(_percentile(latencies, 0.99), 4),
-                            "max": round(max(latencies, default=0.0), 4)},
+        "latency_seconds": {
+            "p50": round(_percentile(latencies, 0.5), 4),
+            "p99": round(_percentile(latencies, 0.99), 4),
+            "max": round(max(latencies, default=0.0), 4),
+        },
         "open_fds": {"before": fds[0], "after": fds[1], "slack": FD_SLACK},
         "rss_bytes": {"before": rss[0], "after": rss[1], "slack": RSS_SLACK},
-        "examples": {"missed": missed[:10], "misreported": misreported[:10],
-                     "truncated": culprits[:10]},
+        "examples": {
+            "missed": missed[:10],
+            "misreported": misreported[:10],
+            "truncated": culprits[:10],
+        },
     }
 
 
@@ -342,8 +394,10 @@ def _print(report: dict[str, Any]) -> None:
     from rich.table import Table
 
     console = Console(highlight=False, no_color=bool(os.environ.get("NO_COLOR")))
-    faults = Table(title=f"soak: {report['turns_run']} turns, {report['requests']} requests, "
-                         f"concurrency {report['concurrency']}, {report['seconds']:.1f} s")
+    faults = Table(
+        title=f"soak: {report['turns_run']} turns, {report['requests']} requests, "
+        f"concurrency {report['concurrency']}, {report['seconds']:.1f} s"
+    )
     for column in ("fault", "injected", "disrupted a stream", "detected"):
         faults.add_column(column, justify="left" if column == "fault" else "right")
     for name, row in report["faults"].items():
@@ -359,15 +413,24 @@ def _print(report: dict[str, Any]) -> None:
         ("truncated calls executed", str(report["truncated_calls_executed"]), "0"),
         ("broken turns reported clean", str(report["faults_missed"]), "0"),
         ("clean turns misreported", str(report["clean_turns_misreported"]), "0"),
-        ("faults injected / detected", f"{report['faults_injected']} / "
-                                       f"{report['faults_detected']}", ""),
+        (
+            "faults injected / detected",
+            f"{report['faults_injected']} / {report['faults_detected']}",
+            "",
+        ),
         ("shell runs (whole calls)", str(report["shell_runs"]), ""),
         ("outcomes", ", ".join(f"{k} {v}" for k, v in sorted(report["outcomes"].items())), ""),
         ("open fds before -> after", f"{fd['before']} -> {fd['after']}", f"+{fd['slack']}"),
-        ("RSS before -> after", f"{rss['before'] / mib:.1f} -> {rss['after'] / mib:.1f} MiB",
-         f"+{rss['slack'] / mib:.0f} MiB"),
-        ("python objects before -> after", f"{report['python_objects']['before']:,} -> "
-                                           f"{report['python_objects']['after']:,}", ""),
+        (
+            "RSS before -> after",
+            f"{rss['before'] / mib:.1f} -> {rss['after'] / mib:.1f} MiB",
+            f"+{rss['slack'] / mib:.0f} MiB",
+        ),
+        (
+            "python objects before -> after",
+            f"{report['python_objects']['before']:,} -> {report['python_objects']['after']:,}",
+            "",
+        ),
         ("run latency p50 / p99", f"{lat['p50'] * 1000:.0f} / {lat['p99'] * 1000:.0f} ms", ""),
     ]
     for row in rows:
@@ -380,17 +443,27 @@ def _print(report: dict[str, Any]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.reliability.soak",
-                                     description="Soak railings under faults "
-                                                 "(see the module docstring).")
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.reliability.soak",
+        description="Soak railings under faults (see the module docstring).",
+    )
     parser.add_argument("--turns", type=int, default=200, help="agent turns (default 200)")
-    parser.add_argument("--concurrency", type=int, default=16,
-                        help="turns in flight at once (default 16)")
-    parser.add_argument("--seconds", type=float, default=None,
-                        help="stop starting turns after S seconds (default: no limit)")
+    parser.add_argument(
+        "--concurrency", type=int, default=16, help="turns in flight at once (default 16)"
+    )
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=None,
+        help="stop starting turns after S seconds (default: no limit)",
+    )
     parser.add_argument("--seed", type=int, default=None, help="replay a soak")
-    parser.add_argument("--json", metavar="PATH", default="bench/results/soak.json",
-                        help="where to write the report (default bench/results/soak.json)")
+    parser.add_argument(
+        "--json",
+        metavar="PATH",
+        default="bench/results/soak.json",
+        help="where to write the report (default bench/results/soak.json)",
+    )
     args = parser.parse_args(argv)
     if args.turns < 1 or args.concurrency < 1:
         parser.error("--turns and --concurrency must be at least 1")

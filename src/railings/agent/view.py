@@ -104,7 +104,8 @@ class TerminalView:
                                 # The verdict allowed a repair; the tool takes none.
                                 self.console.print(
                                     f"  [bold red]NOT executed[/]: {name} runs only on "
-                                    "arguments exactly as the model wrote them")
+                                    "arguments exactly as the model wrote them"
+                                )
                             self.console.print(f"  [dim]notice sent: resend {name} complete[/]")
                             continue
                         style, label = _STATUS_STYLE[outcome.status]

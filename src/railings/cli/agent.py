@@ -59,8 +59,11 @@ CHAT_HELP = (
     + "\n"
     + EXIT_CODES
 )
-DEFAULT_MODELS = {"openai": "gpt-4.1-mini", "anthropic": "claude-sonnet-4-5",
-                  "openai-responses": "gpt-4.1-mini"}
+DEFAULT_MODELS = {
+    "openai": "gpt-4.1-mini",
+    "anthropic": "claude-sonnet-4-5",
+    "openai-responses": "gpt-4.1-mini",
+}
 BUILTIN_NAMES = ("shell", "read_file", "write_file", "list_dir")
 DEMO_MAX_TOKENS = 1024
 

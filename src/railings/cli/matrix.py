@@ -52,7 +52,8 @@ def _names(kind: str, known: Sequence[str]) -> Any:
         unknown = [n for n in names if n not in known]
         if unknown or not names:
             raise argparse.ArgumentTypeError(
-                f"unknown {kind} {', '.join(unknown) or repr(text)}: expected {', '.join(known)}")
+                f"unknown {kind} {', '.join(unknown) or repr(text)}: expected {', '.join(known)}"
+            )
         return list(dict.fromkeys(names))
 
     return parse
@@ -67,25 +68,46 @@ def register(commands: Any) -> None:
         description=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--client", type=_names("client", [*CLIENTS, "all"]),
-                        default=["railings"], metavar="NAME[,NAME]",
-                        help=f"client(s) to run: {', '.join(CLIENTS)} or all "
-                             "(default: railings)")
-    parser.add_argument("--quick", action="store_true",
-                        help="a subset: the main fault classes, small payloads (a few seconds)")
-    parser.add_argument("--faults", type=_names("fault", [f.name for f in FAULT_CASES]),
-                        metavar="F[,F]", help="fault classes (default: all)")
-    parser.add_argument("--sizes", type=_names("size", list(SIZES)), metavar="S[,S]",
-                        help=f"payload sizes: {', '.join(SIZES)} (default: all)")
-    parser.add_argument("--providers", type=_names("provider", list(PROVIDERS)),
-                        metavar="P[,P]", help=f"{', '.join(PROVIDERS)} (default: all)")
-    parser.add_argument("--jobs", type=positive, default=None, metavar="N",
-                        help="cells run at once (default 16)")
-    parser.add_argument("--upstream", metavar="URL",
-                        help="a real endpoint's origin instead of the embedded server")
+    parser.add_argument(
+        "--client",
+        type=_names("client", [*CLIENTS, "all"]),
+        default=["railings"],
+        metavar="NAME[,NAME]",
+        help=f"client(s) to run: {', '.join(CLIENTS)} or all (default: railings)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a subset: the main fault classes, small payloads (a few seconds)",
+    )
+    parser.add_argument(
+        "--faults",
+        type=_names("fault", [f.name for f in FAULT_CASES]),
+        metavar="F[,F]",
+        help="fault classes (default: all)",
+    )
+    parser.add_argument(
+        "--sizes",
+        type=_names("size", list(SIZES)),
+        metavar="S[,S]",
+        help=f"payload sizes: {', '.join(SIZES)} (default: all)",
+    )
+    parser.add_argument(
+        "--providers",
+        type=_names("provider", list(PROVIDERS)),
+        metavar="P[,P]",
+        help=f"{', '.join(PROVIDERS)} (default: all)",
+    )
+    parser.add_argument(
+        "--jobs", type=positive, default=None, metavar="N", help="cells run at once (default 16)"
+    )
+    parser.add_argument(
+        "--upstream", metavar="URL", help="a real endpoint's origin instead of the embedded server"
+    )
     parser.add_argument("--model", help="the model to ask (with --upstream)")
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON object instead of the table")
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object instead of the table"
+    )
     parser.set_defaults(run=run)
 
 
@@ -107,11 +129,20 @@ def run(args: argparse.Namespace) -> int:
 
     err = console(stderr=True)
     with progress(err, total, enabled=err.is_terminal and not args.json) as advance:
-        result = asyncio.run(run_matrix(cells, clients, upstream=upstream,
-                                        jobs=args.jobs or DEFAULT_JOBS, on_result=advance))
+        result = asyncio.run(
+            run_matrix(
+                cells, clients, upstream=upstream, jobs=args.jobs or DEFAULT_JOBS, on_result=advance
+            )
+        )
     if args.json:
-        options = {"clients": names, "faults": faults, "sizes": sizes,
-                   "providers": args.providers, "quick": args.quick, "model": args.model}
+        options = {
+            "clients": names,
+            "faults": faults,
+            "sizes": sizes,
+            "providers": args.providers,
+            "quick": args.quick,
+            "model": args.model,
+        }
         sys.stdout.write(to_json(result, options=options) + "\n")
     else:
         render(console(), result)
@@ -123,8 +154,9 @@ def _upstream(args: argparse.Namespace) -> Any:
 
     if args.upstream is None:
         if args.model is not None:
-            raise UsageError("matrix: --model goes with --upstream (the embedded server "
-                             "has one scripted model)")
+            raise UsageError(
+                "matrix: --model goes with --upstream (the embedded server has one scripted model)"
+            )
         return None
     parts = urlsplit(args.upstream)
     if parts.scheme not in ("http", "https") or not parts.hostname:

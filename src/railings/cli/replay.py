@@ -39,8 +39,9 @@ def register(commands: Any) -> None:
         description=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("file", metavar="FILE",
-                        help="raw response body (text/event-stream); - reads standard input")
+    parser.add_argument(
+        "file", metavar="FILE", help="raw response body (text/event-stream); - reads standard input"
+    )
     parser.add_argument(
         "--provider",
         choices=(*PROVIDERS, "auto"),
@@ -79,8 +80,11 @@ def run(args: argparse.Namespace) -> int:
     if b"data:" not in body and body.lstrip()[:1] in (b"{", b"["):
         # An error answer saved or piped instead of a stream: say so, not only "EMPTY".
         start = body.strip()[:160].decode("utf-8", "replace").replace("\n", " ")
-        print(f"railings: warning: the body holds no SSE event; it looks like a JSON "
-              f"response (an HTTP error?): {start}", file=sys.stderr)
+        print(
+            f"railings: warning: the body holds no SSE event; it looks like a JSON "
+            f"response (an HTTP error?): {start}",
+            file=sys.stderr,
+        )
     if result.turn.stop_reason_source == "derived" and args.max_tokens is None:
         print(
             "railings: warning: the stream carried no stop reason and --max-tokens was not given, "

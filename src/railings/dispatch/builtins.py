@@ -194,7 +194,7 @@ def builtin_tools(
             f"(default {timeout:g}, at most {MAX_TIMEOUT:g}); it gets no input. Output "
             f"above {max_output} bytes per stream is cut, keeping its start and its end, "
             f"and the result says so. {TRUNCATION_CONTRACT}"
-        )
+        ),
     )
     async def shell(
         command: Annotated[str, "The command line, run by /bin/sh."],
@@ -266,7 +266,7 @@ def builtin_tools(
             "directories. With `append`, add to the end of the file instead of replacing "
             "it: write a long file in several calls, the first without `append`, the rest "
             f"with it. {TRUNCATION_CONTRACT}"
-        )
+        ),
     )
     def write_file(
         path: Annotated[str, "Relative to the working directory."],

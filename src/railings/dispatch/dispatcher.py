@@ -163,4 +163,3 @@ def _unknown(verdict: CallVerdict, registry: ToolRegistry) -> ToolOutcome:
         name=call.name, id=call.id or "-", available=", ".join(registry.names) or "none"
     )
     return ToolOutcome(call.id, call.name, OutcomeStatus.ERROR, notice, verdict)
-

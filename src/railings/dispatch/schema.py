@@ -106,9 +106,7 @@ def check_schema(schema: Mapping[str, Any], name: str) -> None:
     if not isinstance(schema, Mapping):
         raise ToolDefinitionError(f"tool {name!r}: the schema must be a JSON object")
     if schema.get("type") != "object":
-        raise ToolDefinitionError(
-            f"tool {name!r}: the arguments schema must have \"type\": \"object\""
-        )
+        raise ToolDefinitionError(f'tool {name!r}: the arguments schema must have "type": "object"')
     try:
         json.dumps(schema)
         validator_for(schema, default=Draft202012Validator).check_schema(schema)

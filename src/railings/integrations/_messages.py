@@ -205,8 +205,10 @@ def _calls(message: Any) -> list[_Call]:
             if call.parsed is None and isinstance(block.get("input"), dict):
                 call.parsed = block["input"]
         elif kind == "function_call":
-            keep_raw(seen(block.get("call_id") or block.get("id"), block.get("name")),
-                     block.get("arguments"))
+            keep_raw(
+                seen(block.get("call_id") or block.get("id"), block.get("name")),
+                block.get("arguments"),
+            )
         elif kind in ("tool_call_chunk", "invalid_tool_call"):
             keep_raw(seen(block.get("id"), block.get("name")), block.get("args"))
     # Streamed chunks: continuation pieces carry only the index, so join by index first.

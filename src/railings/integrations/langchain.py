@@ -77,6 +77,9 @@ def _pending(state: Any, notices: list[ToolMessage]) -> bool:
     """Whether the latest AI message still has a call no tool message answers."""
     messages = messages_of(state)
     latest = next((m for m in reversed(messages) if getattr(m, "type", None) == "ai"), None)
-    answered = {getattr(m, "tool_call_id", None) for m in [*messages, *notices]
-                if getattr(m, "type", None) == "tool"}
+    answered = {
+        getattr(m, "tool_call_id", None)
+        for m in [*messages, *notices]
+        if getattr(m, "type", None) == "tool"
+    }
     return any(call.get("id") not in answered for call in getattr(latest, "tool_calls", ()) or ())

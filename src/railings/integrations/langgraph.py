@@ -176,8 +176,9 @@ def resend_notices(state: Any, *, messages_key: str = "messages") -> dict[str, l
     latest = next((m for m in reversed(messages) if getattr(m, "type", None) == "ai"), None)
     if latest is None:
         return {messages_key: []}
-    answered = {getattr(m, "tool_call_id", None) for m in messages
-                if getattr(m, "type", None) == "tool"}
+    answered = {
+        getattr(m, "tool_call_id", None) for m in messages if getattr(m, "type", None) == "tool"
+    }
     return {
         messages_key: [
             notice_message(verdict)

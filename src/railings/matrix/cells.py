@@ -111,34 +111,94 @@ class FaultCase:
 
 FAULT_CASES: tuple[FaultCase, ...] = (
     FaultCase("clean", lambda s: "none", Expect.FULL, "full text", quick=True),
-    FaultCase("truncate_empty", lambda s: "truncate:events=1,times=1", Expect.RESENT,
-              "Empty: resent, full text", error="StreamInterrupted", quick=True),
-    FaultCase("truncate", lambda s: f"truncate:events={s.mid}", Expect.PARTIAL,
-              "Partial, marked", quick=True),
-    FaultCase("drop_terminator", lambda s: "drop_terminator", Expect.PARTIAL,
-              "Partial, marked", quick=True),
-    FaultCase("idle", lambda s: f"idle:events={s.mid},seconds=30", Expect.PARTIAL,
-              "Partial: IdleTimeout", error="IdleTimeout", idle=0.5, quick=True),
+    FaultCase(
+        "truncate_empty",
+        lambda s: "truncate:events=1,times=1",
+        Expect.RESENT,
+        "Empty: resent, full text",
+        error="StreamInterrupted",
+        quick=True,
+    ),
+    FaultCase(
+        "truncate",
+        lambda s: f"truncate:events={s.mid}",
+        Expect.PARTIAL,
+        "Partial, marked",
+        quick=True,
+    ),
+    FaultCase(
+        "drop_terminator",
+        lambda s: "drop_terminator",
+        Expect.PARTIAL,
+        "Partial, marked",
+        quick=True,
+    ),
+    FaultCase(
+        "idle",
+        lambda s: f"idle:events={s.mid},seconds=30",
+        Expect.PARTIAL,
+        "Partial: IdleTimeout",
+        error="IdleTimeout",
+        idle=0.5,
+        quick=True,
+    ),
     FaultCase("reorder", lambda s: f"reorder:event={s.mid}", Expect.LIMIT, "undetectable"),
     FaultCase("duplicate", lambda s: f"duplicate:event={s.mid}", Expect.LIMIT, "undetectable"),
     FaultCase("reset", lambda s: f"reset:events={s.mid}", Expect.PARTIAL, "Partial, marked"),
-    FaultCase("close_after_terminator", lambda s: "close_after_terminator",
-              Expect.COUNTEREXAMPLE, "complete: proof seen", quick=True),
+    FaultCase(
+        "close_after_terminator",
+        lambda s: "close_after_terminator",
+        Expect.COUNTEREXAMPLE,
+        "complete: proof seen",
+        quick=True,
+    ),
     FaultCase("drip", lambda s: f"drip:delay=0,size={s.drip}", Expect.FULL, "full text"),
-    FaultCase("status_429", lambda s: "status:code=429,retry_after_ms=10,times=1",
-              Expect.RETRIED, "retried: full text", error="RateLimited", quick=True),
+    FaultCase(
+        "status_429",
+        lambda s: "status:code=429,retry_after_ms=10,times=1",
+        Expect.RETRIED,
+        "retried: full text",
+        error="RateLimited",
+        quick=True,
+    ),
     # Any retryable provider error: railings names an OpenAI-shaped 529 ServerError
     # (its body says "server_error"), an Anthropic one Overloaded.
-    FaultCase("status_529", lambda s: "status:code=529,retry_after_ms=10,times=1",
-              Expect.RETRIED, "retried: full text", error="ProviderError"),
-    FaultCase("status_429_always", lambda s: "status:code=429,retry_after_ms=10",
-              Expect.RAISES, "raises RateLimited", error="RateLimited"),
-    FaultCase("error_event", lambda s: f"error_event:events={s.mid}", Expect.PARTIAL,
-              "Partial: provider error", error="provider_error", quick=True),
-    FaultCase("corrupt", lambda s: f"corrupt:event={s.mid},kind=json", Expect.PARTIAL,
-              "Partial: malformed", error="malformed_stream"),
-    FaultCase("corrupt_utf8", lambda s: f"corrupt:event={s.mid},kind=utf8", Expect.PARTIAL,
-              "Partial: malformed", error="malformed_stream"),
+    FaultCase(
+        "status_529",
+        lambda s: "status:code=529,retry_after_ms=10,times=1",
+        Expect.RETRIED,
+        "retried: full text",
+        error="ProviderError",
+    ),
+    FaultCase(
+        "status_429_always",
+        lambda s: "status:code=429,retry_after_ms=10",
+        Expect.RAISES,
+        "raises RateLimited",
+        error="RateLimited",
+    ),
+    FaultCase(
+        "error_event",
+        lambda s: f"error_event:events={s.mid}",
+        Expect.PARTIAL,
+        "Partial: provider error",
+        error="provider_error",
+        quick=True,
+    ),
+    FaultCase(
+        "corrupt",
+        lambda s: f"corrupt:event={s.mid},kind=json",
+        Expect.PARTIAL,
+        "Partial: malformed",
+        error="malformed_stream",
+    ),
+    FaultCase(
+        "corrupt_utf8",
+        lambda s: f"corrupt:event={s.mid},kind=utf8",
+        Expect.PARTIAL,
+        "Partial: malformed",
+        error="malformed_stream",
+    ),
 )
 QUICK_FAULTS: tuple[str, ...] = tuple(f.name for f in FAULT_CASES if f.quick)
 
@@ -229,29 +289,31 @@ class Payload:
         if not self.plan.calls:
             return Shape(mid=provider.lead + max(1, text // 2), drip=self.size.drip)
         *before, cut = self.plan.calls
-        ahead = text + sum(provider.seams + math.ceil(len(c.arguments) / chunk)
-                           for c in before)
+        ahead = text + sum(provider.seams + math.ceil(len(c.arguments) / chunk) for c in before)
         middle = max(1, math.ceil(len(cut.arguments) / chunk) // 2)
-        return Shape(mid=provider.lead + ahead + provider.seams + middle,
-                     drip=self.size.drip)
+        return Shape(mid=provider.lead + ahead + provider.seams + middle, drip=self.size.drip)
 
 
 @functools.cache
 def payload(size: Size, tool: bool) -> Payload:
     """The script and the reference plan for ``size`` (cached: a 1 MB filler costs)."""
     if tool:
-        calls = [{"name": "shell", "arguments": {"command": SIBLING_COMMAND}},
-                 {"name": "shell", "arguments": {"command": cut_command(size.chars)}}]
-        sent = len(TOOL_TEXT) + sum(len(json.dumps(c["arguments"], ensure_ascii=False))
-                                    for c in calls[:1])
+        calls = [
+            {"name": "shell", "arguments": {"command": SIBLING_COMMAND}},
+            {"name": "shell", "arguments": {"command": cut_command(size.chars)}},
+        ]
+        sent = len(TOOL_TEXT) + sum(
+            len(json.dumps(c["arguments"], ensure_ascii=False)) for c in calls[:1]
+        )
         # Cut the second call in the middle of its heredoc.
         max_tokens = math.ceil((sent + size.chars // 2) / 4)
         turn: dict[str, object] = {"text": TOOL_TEXT, "tool_calls": calls}
     else:
         turn = {"text": LEAD + filler(size.chars - len(LEAD))}
         max_tokens = math.ceil(size.chars / 4) + 64  # room: not truncated
-    script = Script.from_dict({"model": "railings-matrix", "seed": 7,
-                               "chunk_size": size.chunk, "turns": [turn]})
+    script = Script.from_dict(
+        {"model": "railings-matrix", "seed": 7, "chunk_size": size.chunk, "turns": [turn]}
+    )
     plan = plan_turn(_only_turn(script), max_tokens, lambda: "call_matrix")
     return Payload(size, tool, script, max_tokens, plan)
 
@@ -290,8 +352,14 @@ def grid(
     by_name = {f.name: f for f in FAULT_CASES}
     chosen_faults = [by_name[n] for n in faults] if faults is not None else list(FAULT_CASES)
     chosen_sizes = [SIZES[n] for n in sizes] if sizes is not None else list(SIZES.values())
-    chosen_providers = ([PROVIDERS[n] for n in providers] if providers is not None
-                        else list(PROVIDERS.values()))
+    chosen_providers = (
+        [PROVIDERS[n] for n in providers] if providers is not None else list(PROVIDERS.values())
+    )
     tool_values = tuple(tools)
-    return [Cell(f, s, p, t) for f in chosen_faults for p in chosen_providers
-            for t in tool_values for s in chosen_sizes]
+    return [
+        Cell(f, s, p, t)
+        for f in chosen_faults
+        for p in chosen_providers
+        for t in tool_values
+        for s in chosen_sizes
+    ]

@@ -106,13 +106,16 @@ class RailingsClient:
             retry=RetryPolicy(attempts=4, deadline=60, initial=0.05, cap=0.2),
         )
         async with AsyncProviderClient(config) as client:
-            stream = client.stream_turn([User(target.prompt)],
-                                        [spy.spec] if target.tool else ())
+            stream = client.stream_turn([User(target.prompt)], [spy.spec] if target.tool else ())
             try:
                 turn = await stream.result()
             except RailingsError as exc:
-                return raised(exc, attempts=stream.attempts, executed=[],
-                               retried=[lineage(r.error) for r in stream.retries])
+                return raised(
+                    exc,
+                    attempts=stream.attempts,
+                    executed=[],
+                    retried=[lineage(r.error) for r in stream.retries],
+                )
         turn = self.accept(turn)
         with spy:
             batch = await Dispatcher(ToolRegistry([spy.tool])).dispatch_turn(turn)
@@ -132,9 +135,14 @@ class RailingsClient:
             attempts=stream.attempts,
             retried=[lineage(r.error) for r in stream.retries],
             executed=list(spy.executed),
-            dispatch=[{"name": o.name, "status": o.status.value,
-                       "reason": o.verdict.reason.value if o.verdict.reason else None}
-                      for o in batch.outcomes],
+            dispatch=[
+                {
+                    "name": o.name,
+                    "status": o.status.value,
+                    "reason": o.verdict.reason.value if o.verdict.reason else None,
+                }
+                for o in batch.outcomes
+            ],
         )
 
 

@@ -50,13 +50,19 @@ class Reference:
 
     @classmethod
     def from_plan(cls, plan: Plan) -> Reference:
-        return cls(plan.text, tuple(RefCall(c.name, c.arguments, c.complete) for c in plan.calls),
-                   plan.stop_reason, plan.truncated)
+        return cls(
+            plan.text,
+            tuple(RefCall(c.name, c.arguments, c.complete) for c in plan.calls),
+            plan.stop_reason,
+            plan.truncated,
+        )
 
     @classmethod
     def from_turn(cls, turn: Turn) -> Reference:
-        calls = tuple(RefCall(c.name, c.raw_arguments, c.arguments is not None and c.closed)
-                      for c in turn.tool_calls)
+        calls = tuple(
+            RefCall(c.name, c.raw_arguments, c.arguments is not None and c.closed)
+            for c in turn.tool_calls
+        )
         return cls(turn.text, calls, turn.stop_reason, turn.truncated)
 
     @property
@@ -138,8 +144,14 @@ def _executed_only_complete(obs: Observation, ref: Reference, problems: list[str
 # -- railings --------------------------------------------------------------------------------
 
 
-def judge_railings(cell: Cell, obs: Observation, ref: Reference | None,
-                   proxy: ProxyFacts, *, known_shape: bool = True) -> Judgement:
+def judge_railings(
+    cell: Cell,
+    obs: Observation,
+    ref: Reference | None,
+    proxy: ProxyFacts,
+    *,
+    known_shape: bool = True,
+) -> Judgement:
     """The whole rule (module docstring of :mod:`railings.matrix.cells`).
 
     ``known_shape`` False (a real endpoint): where the middle of the content is, is a
@@ -162,8 +174,12 @@ def judge_railings(cell: Cell, obs: Observation, ref: Reference | None,
         return _verdict(problems, f"raises {case.error}")
 
     if not obs.returned:
-        if not known_shape and expect is Expect.PARTIAL and "RemoteError" in obs.lineage \
-                and not obs.executed:
+        if (
+            not known_shape
+            and expect is Expect.PARTIAL
+            and "RemoteError" in obs.lineage
+            and not obs.executed
+        ):
             return _verdict(problems, f"Empty each time: {obs.raised}")
         problems.append(f"raised {obs.raised}: {obs.message}")
         return _verdict(problems, "raised")
@@ -181,8 +197,9 @@ def judge_railings(cell: Cell, obs: Observation, ref: Reference | None,
         if obs.executed:
             problems.append("a tool ran from an interrupted turn")
         if case.error and case.error not in (obs.error_kind, *obs.interruption):
-            problems.append(f"ended as {obs.error_kind} / {_first(obs.interruption)}, "
-                            f"expected {case.error}")
+            problems.append(
+                f"ended as {obs.error_kind} / {_first(obs.interruption)}, expected {case.error}"
+            )
         return _verdict(problems, case.detail)
 
     # FULL, RESENT, RETRIED, COUNTEREXAMPLE: the whole answer, proven.
@@ -193,17 +210,24 @@ def judge_railings(cell: Cell, obs: Observation, ref: Reference | None,
     if ref is not None and obs.truncated != ref.truncated:
         problems.append(f"truncated={obs.truncated}, the server sent truncated={ref.truncated}")
     if tool and ref is not None and sorted(obs.executed or ()) != sorted(ref.complete_commands):
-        problems.append(f"the spy ran {len(obs.executed or ())} call(s), expected the "
-                        f"{len(ref.complete_commands)} complete one(s)")
+        problems.append(
+            f"the spy ran {len(obs.executed or ())} call(s), expected the "
+            f"{len(ref.complete_commands)} complete one(s)"
+        )
     wanted = 2 if expect in (Expect.RESENT, Expect.RETRIED) else 1
     if obs.attempts != wanted:
         problems.append(f"{obs.attempts} attempts, expected {wanted}")
-    if expect in (Expect.RESENT, Expect.RETRIED) and case.error and not (
-            obs.retried and case.error in obs.retried[0]):
-        problems.append(f"the first attempt failed with {[r[0] for r in obs.retried]}, "
-                        f"expected {case.error}")
-    if expect is Expect.COUNTEREXAMPLE and not any("after the terminator" in a
-                                                   for a in proxy.actions):
+    if (
+        expect in (Expect.RESENT, Expect.RETRIED)
+        and case.error
+        and not (obs.retried and case.error in obs.retried[0])
+    ):
+        problems.append(
+            f"the first attempt failed with {[r[0] for r in obs.retried]}, expected {case.error}"
+        )
+    if expect is Expect.COUNTEREXAMPLE and not any(
+        "after the terminator" in a for a in proxy.actions
+    ):
         problems.append("the connection did not break after the proof")
     return _verdict(problems, case.detail)
 
@@ -212,8 +236,9 @@ def _first(names: list[str]) -> str | None:
     return names[0] if names else None
 
 
-def _limit(obs: Observation, ref: Reference | None, problems: list[str], *,
-           numbered: bool) -> Judgement:
+def _limit(
+    obs: Observation, ref: Reference | None, problems: list[str], *, numbered: bool
+) -> Judgement:
     """Reorder / duplicate. Returning exactly what was sent, or noticing, is right
     everywhere; returning altered content is the wire's limit, unless the wire numbers
     its events (then it is a failure)."""
@@ -224,8 +249,11 @@ def _limit(obs: Observation, ref: Reference | None, problems: list[str], *,
     if ref is not None and _same(obs, ref):
         return Judgement(Status.PASS, "full text")
     if numbered:
-        return Judgement(Status.FAIL, "altered content",
-                         ["complete with altered content, though the wire numbers its events"])
+        return Judgement(
+            Status.FAIL,
+            "altered content",
+            ["complete with altered content, though the wire numbers its events"],
+        )
     return Judgement(Status.LIMIT, "undetectable", ["complete, proof seen, content differs"])
 
 
@@ -238,8 +266,7 @@ def _verdict(problems: list[str], label: str) -> Judgement:
 # -- the official SDKs -----------------------------------------------------------------------
 
 
-def judge_sdk(cell: Cell, obs: Observation, ref: Reference | None,
-              proxy: ProxyFacts) -> Judgement:
+def judge_sdk(cell: Cell, obs: Observation, ref: Reference | None, proxy: ProxyFacts) -> Judgement:
     """Did the SDK notice? (Informative: never the exit code.)"""
     expect = cell.fault.expect
     if proxy.requests == 0:
@@ -254,18 +281,25 @@ def judge_sdk(cell: Cell, obs: Observation, ref: Reference | None,
     share = _share(obs, ref) if ref is not None else "a result"
     if obs.notes.get("error_event") and expect in (Expect.PARTIAL, Expect.RAISES):
         # Not silent: the application got a typed error event (and must look for it).
-        return Judgement(Status.PASS, f"yielded {obs.notes['error_event']} event",
-                         [f"returned {share} and an error event, without raising"])
+        return Judgement(
+            Status.PASS,
+            f"yielded {obs.notes['error_event']} event",
+            [f"returned {share} and an error event, without raising"],
+        )
     if expect is Expect.LIMIT:
         if share == "all content":
             return Judgement(Status.PASS, "full text")
         if cell.provider.numbered:
-            return Judgement(Status.FAIL, "UNDETECTED: altered content",
-                             ["returned altered content, though the wire numbers its events"])
+            return Judgement(
+                Status.FAIL,
+                "UNDETECTED: altered content",
+                ["returned altered content, though the wire numbers its events"],
+            )
         return Judgement(Status.LIMIT, "undetectable")
     if expect in (Expect.PARTIAL, Expect.RAISES) or share != "all content":
-        return Judgement(Status.FAIL, f"UNDETECTED: {_kind(share)}",
-                         [f"returned {share} without a word"])
+        return Judgement(
+            Status.FAIL, f"UNDETECTED: {_kind(share)}", [f"returned {share} without a word"]
+        )
     return Judgement(Status.PASS, "full text")
 
 

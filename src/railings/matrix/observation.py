@@ -11,8 +11,17 @@ from typing import Any, Literal, Protocol
 
 from railings.matrix.cells import Provider
 
-__all__ = ["EMBEDDED_KEY", "Client", "Observation", "Target", "class_name", "clip", "lineage",
-           "raised", "shared_ssl_context"]
+__all__ = [
+    "EMBEDDED_KEY",
+    "Client",
+    "Observation",
+    "Target",
+    "class_name",
+    "clip",
+    "lineage",
+    "raised",
+    "shared_ssl_context",
+]
 
 EMBEDDED_KEY = "sk-railings-matrix"
 
@@ -75,11 +84,16 @@ class Observation:
             "stop_reason": self.stop_reason,
         }
         optional: dict[str, Any] = {
-            "raised": self.raised, "message": self.message or None, "chain": self.chain or None,
-            "outcome": self.outcome, "interrupted": self.interrupted,
+            "raised": self.raised,
+            "message": self.message or None,
+            "chain": self.chain or None,
+            "outcome": self.outcome,
+            "interrupted": self.interrupted,
             "interruption": self.interruption[0] if self.interruption else None,
-            "error_kind": self.error_kind, "provider_error": self.provider_error,
-            "truncated": self.truncated, "client_attempts": self.attempts,
+            "error_kind": self.error_kind,
+            "provider_error": self.provider_error,
+            "truncated": self.truncated,
+            "client_attempts": self.attempts,
             "retried": [r[0] for r in self.retried] or None,
             "executed": None if self.executed is None else [clip(c) for c in self.executed],
             "dispatch": self.dispatch or None,
@@ -113,8 +127,14 @@ def _chain(exc: BaseException) -> list[str]:
 
 def raised(exc: BaseException, **fields: Any) -> Observation:
     message = str(exc).splitlines()[0] if str(exc) else ""
-    return Observation(returned=False, raised=class_name(type(exc)), lineage=lineage(exc),
-                       message=message[:200], chain=_chain(exc), **fields)
+    return Observation(
+        returned=False,
+        raised=class_name(type(exc)),
+        lineage=lineage(exc),
+        message=message[:200],
+        chain=_chain(exc),
+        **fields,
+    )
 
 
 class Client(Protocol):

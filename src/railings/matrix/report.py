@@ -36,13 +36,16 @@ _STYLE = {Status.PASS: "green", Status.FAIL: "bold red", Status.LIMIT: "yellow"}
 _SDK_FAIL = "red"
 
 FOOTNOTES: dict[tuple[str, ...], str] = {
-    ("close_after_terminator",):
-    "close_after_terminator is the seeds' counterexample: the whole stream and its proof "
+    (
+        "close_after_terminator",
+    ): "close_after_terminator is the seeds' counterexample: the whole stream and its proof "
     "arrived, then the connection broke. The proof is data, not the close: the turn is "
     "complete. Had the proof itself been lost, nobody could tell it from drop_terminator: "
     "Partial.",
-    ("reorder", "duplicate"):
-    "reorder / duplicate swap or repeat two content deltas with the proof intact. Chat "
+    (
+        "reorder",
+        "duplicate",
+    ): "reorder / duplicate swap or repeat two content deltas with the proof intact. Chat "
     "Completions and Messages number nothing, so no client can notice (~): reported, "
     "never a failure. Responses events carry sequence numbers and the content comes "
     "again at the end: there the full text, or a detected fault, is due.",
@@ -50,12 +53,18 @@ FOOTNOTES: dict[tuple[str, ...], str] = {
 
 
 @contextmanager
-def progress(console: Console, total: int,
-             enabled: bool) -> Iterator[Callable[[CellResult], None]]:
+def progress(console: Console, total: int, enabled: bool) -> Iterator[Callable[[CellResult], None]]:
     """A progress bar on ``console`` (stderr) while the cells run; ``advance(result)``."""
-    bar = Progress(TextColumn("[bold]railings matrix"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[failed]}"), TimeElapsedColumn(),
-                   console=console, transient=True, disable=not enabled)
+    bar = Progress(
+        TextColumn("[bold]railings matrix"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[failed]}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not enabled,
+    )
     with bar:
         task = bar.add_task("cells", total=total, failed="")
         failed = 0
@@ -64,8 +73,7 @@ def progress(console: Console, total: int,
             nonlocal failed
             if result.counts and result.status is Status.FAIL:
                 failed += 1
-            bar.update(task, advance=1,
-                       failed=f"[red]{failed} failed[/]" if failed else "")
+            bar.update(task, advance=1, failed=f"[red]{failed} failed[/]" if failed else "")
 
         yield advance
 
@@ -136,8 +144,10 @@ def _legend(result: MatrixResult) -> str:
         parts.append(f"text {'/'.join(sizes)}")
     if True in tools:
         parts.append(f"with a cut tool call {'/'.join(sizes)}")
-    return (f"marks: {', then '.join(parts)}. ✓ as expected  ✗ not (an SDK: did not "
-            "notice, or lost a complete answer)  ~ no client can tell on this wire")
+    return (
+        f"marks: {', then '.join(parts)}. ✓ as expected  ✗ not (an SDK: did not "
+        "notice, or lost a complete answer)  ~ no client can tell on this wire"
+    )
 
 
 def _sizes(results: Sequence[CellResult]) -> list[str]:
@@ -150,15 +160,23 @@ def _sizes(results: Sequence[CellResult]) -> list[str]:
 def render(console: Console, result: MatrixResult) -> None:
     """The tables, the legend, the footnotes, any railings failures, the summary."""
     columns = _columns(result)
-    where = f"through the fault proxy to {result.upstream}" if result.upstream else \
-        "embedded scripted server behind the fault proxy"
+    where = (
+        f"through the fault proxy to {result.upstream}"
+        if result.upstream
+        else "embedded scripted server behind the fault proxy"
+    )
     clients = list(dict.fromkeys(c for _, c in columns))
     if len(clients) == 1:
         console.print(_table(result, columns, f"railings matrix: {clients[0]}, {where}"))
     else:
         for provider in dict.fromkeys(p for p, _ in columns):
-            console.print(_table(result, [c for c in columns if c[0] == provider],
-                                 f"railings matrix: {provider}, {where}"))
+            console.print(
+                _table(
+                    result,
+                    [c for c in columns if c[0] == provider],
+                    f"railings matrix: {provider}, {where}",
+                )
+            )
             console.print()
     console.print(f"[dim]{_legend(result)}[/]")
     faults = {r.cell.fault.name for r in result.results}
@@ -166,8 +184,9 @@ def render(console: Console, result: MatrixResult) -> None:
         if faults.intersection(names):
             console.print(f"[dim]{escape(note)}[/]")
     for r in result.failed[:20]:
-        console.print(f"[bold red]FAIL[/] {escape(_where(r))}: "
-                      f"{escape('; '.join(r.judgement.problems))}")
+        console.print(
+            f"[bold red]FAIL[/] {escape(_where(r))}: {escape('; '.join(r.judgement.problems))}"
+        )
     if len(result.failed) > 20:
         console.print(f"[bold red]... and {len(result.failed) - 20} more failed cells[/]")
     for line in summary_lines(result):
@@ -176,8 +195,9 @@ def render(console: Console, result: MatrixResult) -> None:
 
 def _where(r: CellResult) -> str:
     tool = " +cut tool call" if r.cell.tool else ""
-    return f"{r.client} {r.cell.provider.name} {r.cell.fault.name} {r.cell.size.name}{tool} " \
-           f"({r.spec})"
+    return (
+        f"{r.client} {r.cell.provider.name} {r.cell.fault.name} {r.cell.size.name}{tool} ({r.spec})"
+    )
 
 
 def summary_lines(result: MatrixResult) -> list[str]:
@@ -192,22 +212,33 @@ def summary_lines(result: MatrixResult) -> list[str]:
         if results[0].counts:
             tools = [r for r in results if r.cell.tool]
             ran_cut = sum(1 for r in tools if any("EXECUTED" in p for p in r.judgement.problems))
-            verdict = ("[bold green]PASS[/]" if not counts[Status.FAIL]
-                       else f"[bold red]FAIL ({counts[Status.FAIL]} cells)[/]")
-            cut = (f" · cut tool calls executed: {ran_cut} of {len(tools)} tool cells"
-                   if tools else "")
-            lines.append(f"{verdict} {client}: {len(results)} cells, {counts[Status.PASS]} as "
-                         f"expected{limit}, {counts[Status.FAIL]} failed{cut} · "
-                         f"{result.seconds:.1f} s")
+            verdict = (
+                "[bold green]PASS[/]"
+                if not counts[Status.FAIL]
+                else f"[bold red]FAIL ({counts[Status.FAIL]} cells)[/]"
+            )
+            cut = (
+                f" · cut tool calls executed: {ran_cut} of {len(tools)} tool cells" if tools else ""
+            )
+            lines.append(
+                f"{verdict} {client}: {len(results)} cells, {counts[Status.PASS]} as "
+                f"expected{limit}, {counts[Status.FAIL]} failed{cut} · "
+                f"{result.seconds:.1f} s"
+            )
         else:
             detectable = [r for r in results if _detectable(r)]
             missed = sum(1 for r in detectable if r.judgement.label.startswith("UNDETECTED"))
-            lost = sum(1 for r in results if r.status is Status.FAIL
-                       and r.cell.fault.expect in (Expect.FULL, Expect.RETRIED,
-                                                   Expect.COUNTEREXAMPLE))
+            lost = sum(
+                1
+                for r in results
+                if r.status is Status.FAIL
+                and r.cell.fault.expect in (Expect.FULL, Expect.RETRIED, Expect.COUNTEREXAMPLE)
+            )
             extra = f", threw a complete answer away in {lost}" if lost else ""
-            lines.append(f"[dim]info[/] {client}: did not notice {missed} of {len(detectable)} "
-                         f"detectable faults{extra}{limit} (informative: never the exit code)")
+            lines.append(
+                f"[dim]info[/] {client}: did not notice {missed} of {len(detectable)} "
+                f"detectable faults{extra}{limit} (informative: never the exit code)"
+            )
     return lines
 
 
@@ -225,8 +256,10 @@ def to_json(result: MatrixResult, *, options: dict[str, Any] | None = None) -> s
         "version": 1,
         "upstream": result.upstream,
         "options": options or {},
-        "expectations": [{"fault": f.name, "expect": f.expect.value, "detail": f.detail,
-                          "error": f.error} for f in FAULT_CASES],
+        "expectations": [
+            {"fault": f.name, "expect": f.expect.value, "detail": f.detail, "error": f.error}
+            for f in FAULT_CASES
+        ],
         "cells": [r.to_json() for r in result.results],
         "summary": _summary_json(result),
         "seconds": round(result.seconds, 3),
@@ -238,9 +271,9 @@ def to_json(result: MatrixResult, *, options: dict[str, Any] | None = None) -> s
 def _summary_json(result: MatrixResult) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for r in result.results:
-        entry = out.setdefault(r.client, {"kind": r.kind, "cells": 0, "pass": 0, "fail": 0,
-                                          "limit": 0})
+        entry = out.setdefault(
+            r.client, {"kind": r.kind, "cells": 0, "pass": 0, "fail": 0, "limit": 0}
+        )
         entry["cells"] += 1
         entry[r.status.value] += 1
     return out
-

@@ -37,8 +37,16 @@ from railings.testing import FaultProxy, ScriptedServer
 from railings.testing.http import ResponseHead
 from railings.turn.reader import StreamReader
 
-__all__ = ["DEFAULT_IDLE", "DEFAULT_JOBS", "CellResult", "MatrixResult", "TeeProxy", "Upstream",
-           "count", "run_matrix"]
+__all__ = [
+    "DEFAULT_IDLE",
+    "DEFAULT_JOBS",
+    "CellResult",
+    "MatrixResult",
+    "TeeProxy",
+    "Upstream",
+    "count",
+    "run_matrix",
+]
 
 DEFAULT_JOBS = 16
 DEFAULT_IDLE = 15.0  # the idle gap of every cell but the idle fault's own
@@ -62,12 +70,15 @@ class Upstream:
         """The prompt and ``max_tokens`` that ask for about ``size`` characters."""
         words = max(20, size.chars // 6)
         if not tool:
-            return (f"Write about {words} words of plain prose about how wooden ships are "
-                    "built. No lists, no headings, no preamble."), size.chars // 4 + 64
-        return (f"Use the shell tool twice in one turn, and write no text. First call it with "
-                f"the command `ls -la`. Then call it with one command that writes notes.txt "
-                f"with a heredoc holding about {words} words of prose about ships."
-                ), max(32, size.chars // 8)
+            return (
+                f"Write about {words} words of plain prose about how wooden ships are "
+                "built. No lists, no headings, no preamble."
+            ), size.chars // 4 + 64
+        return (
+            f"Use the shell tool twice in one turn, and write no text. First call it with "
+            f"the command `ls -la`. Then call it with one command that writes notes.txt "
+            f"with a heredoc holding about {words} words of prose about ships."
+        ), max(32, size.chars // 8)
 
 
 class TeeProxy(FaultProxy):
@@ -77,8 +88,9 @@ class TeeProxy(FaultProxy):
         super().__init__(upstream, fault)
         self.bodies: list[list[bytes]] = []
 
-    async def _respond(self, head: ResponseHead, body: AsyncIterator[bytes],
-                       *args: Any, **kwargs: Any) -> None:
+    async def _respond(
+        self, head: ResponseHead, body: AsyncIterator[bytes], *args: Any, **kwargs: Any
+    ) -> None:
         kept: list[bytes] = []
         self.bodies.append(kept)
 
@@ -112,12 +124,19 @@ class CellResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "client": self.client, "kind": self.kind, "fault": self.cell.fault.name,
-            "expect": self.cell.fault.expect.value, "size": self.cell.size.name,
-            "provider": self.cell.provider.name, "tool": self.cell.tool, "spec": self.spec,
+            "client": self.client,
+            "kind": self.kind,
+            "fault": self.cell.fault.name,
+            "expect": self.cell.fault.expect.value,
+            "size": self.cell.size.name,
+            "provider": self.cell.provider.name,
+            "tool": self.cell.tool,
+            "spec": self.spec,
             **self.judgement.to_json(),
-            "requests": self.proxy.requests, "proxy": list(self.proxy.actions),
-            "seconds": round(self.seconds, 3), "observation": self.observation.to_json(),
+            "requests": self.proxy.requests,
+            "proxy": list(self.proxy.actions),
+            "seconds": round(self.seconds, 3),
+            "observation": self.observation.to_json(),
         }
 
 
@@ -138,8 +157,12 @@ class MatrixResult:
 
 
 def _pairs(cells: Sequence[Cell], clients: Sequence[Client]) -> list[tuple[Cell, Client]]:
-    return [(cell, client) for client in clients for cell in cells
-            if cell.provider.name in client.providers]
+    return [
+        (cell, client)
+        for client in clients
+        for cell in cells
+        if cell.provider.name in client.providers
+    ]
 
 
 def count(cells: Sequence[Cell], clients: Sequence[Client]) -> int:
@@ -170,8 +193,9 @@ async def run_matrix(
         return result
 
     results = await asyncio.gather(*(one(c, k) for c, k in _pairs(cells, clients)))
-    return MatrixResult(list(results), time.perf_counter() - started,
-                        upstream.url if upstream else None)
+    return MatrixResult(
+        list(results), time.perf_counter() - started, upstream.url if upstream else None
+    )
 
 
 async def _run_cell(cell: Cell, client: Client, upstream: Upstream | None) -> CellResult:
@@ -179,10 +203,17 @@ async def _run_cell(cell: Cell, client: Client, upstream: Upstream | None) -> Ce
     if upstream is None:
         load = payload(cell.size, cell.tool)
         spec = cell.spec(load.shape(cell.provider))
-        async with ScriptedServer(load.script) as server, \
-                FaultProxy(server.url, spec) as proxy:
-            target = Target(cell.provider, proxy.url, EMBEDDED_MODEL, EMBEDDED_KEY,
-                            load.max_tokens, "Go.", cell.tool, idle)
+        async with ScriptedServer(load.script) as server, FaultProxy(server.url, spec) as proxy:
+            target = Target(
+                cell.provider,
+                proxy.url,
+                EMBEDDED_MODEL,
+                EMBEDDED_KEY,
+                load.max_tokens,
+                "Go.",
+                cell.tool,
+                idle,
+            )
             observation, seconds = await _observe(client, target)
             facts = _facts(proxy)
         reference: Reference | None = Reference.from_plan(load.plan)
@@ -190,18 +221,19 @@ async def _run_cell(cell: Cell, client: Client, upstream: Upstream | None) -> Ce
         prompt, max_tokens = upstream.request(cell.size, cell.tool)
         spec = cell.spec(Shape(upstream.shape_mid, cell.size.drip))
         async with TeeProxy(upstream.url, spec) as tee:
-            target = Target(cell.provider, tee.url, upstream.model, None, max_tokens, prompt,
-                            cell.tool, idle)
+            target = Target(
+                cell.provider, tee.url, upstream.model, None, max_tokens, prompt, cell.tool, idle
+            )
             observation, seconds = await _observe(client, target)
             facts = _facts(tee)
             reference = _reference(cell.provider.name, tee.bodies, max_tokens)
     if client.kind == "railings":
-        judgement = judge_railings(cell, observation, reference, facts,
-                                   known_shape=upstream is None)
+        judgement = judge_railings(
+            cell, observation, reference, facts, known_shape=upstream is None
+        )
     else:
         judgement = judge_sdk(cell, observation, reference, facts)
-    return CellResult(cell, client.name, client.kind, spec, observation, judgement, facts,
-                      seconds)
+    return CellResult(cell, client.name, client.kind, spec, observation, judgement, facts, seconds)
 
 
 async def _observe(client: Client, target: Target) -> tuple[Observation, float]:
@@ -210,8 +242,11 @@ async def _observe(client: Client, target: Target) -> tuple[Observation, float]:
         async with asyncio.timeout(CELL_TIMEOUT):
             observation = await client.run(target)
     except TimeoutError:
-        observation = Observation(returned=False, raised="TimeoutError",
-                                  message=f"the cell took longer than {CELL_TIMEOUT:g} s")
+        observation = Observation(
+            returned=False,
+            raised="TimeoutError",
+            message=f"the cell took longer than {CELL_TIMEOUT:g} s",
+        )
     return observation, time.perf_counter() - started
 
 

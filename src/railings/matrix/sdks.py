@@ -38,8 +38,11 @@ __all__ = ["SHELL_DESCRIPTION", "AnthropicSDK", "OpenAISDK"]
 SHELL_DESCRIPTION = "Run one shell command and return its output."
 
 
-_SHELL_SCHEMA = {"type": "object", "properties": {"command": {"type": "string"}},
-                 "required": ["command"]}
+_SHELL_SCHEMA = {
+    "type": "object",
+    "properties": {"command": {"type": "string"}},
+    "required": ["command"],
+}
 
 
 def _timeout(target: Target) -> httpx2.Timeout:
@@ -86,9 +89,12 @@ class OpenAISDK:
         http = openai.DefaultAsyncHttpx2Client(**_http_options(self.guarded, target))
         seen = _Seen()
         try:
-            async with openai.AsyncOpenAI(base_url=target.base_url, http_client=http,
-                                          timeout=_timeout(target),
-                                          **_key(target, "OPENAI_API_KEY")) as client:
+            async with openai.AsyncOpenAI(
+                base_url=target.base_url,
+                http_client=http,
+                timeout=_timeout(target),
+                **_key(target, "OPENAI_API_KEY"),
+            ) as client:
                 if target.provider.name == "openai-responses":
                     await _responses(client, target, seen)
                 else:
@@ -117,20 +123,39 @@ class _Seen:
     def observation(self, **notes: Any) -> Observation:
         if self.error_event:
             notes["error_event"] = self.error_event
-        return Observation(returned=True, text="".join(self.text), stop_reason=self.stop,
-                           calls=[(n, a) for _, (n, a) in sorted(self.calls.items())],
-                           notes=notes)
+        return Observation(
+            returned=True,
+            text="".join(self.text),
+            stop_reason=self.stop,
+            calls=[(n, a) for _, (n, a) in sorted(self.calls.items())],
+            notes=notes,
+        )
 
 
 async def _chat(client: Any, target: Target, seen: _Seen) -> None:
     import openai
 
-    tools: Any = ([{"type": "function", "function": {
-        "name": "shell", "description": SHELL_DESCRIPTION, "parameters": _SHELL_SCHEMA}}]
-        if target.tool else openai.omit)
+    tools: Any = (
+        [
+            {
+                "type": "function",
+                "function": {
+                    "name": "shell",
+                    "description": SHELL_DESCRIPTION,
+                    "parameters": _SHELL_SCHEMA,
+                },
+            }
+        ]
+        if target.tool
+        else openai.omit
+    )
     stream = await client.chat.completions.create(
-        model=target.model, max_tokens=target.max_tokens, stream=True, tools=tools,
-        messages=[{"role": "user", "content": target.prompt}])
+        model=target.model,
+        max_tokens=target.max_tokens,
+        stream=True,
+        tools=tools,
+        messages=[{"role": "user", "content": target.prompt}],
+    )
     async for chunk in stream:
         for choice in chunk.choices:
             delta = choice.delta
@@ -138,20 +163,37 @@ async def _chat(client: Any, target: Target, seen: _Seen) -> None:
                 seen.text.append(delta.content)
             for tc in delta.tool_calls or ():
                 function = tc.function
-                seen.call(tc.index, function.name if function else None,
-                          function.arguments if function else None)
+                seen.call(
+                    tc.index,
+                    function.name if function else None,
+                    function.arguments if function else None,
+                )
             seen.stop = choice.finish_reason or seen.stop
 
 
 async def _responses(client: Any, target: Target, seen: _Seen) -> None:
     import openai
 
-    tools: Any = ([{"type": "function", "name": "shell", "description": SHELL_DESCRIPTION,
-                    "parameters": _SHELL_SCHEMA, "strict": False}]
-                  if target.tool else openai.omit)
+    tools: Any = (
+        [
+            {
+                "type": "function",
+                "name": "shell",
+                "description": SHELL_DESCRIPTION,
+                "parameters": _SHELL_SCHEMA,
+                "strict": False,
+            }
+        ]
+        if target.tool
+        else openai.omit
+    )
     stream = await client.responses.create(
-        model=target.model, input=target.prompt, max_output_tokens=target.max_tokens,
-        stream=True, tools=tools)
+        model=target.model,
+        input=target.prompt,
+        max_output_tokens=target.max_tokens,
+        stream=True,
+        tools=tools,
+    )
     async for event in stream:
         match event.type:
             case "response.output_text.delta":
@@ -187,27 +229,37 @@ class AnthropicSDK:
         seen = _Seen()
         inputs: list[Any] = []
         try:
-            async with anthropic.AsyncAnthropic(base_url=target.base_url, http_client=http,
-                                                timeout=_timeout(target),
-                                                **_key(target, "ANTHROPIC_API_KEY")) as client:
+            async with anthropic.AsyncAnthropic(
+                base_url=target.base_url,
+                http_client=http,
+                timeout=_timeout(target),
+                **_key(target, "ANTHROPIC_API_KEY"),
+            ) as client:
                 inputs = await _messages(client, target, seen)
         except Exception as exc:
             return raised(exc, notes=_notes(exc, "".join(seen.text)))
         if not inputs:
             return seen.observation()
-        return seen.observation(final_inputs=[clip(json.dumps(i, ensure_ascii=False))
-                                              for i in inputs])
+        return seen.observation(
+            final_inputs=[clip(json.dumps(i, ensure_ascii=False)) for i in inputs]
+        )
 
 
 async def _messages(client: Any, target: Target, seen: _Seen) -> list[Any]:
     """Stream with the helper; return each tool call's input as the helper parsed it."""
     import anthropic
 
-    tools: Any = ([{"name": "shell", "description": SHELL_DESCRIPTION,
-                    "input_schema": _SHELL_SCHEMA}] if target.tool else anthropic.omit)
+    tools: Any = (
+        [{"name": "shell", "description": SHELL_DESCRIPTION, "input_schema": _SHELL_SCHEMA}]
+        if target.tool
+        else anthropic.omit
+    )
     async with client.messages.stream(
-            model=target.model, max_tokens=target.max_tokens, tools=tools,
-            messages=[{"role": "user", "content": target.prompt}]) as stream:
+        model=target.model,
+        max_tokens=target.max_tokens,
+        tools=tools,
+        messages=[{"role": "user", "content": target.prompt}],
+    ) as stream:
         async for event in stream:
             match event.type:
                 case "content_block_start" if event.content_block.type == "tool_use":

@@ -96,9 +96,11 @@ class Fault:
         cls = FAULTS.get(name.strip().replace("-", "_"))
         if cls is None:
             raise ConfigurationError(
-                f"unknown fault {name!r}: expected one of {', '.join(sorted(FAULTS))}")
+                f"unknown fault {name!r}: expected one of {', '.join(sorted(FAULTS))}"
+            )
         fields = [f for f in dataclasses.fields(cls) if f.name != "times"] + [
-            f for f in dataclasses.fields(cls) if f.name == "times"]
+            f for f in dataclasses.fields(cls) if f.name == "times"
+        ]
         hints = typing.get_type_hints(cls)
         kwargs: dict[str, Any] = {}
         for i, item in enumerate(p for p in rest.split(",") if p.strip()):
@@ -119,8 +121,11 @@ class Fault:
     @property
     def spec(self) -> str:
         """The canonical spec string (parameters that differ from the defaults)."""
-        params = [f"{f.name}={getattr(self, f.name)}" for f in dataclasses.fields(self)
-                  if getattr(self, f.name) != f.default]
+        params = [
+            f"{f.name}={getattr(self, f.name)}"
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) != f.default
+        ]
         return self.name + (":" + ",".join(params) if params else "")
 
     def __str__(self) -> str:
@@ -259,8 +264,20 @@ class Corrupt(Fault):
 
 FAULTS: dict[str, type[Fault]] = {
     cls.name: cls
-    for cls in (Passthrough, Truncate, DropTerminator, Idle, Reorder, Duplicate, Reset,
-                CloseAfterTerminator, Drip, Status, ErrorEvent, Corrupt)
+    for cls in (
+        Passthrough,
+        Truncate,
+        DropTerminator,
+        Idle,
+        Reorder,
+        Duplicate,
+        Reset,
+        CloseAfterTerminator,
+        Drip,
+        Status,
+        ErrorEvent,
+        Corrupt,
+    )
 }
 
 # -- SSE blocks, byte-exact ------------------------------------------------------------
@@ -383,13 +400,22 @@ def is_terminator(block: bytes) -> bool:
             obj = json.loads(b"\n".join(data))
         except ValueError:
             return False
-        return isinstance(obj, dict) and obj.get("type") in ("response.completed",
-                                                              "response.incomplete")
+        return isinstance(obj, dict) and obj.get("type") in (
+            "response.completed",
+            "response.incomplete",
+        )
     return False
 
 
-_STRING_KEYS = (b'"content":"', b'"text":"', b'"partial_json":"', b'"arguments":"',
-                b'"thinking":"', b'"delta":"', b'":"')
+_STRING_KEYS = (
+    b'"content":"',
+    b'"text":"',
+    b'"partial_json":"',
+    b'"arguments":"',
+    b'"thinking":"',
+    b'"delta":"',
+    b'":"',
+)
 
 
 def corrupt_event(block: bytes, kind: str) -> bytes:

@@ -49,11 +49,23 @@ MAX_BODY = 64 * 1024 * 1024
 LAST_CHUNK = b"0\r\n\r\n"
 
 REASONS = {
-    200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-    405: "Method Not Allowed", 408: "Request Timeout", 411: "Length Required",
-    413: "Payload Too Large", 422: "Unprocessable Entity", 429: "Too Many Requests",
-    431: "Request Header Fields Too Large", 500: "Internal Server Error", 502: "Bad Gateway",
-    503: "Service Unavailable", 504: "Gateway Timeout", 529: "Site is overloaded",
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    408: "Request Timeout",
+    411: "Length Required",
+    413: "Payload Too Large",
+    422: "Unprocessable Entity",
+    429: "Too Many Requests",
+    431: "Request Header Fields Too Large",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+    529: "Site is overloaded",
 }
 
 
@@ -217,8 +229,7 @@ async def _iter_chunked(reader: asyncio.StreamReader, piece: int) -> AsyncIterat
         # before the error: nothing received is lost.
         while size:
             try:
-                data = await (reader.readexactly(size) if size <= piece
-                              else reader.read(piece))
+                data = await (reader.readexactly(size) if size <= piece else reader.read(piece))
             except asyncio.IncompleteReadError as exc:
                 data = exc.partial
             if data:
@@ -242,13 +253,23 @@ def render_head(
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
-async def send_json(writer: asyncio.StreamWriter, status: int, body: Any,
-                    headers: Iterable[tuple[str, str]] = ()) -> None:
+async def send_json(
+    writer: asyncio.StreamWriter, status: int, body: Any, headers: Iterable[tuple[str, str]] = ()
+) -> None:
     """A whole JSON response (UTF-8), framed by its length, then ``connection: close``."""
     payload = json.dumps(body, ensure_ascii=False).encode()
-    writer.write(render_head(status, [("content-type", "application/json"),
-                                      ("content-length", str(len(payload))), *headers,
-                                      ("connection", "close")]) + payload)
+    writer.write(
+        render_head(
+            status,
+            [
+                ("content-type", "application/json"),
+                ("content-length", str(len(payload))),
+                *headers,
+                ("connection", "close"),
+            ],
+        )
+        + payload
+    )
     await writer.drain()
 
 

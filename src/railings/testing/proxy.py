@@ -66,9 +66,19 @@ __all__ = ["FAULT_HEADER", "FaultProxy", "ProxyRecord"]
 FAULT_HEADER = "x-railings-fault"
 # RFC 9110 §7.6.1: connection-specific fields are not forwarded; the proxy
 # frames each side itself, and asks for an identity body to see the events.
-_HOP_BY_HOP = ("connection", "keep-alive", "proxy-connection", "te", "trailer",
-               "transfer-encoding", "upgrade", "content-length", "host", "accept-encoding",
-               FAULT_HEADER)
+_HOP_BY_HOP = (
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "content-length",
+    "host",
+    "accept-encoding",
+    FAULT_HEADER,
+)
 
 
 @dataclass(slots=True)
@@ -106,8 +116,16 @@ class _Out:
     one chunk each. ``record.bytes_out`` counts what was handed to the socket.
     """
 
-    def __init__(self, writer: asyncio.StreamWriter, record: ProxyRecord, *, chunked: bool,
-                 limit: int | None, limit_end: str, drip: F.Drip | None) -> None:
+    def __init__(
+        self,
+        writer: asyncio.StreamWriter,
+        record: ProxyRecord,
+        *,
+        chunked: bool,
+        limit: int | None,
+        limit_end: str,
+        drip: F.Drip | None,
+    ) -> None:
         self.writer, self.record, self.chunked = writer, record, chunked
         self.limit, self.limit_end, self.drip = limit, limit_end, drip
         self._pending: list[bytes] = []
@@ -163,8 +181,15 @@ class _Out:
 class FaultProxy(Service):
     """Forward to ``upstream``, applying ``fault`` (see the module docstring)."""
 
-    def __init__(self, upstream: str, fault: Fault | str | None = None,
-                 host: str = "127.0.0.1", port: int = 0, *, connect_timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        fault: Fault | str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        connect_timeout: float = 10.0,
+    ) -> None:
         super().__init__(host, port)
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -216,8 +241,9 @@ class FaultProxy(Service):
         finally:
             record.done = True
 
-    async def _proxy(self, request: Request, writer: asyncio.StreamWriter,
-                     record: ProxyRecord) -> None:
+    async def _proxy(
+        self, request: Request, writer: asyncio.StreamWriter, record: ProxyRecord
+    ) -> None:
         wire = provider_for_path(request.path) or "openai"  # the guard's rule
         anthropic = wire == "anthropic"
         try:
@@ -231,15 +257,24 @@ class FaultProxy(Service):
             await self._answer_status(writer, fault, anthropic, record)
             return
         try:
-            up_reader, up_writer = await asyncio.wait_for(asyncio.open_connection(
-                self._host, self._port,
-                ssl=ssl.create_default_context() if self._scheme == "https" else None,
-            ), self.connect_timeout)
+            up_reader, up_writer = await asyncio.wait_for(
+                asyncio.open_connection(
+                    self._host,
+                    self._port,
+                    ssl=ssl.create_default_context() if self._scheme == "https" else None,
+                ),
+                self.connect_timeout,
+            )
         except (OSError, TimeoutError) as exc:
             record.status, record.error = 502, f"upstream unreachable: {exc}"
             record.done = True
-            await send_json(writer, 502, wa.status_error(502, "upstream unreachable")
-                             if anthropic else wo.status_error(502, "upstream unreachable"))
+            await send_json(
+                writer,
+                502,
+                wa.status_error(502, "upstream unreachable")
+                if anthropic
+                else wo.status_error(502, "upstream unreachable"),
+            )
             return
         try:
             up_writer.write(self._forward_head(request) + request.body)
@@ -255,14 +290,18 @@ class FaultProxy(Service):
         headers = Headers(list(request.headers.items))
         headers.remove(*_HOP_BY_HOP)
         headers.items[:0] = [("host", self._netloc)]
-        headers.items += [("accept-encoding", "identity"),
-                          ("content-length", str(len(request.body))), ("connection", "close")]
+        headers.items += [
+            ("accept-encoding", "identity"),
+            ("content-length", str(len(request.body))),
+            ("connection", "close"),
+        ]
         lines = [f"{request.method} {self._prefix}{request.target} HTTP/1.1"]
         lines += [f"{k}: {v}" for k, v in headers.items]
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
-    async def _answer_status(self, writer: asyncio.StreamWriter, fault: F.Status,
-                             anthropic: bool, record: ProxyRecord) -> None:
+    async def _answer_status(
+        self, writer: asyncio.StreamWriter, fault: F.Status, anthropic: bool, record: ProxyRecord
+    ) -> None:
         headers: list[tuple[str, str]] = []
         if anthropic:
             request_id = self._ids.anthropic_request()
@@ -279,28 +318,44 @@ class FaultProxy(Service):
         record.done = True
         await send_json(writer, fault.code, body, headers)
 
-    async def _respond(self, head: ResponseHead, body: AsyncIterator[bytes],
-                       writer: asyncio.StreamWriter, fault: Fault, record: ProxyRecord,
-                       wire: str) -> None:
+    async def _respond(
+        self,
+        head: ResponseHead,
+        body: AsyncIterator[bytes],
+        writer: asyncio.StreamWriter,
+        fault: Fault,
+        record: ProxyRecord,
+        wire: str,
+    ) -> None:
         content_type = (head.headers.get("content-type") or "").lower()
         sse = content_type.startswith("text/event-stream")
         length = head.headers.get("content-length")
         chunked = sse or length is None
         headers = Headers(list(head.headers.items))
         headers.remove(*_HOP_BY_HOP)
-        framing = ([("transfer-encoding", "chunked")] if chunked
-                   else [("content-length", length or "0")])
+        framing = (
+            [("transfer-encoding", "chunked")] if chunked else [("content-length", length or "0")]
+        )
         tag = [(FAULT_HEADER, record.fault)] if record.fault else []
-        writer.write(render_head(head.status, [*headers.items, *framing, *tag,
-                                               ("connection", "close")], head.reason))
+        writer.write(
+            render_head(
+                head.status, [*headers.items, *framing, *tag, ("connection", "close")], head.reason
+            )
+        )
         await writer.drain()
         limit, limit_end = None, "clean"
         if isinstance(fault, F.Truncate) and fault.bytes is not None:
             limit, limit_end = fault.bytes, fault.end
         elif isinstance(fault, F.Reset) and fault.bytes is not None:
             limit, limit_end = fault.bytes, "reset"
-        out = _Out(writer, record, chunked=chunked, limit=limit, limit_end=limit_end,
-                   drip=fault if isinstance(fault, F.Drip) else None)
+        out = _Out(
+            writer,
+            record,
+            chunked=chunked,
+            limit=limit,
+            limit_end=limit_end,
+            drip=fault if isinstance(fault, F.Drip) else None,
+        )
         if isinstance(fault, F.Drip):
             record.action = f"dripped {fault.size} byte(s) every {fault.delay:g}s"
         try:
@@ -323,8 +378,9 @@ class FaultProxy(Service):
             return
         await out.finish("clean")
 
-    async def _pump_events(self, body: AsyncIterator[bytes], out: _Out, fault: Fault,
-                           record: ProxyRecord, wire: str) -> None:
+    async def _pump_events(
+        self, body: AsyncIterator[bytes], out: _Out, fault: Fault, record: ProxyRecord, wire: str
+    ) -> None:
         splitter = EventSplitter()
         if isinstance(fault, F.Passthrough):
             # Nothing to act on: each upstream piece goes on as it came, in one chunk,
@@ -346,8 +402,16 @@ class FaultProxy(Service):
             raise
         await _send_rest(out, splitter, stream)
 
-    async def _act(self, body: AsyncIterator[bytes], splitter: EventSplitter, out: _Out,
-                   fault: Fault, record: ProxyRecord, wire: str, stream: _Seen) -> None:
+    async def _act(
+        self,
+        body: AsyncIterator[bytes],
+        splitter: EventSplitter,
+        out: _Out,
+        fault: Fault,
+        record: ProxyRecord,
+        wire: str,
+        stream: _Seen,
+    ) -> None:
         async for data in body:
             record.bytes_in += len(data)
             for block in splitter.feed(data):
@@ -381,8 +445,11 @@ class FaultProxy(Service):
                         raise _Stop("reset", f"reset after {limit} events")
                     case F.CloseAfterTerminator() if F.is_terminator(block):
                         out.send(block, event=True)
-                        raise _Stop("abrupt", f"closed without the chunked terminator after "
-                                              f"the terminator (event {n})")
+                        raise _Stop(
+                            "abrupt",
+                            f"closed without the chunked terminator after "
+                            f"the terminator (event {n})",
+                        )
                     case F.ErrorEvent(events=after) as error if n == after:
                         out.send(block, event=True)
                         self._inject_error(out, error, wire, stream)
@@ -409,8 +476,9 @@ class FaultProxy(Service):
     def _inject_error(self, out: _Out, fault: F.ErrorEvent, wire: str, stream: _Seen) -> None:
         what = fault.type
         if wire == "anthropic":
-            event = wa.error_event(fault.type, _MESSAGES.get(fault.type, "Overloaded"),
-                                   self._ids.anthropic_request())
+            event = wa.error_event(
+                fault.type, _MESSAGES.get(fault.type, "Overloaded"), self._ids.anthropic_request()
+            )
         elif wire == "openai-responses" and fault.type == "response.failed":
             # Its response must be the stream's own: the SDK's stream helper checks the id.
             event = wr.failed_event(stream.created(), stream.next_sequence())
@@ -419,8 +487,9 @@ class FaultProxy(Service):
         else:
             event = wo.error_event()
         out.send(event, event=True)
-        raise _Stop(fault.end, f"injected {what} after {out.record.events_in} events "
-                               f"({fault.end} end)")
+        raise _Stop(
+            fault.end, f"injected {what} after {out.record.events_in} events ({fault.end} end)"
+        )
 
 
 async def _send_rest(out: _Out, splitter: EventSplitter, stream: _Seen) -> None:
@@ -433,9 +502,11 @@ async def _send_rest(out: _Out, splitter: EventSplitter, stream: _Seen) -> None:
     await out.flush()
 
 
-_MESSAGES = {"overloaded_error": "Overloaded", "api_error": "Internal server error",
-             "rate_limit_error": "Rate limited"}
-
+_MESSAGES = {
+    "overloaded_error": "Overloaded",
+    "api_error": "Internal server error",
+    "rate_limit_error": "Rate limited",
+}
 
 
 class _Seen:

@@ -73,16 +73,28 @@ def _parse(resp: RawResponse) -> None:
         resp.complete = length is not None and len(rest) == int(length)
 
 
-def raw_request(url: str, path: str, body: Any = None, *, method: str = "POST",
-                headers: dict[str, str] | None = None, timeout: float = 10.0) -> RawResponse:
+def raw_request(
+    url: str,
+    path: str,
+    body: Any = None,
+    *,
+    method: str = "POST",
+    headers: dict[str, str] | None = None,
+    timeout: float = 10.0,
+) -> RawResponse:
     """Send one request (``body`` is JSON-encoded unless bytes) and read to the end."""
     parts = urlsplit(url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
-    payload = body if isinstance(body, bytes) else (
-        b"" if body is None else json.dumps(body).encode())
-    head = [f"{method} {path} HTTP/1.1", f"host: {host}:{port}",
-            "content-type: application/json", f"content-length: {len(payload)}",
-            "connection: close"]
+    payload = (
+        body if isinstance(body, bytes) else (b"" if body is None else json.dumps(body).encode())
+    )
+    head = [
+        f"{method} {path} HTTP/1.1",
+        f"host: {host}:{port}",
+        "content-type: application/json",
+        f"content-length: {len(payload)}",
+        "connection: close",
+    ]
     head += [f"{k}: {v}" for k, v in (headers or {}).items()]
     resp = RawResponse()
     received = bytearray()

@@ -150,7 +150,7 @@ def _expand(value: Any, where: str) -> Any:
 def _string(value: Any, where: str) -> str:
     value = _expand(value, where)
     if not isinstance(value, str):
-        raise ConfigurationError(f"{where}: expected a string or {{\"$filler\": N}}")
+        raise ConfigurationError(f'{where}: expected a string or {{"$filler": N}}')
     return value
 
 
@@ -190,8 +190,14 @@ class ScriptTurn:
     def from_dict(cls, data: Mapping[str, Any], where: str = "turn") -> ScriptTurn:
         if not isinstance(data, Mapping):
             raise ConfigurationError(f"{where}: expected an object")
-        unknown = set(data) - {"text", "thinking", "tool_calls", "stop_reason", "chunk_size",
-                               "delay"}
+        unknown = set(data) - {
+            "text",
+            "thinking",
+            "tool_calls",
+            "stop_reason",
+            "chunk_size",
+            "delay",
+        }
         if unknown:
             raise ConfigurationError(f"{where}: unknown keys {sorted(unknown)}")
         calls = data.get("tool_calls", [])
@@ -246,8 +252,18 @@ class Script:
     def from_dict(cls, data: Mapping[str, Any]) -> Script:
         if not isinstance(data, Mapping):
             raise ConfigurationError("script: expected a JSON object")
-        unknown = set(data) - {"turns", "model", "api_key", "require_api_key", "chunk_size",
-                               "delay", "ping", "on_exhausted", "seed", "description"}
+        unknown = set(data) - {
+            "turns",
+            "model",
+            "api_key",
+            "require_api_key",
+            "chunk_size",
+            "delay",
+            "ping",
+            "on_exhausted",
+            "seed",
+            "description",
+        }
         if unknown:
             raise ConfigurationError(f"script: unknown keys {sorted(unknown)}")
         turns = data.get("turns")
@@ -366,24 +382,41 @@ def plan_turn(turn: ScriptTurn, max_tokens: int | None, new_id: Callable[[], str
         stop = "max_tokens"
     else:
         stop = "tool_use" if calls else "end_turn"
-    return Plan(thinking, text, tuple(calls), stop, count_tokens(used), truncated,
-                thinking_done, text_done)
+    return Plan(
+        thinking, text, tuple(calls), stop, count_tokens(used), truncated, thinking_done, text_done
+    )
 
 
-_TO_OPENAI = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length",
-              "stop_sequence": "stop", "refusal": "content_filter", "pause_turn": "stop"}
-_TO_ANTHROPIC = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens",
-                 "content_filter": "refusal", "function_call": "tool_use"}
+_TO_OPENAI = {
+    "end_turn": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "stop_sequence": "stop",
+    "refusal": "content_filter",
+    "pause_turn": "stop",
+}
+_TO_ANTHROPIC = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+    "function_call": "tool_use",
+}
 
 
 def openai_finish_reason(stop: str) -> str:
     return _TO_OPENAI.get(stop, stop)
 
 
-_COMPLETED = frozenset({"end_turn", "tool_use", "stop_sequence", "pause_turn", "stop",
-                        "tool_calls", "function_call"})
-_TO_INCOMPLETE = {"max_tokens": "max_output_tokens", "length": "max_output_tokens",
-                  "refusal": "content_filter", "content_filter": "content_filter"}
+_COMPLETED = frozenset(
+    {"end_turn", "tool_use", "stop_sequence", "pause_turn", "stop", "tool_calls", "function_call"}
+)
+_TO_INCOMPLETE = {
+    "max_tokens": "max_output_tokens",
+    "length": "max_output_tokens",
+    "refusal": "content_filter",
+    "content_filter": "content_filter",
+}
 
 
 def responses_status(stop: str) -> tuple[str, str | None]:

@@ -59,8 +59,9 @@ from railings.testing.service import Service
 
 __all__ = ["SECRET_HEADERS", "ReceivedRequest", "ScriptedServer"]
 
-SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "cookie",
-                            "proxy-authorization", "x-goog-api-key"})
+SECRET_HEADERS = frozenset(
+    {"authorization", "x-api-key", "api-key", "cookie", "proxy-authorization", "x-goog-api-key"}
+)
 SSE_CONTENT_TYPE = "text/event-stream; charset=utf-8"
 OPENAI_PATHS = ("/v1/chat/completions", "/chat/completions")
 RESPONSES_PATHS = ("/v1/responses", "/responses")
@@ -88,8 +89,7 @@ class ReceivedRequest:
 
 
 def _redact(headers: Headers) -> dict[str, str]:
-    return {k: ("<redacted>" if k in SECRET_HEADERS else v)
-            for k, v in headers.as_dict().items()}
+    return {k: ("<redacted>" if k in SECRET_HEADERS else v) for k, v in headers.as_dict().items()}
 
 
 def _bearer(headers: Headers) -> str | None:
@@ -108,8 +108,12 @@ class _Reply(Exception):
 class ScriptedServer(Service):
     """A deterministic model server for tests (see the module docstring)."""
 
-    def __init__(self, script: Script | Mapping[str, Any] | str | Path,
-                 host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        script: Script | Mapping[str, Any] | str | Path,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
         super().__init__(host, port)
         if isinstance(script, str | Path):
             script = Script.load(script)
@@ -156,14 +160,16 @@ class ScriptedServer(Service):
             await send_json(writer, fault.status, wo.status_error(fault.status, fault.message))
             return
         provider = self._provider_for(request)
-        request_id = (self._ids.anthropic_request() if provider == "anthropic"
-                      else self._ids.openai_request())
+        request_id = (
+            self._ids.anthropic_request() if provider == "anthropic" else self._ids.openai_request()
+        )
         id_headers = [("request-id" if provider == "anthropic" else "x-request-id", request_id)]
         body: Any = None
         with contextlib.suppress(ValueError):
             body = json.loads(request.body) if request.body else None
-        record = ReceivedRequest(request.method, request.path, _redact(request.headers), body,
-                                 provider)
+        record = ReceivedRequest(
+            request.method, request.path, _redact(request.headers), body, provider
+        )
         try:
             turn_index, events, delay = self._respond(request, provider, body, request_id)
         except _Reply as reply:
@@ -184,20 +190,28 @@ class ScriptedServer(Service):
             return "openai"
         if request.path in RESPONSES_PATHS:
             return "openai-responses"
-        return "anthropic" if ("anthropic-version" in request.headers
-                               or "x-api-key" in request.headers) else "openai"
+        return (
+            "anthropic"
+            if ("anthropic-version" in request.headers or "x-api-key" in request.headers)
+            else "openai"
+        )
 
-    def _error(self, provider: str, status: int, message: str | None = None,
-               request_id: str | None = None) -> _Reply:
+    def _error(
+        self, provider: str, status: int, message: str | None = None, request_id: str | None = None
+    ) -> _Reply:
         if provider == "anthropic":
             return _Reply(status, wa.status_error(status, message, request_id))
         return _Reply(status, wo.status_error(status, message))
 
-    def _respond(self, request: Request, provider: str, body: Any,
-                 request_id: str) -> tuple[int, dict[str, Any] | Iterator[bytes], float]:
+    def _respond(
+        self, request: Request, provider: str, body: Any, request_id: str
+    ) -> tuple[int, dict[str, Any] | Iterator[bytes], float]:
         if request.path not in OPENAI_PATHS + RESPONSES_PATHS + ANTHROPIC_PATHS:
-            message = (f"Invalid URL ({request.method} {request.path})"
-                       if provider != "anthropic" else "Not Found")
+            message = (
+                f"Invalid URL ({request.method} {request.path})"
+                if provider != "anthropic"
+                else "Not Found"
+            )
             raise self._error(provider, 404, message, request_id)
         if request.method != "POST":
             raise self._error(provider, 405, f"Method {request.method} not allowed", request_id)
@@ -205,8 +219,14 @@ class ScriptedServer(Service):
         if provider == "anthropic" and "anthropic-version" not in request.headers:
             raise self._error(provider, 400, "anthropic-version: header is required", request_id)
         if body is None:
-            raise self._error(provider, 400, "We could not parse the JSON body of your request."
-                              if provider != "anthropic" else "Invalid JSON body", request_id)
+            raise self._error(
+                provider,
+                400,
+                "We could not parse the JSON body of your request."
+                if provider != "anthropic"
+                else "Invalid JSON body",
+                request_id,
+            )
         ask: wa.AnthropicAsk | wo.OpenAIAsk | wr.ResponsesAsk | str
         if provider == "anthropic":
             ask = wa.parse_ask(body)
@@ -216,40 +236,89 @@ class ScriptedServer(Service):
             ask = wo.parse_ask(body)
         if isinstance(ask, str):
             raise self._error(provider, 400, ask, request_id)
-        counted = (ask.turns if isinstance(ask, wr.ResponsesAsk)
-                   else self.script.turn_index(ask.messages))
+        counted = (
+            ask.turns if isinstance(ask, wr.ResponsesAsk) else self.script.turn_index(ask.messages)
+        )
         turn_index, turn = self._select(request.headers, counted, provider, request_id)
-        chunk_size = _header_int(request.headers, "x-railings-chunk-size") \
-            or turn.chunk_size or self.script.chunk_size
+        chunk_size = (
+            _header_int(request.headers, "x-railings-chunk-size")
+            or turn.chunk_size
+            or self.script.chunk_size
+        )
         model = self.script.model or ask.model
         delay = turn.delay if turn.delay is not None else self.script.delay
         if isinstance(ask, wa.AnthropicAsk):
             plan = plan_turn(turn, ask.max_tokens, self._ids.anthropic_tool)
             message_id, signature = self._ids.message(), self._ids.signature()
             if not ask.stream:
-                return turn_index, wa.message(plan, ask, message_id=message_id, model=model,
-                                              signature=signature), delay
-            return turn_index, wa.events(plan, ask, message_id=message_id, model=model,
-                                         chunk_size=chunk_size, signature=signature,
-                                         ping=self.script.ping), delay
+                return (
+                    turn_index,
+                    wa.message(plan, ask, message_id=message_id, model=model, signature=signature),
+                    delay,
+                )
+            return (
+                turn_index,
+                wa.events(
+                    plan,
+                    ask,
+                    message_id=message_id,
+                    model=model,
+                    chunk_size=chunk_size,
+                    signature=signature,
+                    ping=self.script.ping,
+                ),
+                delay,
+            )
         if isinstance(ask, wr.ResponsesAsk):
             plan = plan_turn(turn, ask.max_tokens, self._ids.openai_call)
             response_id, created = self._ids.response(), int(time.time())
             new_item_id = self._item_ids()
             if not ask.stream:
-                return turn_index, wr.response(plan, ask, response_id=response_id,
-                                               created=created, model=model,
-                                               new_item_id=new_item_id), delay
-            return turn_index, wr.events(plan, ask, response_id=response_id, created=created,
-                                         model=model, chunk_size=chunk_size,
-                                         new_item_id=new_item_id), delay
+                return (
+                    turn_index,
+                    wr.response(
+                        plan,
+                        ask,
+                        response_id=response_id,
+                        created=created,
+                        model=model,
+                        new_item_id=new_item_id,
+                    ),
+                    delay,
+                )
+            return (
+                turn_index,
+                wr.events(
+                    plan,
+                    ask,
+                    response_id=response_id,
+                    created=created,
+                    model=model,
+                    chunk_size=chunk_size,
+                    new_item_id=new_item_id,
+                ),
+                delay,
+            )
         plan = plan_turn(turn, ask.max_tokens, self._ids.openai_call)
         completion_id, created = self._ids.chat_completion(), int(time.time())
         if not ask.stream:
-            return turn_index, wo.completion(plan, ask, completion_id=completion_id,
-                                             created=created, model=model), delay
-        return turn_index, wo.chunks(plan, ask, completion_id=completion_id, created=created,
-                                     model=model, chunk_size=chunk_size), delay
+            return (
+                turn_index,
+                wo.completion(plan, ask, completion_id=completion_id, created=created, model=model),
+                delay,
+            )
+        return (
+            turn_index,
+            wo.chunks(
+                plan,
+                ask,
+                completion_id=completion_id,
+                created=created,
+                model=model,
+                chunk_size=chunk_size,
+            ),
+            delay,
+        )
 
     def _item_ids(self) -> Callable[[str], str]:
         """Item ids for one response, remembering what its reasoning item produced: a
@@ -277,45 +346,79 @@ class ScriptedServer(Service):
         else:
             key = _bearer(headers)
             if not key:
-                raise _Reply(401, wo.error_body(
-                    "You didn't provide an API key. You need to provide your API key in an "
-                    "Authorization header using Bearer auth (i.e. Authorization: Bearer "
-                    "YOUR_KEY), or as the password field (with blank username) if you're "
-                    "accessing the API from your browser and are prompted for a username "
-                    "and password. You can obtain an API key from "
-                    "https://platform.openai.com/account/api-keys.", "invalid_request_error"))
+                raise _Reply(
+                    401,
+                    wo.error_body(
+                        "You didn't provide an API key. You need to provide your API key in an "
+                        "Authorization header using Bearer auth (i.e. Authorization: Bearer "
+                        "YOUR_KEY), or as the password field (with blank username) if you're "
+                        "accessing the API from your browser and are prompted for a username "
+                        "and password. You can obtain an API key from "
+                        "https://platform.openai.com/account/api-keys.",
+                        "invalid_request_error",
+                    ),
+                )
         if script.api_key is not None and key != script.api_key:
             if provider == "anthropic":
                 raise self._error(provider, 401, "invalid x-api-key", request_id)
             shown = f"{key[:3]}*****{key[-4:]}" if len(key) > 8 else "*****"
-            raise _Reply(401, wo.error_body(
-                f"Incorrect API key provided: {shown}. You can find your API key at "
-                "https://platform.openai.com/account/api-keys.", "invalid_request_error",
-                "invalid_api_key"))
+            raise _Reply(
+                401,
+                wo.error_body(
+                    f"Incorrect API key provided: {shown}. You can find your API key at "
+                    "https://platform.openai.com/account/api-keys.",
+                    "invalid_request_error",
+                    "invalid_api_key",
+                ),
+            )
 
-    def _select(self, headers: Headers, counted: int, provider: str,
-                request_id: str) -> tuple[int, ScriptTurn]:
+    def _select(
+        self, headers: Headers, counted: int, provider: str, request_id: str
+    ) -> tuple[int, ScriptTurn]:
         """The turn to answer: ``x-railings-turn``, else ``counted`` (the assistant turns
         the request's conversation holds)."""
         forced = _header_int(headers, "x-railings-turn", minimum=0)
         index = forced if forced is not None else counted
         turn = self.script.select(index)
         if turn is None:
-            raise self._error(provider, 400, (
-                f"railings scripted server: the script has {len(self.script.turns)} turns and "
-                f"this request asks for turn {index}"), request_id)
+            raise self._error(
+                provider,
+                400,
+                (
+                    f"railings scripted server: the script has {len(self.script.turns)} turns and "
+                    f"this request asks for turn {index}"
+                ),
+                request_id,
+            )
         return index, turn
 
     # -- writing --------------------------------------------------------------------
-    async def _send_stream(self, writer: asyncio.StreamWriter, events: Iterable[bytes],
-                           headers: list[tuple[str, str]], provider: str,
-                           delay: float) -> None:
-        extra = ([("openai-version", "2020-10-01"), ("openai-processing-ms", "1")]
-                 if provider != "anthropic" else [])
-        writer.write(render_head(200, [("content-type", SSE_CONTENT_TYPE),
-                                       ("cache-control", "no-cache"),
-                                       ("transfer-encoding", "chunked"), *headers, *extra,
-                                       ("connection", "close")]))
+    async def _send_stream(
+        self,
+        writer: asyncio.StreamWriter,
+        events: Iterable[bytes],
+        headers: list[tuple[str, str]],
+        provider: str,
+        delay: float,
+    ) -> None:
+        extra = (
+            [("openai-version", "2020-10-01"), ("openai-processing-ms", "1")]
+            if provider != "anthropic"
+            else []
+        )
+        writer.write(
+            render_head(
+                200,
+                [
+                    ("content-type", SSE_CONTENT_TYPE),
+                    ("cache-control", "no-cache"),
+                    ("transfer-encoding", "chunked"),
+                    *headers,
+                    *extra,
+                    ("connection", "close"),
+                ],
+            )
+        )
         for event in events:
             writer.write(encode_chunk(event))
             await writer.drain()
@@ -334,5 +437,3 @@ def _header_int(headers: Headers, name: str, minimum: int = 1) -> int | None:
     except ValueError:
         return None
     return number if number >= minimum else None
-
-

@@ -129,7 +129,9 @@ class Service(abc.ABC):
             raise ConfigurationError(f"{type(self).__name__} already running in a thread")
         loop = asyncio.new_event_loop()
         thread = threading.Thread(
-            target=self._run_loop, args=(loop,), name=f"railings-{type(self).__name__}",
+            target=self._run_loop,
+            args=(loop,),
+            name=f"railings-{type(self).__name__}",
             daemon=True,
         )
         self._loop, self._thread = loop, thread

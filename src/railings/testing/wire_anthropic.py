@@ -66,8 +66,9 @@ _STATUS_ERRORS = {
 }
 
 
-def status_error(status: int, message: str | None = None,
-                 request_id: str | None = None) -> dict[str, Any]:
+def status_error(
+    status: int, message: str | None = None, request_id: str | None = None
+) -> dict[str, Any]:
     """The error body Anthropic sends with ``status``."""
     type_, default = _STATUS_ERRORS.get(
         status, ("api_error" if status >= 500 else "invalid_request_error", "Error.")
@@ -75,8 +76,9 @@ def status_error(status: int, message: str | None = None,
     return error_body(type_, message or default, request_id)
 
 
-def error_event(type_: str = "overloaded_error", message: str = "Overloaded",
-                request_id: str | None = None) -> bytes:
+def error_event(
+    type_: str = "overloaded_error", message: str = "Overloaded", request_id: str | None = None
+) -> bytes:
     """A mid-stream ``event: error``, as Anthropic sends it before ending the stream."""
     return sse("error", error_body(type_, message, request_id))
 
@@ -106,14 +108,19 @@ def parse_ask(obj: Any) -> AnthropicAsk | str:
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
         return "max_tokens: Input should be a valid integer greater than 0"
     prompt = _dumps([obj.get("system"), messages, obj.get("tools")])
-    return AnthropicAsk(model, messages, obj.get("stream") is True, limit,
-                        count_tokens(len(prompt)))
+    return AnthropicAsk(
+        model, messages, obj.get("stream") is True, limit, count_tokens(len(prompt))
+    )
 
 
 def _usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
-    return {"input_tokens": input_tokens, "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0, "output_tokens": output_tokens,
-            "service_tier": "standard"}
+    return {
+        "input_tokens": input_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "output_tokens": output_tokens,
+        "service_tier": "standard",
+    }
 
 
 def _pieces(s: str, size: int) -> Iterator[str]:
@@ -121,27 +128,50 @@ def _pieces(s: str, size: int) -> Iterator[str]:
         yield s[start : start + size]
 
 
-def events(plan: Plan, ask: AnthropicAsk, *, message_id: str, model: str, chunk_size: int,
-           signature: str, ping: bool = True) -> Iterator[bytes]:
+def events(
+    plan: Plan,
+    ask: AnthropicAsk,
+    *,
+    message_id: str,
+    model: str,
+    chunk_size: int,
+    signature: str,
+    ping: bool = True,
+) -> Iterator[bytes]:
     """The SSE events of a streamed response, one ``bytes`` per event."""
-    yield sse("message_start", {"type": "message_start", "message": {
-        "id": message_id, "type": "message", "role": "assistant", "model": model,
-        "content": [], "stop_reason": None, "stop_sequence": None,
-        "usage": _usage(ask.input_tokens, min(1, plan.output_tokens))}})
+    yield sse(
+        "message_start",
+        {
+            "type": "message_start",
+            "message": {
+                "id": message_id,
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": _usage(ask.input_tokens, min(1, plan.output_tokens)),
+            },
+        },
+    )
     index = 0
     pinged = not ping
 
     def start(block: dict[str, Any]) -> Iterator[bytes]:
         nonlocal pinged
-        yield sse("content_block_start",
-                  {"type": "content_block_start", "index": index, "content_block": block})
+        yield sse(
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": block},
+        )
         if not pinged:
             pinged = True
             yield PING
 
     def delta(d: dict[str, Any]) -> bytes:
-        return sse("content_block_delta", {"type": "content_block_delta", "index": index,
-                                           "delta": d})
+        return sse(
+            "content_block_delta", {"type": "content_block_delta", "index": index, "delta": d}
+        )
 
     def stop() -> bytes:
         return sse("content_block_stop", {"type": "content_block_stop", "index": index})
@@ -168,19 +198,33 @@ def events(plan: Plan, ask: AnthropicAsk, *, message_id: str, model: str, chunk_
         if call.complete:
             yield stop()
         index += 1
-    yield sse("message_delta", {"type": "message_delta", "delta": {
-        "stop_reason": anthropic_stop_reason(plan.stop_reason), "stop_sequence": None},
-        "usage": {"output_tokens": plan.output_tokens}})
+    yield sse(
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {
+                "stop_reason": anthropic_stop_reason(plan.stop_reason),
+                "stop_sequence": None,
+            },
+            "usage": {"output_tokens": plan.output_tokens},
+        },
+    )
     yield sse("message_stop", {"type": "message_stop"})
 
 
-def message(plan: Plan, ask: AnthropicAsk, *, message_id: str, model: str,
-            signature: str) -> dict[str, Any]:
+def message(
+    plan: Plan, ask: AnthropicAsk, *, message_id: str, model: str, signature: str
+) -> dict[str, Any]:
     """The body of a non-streamed response."""
     content: list[dict[str, Any]] = []
     if plan.thinking:
-        content.append({"type": "thinking", "thinking": plan.thinking,
-                        "signature": signature if plan.thinking_complete else ""})
+        content.append(
+            {
+                "type": "thinking",
+                "thinking": plan.thinking,
+                "signature": signature if plan.thinking_complete else "",
+            }
+        )
     if plan.text:
         content.append({"type": "text", "text": plan.text})
     for call in plan.calls:
@@ -189,8 +233,14 @@ def message(plan: Plan, ask: AnthropicAsk, *, message_id: str, model: str,
         except ValueError:
             continue  # see the module docstring
         if call.complete and isinstance(parsed, dict):
-            content.append({"type": "tool_use", "id": call.id, "name": call.name,
-                            "input": parsed})
-    return {"id": message_id, "type": "message", "role": "assistant", "model": model,
-            "content": content, "stop_reason": anthropic_stop_reason(plan.stop_reason),
-            "stop_sequence": None, "usage": _usage(ask.input_tokens, plan.output_tokens)}
+            content.append({"type": "tool_use", "id": call.id, "name": call.name, "input": parsed})
+    return {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": anthropic_stop_reason(plan.stop_reason),
+        "stop_sequence": None,
+        "usage": _usage(ask.input_tokens, plan.output_tokens),
+    }

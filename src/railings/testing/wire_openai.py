@@ -41,21 +41,31 @@ def sse(obj: Any) -> bytes:
     return f"data: {_dumps(obj)}\n\n".encode()
 
 
-def error_body(message: str, type_: str, code: str | None = None,
-               param: str | None = None) -> dict[str, Any]:
+def error_body(
+    message: str, type_: str, code: str | None = None, param: str | None = None
+) -> dict[str, Any]:
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
 
 _STATUS_ERRORS = {
     400: ("invalid_request_error", None, "Invalid request."),
     401: ("invalid_request_error", "invalid_api_key", "Incorrect API key provided."),
-    403: ("invalid_request_error", "unsupported_country_region_territory",
-          "Country, region, or territory not supported"),
+    403: (
+        "invalid_request_error",
+        "unsupported_country_region_territory",
+        "Country, region, or territory not supported",
+    ),
     404: ("invalid_request_error", None, "Not found."),
-    429: ("requests", "rate_limit_exceeded",
-          "Rate limit reached for requests. Please try again in 1s."),
-    500: ("server_error", None,
-          "The server had an error while processing your request. Sorry about that!"),
+    429: (
+        "requests",
+        "rate_limit_exceeded",
+        "Rate limit reached for requests. Please try again in 1s.",
+    ),
+    500: (
+        "server_error",
+        None,
+        "The server had an error while processing your request. Sorry about that!",
+    ),
     503: ("server_error", None, "The engine is currently overloaded, please try again later"),
     529: ("server_error", None, "The engine is currently overloaded, please try again later"),
 }
@@ -71,10 +81,12 @@ def status_error(status: int, message: str | None = None) -> dict[str, Any]:
 
 def error_event() -> bytes:
     """An in-stream error, as OpenAI sends it: a data line whose object is ``{"error": ...}``."""
-    return sse(error_body(
-        "The server had an error while processing your request. Sorry about that!",
-        "server_error",
-    ))
+    return sse(
+        error_body(
+            "The server had an error while processing your request. Sorry about that!",
+            "server_error",
+        )
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,16 +107,24 @@ def parse_ask(obj: Any) -> OpenAIAsk | str:
     if not isinstance(model, str) or not model:
         return "you must provide a model parameter"
     if not isinstance(messages, list) or not messages:
-        return "[] is too short - 'messages'" if messages == [] else \
-            "Missing required parameter: 'messages'."
+        return (
+            "[] is too short - 'messages'"
+            if messages == []
+            else "Missing required parameter: 'messages'."
+        )
     limit = obj.get("max_completion_tokens", obj.get("max_tokens"))
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
         return f"Invalid 'max_tokens': integer below minimum value. Got {limit!r}."
     options = obj.get("stream_options") or {}
     prompt = _dumps([obj.get("messages"), obj.get("tools")])
-    return OpenAIAsk(model, messages, obj.get("stream") is True,
-                     isinstance(options, Mapping) and options.get("include_usage") is True,
-                     limit, count_tokens(len(prompt)))
+    return OpenAIAsk(
+        model,
+        messages,
+        obj.get("stream") is True,
+        isinstance(options, Mapping) and options.get("include_usage") is True,
+        limit,
+        count_tokens(len(prompt)),
+    )
 
 
 def _usage(plan: Plan, prompt_tokens: int) -> dict[str, Any]:
@@ -114,9 +134,12 @@ def _usage(plan: Plan, prompt_tokens: int) -> dict[str, Any]:
         "completion_tokens": plan.output_tokens,
         "total_tokens": prompt_tokens + plan.output_tokens,
         "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
-        "completion_tokens_details": {"reasoning_tokens": reasoning, "audio_tokens": 0,
-                                      "accepted_prediction_tokens": 0,
-                                      "rejected_prediction_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": reasoning,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
     }
 
 
@@ -125,57 +148,90 @@ def _pieces(s: str, size: int) -> Iterator[str]:
         yield s[start : start + size]
 
 
-def chunks(plan: Plan, ask: OpenAIAsk, *, completion_id: str, created: int, model: str,
-           chunk_size: int) -> Iterator[bytes]:
+def chunks(
+    plan: Plan, ask: OpenAIAsk, *, completion_id: str, created: int, model: str, chunk_size: int
+) -> Iterator[bytes]:
     """The SSE events of a streamed response, one ``bytes`` per event."""
-    base: dict[str, Any] = {"id": completion_id, "object": "chat.completion.chunk",
-                            "created": created, "model": model, "service_tier": "default",
-                            "system_fingerprint": FINGERPRINT}
+    base: dict[str, Any] = {
+        "id": completion_id,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "service_tier": "default",
+        "system_fingerprint": FINGERPRINT,
+    }
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-        obj = {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None,
-                                    "finish_reason": finish}]}
+        obj = {
+            **base,
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
         if ask.include_usage:
             obj["usage"] = None
         return sse(obj)
 
-    first: dict[str, Any] = {"role": "assistant", "content": "" if plan.text or not plan.calls
-                             else None, "refusal": None}
+    first: dict[str, Any] = {
+        "role": "assistant",
+        "content": "" if plan.text or not plan.calls else None,
+        "refusal": None,
+    }
     yield chunk(first)
     for piece in _pieces(plan.thinking, chunk_size):
         yield chunk({"reasoning_content": piece})
     for piece in _pieces(plan.text, chunk_size):
         yield chunk({"content": piece})
     for call in plan.calls:
-        yield chunk({"tool_calls": [{"index": call.index, "id": call.id, "type": "function",
-                                     "function": {"name": call.name, "arguments": ""}}]})
+        yield chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": call.index,
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": ""},
+                    }
+                ]
+            }
+        )
         for piece in _pieces(call.arguments, chunk_size):
-            yield chunk({"tool_calls": [{"index": call.index,
-                                         "function": {"arguments": piece}}]})
+            yield chunk({"tool_calls": [{"index": call.index, "function": {"arguments": piece}}]})
     yield chunk({}, openai_finish_reason(plan.stop_reason))
     if ask.include_usage:
         yield sse({**base, "choices": [], "usage": _usage(plan, ask.prompt_tokens)})
     yield DONE_EVENT
 
 
-def completion(plan: Plan, ask: OpenAIAsk, *, completion_id: str, created: int,
-               model: str) -> dict[str, Any]:
+def completion(
+    plan: Plan, ask: OpenAIAsk, *, completion_id: str, created: int, model: str
+) -> dict[str, Any]:
     """The body of a non-streamed response."""
-    message: dict[str, Any] = {"role": "assistant",
-                               "content": plan.text if plan.text or not plan.calls else None,
-                               "refusal": None, "annotations": []}
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": plan.text if plan.text or not plan.calls else None,
+        "refusal": None,
+        "annotations": [],
+    }
     if plan.thinking:
         message["reasoning_content"] = plan.thinking
     if plan.calls:
         message["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name,
-                                                          "arguments": c.arguments}}
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
             for c in plan.calls
         ]
     return {
-        "id": completion_id, "object": "chat.completion", "created": created, "model": model,
-        "choices": [{"index": 0, "message": message, "logprobs": None,
-                     "finish_reason": openai_finish_reason(plan.stop_reason)}],
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": openai_finish_reason(plan.stop_reason),
+            }
+        ],
         "usage": _usage(plan, ask.prompt_tokens),
-        "service_tier": "default", "system_fingerprint": FINGERPRINT,
+        "service_tier": "default",
+        "system_fingerprint": FINGERPRINT,
     }

@@ -115,12 +115,16 @@ def parse_ask(obj: Any, reasoned: Mapping[str, str] | None = None) -> ResponsesA
     if isinstance(items, str):
         items = [{"role": "user", "content": items}]
     if not isinstance(items, list):
-        return ("Invalid type for 'input': expected one of a string or an array of input "
-                "items, but got an object instead.")
+        return (
+            "Invalid type for 'input': expected one of a string or an array of input "
+            "items, but got an object instead."
+        )
     limit = obj.get("max_output_tokens")
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
-        return (f"Invalid 'max_output_tokens': integer below minimum value. Expected a value "
-                f">= 1, but got {limit!r} instead.")
+        return (
+            f"Invalid 'max_output_tokens': integer below minimum value. Expected a value "
+            f">= 1, but got {limit!r} instead."
+        )
     problem = _check_reasoning(items, obj.get("store", True) is not False, reasoned or {})
     if problem:
         return problem
@@ -139,8 +143,16 @@ def parse_ask(obj: Any, reasoned: Mapping[str, str] | None = None) -> ResponsesA
         "metadata": obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {},
     }
     prompt = _dumps([instructions, items, obj.get("tools")])
-    return ResponsesAsk(model, items, echo["instructions"], obj.get("stream") is True, limit,
-                        count_tokens(len(prompt)), assistant_turns(items), echo)
+    return ResponsesAsk(
+        model,
+        items,
+        echo["instructions"],
+        obj.get("stream") is True,
+        limit,
+        count_tokens(len(prompt)),
+        assistant_turns(items),
+        echo,
+    )
 
 
 def _check_reasoning(items: list[Any], store: bool, reasoned: Mapping[str, str]) -> str:
@@ -153,18 +165,24 @@ def _check_reasoning(items: list[Any], store: bool, reasoned: Mapping[str, str])
         ident = item.get("id")
         if item.get("type") == "reasoning":
             if not store and not item.get("encrypted_content"):
-                return (f"Item with id '{ident}' not found. Items are not persisted when "
-                        "`store` is set to false. Try again with `store` set to true, or "
-                        "remove this item from your input.")
+                return (
+                    f"Item with id '{ident}' not found. Items are not persisted when "
+                    "`store` is set to false. Try again with `store` set to true, or "
+                    "remove this item from your input."
+                )
             following = items[at + 1] if at + 1 < len(items) else None
             produced = following.get("id") if isinstance(following, Mapping) else None
             if ident in issued and reasoned.get(str(produced)) != ident:
-                return (f"Item '{ident}' of type 'reasoning' was provided without its "
-                        "required following item.")
+                return (
+                    f"Item '{ident}' of type 'reasoning' was provided without its "
+                    "required following item."
+                )
             seen.add(str(ident))
         elif isinstance(ident, str) and ident in reasoned and reasoned[ident] not in seen:
-            return (f"Item '{ident}' of type '{item.get('type')}' was provided without its "
-                    f"required 'reasoning' item: '{reasoned[ident]}'.")
+            return (
+                f"Item '{ident}' of type '{item.get('type')}' was provided without its "
+                f"required 'reasoning' item: '{reasoned[ident]}'."
+            )
     return ""
 
 
@@ -172,40 +190,69 @@ def _echo_tool(tool: Any) -> Any:
     # The API repeats each tool with its defaults filled in; a function tool is strict
     # unless the request said otherwise.
     if isinstance(tool, Mapping) and tool.get("type") == "function":
-        return {"type": "function", "description": tool.get("description"),
-                "name": tool.get("name"), "parameters": tool.get("parameters"),
-                "strict": tool.get("strict", True)}
+        return {
+            "type": "function",
+            "description": tool.get("description"),
+            "name": tool.get("name"),
+            "parameters": tool.get("parameters"),
+            "strict": tool.get("strict", True),
+        }
     return tool
 
 
 def _usage(plan: Plan, input_tokens: int) -> dict[str, Any]:
     reasoning = min(plan.output_tokens, count_tokens(len(plan.thinking)))
-    return {"input_tokens": input_tokens,
-            "input_tokens_details": {"cache_write_tokens": 0, "cached_tokens": 0},
-            "output_tokens": plan.output_tokens,
-            "output_tokens_details": {"reasoning_tokens": reasoning},
-            "total_tokens": input_tokens + plan.output_tokens}
+    return {
+        "input_tokens": input_tokens,
+        "input_tokens_details": {"cache_write_tokens": 0, "cached_tokens": 0},
+        "output_tokens": plan.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": reasoning},
+        "total_tokens": input_tokens + plan.output_tokens,
+    }
 
 
-def _response(ask: ResponsesAsk, *, response_id: str, created: int, model: str, status: str,
-              output: list[dict[str, Any]], usage: dict[str, Any] | None = None,
-              reason: str | None = None) -> dict[str, Any]:
+def _response(
+    ask: ResponsesAsk,
+    *,
+    response_id: str,
+    created: int,
+    model: str,
+    status: str,
+    output: list[dict[str, Any]],
+    usage: dict[str, Any] | None = None,
+    reason: str | None = None,
+) -> dict[str, Any]:
     """The response object, its fields in the API's order."""
     echo = ask.echo
     return {
-        "id": response_id, "object": "response", "created_at": created, "status": status,
-        "background": False, "error": None,
+        "id": response_id,
+        "object": "response",
+        "created_at": created,
+        "status": status,
+        "background": False,
+        "error": None,
         "incomplete_details": {"reason": reason} if reason is not None else None,
-        "instructions": echo["instructions"], "max_output_tokens": echo["max_output_tokens"],
-        "max_tool_calls": None, "model": model, "output": output,
-        "parallel_tool_calls": echo["parallel_tool_calls"], "previous_response_id": None,
-        "prompt_cache_key": None, "reasoning": {"effort": None, "summary": None},
+        "instructions": echo["instructions"],
+        "max_output_tokens": echo["max_output_tokens"],
+        "max_tool_calls": None,
+        "model": model,
+        "output": output,
+        "parallel_tool_calls": echo["parallel_tool_calls"],
+        "previous_response_id": None,
+        "prompt_cache_key": None,
+        "reasoning": {"effort": None, "summary": None},
         "safety_identifier": None,
         "service_tier": "auto" if status == "in_progress" else "default",
-        "store": echo["store"], "temperature": echo["temperature"],
+        "store": echo["store"],
+        "temperature": echo["temperature"],
         "text": {"format": {"type": "text"}, "verbosity": "medium"},
-        "tool_choice": echo["tool_choice"], "tools": echo["tools"], "top_logprobs": 0,
-        "top_p": echo["top_p"], "truncation": "disabled", "usage": usage, "user": None,
+        "tool_choice": echo["tool_choice"],
+        "tools": echo["tools"],
+        "top_logprobs": 0,
+        "top_p": echo["top_p"],
+        "truncation": "disabled",
+        "usage": usage,
+        "user": None,
         "metadata": echo["metadata"],
     }
 
@@ -226,17 +273,31 @@ class _Item:
         """The item as ``output_item.done`` and the final response show it."""
         status = "completed" if self.complete else "incomplete"
         if self.kind == "reasoning":
-            item: dict[str, Any] = {"id": self.id, "type": "reasoning",
-                                    "summary": [{"type": "summary_text", "text": self.text}],
-                                    "encrypted_content": _sealed(self.id)}
+            item: dict[str, Any] = {
+                "id": self.id,
+                "type": "reasoning",
+                "summary": [{"type": "summary_text", "text": self.text}],
+                "encrypted_content": _sealed(self.id),
+            }
             if not self.complete:
                 item["status"] = status
             return item
         if self.kind == "message":
-            return {"id": self.id, "type": "message", "status": status,
-                    "content": [_text_part(self.text)], "role": "assistant"}
-        return {"id": self.id, "type": "function_call", "status": status,
-                "arguments": self.text, "call_id": self.call_id, "name": self.name}
+            return {
+                "id": self.id,
+                "type": "message",
+                "status": status,
+                "content": [_text_part(self.text)],
+                "role": "assistant",
+            }
+        return {
+            "id": self.id,
+            "type": "function_call",
+            "status": status,
+            "arguments": self.text,
+            "call_id": self.call_id,
+            "name": self.name,
+        }
 
 
 def _sealed(item_id: str) -> str:
@@ -251,12 +312,13 @@ def _text_part(text: str) -> dict[str, Any]:
 def _items(plan: Plan, new_item_id: Callable[[str], str]) -> list[_Item]:
     items: list[_Item] = []
     if plan.thinking:
-        items.append(_Item("reasoning", new_item_id("rs"), plan.thinking,
-                           plan.thinking_complete))
+        items.append(_Item("reasoning", new_item_id("rs"), plan.thinking, plan.thinking_complete))
     if plan.text:
         items.append(_Item("message", new_item_id("msg"), plan.text, plan.text_complete))
-    items.extend(_Item("function_call", new_item_id("fc"), call.arguments, call.complete,
-                       call.id, call.name) for call in plan.calls)
+    items.extend(
+        _Item("function_call", new_item_id("fc"), call.arguments, call.complete, call.id, call.name)
+        for call in plan.calls
+    )
     return items
 
 
@@ -272,13 +334,27 @@ def _terminal(plan: Plan) -> tuple[str, str | None]:
     return status, reason
 
 
-def response(plan: Plan, ask: ResponsesAsk, *, response_id: str, created: int, model: str,
-             new_item_id: Callable[[str], str]) -> dict[str, Any]:
+def response(
+    plan: Plan,
+    ask: ResponsesAsk,
+    *,
+    response_id: str,
+    created: int,
+    model: str,
+    new_item_id: Callable[[str], str],
+) -> dict[str, Any]:
     """The body of a non-streamed response."""
     status, reason = _terminal(plan)
-    return _response(ask, response_id=response_id, created=created, model=model, status=status,
-                     output=output_items(plan, new_item_id),
-                     usage=_usage(plan, ask.input_tokens), reason=reason)
+    return _response(
+        ask,
+        response_id=response_id,
+        created=created,
+        model=model,
+        status=status,
+        output=output_items(plan, new_item_id),
+        usage=_usage(plan, ask.input_tokens),
+        reason=reason,
+    )
 
 
 def _pieces(s: str, size: int) -> Iterator[str]:
@@ -286,8 +362,16 @@ def _pieces(s: str, size: int) -> Iterator[str]:
         yield s[start : start + size]
 
 
-def events(plan: Plan, ask: ResponsesAsk, *, response_id: str, created: int, model: str,
-           chunk_size: int, new_item_id: Callable[[str], str]) -> Iterator[bytes]:
+def events(
+    plan: Plan,
+    ask: ResponsesAsk,
+    *,
+    response_id: str,
+    created: int,
+    model: str,
+    chunk_size: int,
+    new_item_id: Callable[[str], str],
+) -> Iterator[bytes]:
     """The SSE events of a streamed response, one ``bytes`` per event."""
     sequence = 0
 
@@ -297,10 +381,22 @@ def events(plan: Plan, ask: ResponsesAsk, *, response_id: str, created: int, mod
         sequence += 1
         return out
 
-    def lifecycle(status: str, output: list[dict[str, Any]], usage: dict[str, Any] | None = None,
-                  reason: str | None = None) -> dict[str, Any]:
-        return _response(ask, response_id=response_id, created=created, model=model,
-                         status=status, output=output, usage=usage, reason=reason)
+    def lifecycle(
+        status: str,
+        output: list[dict[str, Any]],
+        usage: dict[str, Any] | None = None,
+        reason: str | None = None,
+    ) -> dict[str, Any]:
+        return _response(
+            ask,
+            response_id=response_id,
+            created=created,
+            model=model,
+            status=status,
+            output=output,
+            usage=usage,
+            reason=reason,
+        )
 
     yield event("response.created", response=lifecycle("in_progress", []))
     yield event("response.in_progress", response=lifecycle("in_progress", []))
@@ -308,40 +404,68 @@ def events(plan: Plan, ask: ResponsesAsk, *, response_id: str, created: int, mod
     for index, item in enumerate(items):
         at = {"item_id": item.id, "output_index": index}
         if item.kind == "reasoning":
-            yield event("response.output_item.added", output_index=index,
-                        item={"id": item.id, "type": "reasoning", "summary": []})
+            yield event(
+                "response.output_item.added",
+                output_index=index,
+                item={"id": item.id, "type": "reasoning", "summary": []},
+            )
             summary = {"summary_index": 0}
-            yield event("response.reasoning_summary_part.added", **at, **summary,
-                        part={"type": "summary_text", "text": ""})
+            yield event(
+                "response.reasoning_summary_part.added",
+                **at,
+                **summary,
+                part={"type": "summary_text", "text": ""},
+            )
             for piece in _pieces(item.text, chunk_size):
-                yield event("response.reasoning_summary_text.delta", **at, **summary,
-                            delta=piece)
+                yield event("response.reasoning_summary_text.delta", **at, **summary, delta=piece)
             yield event("response.reasoning_summary_text.done", **at, **summary, text=item.text)
             cut = {} if item.complete else {"status": "incomplete"}
-            yield event("response.reasoning_summary_part.done", **at, **summary,
-                        part={"type": "summary_text", "text": item.text}, **cut)
+            yield event(
+                "response.reasoning_summary_part.done",
+                **at,
+                **summary,
+                part={"type": "summary_text", "text": item.text},
+                **cut,
+            )
         elif item.kind == "message":
-            yield event("response.output_item.added", output_index=index,
-                        item={"id": item.id, "type": "message", "status": "in_progress",
-                              "content": [], "role": "assistant"})
+            yield event(
+                "response.output_item.added",
+                output_index=index,
+                item={
+                    "id": item.id,
+                    "type": "message",
+                    "status": "in_progress",
+                    "content": [],
+                    "role": "assistant",
+                },
+            )
             part = {"content_index": 0}
             yield event("response.content_part.added", **at, **part, part=_text_part(""))
             for piece in _pieces(item.text, chunk_size):
-                yield event("response.output_text.delta", **at, **part, delta=piece,
-                            logprobs=[])
+                yield event("response.output_text.delta", **at, **part, delta=piece, logprobs=[])
             yield event("response.output_text.done", **at, **part, text=item.text, logprobs=[])
             yield event("response.content_part.done", **at, **part, part=_text_part(item.text))
         else:
-            yield event("response.output_item.added", output_index=index,
-                        item={"id": item.id, "type": "function_call", "status": "in_progress",
-                              "arguments": "", "call_id": item.call_id, "name": item.name})
+            yield event(
+                "response.output_item.added",
+                output_index=index,
+                item={
+                    "id": item.id,
+                    "type": "function_call",
+                    "status": "in_progress",
+                    "arguments": "",
+                    "call_id": item.call_id,
+                    "name": item.name,
+                },
+            )
             for piece in _pieces(item.text, chunk_size):
                 yield event("response.function_call_arguments.delta", **at, delta=piece)
             yield event("response.function_call_arguments.done", **at, arguments=item.text)
         yield event("response.output_item.done", output_index=index, item=item.final())
     status, reason = _terminal(plan)
-    final = lifecycle(status, [item.final() for item in items],
-                      _usage(plan, ask.input_tokens), reason)
+    final = lifecycle(
+        status, [item.final() for item in items], _usage(plan, ask.input_tokens), reason
+    )
     yield event(f"response.{status}", response=final)
 
 
@@ -350,19 +474,30 @@ def events(plan: Plan, ask: ResponsesAsk, *, response_id: str, created: int, mod
 SERVER_ERROR_MESSAGE = "The server had an error while processing your request. Sorry about that!"
 
 
-def error_event(sequence_number: int, code: str = "server_error",
-                message: str = SERVER_ERROR_MESSAGE) -> bytes:
+def error_event(
+    sequence_number: int, code: str = "server_error", message: str = SERVER_ERROR_MESSAGE
+) -> bytes:
     """The ``error`` event (flat: ``code``, ``message``, ``param``)."""
-    return sse({"type": "error", "sequence_number": sequence_number, "code": code,
-                "message": message, "param": None})
+    return sse(
+        {
+            "type": "error",
+            "sequence_number": sequence_number,
+            "code": code,
+            "message": message,
+            "param": None,
+        }
+    )
 
 
-def failed_event(created: Mapping[str, Any], sequence_number: int, code: str = "server_error",
-                 message: str = SERVER_ERROR_MESSAGE) -> bytes:
+def failed_event(
+    created: Mapping[str, Any],
+    sequence_number: int,
+    code: str = "server_error",
+    message: str = SERVER_ERROR_MESSAGE,
+) -> bytes:
     """``response.failed`` for the response that ``created`` (a ``response.created``
     event's object) opened: the same response, ``status: "failed"`` and the error."""
     base = created.get("response")
     failed = dict(base) if isinstance(base, Mapping) else {}
     failed.update(status="failed", error={"code": code, "message": message})
-    return sse({"type": "response.failed", "sequence_number": sequence_number,
-                "response": failed})
+    return sse({"type": "response.failed", "sequence_number": sequence_number, "response": failed})

@@ -227,8 +227,9 @@ class AsyncProviderClient:
                         failure = idle_error(gap or 0.0, empty=not reader.content)
                 except BOUNDARY as exc:
                     # The socket's read timeout is only a backstop behind the GapWatch.
-                    failure = map_stream_exception(exc, empty=not reader.content,
-                                                   idle_seconds=self._backstop())
+                    failure = map_stream_exception(
+                        exc, empty=not reader.content, idle_seconds=self._backstop()
+                    )
                     failure.__cause__ = exc
                 except EventTooLarge as exc:
                     failure = exc  # the reader already ended the turn abruptly

@@ -35,16 +35,28 @@ DEFAULT_BASE_URLS: dict[str, str] = {
     "anthropic": "https://api.anthropic.com",
     "openai-responses": "https://api.openai.com/v1",
 }
-_ENV_BASE_URL = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL",
-                 "openai-responses": "OPENAI_BASE_URL"}
-_ENV_API_KEY = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
-                "openai-responses": "OPENAI_API_KEY"}
+_ENV_BASE_URL = {
+    "openai": "OPENAI_BASE_URL",
+    "anthropic": "ANTHROPIC_BASE_URL",
+    "openai-responses": "OPENAI_BASE_URL",
+}
+_ENV_API_KEY = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openai-responses": "OPENAI_API_KEY",
+}
 # Where each wire format is POSTed, after the base URL.
-_PATHS = {"openai": "/chat/completions", "anthropic": "/v1/messages",
-          "openai-responses": "/responses"}
+_PATHS = {
+    "openai": "/chat/completions",
+    "anthropic": "/v1/messages",
+    "openai-responses": "/responses",
+}
 # How a request path says its wire format, whatever prefix a gateway puts before it.
-_PATH_ENDS = (("/chat/completions", "openai"), ("/responses", "openai-responses"),
-              ("/messages", "anthropic"))
+_PATH_ENDS = (
+    ("/chat/completions", "openai"),
+    ("/responses", "openai-responses"),
+    ("/messages", "anthropic"),
+)
 
 
 def provider_for_path(path: str) -> str | None:
@@ -55,6 +67,8 @@ def provider_for_path(path: str) -> str | None:
         if path.endswith(end):
             return provider
     return None
+
+
 ANTHROPIC_VERSION = "2023-06-01"
 
 
@@ -137,8 +151,10 @@ class ClientConfig:
             raise ConfigurationError(
                 f"max_tokens must be a positive integer, not {self.max_tokens!r}"
             )
-        base = self.base_url or os.environ.get(_ENV_BASE_URL[self.provider]) or (
-            DEFAULT_BASE_URLS[self.provider]
+        base = (
+            self.base_url
+            or os.environ.get(_ENV_BASE_URL[self.provider])
+            or (DEFAULT_BASE_URLS[self.provider])
         )
         if not base.startswith(("http://", "https://")):
             raise ConfigurationError(f"base_url must start with http:// or https://, not {base!r}")

@@ -20,7 +20,11 @@ import threading
 __all__ = ["FALLBACK", "HTTP2_MARKERS", "Http2Fallback", "http2_failure"]
 
 HTTP2_MARKERS: tuple[str, ...] = (
-    "http2", "goaway", "preface", "connectionterminated", "protocolerror",
+    "http2",
+    "goaway",
+    "preface",
+    "connectionterminated",
+    "protocolerror",
 )
 
 

@@ -31,8 +31,16 @@ class Silence(Exception):
 class GapWatch:
     """One per attempt: ``await watch.read(chunks, gap, deadline)`` instead of ``anext``."""
 
-    __slots__ = ("_at", "_deadline_hit", "_fired", "_handle", "_loop", "_task", "_until",
-                 "_waiting")
+    __slots__ = (
+        "_at",
+        "_deadline_hit",
+        "_fired",
+        "_handle",
+        "_loop",
+        "_task",
+        "_until",
+        "_waiting",
+    )
 
     def __init__(self) -> None:
         self._loop = asyncio.get_running_loop()

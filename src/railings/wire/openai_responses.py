@@ -339,8 +339,9 @@ def _completed(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEve
     output = _dict(obj.get("response")).get("output")
     # The finished items, to go back verbatim (see railings.messages): only these carry a
     # reasoning item's encrypted content whole, and the ids that pair it with its call.
-    items = [OutputItems(json.dumps(output, ensure_ascii=False))] if isinstance(
-        output, list) else []
+    items = (
+        [OutputItems(json.dumps(output, ensure_ascii=False))] if isinstance(output, list) else []
+    )
     return [*_usage(obj), *items, StopReason("completed"), TerminationProof(COMPLETED)]
 
 
