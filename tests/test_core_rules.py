@@ -45,7 +45,7 @@ def test_stop_reason_normalization(wire: str, normalized: str) -> None:
     assert normalize_stop_reason(wire) == normalized
 
 
-def test_derivation_order_matches_the_seeds() -> None:
+def test_derivation_order_is_limit_then_tool_use_then_end_turn() -> None:
     assert derive_stop_reason(saw_tool_use=True, output_tokens=100, max_tokens=100) == "max_tokens"
     assert derive_stop_reason(saw_tool_use=True, output_tokens=99, max_tokens=100) == "tool_use"
     assert derive_stop_reason(saw_tool_use=False, output_tokens=99, max_tokens=100) == "end_turn"

@@ -41,7 +41,7 @@ from railings.errors import CircuitOpen, ConfigurationError
 from railings.turn.reader import StreamReader
 from streams import anthropic_tool_stream, openai_chunk, openai_tool_stream, sse
 
-FRAGMENT = '{"command": "rm -rf /tmp/leg'  # the seeds' half sentence
+FRAGMENT = '{"command": "rm -rf /tmp/leg'  # the model's half-written command
 COMPLETE = '{"command": "rm -rf /tmp/legacy-cleanup"}'
 EXECUTED, REJECTED, ERROR = OutcomeStatus.EXECUTED, OutcomeStatus.REJECTED, OutcomeStatus.ERROR
 INTERCEPTED, DENIED = OutcomeStatus.INTERCEPTED, OutcomeStatus.DENIED

@@ -62,7 +62,7 @@ def anthropic_text_of(client: anthropic.Anthropic) -> str:
 
 
 def test_openai_sdk_alone_returns_half_an_answer(server: CannedServer) -> None:
-    """The seeds' bug, reproduced: no [DONE], and the plain SDK ends quietly."""
+    """The silent stop, reproduced: no [DONE], and the plain SDK ends quietly."""
     server.push(Reply(chunks=openai_text(["Your refund", " will be"], finish=None, done=False)))
     with openai_client(server, guarded=False) as client:
         assert openai_text_of(client) == "Your refund will be"
@@ -316,7 +316,7 @@ def test_async_guard_idle(server: CannedServer) -> None:
 def test_anthropic_sdk_keeps_a_proven_answer_when_the_connection_breaks_after(
     server: CannedServer,
 ) -> None:
-    """The seeds' counterexample: the whole stream and its proof, then an abrupt close. The
+    """Proven, then broken: the whole stream and its proof, then an abrupt close. The
     SDK alone reads past message_stop and raises; with the guard the proof stands."""
     server.push(Reply(chunks=anthropic_text(["all of it"]), end="close"))
     with anthropic_client(server, guarded=False) as client, pytest.raises(httpx2.TransportError):

@@ -207,7 +207,7 @@ def test_anthropic_non_streamed(server: ScriptedServer) -> None:
     assert body["stop_reason"] == "tool_use"
 
 
-# -- max_tokens: the seeds' scenario ---------------------------------------------------
+# -- max_tokens: the cut tool call ---------------------------------------------------
 
 CUT_SCRIPT = {
     "turns": [

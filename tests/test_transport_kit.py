@@ -1,7 +1,7 @@
 """The client and the guard through the test kit: ScriptedServer behind the FaultProxy.
 
 One fault per request, chosen with the ``x-railings-fault`` header. Each cell
-states the acceptance rule of the seeds: a faulted stream is detected (Empty
+states the acceptance rule: a faulted stream is detected (Empty
 resent, Partial returned as-is and marked), a clean one returns the full text.
 """
 

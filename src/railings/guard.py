@@ -276,7 +276,7 @@ class _Watch:
         """The inner stream broke: the same httpx2 class, with the railings reason as cause;
         or None when the proof had already arrived, and the body simply ends there.
 
-        The seeds' counterexample: the whole answer and its proof arrived, then the
+        The proven-then-broken case: the whole answer and its proof arrived, then the
         connection broke. The proof is data, not the close: the turn is complete, and
         an SDK that reads past the proof must not throw the answer away for it.
         """

@@ -22,7 +22,7 @@ proxy (both on 127.0.0.1, free ports) into a client, and holds the result to
 one rule: every faulted stream is detected (a typed error or an interrupted
 verdict; Empty resent, Partial returned as-is), every clean stream returns the
 full text exactly, a tool call cut by max_tokens is never executed (a spy tool,
-through a real dispatch), and the seeds' counterexample -- the proof arrived,
+through a real dispatch), and the proven-then-broken case -- the proof arrived,
 then the connection broke -- is reported as complete. Reorder and duplicate are
 beyond what Chat Completions and Messages can show (no sequence numbers): "~",
 never a failure. No API key, no network.

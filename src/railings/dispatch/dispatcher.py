@@ -1,7 +1,7 @@
 """Batch dispatch: every tool call of one turn, with the truncation gate placed first.
 
-The placement is the seeds' (P0-2, "Reject and Resend"), and each choice is
-deliberate:
+The placement is reject-and-resend (a cut call is answered, never run), and each
+choice is deliberate:
 
 1. **The truncation gate comes first.** Every call is judged by
    :func:`~railings.turn.verdict.judge` -- the one verdict logic: an abruptly

@@ -10,7 +10,7 @@ The **circuit breaker** watches outcomes and raises
 :class:`~railings.errors.CircuitOpen` after ``max_failures`` consecutive
 execution errors. It counts ``ERROR`` only; an executed call resets it; an
 intervention (rejected, intercepted, denied) neither counts nor resets,
-because the seeds' rule is that an intervention is not an execution.
+because an intervention is not an execution.
 
 Both keep their count across turns: a loop usually spans turns. Neither ever
 sees a call the truncation gate rejected (the dispatcher answers those before

@@ -1,12 +1,12 @@
 """``railings matrix``: fault classes x payload sizes x providers x {text, cut tool call}.
 
-The seeds' test matrix, shipped: every cell streams a scripted answer through the
+The fault matrix, shipped: every cell streams a scripted answer through the
 fault proxy into a client, and holds the result to one acceptance rule (the
 expectation table in :mod:`railings.matrix.cells`): every faulted stream is
 detected (a typed error or an interrupted verdict; Empty resent, Partial
 returned as-is), every clean stream returns the full text, no tool call cut by
-``max_tokens`` is ever executed, and the seeds' counterexample is reported as
-what it is. The official SDKs run the same cells for comparison.
+``max_tokens`` is ever executed, and a stream whose proof arrived before the
+connection broke is reported as complete. The official SDKs run the same cells for comparison.
 
 ::
 

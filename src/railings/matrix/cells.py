@@ -21,7 +21,7 @@ reorder, duplicate      LIMIT: two content deltas swapped / one repeated, the pr
                         The Responses API numbers its events and repeats the content
                         at the end: there the full text, or a detected fault, is due
 reset                   PARTIAL: TCP RST mid-content
-close_after_terminator  COUNTEREXAMPLE (the seed's open question): the whole stream and
+close_after_terminator  PROVEN, THEN BROKEN: the whole stream and
                         its proof, then the connection breaks. The proof is data, not
                         the close: COMPLETE, the full text
 drip                    FULL: the body in tiny pieces (events and UTF-8 split anywhere)

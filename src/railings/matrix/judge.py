@@ -3,7 +3,7 @@
 Two rule books. The railings client is held to the whole rule (exact text,
 attempt counts, the error it names, what the spy ran); its failures decide
 the exit code. An official SDK has no notion of proof, so it is asked one
-question, the seeds' question: *did it notice?* -- it raised, or it handed
+question: *did it notice?* -- it raised, or it handed
 the application a result without a word. Its cells are informative.
 
 The reference is what the server sent: the scripted server's own plan (after

@@ -38,7 +38,7 @@ _SDK_FAIL = "red"
 FOOTNOTES: dict[tuple[str, ...], str] = {
     (
         "close_after_terminator",
-    ): "close_after_terminator is the seeds' counterexample: the whole stream and its proof "
+    ): "close_after_terminator is the proven-then-broken case: the whole stream and its proof "
     "arrived, then the connection broke. The proof is data, not the close: the turn is "
     "complete. Had the proof itself been lost, nobody could tell it from drop_terminator: "
     "Partial.",

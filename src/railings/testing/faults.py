@@ -26,7 +26,7 @@ complete, only the SSE proof is missing), ``abrupt`` (close without it) or
 ``reset``               TCP RST (SO_LINGER 0, then close) after ``events=N``
                         (default 3) or ``bytes=N``
 ``close_after_terminator``  the whole stream with its proof, then close without the
-                        chunked terminator (the seed's counterexample)
+                        chunked terminator (proven, then broken)
 ``drip``                every byte as its own chunk (``size=1``), ``delay=S``
                         (default 0.01) seconds apart
 ``status``              answer ``code=`` 429 (default) / 500 / 503 / 529 … without

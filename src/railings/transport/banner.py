@@ -1,6 +1,6 @@
 """The retry banner: what a status bar shows while a transparent retry waits.
 
-One process-level observer, on purpose (the seeds' P0-3): the terminal has one
+One process-level observer, on purpose: the terminal has one
 status line, and whoever draws it subscribes here instead of threading a
 callback through every layer. Work flagged ``background`` (a sub-agent, a
 prefetch) never publishes, so its retries cannot light up the foreground bar.

@@ -61,7 +61,7 @@ def normalize_stop_reason(wire: str, *, saw_tool_use: bool = False) -> str:
 def derive_stop_reason(
     *, saw_tool_use: bool, output_tokens: int | None, max_tokens: int | None
 ) -> str:
-    """What this layer can prove when the wire said nothing (the seeds' rule, in order).
+    """What this layer can prove when the wire said nothing (the derivation rule, in order).
 
     Billed output at or above the requested limit is hard evidence of truncation,
     since providers stop exactly at the limit; then a tool call means ``tool_use``;

@@ -1,6 +1,6 @@
 """Tool-call verdicts: the one place that decides whether a call may run.
 
-The order is the rule (the seeds' P0-2 and P0-3):
+The order is the rule (truncation before repair; no proof, no execution):
 
 1. The turn terminated abruptly -> **reject, interrupted**. Even arguments that
    parse are not proven to be what the model meant to send: the turn never
