@@ -1,10 +1,17 @@
 # Each target sets itself up: a fresh machine needs only python3.
+# `make help` lists the targets; the times are for an idle 2-core machine.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+LINTED := src tests tools bench
+# pytest-xdist workers: one per core by default; PYTEST_ARGS adds options (e.g. -k NAME, -n 0).
+JOBS ?= auto
 
-.PHONY: test demo bench fuzz soak clean
+.PHONY: help test lint demo bench fuzz soak measure clean
+
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z]+:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -18,23 +25,28 @@ $(BENCH_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	touch $(BENCH_STAMP)
 
-test: $(STAMP)
-	$(BIN)/ruff check src tests tools bench
-	$(BIN)/ruff format --check src tests tools bench
-	$(BIN)/mypy
-	$(BIN)/python -m pytest -q
+test: lint ## ruff, ruff format, mypy and the whole test suite (about 2 min; +1 min first install)
+	$(BIN)/python -m pytest -q -n $(JOBS) $(PYTEST_ARGS)
 
-demo: $(STAMP)
+lint: $(STAMP) ## ruff check, ruff format --check and mypy --strict only (about 20 s)
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
+	$(BIN)/mypy
+
+demo: $(STAMP) ## the fault matrix: every fault class against railings (about 40 s)
 	$(BIN)/railings matrix
 
-bench: $(BENCH_STAMP)
+bench: $(BENCH_STAMP) ## benchmarks against the SDKs, httpx-sse and the naive floor (about 4 min)
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
-fuzz: $(STAMP)
+fuzz: $(STAMP) ## fuzz campaigns over every capture of tests/corpus (about 2 min)
 	$(BIN)/python -m tools.reliability.fuzz $(FUZZ_ARGS)
 
-soak: $(STAMP)
+soak: $(STAMP) ## many concurrent agent turns under random faults (about 1 min)
 	$(BIN)/python -m tools.reliability.soak $(SOAK_ARGS)
 
-clean:
+measure: $(STAMP) ## what each SDK and framework does with a cut tool call, with and without railings (about 20 s)
+	$(BIN)/python -m tools.measure_integrations $(MEASURE_ARGS)
+
+clean: ## remove the venv and the caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -34,6 +34,7 @@ from railings.errors import (
     FirstByteTimeout,
     IdleTimeout,
     RailingsError,
+    StreamInterrupted,
     TotalTimeout,
 )
 from railings.messages import User
@@ -250,9 +251,9 @@ HOSTILE_ARGUMENTS = {
 def test_hostile_arguments_are_rejected_not_executed(wire: str, case: str) -> None:
     arguments = HOSTILE_ARGUMENTS[case]
     body = openai_call(arguments) if wire == "openai" else anthropic_call(arguments)
-    started = time.monotonic()
+    # Quadratic work on these bodies would run for hours: the suite's per-test timeout
+    # bounds the time; the assertions bound what can be counted.
     result, peak = peak_of(lambda: replay(body))
-    elapsed = time.monotonic() - started
     assert not isinstance(result, BaseException), result
     assert result.turn.complete
     [verdict] = result.verdicts
@@ -264,7 +265,6 @@ def test_hostile_arguments_are_rejected_not_executed(wire: str, case: str) -> No
     # the repair ladder's rungs (one list slot per character at worst): 24 bytes per
     # byte of body, plus 4 MiB.
     assert peak < 24 * len(body) + 4 * MiB, f"peak {peak / MiB:.1f} MiB"
-    assert elapsed < 30.0  # linear rungs (0.3 s here unloaded): quadratic would be hours
 
 
 def test_deep_nesting_in_the_event_itself_is_malformed_not_recursion() -> None:
@@ -294,10 +294,8 @@ def test_a_json_number_with_a_million_digits_in_an_event(field: str) -> None:
     else:
         chunk = f'{{"id":"x","choices":[{{"index":0,{choice}}}],{fields}}}'
     body = f"data: {chunk}\n\ndata: [DONE]\n\n".encode()
-    started = time.monotonic()
-    result, peak = peak_of(lambda: replay(body))
+    result, peak = peak_of(lambda: replay(body))  # quadratic int parsing: the suite's timeout
     assert not isinstance(result, BaseException), result
-    assert time.monotonic() - started < 5.0
     assert not result.turn.complete  # the data is not a usable chunk: the turn is malformed
     json.dumps(to_json(result))
     assert peak < 10 * len(body) + 4 * MiB
@@ -360,11 +358,12 @@ class HostileServer(Service):
     """One behaviour for every request: ``silent`` (never a byte), ``headers`` (the
     headers, then silence), ``keepalive`` (a comment every ``interval`` s), ``flood``
     (comments as fast as the socket takes them), ``endless_data`` (one event that never
-    ends). ``sent`` counts the body bytes written."""
+    ends). ``sent`` counts the body bytes written; with ``limit`` the server closes the
+    connection (no proof, no chunked end) once it has written that many."""
 
-    def __init__(self, mode: str, interval: float = 0.02) -> None:
+    def __init__(self, mode: str, interval: float = 0.02, limit: int | None = None) -> None:
         super().__init__()
-        self.mode, self.interval, self.sent = mode, interval, 0
+        self.mode, self.interval, self.sent, self.limit = mode, interval, 0, limit
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)
@@ -380,12 +379,13 @@ class HostileServer(Service):
             piece = encode_chunk((b": " + b"k" * 1000 + b"\n") * 60)
         else:
             piece = encode_chunk(b"data: " + b"z" * 60_000 + b"\n")
-        while True:
+        while self.limit is None or self.sent < self.limit:
             writer.write(piece)
             await writer.drain()
             self.sent += len(piece)
             if self.mode == "keepalive":
                 await asyncio.sleep(self.interval)
+        writer.close()
 
 
 @pytest.fixture
@@ -431,7 +431,7 @@ def test_a_server_that_never_sends_a_byte(serve: Callable[..., HostileServer]) -
     server = serve("silent")
     (error, elapsed), peak = peak_of(lambda: stream_once(server.url, Timeouts(first_byte=0.3)))
     assert isinstance(error, FirstByteTimeout), error
-    assert 0.25 <= elapsed < 2.0
+    assert elapsed >= 0.25  # a timeout never fires early; how late it fires is the machine's
     assert peak < 4 * MiB
 
 
@@ -441,7 +441,7 @@ def test_headers_then_silence_is_an_empty_idle_timeout(
     server = serve("headers")
     (error, elapsed), _ = peak_of(lambda: stream_once(server.url, Timeouts(first_byte=0.3)))
     assert isinstance(error, IdleTimeout) and error.empty, error
-    assert 0.25 <= elapsed < 2.0
+    assert elapsed >= 0.25
 
 
 def test_keepalives_forever_are_ended_by_the_total_deadline(
@@ -455,7 +455,7 @@ def test_keepalives_forever_are_ended_by_the_total_deadline(
     )
     assert isinstance(error, TotalTimeout), error
     assert not error.retryable
-    assert 1.0 <= elapsed < 3.0
+    assert elapsed >= 1.0
     assert server.sent > 20 * len(b": keep-alive\n\n")  # it did keep talking past the gaps
     assert peak < 4 * MiB
 
@@ -463,13 +463,15 @@ def test_keepalives_forever_are_ended_by_the_total_deadline(
 def test_a_keepalive_flood_costs_constant_memory(
     serve: Callable[..., HostileServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # With the kept prefix of the body lowered to 1 MiB, a flood of 16 MiB or more (as
-    # much as the socket carries in 2 s) must not cost more than a few MiB.
+    # With the kept prefix of the body lowered to 1 MiB, a flood of 24 MiB of comments
+    # (then a close, with no proof) must not cost more than a few MiB. Bounded in bytes,
+    # not seconds: the server stops after 24 MiB however fast the machine is.
     monkeypatch.setattr("railings.transport.client._RECEIVED_LIMIT", 1 * MiB)
-    server = serve("flood")
-    (error, _), peak = peak_of(lambda: stream_once(server.url, Timeouts(total=2.0)))
-    assert isinstance(error, TotalTimeout), error
-    assert server.sent >= 16 * MiB, f"only {server.sent / MiB:.1f} MiB flooded"
+    server = serve("flood", limit=24 * MiB)
+    (error, _), peak = peak_of(lambda: stream_once(server.url, Timeouts()))
+    assert isinstance(error, StreamInterrupted) and error.empty, error
+    assert server.sent >= 24 * MiB
+    assert len(error.received) <= 1 * MiB + 64 * 1024  # the kept prefix, not the flood
     assert peak < 6 * MiB, f"peak {peak / MiB:.1f} MiB after {server.sent / MiB:.0f} MiB"
 
 
@@ -496,7 +498,6 @@ def test_the_cli_total_timeout_ends_a_keepalive_forever_run(
         "NO_COLOR": "1",
         "RAILINGS_JOURNAL": str(tmp_path / "journal.sqlite3"),
     }
-    started = time.monotonic()
     done = subprocess.run(
         [
             sys.executable,
@@ -521,4 +522,3 @@ def test_the_cli_total_timeout_ends_a_keepalive_forever_run(
     )
     assert done.returncode == 1, done.stderr
     assert "total timeout" in done.stderr
-    assert time.monotonic() - started < 30

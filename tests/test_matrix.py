@@ -125,7 +125,7 @@ def test_limit_cells_are_reported_not_failed() -> None:
 
 
 class TrustsWhateverArrived(RailingsClient):
-    """Ignores the proof: whatever text arrived is the answer (the client that takes a stop for an end)."""
+    """Ignores the proof: whatever text arrived is the answer (a stop taken for an end)."""
 
     name = "trusts-whatever-arrived"
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import socket
-import time
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -118,7 +117,8 @@ def test_terminator_and_corruption_helpers() -> None:
 
 def test_closing_a_proxy_with_a_stalled_stream_is_prompt() -> None:
     with ScriptedServer({"turns": [{"text": "hello"}]}) as server:
-        proxy = FaultProxy(server.url, "idle:events=1,seconds=60").start_in_thread()
+        # The stall outlasts the suite's timeout: close() must not wait for it.
+        proxy = FaultProxy(server.url, "idle:events=1,seconds=600").start_in_thread()
         sock = socket.create_connection(("127.0.0.1", proxy.port))
         try:
             body = b'{"model":"m","messages":[{"role":"user","content":"x"}],"stream":true}'
@@ -131,10 +131,8 @@ def test_closing_a_proxy_with_a_stalled_stream_is_prompt() -> None:
             assert received.startswith(b"HTTP/1.1 200")
             while b"data:" not in received:  # the first event is through: the proxy stalls now
                 received += sock.recv(65536)
-            started = time.monotonic()
             proxy.close()
-            assert time.monotonic() - started < 5
-            assert proxy.log[0].action == "silent for 60s after 1 events"
+            assert proxy.log[0].action == "silent for 600s after 1 events"
         finally:
             sock.close()
             proxy.close()

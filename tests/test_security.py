@@ -19,7 +19,6 @@ import os
 import ssl
 import subprocess
 import sys
-import time
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
@@ -463,10 +462,8 @@ def test_a_workdir_reached_through_a_link_confines_to_its_target(tmp_path: Path)
 
 
 def test_read_file_refuses_what_is_not_a_regular_file(root: Path) -> None:
-    os.mkfifo(root / "pipe")  # opening a FIFO for reading blocks until a writer comes
-    started = time.monotonic()
+    os.mkfifo(root / "pipe")  # opening a FIFO for reading blocks until a writer comes (never)
     result = _run(_tools(root)["read_file"], path="pipe")
-    assert time.monotonic() - started < 5
     assert not result.ok and "not a regular file" in result.content
 
 

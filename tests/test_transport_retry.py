@@ -109,7 +109,7 @@ def test_countdown_publishes_every_second_then_clears() -> None:
     asyncio.run(
         countdown(1.2, attempt=2, attempts=5, reason="overloaded", background=False, banner=banner)
     )
-    assert 1.15 < time.monotonic() - started < 2.0
+    assert time.monotonic() - started >= 1.15  # the countdown waited; how long past it is load
     shown = [s for s in states if s is not None]
     assert [s.seconds for s in shown] == [2, 1, 0]
     assert all((s.attempt, s.attempts, s.reason) == (2, 5, "overloaded") for s in shown)

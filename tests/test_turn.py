@@ -24,7 +24,7 @@ def _split(text: str, size: int = 5) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-# -- the half-written shell command -----------------------------------------------------------------
+# -- the half-written shell command ---------------------------------------------------------------
 
 
 def test_seed_fragment_at_length_is_truncated_and_rejected() -> None:

@@ -7,6 +7,8 @@ and never executed.
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError, version
+
 from railings.errors import (
     AuthenticationError,
     BadRequest,
@@ -21,6 +23,7 @@ from railings.errors import (
     IllegalTransition,
     LocalError,
     MalformedStream,
+    MissingDependency,
     Overloaded,
     ProviderError,
     RailingsError,
@@ -47,7 +50,10 @@ from railings.turn.reader import StreamReader
 from railings.turn.repair import Arguments, RepairPolicy, Rung, parse_arguments
 from railings.turn.verdict import CallVerdict, RejectReason, Verdict, judge, judge_call
 
-__version__ = "0.1.0"
+try:  # one version, in pyproject.toml; the installed metadata carries it
+    __version__ = version("railings")
+except PackageNotFoundError:  # pragma: no cover - a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "Arguments",
@@ -65,6 +71,7 @@ __all__ = [
     "IllegalTransition",
     "LocalError",
     "MalformedStream",
+    "MissingDependency",
     "Outcome",
     "Overloaded",
     "ProviderError",

@@ -27,6 +27,7 @@ differently: a remote fault may be retried, a local one never is.
     │           └── ContextWindowExceeded
     └── LocalError                       misuse: never retried
         ├── ConfigurationError           a missing key, a bad URL, a bad option
+        │   └── MissingDependency        an optional package a feature needs (also ImportError)
         ├── IllegalTransition            a state machine was driven out of its table
         ├── ToolDefinitionError          a tool that cannot be registered as declared
         └── CircuitOpen                  the circuit breaker stopped the agent
@@ -55,6 +56,7 @@ __all__ = [
     "IllegalTransition",
     "LocalError",
     "MalformedStream",
+    "MissingDependency",
     "Overloaded",
     "ProviderError",
     "RailingsError",
@@ -217,6 +219,21 @@ class LocalError(RailingsError):
 
 class ConfigurationError(LocalError):
     """A missing key, a bad URL, an unknown provider, an impossible option."""
+
+
+class MissingDependency(ConfigurationError, ImportError):
+    """A feature needs an optional package that is not installed.
+
+    Also an :class:`ImportError`, so ``import railings.integrations.langgraph``
+    without LangGraph fails the way Python code expects, with a message that names
+    the extra to install (``pip install 'railings[langgraph]'``).
+    """
+
+    def __init__(self, feature: str, *, package: str, extra: str) -> None:
+        super().__init__(f"{feature} needs {package}: pip install 'railings[{extra}]'")
+        self.feature = feature
+        self.package = package
+        self.extra = extra
 
 
 class IllegalTransition(LocalError):

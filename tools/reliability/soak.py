@@ -60,6 +60,8 @@ from railings.turn.model import Outcome
 from tools.reliability.faulting import IDLE, Attempt, FaultingTransport
 from tools.reliability.properties import ShellSpy
 
+RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
+
 __all__ = ["FD_SLACK", "RSS_SLACK", "SCRIPT", "WHOLE_COMMANDS", "main", "soak"]
 
 FD_SLACK = 8
@@ -461,8 +463,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--json",
         metavar="PATH",
-        default="bench/results/soak.json",
-        help="where to write the report (default bench/results/soak.json)",
+        default=str(RESULTS / "soak.json"),
+        help="where to write the report (default: bench/results/soak.json in the repository)",
     )
     args = parser.parse_args(argv)
     if args.turns < 1 or args.concurrency < 1:

@@ -15,6 +15,7 @@ from railings import __version__
 from railings.cli import agent, kit, matrix
 from railings.cli import replay as replay_cmd
 from railings.cli._common import UsageError, fail
+from railings.errors import MissingDependency
 
 __all__ = ["main"]
 
@@ -50,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         code: int = args.run(args)
         return code
-    except UsageError as exc:
+    except (UsageError, MissingDependency) as exc:
         return fail(str(exc), 2)
     except KeyboardInterrupt:
         return fail("interrupted", 130)

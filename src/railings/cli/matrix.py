@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from railings._extras import require
 from railings.cli._common import UsageError, console, positive
 
 __all__ = ["register", "run"]
@@ -119,6 +120,8 @@ def run(args: argparse.Namespace) -> int:
     upstream = _upstream(args)
     names = list(CLIENTS) if "all" in args.client else args.client
     clients = [CLIENTS[n]() for n in names]
+    for client in clients:  # before any cell runs: one line and exit 2, not a traceback per cell
+        require(f"railings matrix --client {client.name}", *client.requires)
     faults = args.faults or (list(QUICK_FAULTS) if args.quick else None)
     sizes = args.sizes or (["small"] if args.quick or upstream else None)
     cells = grid(faults, sizes, args.providers)

@@ -7,7 +7,7 @@ the message is turned into the core's events and fed to the one
 :class:`~railings.turn.assembler.TurnAssembler` and :func:`~railings.turn.verdict.judge`.
 
 Where LangChain keeps the model's own argument text (measured on langchain-core 1.8,
-langchain-openai 1.7, langchain-anthropic 1.7; see ``python -m tools.measure_integrations``):
+langchain-openai 1.7, langchain-anthropic 1.7; see ``make measure`` in the repository):
 
 ==========================================  ===================================================
 ``AIMessageChunk.tool_call_chunks[].args``  the raw text of a streamed call (``.stream()``)

@@ -26,13 +26,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain.agents.middleware import AgentMiddleware, hook_config
-from langchain_core.messages import ToolMessage
-from langgraph.prebuilt.tool_node import ToolCallRequest
-from langgraph.runtime import Runtime
+from railings._extras import require
 
-from railings.integrations._messages import inspect_message, messages_of
-from railings.integrations.langgraph import (
+require("railings.integrations.langchain", "langchain_core", "langgraph", "langchain")
+
+from langchain.agents.middleware import AgentMiddleware, hook_config  # noqa: E402
+from langchain_core.messages import ToolMessage  # noqa: E402
+from langgraph.prebuilt.tool_node import ToolCallRequest  # noqa: E402
+from langgraph.runtime import Runtime  # noqa: E402
+
+from railings.integrations._messages import inspect_message, messages_of  # noqa: E402
+from railings.integrations.langgraph import (  # noqa: E402
     AsyncExecute,
     Execute,
     Result,

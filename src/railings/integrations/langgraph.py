@@ -44,18 +44,22 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from langchain_core.messages import ToolMessage
-from langgraph.prebuilt import ToolNode
-from langgraph.prebuilt.tool_node import ToolCallRequest
-from langgraph.types import Command
+from railings._extras import require
 
-from railings.integrations._messages import (
+require("railings.integrations.langgraph", "langchain_core", "langgraph")
+
+from langchain_core.messages import ToolMessage  # noqa: E402  (after the extra check)
+from langgraph.prebuilt import ToolNode  # noqa: E402
+from langgraph.prebuilt.tool_node import ToolCallRequest  # noqa: E402
+from langgraph.types import Command  # noqa: E402
+
+from railings.integrations._messages import (  # noqa: E402
     find_message,
     inspect_message,
     messages_of,
     verdict_for,
 )
-from railings.turn.verdict import CallVerdict
+from railings.turn.verdict import CallVerdict  # noqa: E402
 
 __all__ = [
     "GuardedToolNode",

@@ -85,6 +85,7 @@ class RailingsClient:
     name = "railings"
     kind: Literal["railings", "sdk"] = "railings"
     providers = frozenset(PROVIDERS)
+    requires: tuple[str, ...] = ()
 
     def accept(self, turn: Turn) -> Turn:
         return turn

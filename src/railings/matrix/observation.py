@@ -144,6 +144,7 @@ class Client(Protocol):
     name: str
     kind: Literal["railings", "sdk"]
     providers: frozenset[str]
+    requires: tuple[str, ...]  # the optional modules it imports (see railings._extras)
 
     async def run(self, target: Target) -> Observation: ...
 

@@ -78,6 +78,7 @@ class OpenAISDK:
 
     kind: Literal["railings", "sdk"] = "sdk"
     providers = frozenset({"openai", "openai-responses"})
+    requires: tuple[str, ...] = ("openai",)
 
     def __init__(self, *, guarded: bool = False) -> None:
         self.guarded = guarded
@@ -217,6 +218,7 @@ class AnthropicSDK:
 
     kind: Literal["railings", "sdk"] = "sdk"
     providers = frozenset({"anthropic"})
+    requires: tuple[str, ...] = ("anthropic",)
 
     def __init__(self, *, guarded: bool = False) -> None:
         self.guarded = guarded

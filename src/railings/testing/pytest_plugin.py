@@ -25,12 +25,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
+from railings._extras import require
 
-from railings.testing.faults import Fault
-from railings.testing.proxy import FaultProxy
-from railings.testing.script import Script
-from railings.testing.server import ScriptedServer
+require("railings.testing.pytest_plugin", "pytest")
+
+import pytest  # noqa: E402  (after the extra check)
+
+from railings.testing.faults import Fault  # noqa: E402
+from railings.testing.proxy import FaultProxy  # noqa: E402
+from railings.testing.script import Script  # noqa: E402
+from railings.testing.server import ScriptedServer  # noqa: E402
 
 __all__ = ["fault_proxy", "railings_fault", "railings_script", "scripted_server"]
 

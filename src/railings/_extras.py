@@ -1,0 +1,45 @@
+"""Optional packages: which extra brings each, and the check a feature runs before use.
+
+railings' own dependencies are few (httpx2, rich, jsonschema). The official SDKs,
+the frameworks and pytest are optional: a module that needs one calls
+:func:`require` first, so a plain ``pip install railings`` fails on use with one
+line naming the extra, never with a bare ``ModuleNotFoundError`` from deep inside.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from railings.errors import MissingDependency
+
+__all__ = ["EXTRAS", "missing", "require"]
+
+# import name -> (distribution, the extra that installs it)
+EXTRAS: dict[str, tuple[str, str]] = {
+    "openai": ("openai", "sdks"),
+    "anthropic": ("anthropic", "sdks"),
+    "langchain_core": ("langchain-core", "langgraph"),
+    "langgraph": ("langgraph", "langgraph"),
+    "langchain": ("langchain", "langchain"),
+    "pytest": ("pytest", "pytest"),
+}
+
+
+def missing(*modules: str) -> list[str]:
+    """The modules of ``modules`` that cannot be imported here."""
+    absent = []
+    for module in modules:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            absent.append(module)
+    return absent
+
+
+def require(feature: str, *modules: str) -> None:
+    """Raise :class:`~railings.errors.MissingDependency` for the first absent module."""
+    for module in missing(*modules):
+        package, extra = EXTRAS[module]
+        raise MissingDependency(feature, package=package, extra=extra)
