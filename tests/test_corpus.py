@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import csv
+import hashlib
 import random
+import re
+from pathlib import Path
 
 import pytest
 
-from conftest import REAL, manifest
+from conftest import REAL, RESPONSES, manifest
 from railings import replay, to_json
 from railings.wire.sse import SSEDecoder
 
@@ -103,3 +107,25 @@ def test_truncated_capture_is_never_clean(row: dict[str, str]) -> None:
         turn = replay(body[:cut]).turn
         assert turn.termination.value == "abrupt", cut
         assert all(v.verdict.value == "reject" for v in replay(body[:cut]).verdicts)
+
+
+def _rows(directory: Path) -> list[dict[str, str]]:
+    with (directory / "MANIFEST.tsv").open(newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh, delimiter="\t"))
+
+
+def test_every_capture_is_the_recorded_file_and_listed_once() -> None:
+    # Provenance: each file is the one whose source, size and hash its manifest records,
+    # and no capture sits in the corpus without a manifest row saying where it came from.
+    for directory in (REAL, RESPONSES):
+        rows = _rows(directory)
+        listed = [row["file"] for row in rows]
+        assert len(listed) == len(set(listed)), directory
+        on_disk = sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*.sse"))
+        assert sorted(listed) == on_disk, directory
+        for row in rows:
+            body = (directory / row["file"]).read_bytes()
+            assert len(body) == int(row["bytes"]), row["file"]
+            assert hashlib.sha256(body).hexdigest() == row["sha256"], row["file"]
+            assert row["source_repo"] and row["source_path"], row["file"]
+            assert re.fullmatch(r"[0-9a-f]{40}", row["source_commit"]), row["file"]
