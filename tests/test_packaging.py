@@ -148,7 +148,7 @@ def test_the_sdk_columns_without_the_sdks_are_one_line_and_exit_2(tmp_path: Path
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.splitlines() == [
-        "railings: railings matrix --client openai-sdk needs openai: pip install 'railings[sdks]'"
+        "railings: matrix --client openai-sdk needs openai: pip install 'railings[sdks]'"
     ]
 
 

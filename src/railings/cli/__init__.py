@@ -24,7 +24,10 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line and exit code 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message} (see --help)")
+        # main() prefixes every failure with "railings: ": name the subcommand only.
+        command = self.prog.removeprefix("railings").strip()
+        where = f"{command}: " if command else ""
+        raise UsageError(f"{where}{message} (see {self.prog} --help)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     names = list(CLIENTS) if "all" in args.client else args.client
     clients = [CLIENTS[n]() for n in names]
     for client in clients:  # before any cell runs: one line and exit 2, not a traceback per cell
-        require(f"railings matrix --client {client.name}", *client.requires)
+        require(f"matrix --client {client.name}", *client.requires)
     faults = args.faults or (list(QUICK_FAULTS) if args.quick else None)
     sizes = args.sizes or (["small"] if args.quick or upstream else None)
     cells = grid(faults, sizes, args.providers)
