@@ -1,3 +1,5 @@
+"""``python -m railings``: the ``railings`` command line."""
+
 import sys
 
 from railings.cli import main

@@ -21,6 +21,9 @@ __all__ = ["Replay", "replay", "to_json"]
 
 @dataclass(frozen=True, slots=True)
 class Replay:
+    """One replayed body: the turn it assembled and the verdict on each of its tool calls,
+    in the order the calls started."""
+
     turn: Turn
     verdicts: tuple[CallVerdict, ...]
 

@@ -46,6 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``railings`` command on ``argv`` (default: the process arguments); the exit code.
+
+    A usage error or a missing optional dependency is one line on stderr and 2, no
+    command prints the help on stderr and 2, Ctrl-C is 130, a closed stdout pipe is 1.
+    """
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -54,6 +54,8 @@ def _port(text: str) -> int:
 
 
 def register(commands: Any) -> None:
+    """Add ``railings serve`` (the scripted model server) and ``railings proxy`` (the fault
+    proxy) to the subcommands; both bind to 127.0.0.1 unless ``--host`` says otherwise."""
     serve = commands.add_parser(
         "serve",
         help="run the scripted model server",

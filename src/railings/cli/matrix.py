@@ -61,6 +61,7 @@ def _names(kind: str, known: Sequence[str]) -> Any:
 
 
 def register(commands: Any) -> None:
+    """Add ``railings matrix`` to the subcommands; its choices come from :mod:`railings.matrix`."""
     from railings.matrix import CLIENTS, FAULT_CASES, PROVIDERS, SIZES
 
     parser = commands.add_parser(
@@ -113,6 +114,12 @@ def register(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the selected cells and print the table (or ``--json``); the exit code.
+
+    0 when every railings cell held to the rule, 1 when one failed; the SDK columns never
+    change it. Filters that leave no cell, or a bad ``--upstream`` / ``--model``, are a
+    usage error.
+    """
     from railings.matrix import CLIENTS, QUICK_FAULTS, grid, run_matrix
     from railings.matrix.report import progress, render, to_json
     from railings.matrix.run import DEFAULT_JOBS, count

@@ -33,6 +33,7 @@ exit codes: 0 the file was replayed (whatever the verdict); 2 usage error
 
 
 def register(commands: Any) -> None:
+    """Add ``railings replay FILE`` to the subcommands."""
     parser = commands.add_parser(
         "replay",
         help="judge a captured stream body offline",
@@ -65,6 +66,9 @@ def register(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Replay one captured body (``-``: standard input) and print the report; 0 whatever the
+    verdict. A file that cannot be read is a usage error. Warns on stderr when the body looks
+    like a JSON answer, or when no stop reason and no ``--max-tokens`` hide a truncation."""
     path = Path(args.file)
     try:
         body = sys.stdin.buffer.read() if args.file == "-" else path.read_bytes()

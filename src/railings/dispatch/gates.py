@@ -48,7 +48,8 @@ __all__ = [
 class Dispatch(Protocol):
     """One layer of the chain: a call in, its outcome out."""
 
-    async def dispatch(self, call: Invocation) -> ToolOutcome: ...
+    async def dispatch(self, call: Invocation) -> ToolOutcome:
+        """The outcome of ``call``: run by this layer or one it wraps, or answered unrun."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +84,9 @@ class Gate(abc.ABC):
         """Allow the call through, or refuse it with a status and a notice."""
 
     async def dispatch(self, call: Invocation) -> ToolOutcome:
+        """Decide, then pass the call to the wrapped layer (:class:`Allow`) or answer it with the
+        refusal's status and notice (:class:`Refuse`). Anything else raises
+        :class:`~railings.errors.ConfigurationError`: the gate fails closed."""
         decision = await self.decide(call)
         match decision:
             case Refuse(status=status, notice=notice):
@@ -99,6 +103,9 @@ class ToolExecutor:
     """The innermost layer: runs the tool, or collects the task started for it mid-stream."""
 
     async def dispatch(self, call: Invocation) -> ToolOutcome:
+        """The outcome of running the tool: ``EXECUTED`` with its result, or ``ERROR`` with the
+        tool-error notice. A task started while streaming is awaited, not run again; if it was
+        cancelled, the tool runs afresh."""
         run: Execution | None = None
         task = call.prestarted
         if task is not None:
@@ -124,6 +131,8 @@ class SchemaGate(Gate):
     """
 
     async def decide(self, call: Invocation) -> Decision:
+        """Allow when the arguments match the schema; otherwise refuse as ``ERROR``, listing
+        every problem."""
         problems = schema_problems(call.tool.parameters, call.arguments)
         if not problems:
             return ALLOW
@@ -137,6 +146,7 @@ Approver = Callable[[Invocation], bool | Awaitable[bool]]
 
 
 def needs_approval_unless_read_only(tool: Tool) -> bool:
+    """The default approval rule: every tool not marked ``read_only`` needs approval."""
     return not tool.read_only
 
 
@@ -161,6 +171,8 @@ class ApprovalGate(Gate):
         self.needs_approval = needs_approval
 
     async def decide(self, call: Invocation) -> Decision:
+        """Allow a tool that needs no approval, or one ``approve`` answered exactly ``True``;
+        refuse anything else as ``DENIED``."""
         if not self.needs_approval(call.tool):
             return ALLOW
         answer = self.approve(call)

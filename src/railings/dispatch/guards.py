@@ -57,9 +57,12 @@ class LoopGuard(Gate):
         return self._streak
 
     def reset(self) -> None:
+        """Forget the streak: the next call, whatever it repeats, starts a new one."""
         self._last, self._streak = None, 0
 
     async def decide(self, call: Invocation) -> Decision:
+        """Allow the call, or intercept it once it is the ``max_repeats``-th identical call in
+        a row (``INTERCEPTED``, with the loop notice)."""
         key = (call.name, canonical_arguments(call.arguments))
         if key == self._last:
             self._streak += 1
@@ -87,9 +90,11 @@ class CircuitBreaker:
 
     @property
     def open(self) -> bool:
+        """True once the errors in a row have reached ``max_failures``."""
         return self._failures >= self.max_failures
 
     def reset(self) -> None:
+        """Close the breaker: the count of errors in a row starts again at zero."""
         self._failures = 0
 
     def record(self, outcome: ToolOutcome) -> None:

@@ -24,6 +24,9 @@ __all__ = ["BatchResult", "Invocation", "OutcomeStatus", "ToolOutcome"]
 
 
 class OutcomeStatus(enum.Enum):
+    """What became of a call: an execution (``EXECUTED``, ``ERROR``) or an intervention that
+    stopped it before it ran (``REJECTED``, ``INTERCEPTED``, ``DENIED``)."""
+
     EXECUTED = "executed"  # the tool ran; ``content`` is its result
     ERROR = "error"  # a complete call failed: the tool raised, its schema, an unknown name
     REJECTED = "rejected"  # truncated, interrupted, malformed; or repaired for a strict tool
@@ -54,6 +57,7 @@ class ToolOutcome:
 
     @property
     def index(self) -> int:
+        """The call's index in its turn (calls are numbered in the order they started)."""
         return self.verdict.call.index
 
 
@@ -73,23 +77,28 @@ class Invocation:
 
     @property
     def call(self) -> ToolCall:
+        """The tool call as the stream delivered it."""
         return self.verdict.call
 
     @property
     def id(self) -> str:
+        """The provider's id for the call (its result goes back with it; may be empty)."""
         return self.verdict.call.id
 
     @property
     def name(self) -> str:
+        """The name of the tool the model called."""
         return self.verdict.call.name
 
     @property
     def arguments(self) -> dict[str, Any]:
+        """The arguments to run the tool with: the verdict's, after any repair; ``{}`` if none."""
         return self.verdict.arguments or {}
 
     def outcome(
         self, status: OutcomeStatus, content: str, *, speculative: bool = False
     ) -> ToolOutcome:
+        """The outcome of this call with ``status``; ``content`` is what the model gets back."""
         return ToolOutcome(self.id, self.name, status, content, self.verdict, speculative)
 
 
@@ -107,14 +116,18 @@ class BatchResult:
         return len(self.outcomes)
 
     def with_status(self, status: OutcomeStatus) -> tuple[ToolOutcome, ...]:
+        """The outcomes with ``status``, in the order the calls started."""
         return tuple(o for o in self.outcomes if o.status is status)
 
     @property
     def executed(self) -> tuple[ToolOutcome, ...]:
+        """The outcomes of the calls whose tool ran and returned a result."""
         return self.with_status(OutcomeStatus.EXECUTED)
 
     @property
     def rejected(self) -> tuple[ToolOutcome, ...]:
+        """The outcomes of the calls the truncation gate stopped (truncated, interrupted,
+        malformed, or repaired for a strict tool); none of them ran."""
         return self.with_status(OutcomeStatus.REJECTED)
 
     @property

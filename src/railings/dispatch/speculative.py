@@ -101,6 +101,7 @@ class SpeculativeRunner:
                     self._start(spec)
 
     def feed_all(self, events: Iterable[StreamEvent]) -> None:
+        """Apply each event in order, as :meth:`feed` does."""
         for event in events:
             self.feed(event)
 

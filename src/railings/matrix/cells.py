@@ -336,9 +336,11 @@ class Cell:
 
     @property
     def key(self) -> tuple[str, str, str, bool]:
+        """The cell's names (fault, size, provider, tool): what tells two cells apart."""
         return (self.fault.name, self.size.name, self.provider.name, self.tool)
 
     def spec(self, shape: Shape) -> str:
+        """The fault proxy's spec for this cell's fault, placed by ``shape`` in its stream."""
         return self.fault.spec(shape)
 
 

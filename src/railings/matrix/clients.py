@@ -74,6 +74,7 @@ class Spy:
 
     @property
     def spec(self) -> ToolSpec:
+        """The ``shell`` tool as the request declares it to the model."""
         return ToolSpec(self.tool.name, SHELL_DESCRIPTION, dict(self.tool.parameters))
 
 
@@ -88,9 +89,12 @@ class RailingsClient:
     requires: tuple[str, ...] = ()
 
     def accept(self, turn: Turn) -> Turn:
+        """The turn to dispatch: the one streamed, unchanged."""
         return turn
 
     async def run(self, target: Target) -> Observation:
+        """Stream one turn from ``target`` and dispatch it with the spy: what railings returned
+        (or raised), its attempts and retries, and what the spy ran."""
         spy = Spy()
         config = ClientConfig(
             target.provider.name,  # type: ignore[arg-type]  # checked by ClientConfig
@@ -157,4 +161,5 @@ CLIENTS: dict[str, Callable[[], Client]] = {
 
 
 def client_named(name: str) -> Client:
+    """A new client for a ``--client`` name (a key of :data:`CLIENTS`)."""
     return CLIENTS[name]()

@@ -27,6 +27,8 @@ __all__ = ["Judgement", "RefCall", "Reference", "Status", "judge_railings", "jud
 
 
 class Status(enum.Enum):
+    """A cell's verdict: PASS, FAIL, or LIMIT (a fault the wire format cannot show)."""
+
     PASS = "pass"
     FAIL = "fail"
     LIMIT = "limit"  # the wire format cannot show this fault; reported, never a failure
@@ -34,6 +36,9 @@ class Status(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class RefCall:
+    """One tool call the server sent: its name, its argument text, and whether it was complete
+    (not cut by ``max_tokens``)."""
+
     name: str
     arguments: str
     complete: bool
@@ -50,6 +55,7 @@ class Reference:
 
     @classmethod
     def from_plan(cls, plan: Plan) -> Reference:
+        """The reference of the embedded server: its own plan, after ``max_tokens``."""
         return cls(
             plan.text,
             tuple(RefCall(c.name, c.arguments, c.complete) for c in plan.calls),
@@ -59,6 +65,8 @@ class Reference:
 
     @classmethod
     def from_turn(cls, turn: Turn) -> Reference:
+        """The reference of a real endpoint: its body as the core reader assembled it; a call is
+        complete when its arguments closed and parsed."""
         calls = tuple(
             RefCall(c.name, c.raw_arguments, c.arguments is not None and c.closed)
             for c in turn.tool_calls
@@ -81,16 +89,20 @@ class Reference:
 
     @property
     def size(self) -> int:
+        """Characters of content sent: the text and every call's arguments."""
         return len(self.text) + sum(len(c.arguments) for c in self.calls)
 
 
 @dataclass(slots=True)
 class Judgement:
+    """One cell judged: its status, a label for the table and each broken rule, in words."""
+
     status: Status
     label: str  # a few words for the table
     problems: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
+        """The judgement for ``--json``: ``status``, ``label``, ``problems``."""
         return {"status": self.status.value, "label": self.label, "problems": self.problems}
 
 

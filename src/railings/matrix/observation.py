@@ -41,6 +41,7 @@ class Target:
 
     @property
     def base_url(self) -> str:
+        """The base URL to give a client: the proxy's origin and the provider's base path."""
         return self.origin + self.provider.base_path
 
 
@@ -77,6 +78,8 @@ class Observation:
     notes: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
+        """The observation for ``--json``: the text and arguments as their lengths; fields
+        without a value are left out."""
         out: dict[str, Any] = {
             "returned": self.returned,
             "text_chars": len(self.text),
@@ -126,6 +129,8 @@ def _chain(exc: BaseException) -> list[str]:
 
 
 def raised(exc: BaseException, **fields: Any) -> Observation:
+    """The observation of a client that raised ``exc``: its class, bases, the classes behind it
+    and the first line of its message (200 characters at most); ``fields`` add the rest."""
     message = str(exc).splitlines()[0] if str(exc) else ""
     return Observation(
         returned=False,
@@ -146,7 +151,8 @@ class Client(Protocol):
     providers: frozenset[str]
     requires: tuple[str, ...]  # the optional modules it imports (see railings._extras)
 
-    async def run(self, target: Target) -> Observation: ...
+    async def run(self, target: Target) -> Observation:
+        """Ask ``target`` for one turn: what the client did, an error it raised included."""
 
 
 @functools.cache
@@ -157,4 +163,5 @@ def shared_ssl_context() -> ssl.SSLContext:
 
 
 def clip(text: str, limit: int = 80) -> str:
+    """``text``, or its first ``limit`` characters and its length when it is longer."""
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} chars)"

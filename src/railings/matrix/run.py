@@ -104,6 +104,9 @@ class TeeProxy(FaultProxy):
 
 @dataclass(slots=True)
 class CellResult:
+    """One client on one cell: the fault spec, what the client did, the judgement, what the
+    proxy saw and the cell's wall time in seconds."""
+
     cell: Cell
     client: str
     kind: str  # "railings" | "sdk"
@@ -115,6 +118,7 @@ class CellResult:
 
     @property
     def status(self) -> Status:
+        """The judgement's status."""
         return self.judgement.status
 
     @property
@@ -123,6 +127,8 @@ class CellResult:
         return self.kind == "railings"
 
     def to_json(self) -> dict[str, Any]:
+        """The cell for ``--json``: its names, the spec, the judgement, the proxy's actions and
+        the observation."""
         return {
             "client": self.client,
             "kind": self.kind,
@@ -142,6 +148,9 @@ class CellResult:
 
 @dataclass(slots=True)
 class MatrixResult:
+    """A whole run: every cell's result in grid order, its wall time, and the upstream origin
+    (None: the embedded server)."""
+
     results: list[CellResult] = field(default_factory=list)
     seconds: float = 0.0
     upstream: str | None = None
@@ -153,6 +162,7 @@ class MatrixResult:
 
     @property
     def exit_code(self) -> int:
+        """1 when a railings cell failed, else 0; the SDK cells never change it."""
         return 1 if self.failed else 0
 
 

@@ -85,6 +85,8 @@ class OpenAISDK:
         self.name = "openai-sdk+guard" if guarded else "openai-sdk"
 
     async def run(self, target: Target) -> Observation:
+        """Stream one turn with ``AsyncOpenAI``: what the SDK handed the application, or what it
+        raised (with the railings reason behind it, when guarded)."""
         import openai
 
         http = openai.DefaultAsyncHttpx2Client(**_http_options(self.guarded, target))
@@ -225,6 +227,8 @@ class AnthropicSDK:
         self.name = "anthropic-sdk+guard" if guarded else "anthropic-sdk"
 
     async def run(self, target: Target) -> Observation:
+        """Stream one turn with ``messages.stream``: what the helper handed the application (and
+        each call's parsed input), or what it raised."""
         import anthropic
 
         http = anthropic.DefaultAsyncHttpxClient(**_http_options(self.guarded, target))

@@ -88,6 +88,11 @@ class Fault:
 
     @staticmethod
     def parse(spec: str | Fault | None) -> Fault:
+        """The fault a spec names (a :class:`Fault` is returned as it is; None is ``none``).
+
+        An unknown name, parameter or value raises
+        :class:`~railings.errors.ConfigurationError` naming it.
+        """
         if spec is None:
             return Passthrough()
         if isinstance(spec, Fault):
@@ -156,11 +161,16 @@ def _check(condition: bool, message: str) -> None:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Passthrough(Fault):
+    """``none``: every byte passes through unchanged."""
+
     name: ClassVar[str] = "none"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Truncate(Fault):
+    """``truncate``: the first ``events`` events (default 3) or ``bytes`` body bytes, then
+    ``end``; give one count, not both."""
+
     name: ClassVar[str] = "truncate"
     events: int | None = None
     bytes: int | None = None
@@ -175,12 +185,17 @@ class Truncate(Fault):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DropTerminator(Fault):
+    """``drop_terminator``: the stream up to its termination proof, which is dropped with
+    everything after it, then ``end``."""
+
     name: ClassVar[str] = "drop_terminator"
     end: End = "clean"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Idle(Fault):
+    """``idle``: after ``events`` events, silent for ``seconds`` without closing, then the rest."""
+
     name: ClassVar[str] = "idle"
     events: int = 1
     seconds: float = 30.0
@@ -188,6 +203,8 @@ class Idle(Fault):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Reorder(Fault):
+    """``reorder``: event number ``event`` swapped with the one after it."""
+
     name: ClassVar[str] = "reorder"
     event: int = 2
 
@@ -197,6 +214,8 @@ class Reorder(Fault):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Duplicate(Fault):
+    """``duplicate``: event number ``event`` sent ``count`` extra times."""
+
     name: ClassVar[str] = "duplicate"
     event: int = 2
     count: int = 1
@@ -207,6 +226,8 @@ class Duplicate(Fault):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Reset(Fault):
+    """``reset``: a TCP RST after ``events`` events (default 3) or ``bytes`` body bytes."""
+
     name: ClassVar[str] = "reset"
     events: int | None = None
     bytes: int | None = None
@@ -219,11 +240,16 @@ class Reset(Fault):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CloseAfterTerminator(Fault):
+    """``close_after_terminator``: the whole stream with its proof, then a close without the
+    chunked terminator (proven, then broken)."""
+
     name: ClassVar[str] = "close_after_terminator"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Drip(Fault):
+    """``drip``: the body in chunks of ``size`` bytes, ``delay`` seconds apart."""
+
     name: ClassVar[str] = "drip"
     delay: float = 0.01
     size: int = 1
@@ -234,6 +260,9 @@ class Drip(Fault):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Status(Fault):
+    """``status``: answer ``code`` without contacting the upstream, with the provider's error
+    body (``message`` replaces its text) and the optional retry-after headers."""
+
     name: ClassVar[str] = "status"
     code: int = 429
     retry_after: float | None = None
@@ -246,6 +275,9 @@ class Status(Fault):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ErrorEvent(Fault):
+    """``error_event``: after ``events`` events, the provider's error event of kind ``type``,
+    then ``end``."""
+
     name: ClassVar[str] = "error_event"
     events: int = 2
     type: str = "overloaded_error"
@@ -254,6 +286,9 @@ class ErrorEvent(Fault):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Corrupt(Fault):
+    """``corrupt``: event number ``event`` broken, as JSON cut in half (``kind=json``) or
+    with invalid UTF-8 in its first string (``kind=utf8``)."""
+
     name: ClassVar[str] = "corrupt"
     event: int = 2
     kind: Literal["json", "utf8"] = "json"
@@ -305,6 +340,7 @@ class EventSplitter:
         self._cr = False  # the buffer may hold a CR
 
     def feed(self, data: bytes) -> list[bytes]:
+        """The blocks ``data`` completed, each byte-exact, in order."""
         self._buf += data
         self._cr = self._cr or b"\r" in data
         return self._scan_any() if self._cr else self._scan_lf()

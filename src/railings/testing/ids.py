@@ -19,6 +19,9 @@ _HEX = "0123456789abcdef"
 
 
 class Ids:
+    """A source of ids shaped like each provider's; the same ``seed`` gives the same ids in
+    the same order (None: random)."""
+
     def __init__(self, seed: int | None = None) -> None:
         self._rng = random.Random(seed)
 
@@ -27,31 +30,41 @@ class Ids:
 
     # OpenAI
     def chat_completion(self) -> str:
+        """A Chat Completions id: ``chatcmpl-`` and 29 letters or digits."""
         return "chatcmpl-" + self._token(29, _ALNUM)
 
     def openai_call(self) -> str:
+        """An OpenAI tool call id (also a Responses function call's ``call_id``): ``call_`` and 24
+        letters or digits."""
         return "call_" + self._token(24, _ALNUM)
 
     def openai_request(self) -> str:
+        """An OpenAI request id (``x-request-id``): ``req_`` and 32 hex digits."""
         return "req_" + self._token(32, _HEX)
 
     # OpenAI Responses: the response and each output item (``msg_``, ``rs_``, ``fc_``)
     # carry 50 hex digits; a function call's ``call_id`` is an ``openai_call``.
     def response(self) -> str:
+        """A Responses API response id: ``resp_`` and 50 hex digits."""
         return "resp_" + self._token(50, _HEX)
 
     def response_item(self, prefix: str) -> str:
+        """A Responses output item id: ``{prefix}_`` and 50 hex digits (``msg``, ``rs``, ``fc``)."""
         return f"{prefix}_" + self._token(50, _HEX)
 
     # Anthropic
     def message(self) -> str:
+        """An Anthropic message id: ``msg_01`` and 22 base58 characters."""
         return "msg_01" + self._token(22, _BASE58)
 
     def anthropic_tool(self) -> str:
+        """An Anthropic tool use id: ``toolu_01`` and 22 base58 characters."""
         return "toolu_01" + self._token(22, _BASE58)
 
     def anthropic_request(self) -> str:
+        """An Anthropic request id (``request-id``): ``req_011C`` and 20 base58 characters."""
         return "req_011C" + self._token(20, _BASE58)
 
     def signature(self) -> str:
+        """A thinking block's signature: 96 random bytes in base64 (opaque, as Anthropic's)."""
         return base64.b64encode(self._rng.randbytes(96)).decode("ascii")

@@ -21,6 +21,14 @@ __all__ = ["RawResponse", "raw_request"]
 
 @dataclass(slots=True)
 class RawResponse:
+    """One response exactly as it came over the socket, with what the framing says of it.
+
+    ``wire`` and ``reads`` are the bytes received; ``status``, ``headers``, ``chunks``
+    and ``body`` are parsed from them leniently; ``complete`` says whether the body's end
+    arrived (the last chunk, or ``content-length`` bytes), ``reset`` and ``timed_out``
+    how the reading stopped otherwise.
+    """
+
     status: int = 0
     headers: dict[str, str] = field(default_factory=dict)
     wire: bytes = b""  # everything received, head included
@@ -33,6 +41,7 @@ class RawResponse:
 
     @property
     def head_size(self) -> int:
+        """Bytes of the head: status line, headers, blank line (3 when the head never ended)."""
         return self.wire.find(b"\r\n\r\n") + 4
 
     def events(self) -> list[bytes]:

@@ -54,6 +54,8 @@ class Service(abc.ABC):
 
     # -- async life cycle ------------------------------------------------------------
     async def start(self) -> None:
+        """Listen on ``host``:``port`` in the running loop; ``port`` becomes the one bound.
+        Starting twice raises :class:`~railings.errors.ConfigurationError`."""
         if self._server is not None:
             raise ConfigurationError(f"{type(self).__name__} already started")
         self._server = await asyncio.start_server(
@@ -62,6 +64,7 @@ class Service(abc.ABC):
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def aclose(self) -> None:
+        """Stop listening, cancel every live connection and wait for them; idempotent."""
         server, self._server = self._server, None
         if server is None:
             return

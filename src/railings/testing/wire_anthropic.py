@@ -40,6 +40,7 @@ def _dumps(obj: Any) -> str:
 
 
 def sse(event: str, obj: Any) -> bytes:
+    """One SSE block: ``event: NAME`` and ``obj`` as one line of compact JSON."""
     return f"event: {event}\ndata: {_dumps(obj)}\n\n".encode()
 
 
@@ -47,6 +48,8 @@ PING = b'event: ping\ndata: {"type": "ping"}\n\n'
 
 
 def error_body(type_: str, message: str, request_id: str | None = None) -> dict[str, Any]:
+    """Anthropic's error object, ``{"type": "error", "error": {...}}``, with its
+    ``request_id`` when given."""
     body: dict[str, Any] = {"type": "error", "error": {"type": type_, "message": message}}
     if request_id:
         body["request_id"] = request_id
@@ -85,6 +88,9 @@ def error_event(
 
 @dataclass(frozen=True, slots=True)
 class AnthropicAsk:
+    """A valid Messages request, reduced to what the server needs: ``stream``, the
+    ``max_tokens`` limit and its prompt size in tokens (system, messages and tools)."""
+
     model: str
     messages: list[Any]
     stream: bool

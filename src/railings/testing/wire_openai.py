@@ -44,6 +44,7 @@ def sse(obj: Any) -> bytes:
 def error_body(
     message: str, type_: str, code: str | None = None, param: str | None = None
 ) -> dict[str, Any]:
+    """OpenAI's error object, ``{"error": {message, type, param, code}}``."""
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
 
@@ -91,6 +92,10 @@ def error_event() -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class OpenAIAsk:
+    """A valid Chat Completions request, reduced to what the server needs: ``stream``,
+    ``include_usage`` (``stream_options``), the token limit (``max_completion_tokens``, else
+    ``max_tokens``; None: no limit) and its prompt size in tokens (messages and tools)."""
+
     model: str
     messages: list[Any]
     stream: bool

@@ -54,6 +54,7 @@ class RetryBanner:
 
     @property
     def state(self) -> BannerState | None:
+        """What the banner shows now; None while no retry waits."""
         return self._state
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
@@ -69,6 +70,8 @@ class RetryBanner:
         return unsubscribe
 
     def publish(self, state: BannerState, owner: object) -> None:
+        """Show ``state`` on behalf of ``owner`` (the wait that will :meth:`clear` it) and tell
+        every listener; a later publish by another owner takes the banner over."""
         with self._lock:
             self._state, self._owner = state, owner
             listeners = list(self._listeners)

@@ -67,18 +67,22 @@ class Http2Fallback:
 
     @property
     def broken(self) -> bool:
+        """True once an HTTP/2 protocol failure was marked: later requests go over HTTP/1.1."""
         return self._reason is not None
 
     @property
     def reason(self) -> str | None:
+        """The marker of the first failure (one of :data:`HTTP2_MARKERS`), or None."""
         return self._reason
 
     def mark(self, reason: str) -> None:
+        """Set the flag for good; only the first reason is kept."""
         with self._lock:
             if self._reason is None:
                 self._reason = reason
 
     def reset(self) -> None:
+        """Clear the flag, back to HTTP/2 (for tests: nothing in railings unsets it)."""
         with self._lock:
             self._reason = None
 

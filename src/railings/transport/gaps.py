@@ -82,6 +82,7 @@ class GapWatch:
             self._waiting = False
 
     def close(self) -> None:
+        """Cancel the pending timer; call once the attempt stops reading."""
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None

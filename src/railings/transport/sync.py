@@ -81,9 +81,11 @@ class SyncTurnStream:
         return event
 
     def result(self) -> Turn:
+        """Read what is left of the stream and return the turn."""
         return self._runner.run(self._stream.result())
 
     def close(self) -> None:
+        """Abandon the stream early and release its connection."""
         self._runner.run(self._stream.aclose())
 
     def __enter__(self) -> SyncTurnStream:
@@ -99,34 +101,43 @@ class SyncTurnStream:
 
     @property
     def turn(self) -> Turn:
+        """The turn; only once the stream has been read to its end."""
         return self._stream.turn
 
     @property
     def done(self) -> bool:
+        """True once the stream has been read to its end and the turn is there."""
         return self._stream.done
 
     @property
     def interrupted(self) -> bool:
+        """True when the turn ended without its proof (a PARTIAL turn returned as-is)."""
         return self._stream.interrupted
 
     @property
     def interruption(self) -> StreamInterrupted | None:
+        """Why a PARTIAL turn was interrupted, with the bytes received (raised instead when the
+        config says ``raise_on_partial``); None otherwise."""
         return self._stream.interruption
 
     @property
     def verdicts(self) -> tuple[CallVerdict, ...]:
+        """The verdict of every local tool call (an interrupted turn executes none)."""
         return self._stream.verdicts
 
     @property
     def attempts(self) -> int:
+        """The number of the attempt running or last run (1-based; 0 before the stream starts)."""
         return self._stream.attempts
 
     @property
     def retries(self) -> list[RetryRecord]:
+        """Each failed attempt that was retried or replayed, in order."""
         return self._stream.retries
 
     @property
     def http_version(self) -> str | None:
+        """The HTTP version of the latest response (``HTTP/1.1``, ``HTTP/2``); None before one."""
         return self._stream.http_version
 
 
@@ -141,6 +152,7 @@ class ProviderClient:
 
     @property
     def config(self) -> ClientConfig:
+        """The configuration the client was built with."""
         return self._client.config
 
     def stream_turn(
@@ -150,10 +162,13 @@ class ProviderClient:
         *,
         background: bool | None = None,
     ) -> SyncTurnStream:
+        """Stream one assistant turn for ``messages``. ``background`` overrides the config:
+        background work never updates the foreground retry banner."""
         stream = self._client.stream_turn(messages, tools, background=background)
         return SyncTurnStream(stream, self._runner)
 
     def close(self) -> None:
+        """Close the async client's connections, then stop the loop thread; safe to call twice."""
         if not self._runner.loop.is_closed():
             self._runner.run(self._client.aclose())
         self._runner.close()
