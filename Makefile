@@ -33,8 +33,8 @@ lint: $(STAMP) ## ruff check, ruff format --check and mypy --strict only (about 
 	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/mypy
 
-demo: $(STAMP) ## the fault matrix: every fault class against railings (about 40 s)
-	$(BIN)/railings matrix
+demo: $(STAMP) ## railings beside the plain official SDKs on the main faults (about 10 s)
+	$(BIN)/railings demo
 
 bench: $(BENCH_STAMP) ## benchmarks against the SDKs, httpx-sse and the naive floor (about 4 min)
 	$(BIN)/python bench/run.py $(BENCH_ARGS)

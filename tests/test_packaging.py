@@ -152,6 +152,18 @@ def test_the_sdk_columns_without_the_sdks_are_one_line_and_exit_2(tmp_path: Path
     ]
 
 
+def test_the_demo_without_the_sdks_shows_railings_and_says_what_to_install(
+    tmp_path: Path,
+) -> None:
+    code = "import sys\nfrom railings.cli import main\nsys.exit(main(sys.argv[1:]))"
+    done = _bare(code, "demo", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[:2] == ["fault", "railings"]
+    assert "openai chat" not in done.stdout
+    assert "pip install 'railings[sdks]'" in done.stdout
+    assert "ran: railings 0 of" in done.stdout
+
+
 def test_replay_and_a_first_run_work_without_the_extras(tmp_path: Path) -> None:
     code = "import sys\nfrom railings.cli import main\nsys.exit(main(sys.argv[1:]))"
     capture = ROOT / "tests" / "corpus" / "real" / "anthropic" / "max_tokens_inside_tool_input.sse"
