@@ -314,6 +314,25 @@ def test_fault_spec_parsing() -> None:
     assert isinstance(Fault.parse("corrupt"), Corrupt)
 
 
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("status:code=200", "an HTTP error status, 400-599"),  # a success is not a fault
+        ("status:code=302", "an HTTP error status, 400-599"),
+        ("idle:seconds=-5", "expected a number >= 0, got '-5'"),  # refused like events=-1
+        ("truncate:events=-1", "expected a whole number >= 0, got '-1'"),
+        ("idle:seconds=inf", "expected a number >= 0, got 'inf'"),
+        ("drip:size=0x10", "expected a whole number >= 0, got '0x10'"),
+        ("reset:events=1_0", "expected a whole number >= 0, got '1_0'"),
+        ("truncate:events", "expected key=value, got 'events'"),  # a parameter, not a value
+    ],
+)
+def test_a_bad_fault_spec_says_what_is_wrong(spec: str, says: str) -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        Fault.parse(spec)
+    assert says in str(raised.value)
+
+
 def test_every_documented_fault_spec_parses() -> None:
     """The README's fault table and `railings proxy --help` name real parameters."""
     from railings.cli.kit import PROXY_HELP

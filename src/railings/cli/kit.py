@@ -73,7 +73,12 @@ def register(commands: Any) -> None:
         description=PROXY_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    proxy.add_argument("--upstream", required=True, metavar="URL", help="where to forward requests")
+    proxy.add_argument(
+        "--upstream",
+        required=True,
+        metavar="URL",
+        help="the upstream's origin, e.g. http://127.0.0.1:8000; paths are appended as they came",
+    )
     proxy.add_argument("--fault", metavar="SPEC", help="fault for every request (default: none)")
     proxy.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     proxy.add_argument("--port", type=_port, default=0, help="port (default: a free one)")
@@ -116,9 +121,26 @@ def run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _upstream_origin(upstream: str) -> str:
+    """The upstream the proxy forwards to: the client's path is appended as it came, so an
+    OpenAI base URL pasted as ``--upstream`` (``.../v1``) would double it (``/v1/v1/...``).
+    A trailing ``/v1`` is taken off, and the proxy says so."""
+    trimmed = upstream.rstrip("/")
+    if not trimmed.endswith("/v1"):
+        return upstream
+    origin = trimmed.removesuffix("/v1")
+    print(
+        f"railings: proxy: forwarding to {origin}: clients' paths already start with /v1",
+        file=sys.stderr,
+    )
+    return origin
+
+
 def run_proxy(args: argparse.Namespace) -> int:
+    """``railings proxy``: the fault proxy in front of ``--upstream`` until Ctrl-C."""
     from railings.testing import FaultProxy
 
+    args.upstream = _upstream_origin(args.upstream)
     try:
         proxy = FaultProxy(args.upstream, fault=args.fault, host=args.host, port=args.port)
     except (ConfigurationError, ValueError) as exc:

@@ -111,7 +111,7 @@ class Fault:
         for i, item in enumerate(p for p in rest.split(",") if p.strip()):
             key, sep, value = item.partition("=")
             if not sep:
-                if i or not fields:
+                if i or not fields or item.strip() in {f.name for f in fields}:
                     raise ConfigurationError(f"fault {spec!r}: expected key=value, got {item!r}")
                 key, value = fields[0].name, item
             key = key.strip().replace("-", "_")
@@ -144,14 +144,20 @@ def _convert(value: str, hint: Any, where: str) -> Any:
             if value in typing.get_args(arg):
                 return value
             raise ConfigurationError(f"{where}: one of {typing.get_args(arg)}, got {value!r}")
-    try:
-        if int in args:
-            return int(value)
-        if float in args:
-            return float(value)
-    except ValueError as exc:
-        raise ConfigurationError(f"{where}: not a number: {value!r}") from exc
+    # Counts and durations: plain decimal digits, so no sign, no "0x", no "_", no "inf".
+    if int in args:
+        if not _INT.fullmatch(value):
+            raise ConfigurationError(f"{where}: expected a whole number >= 0, got {value!r}")
+        return int(value)
+    if float in args:
+        if not _FLOAT.fullmatch(value):
+            raise ConfigurationError(f"{where}: expected a number >= 0, got {value!r}")
+        return float(value)
     return value
+
+
+_INT = re.compile(r"[0-9]+")
+_FLOAT = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
 
 
 def _check(condition: bool, message: str) -> None:
@@ -270,7 +276,8 @@ class Status(Fault):
     message: str | None = None
 
     def __post_init__(self) -> None:
-        _check(100 <= self.code <= 599, "an HTTP status code")
+        # A success is not a fault: a 2xx or 3xx here would answer without a body.
+        _check(400 <= self.code <= 599, "an HTTP error status, 400-599")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

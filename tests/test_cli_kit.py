@@ -1,0 +1,43 @@
+"""``railings serve`` / ``railings proxy`` through the real console script."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx2
+
+from railings.testing import Script, ScriptedServer
+
+RAILINGS = Path(sys.executable).parent / "railings"
+BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+
+
+def test_a_pasted_v1_base_url_as_upstream_is_not_doubled(tmp_path: Path) -> None:
+    # `railings serve` prints its OpenAI base URL with /v1; pasted as --upstream, the proxy
+    # once forwarded /v1/v1/chat/completions, a 404.
+    with ScriptedServer(Script.text("hello")) as server:
+        origin = server.url
+        process = subprocess.Popen(
+            [str(RAILINGS), "proxy", "--upstream", server.openai_base_url],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+        )
+        try:
+            assert process.stdout is not None
+            line = process.stdout.readline()
+            url = re.search(r"fault proxy on (http://127\.0\.0\.1:\d+)", line)
+            assert url, line
+            with httpx2.Client(timeout=30) as client:
+                answer = client.post(url[1] + "/v1/chat/completions", json=BODY)
+            assert answer.status_code == 200, answer.text
+            assert answer.text.rstrip().endswith("data: [DONE]")
+            assert server.requests[-1].path == "/v1/chat/completions"
+        finally:
+            process.terminate()
+            _, err = process.communicate(timeout=30)
+    assert f"forwarding to {origin}: clients' paths already start with /v1" in err
