@@ -25,7 +25,6 @@ from railings.events import (
     ToolArgumentsDelta,
     ToolCallEnd,
     ToolCallStart,
-    Unknown,
     UsageUpdate,
 )
 from railings.replay import Replay

@@ -179,7 +179,7 @@ def test_the_agent_never_runs_a_shell_call_whose_object_arguments_a_cut_turn_car
     cut = chat_stream(call_chunk({"command": "touch CUT_CALL_RAN"}), finishes=finishes)
     with CannedServer() as server:
         server.push(Reply(chunks=[cut]), Reply(chunks=openai_text(["I", " will", " resend."])))
-        result, agent = run_agent(server, tmp_path)
+        result, _ = run_agent(server, tmp_path)
         assert not (tmp_path / "CUT_CALL_RAN").exists()
         assert len(server.requests) == 2
         sent = server.requests[1].json()["messages"]
