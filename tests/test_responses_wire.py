@@ -197,15 +197,20 @@ def test_capture_replays_to_manifest_facts(row: dict[str, str], provider: str) -
 
     count = int(row["tool_calls"])
     names = [] if not count else row["tool_call_names"].split(";")
-    got = [f"function:{c.name}" for c in turn.tool_calls]
+    got = [f"{c.type}:{c.name}" for c in turn.tool_calls]
     got += [f"{c.kind}:{c.name}" for c in turn.server_tool_calls]
     assert got == names
     for call in turn.server_tool_calls:  # provider-run: kept, never judged
         assert call.result_arrived and call.input is not None
     assert len(result.verdicts) == len(turn.tool_calls)
     for verdict in result.verdicts:
-        assert verdict.call.id.startswith("call_")  # the id a function_call_output goes back under
+        # The id its output goes back under: the call_id, or an approval request's item id.
+        prefix = "mcpr_" if verdict.call.type == "mcp_approval" else "call_"
+        assert verdict.call.id.startswith(prefix)
         assert verdict.call.closed
+        # Structured items arrive as objects the API parsed; text arguments are the model's.
+        parsed = verdict.call.type in ("local_shell", "shell", "apply_patch", "computer")
+        assert verdict.call.origin == ("parsed" if parsed else "raw")
         if row["tool_args_json"] == "complete":
             assert verdict.execute and verdict.call.arguments is not None
         else:  # a freeform (custom tool) input is text, never JSON: it is the argument
