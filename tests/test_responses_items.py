@@ -133,3 +133,86 @@ def test_replay_json_and_text_show_the_call_kinds() -> None:
     ).stdout
     (call,) = json.loads(out)["tool_calls"]
     assert (call["type"], call["verdict"], call["reason"]) == ("shell", "reject", "truncated")
+
+
+# -- each call's result goes back in the item shape of its type --------------------------------
+
+
+def _history(name: str, *results: tuple[str, bool]) -> list[dict[str, Any]]:
+    from railings.messages import Assistant, ToolResult, User, openai_responses_body
+
+    turn = replay(body(name)).turn
+    assistant = Assistant.from_turn(turn)
+    messages: list[Any] = [User("go"), assistant]
+    for (content, is_error), call in zip(results, turn.tool_calls, strict=True):
+        messages.append(ToolResult(call.id, content, is_error))
+    return openai_responses_body("m", messages, max_tokens=64)["input"]
+
+
+@pytest.mark.parametrize(
+    ("name", "error", "expected"),
+    [
+        (
+            LOCAL_SHELL,
+            False,
+            {"type": "local_shell_call_output", "call_id": "call_h3nm8hUG0KO9tVNuRACkL1ri",
+             "output": "out"},
+        ),
+        (
+            SHELL,
+            True,
+            {"type": "shell_call_output", "call_id": "call_pbxjNs1tMJUahLZKAS9qLtvw",
+             "output": [{"stdout": "", "stderr": "out", "outcome": {"type": "exit",
+                                                                   "exit_code": 1}}]},
+        ),
+        (
+            APPROVAL,
+            False,
+            {"type": "mcp_approval_response", "approve": True,
+             "approval_request_id": "mcpr_04a97b4fce127879006949a83ac9308195a7f7b69ea82e91fe"},
+        ),
+        (
+            CUSTOM,
+            False,
+            {"type": "custom_tool_call_output", "call_id": "call_2GHkSm2Jm0n7vgXsQEryfGmL",
+             "output": "out"},
+        ),
+    ],
+)  # fmt: skip
+def test_results_go_back_as_the_output_item_of_their_call_type(
+    name: str, error: bool, expected: dict[str, Any]
+) -> None:
+    items = _history(name, ("out", error))
+    assert items[-1] == expected
+
+
+def test_apply_patch_result_and_rebuilt_call_shapes() -> None:
+    items = _history(APPLY_PATCH, ("patch failed", True))
+    call, result = items[-2], items[-1]
+    assert call["type"] == "apply_patch_call" and call["call_id"] == result["call_id"]
+    assert call["operation"]["type"] == "create_file" and "id" not in call
+    assert result == {
+        "type": "apply_patch_call_output",
+        "call_id": call["call_id"],
+        "status": "failed",
+        "output": "patch failed",
+    }
+
+
+def test_the_dispatcher_answers_an_approval_request_and_denies_by_default() -> None:
+    import asyncio
+
+    from railings.dispatch import Dispatcher, OutcomeStatus, ToolRegistry
+
+    turn = replay(body(APPROVAL)).turn
+    (denied,) = asyncio.run(Dispatcher(ToolRegistry()).dispatch_turn(turn)).outcomes
+    assert denied.status is OutcomeStatus.DENIED and "NOT approved" in denied.content
+    seen: list[str] = []
+
+    async def approve(verdict: Any) -> bool:
+        seen.append(verdict.call.name)
+        return True
+
+    dispatcher = Dispatcher(ToolRegistry(), approve_mcp=approve)
+    (approved,) = asyncio.run(dispatcher.dispatch_turn(turn)).outcomes
+    assert approved.status is OutcomeStatus.EXECUTED and seen == ["create_short_url"]

@@ -35,7 +35,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from railings._responses_shapes import call_item, result_item
 from railings.errors import ConfigurationError, ToolDefinitionError
+from railings.events import CallType
 from railings.turn.model import Segment, Turn
 
 __all__ = [
@@ -87,13 +89,16 @@ class ToolUse:
 
     ``arguments`` is the parsed JSON object, or None when the arguments did not
     parse (a call cut by the output limit); ``raw_arguments`` is what the model
-    wrote, byte for byte.
+    wrote, byte for byte. ``type`` is the call's :data:`~railings.events.CallType`:
+    the Responses API sends each type back as its own item, and its result in the
+    matching output item (:mod:`railings._responses_shapes`).
     """
 
     id: str
     name: str
     arguments: Mapping[str, Any] | None
     raw_arguments: str = ""
+    type: CallType = "function"  # what the call asks the client to do (railings.events)
 
     def arguments_json(self) -> str:
         """The arguments as the model wrote them (OpenAI sends this string back)."""
@@ -171,7 +176,7 @@ class Assistant:
         elif turn.text or turn.refusal:
             blocks.append(Text(turn.text or turn.refusal))
         blocks.extend(
-            ToolUse(call.id, call.name, call.arguments, call.raw_arguments)
+            ToolUse(call.id, call.name, call.arguments, call.raw_arguments, call.type)
             for call in turn.tool_calls
         )
         items = _reasoned_items(turn.output_items)
@@ -363,9 +368,16 @@ def openai_responses_body(
     """
     _check_max_tokens(max_tokens)
     system = [m.text for m in messages if isinstance(m, System)]
+    # Each result goes back in the output item of its call's type (_responses_shapes).
+    call_types = {
+        use.id: use.type
+        for message in messages
+        if isinstance(message, Assistant)
+        for use in message.tool_calls
+    }
     items: list[dict[str, Any]] = []
     for message in messages:
-        items.extend(_responses_items(message))
+        items.extend(_responses_items(message, call_types))
     body: dict[str, Any] = {
         "model": model,
         "input": items,
@@ -391,15 +403,17 @@ def openai_responses_body(
     return body
 
 
-def _responses_items(message: Message) -> list[dict[str, Any]]:
+def _responses_items(message: Message, call_types: Mapping[str, str]) -> list[dict[str, Any]]:
     match message:
         case System():
             return []  # the top-level ``instructions``
         case User(text=text):
             return [{"role": "user", "content": text}]
-        case ToolResult(call_id=call_id, content=content):
-            # No error flag on the wire, as in Chat Completions: the content says it.
-            return [{"type": "function_call_output", "call_id": call_id, "output": content}]
+        case ToolResult(call_id=call_id, content=content, is_error=is_error):
+            # No error flag on a function_call_output, as in Chat Completions: the content
+            # says it. The other output items carry it in their own fields.
+            kind = call_types.get(call_id, "function")
+            return [result_item(kind, call_id, content, is_error)]
         case Assistant(blocks=blocks):
             for block in blocks:
                 if isinstance(block, ResponsesItems):  # the API's own items, as they came
@@ -416,15 +430,18 @@ def _responses_items(message: Message) -> list[dict[str, Any]]:
                 elif isinstance(block, ToolUse):
                     out.extend(_responses_text(said))
                     said = []
+                    # As the model wrote it: a cut call goes back cut, beside the notice
+                    # that it was not executed. Each type as its own item.
                     out.append(
-                        {
-                            "type": "function_call",
-                            "call_id": block.id,
-                            "name": block.name,
-                            # As the model wrote it: a cut call goes back cut, beside the
-                            # notice that it was not executed.
-                            "arguments": block.arguments_json(),
-                        }
+                        call_item(
+                            block.type,
+                            block.id,
+                            block.name,
+                            block.arguments,
+                            block.raw_arguments
+                            if block.type == "custom"
+                            else block.arguments_json(),
+                        )
                     )
             out.extend(_responses_text(said))
             return out

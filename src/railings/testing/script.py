@@ -33,8 +33,9 @@ where one assistant turn is several items (its ``reasoning``, its text
 ``message``, one ``function_call`` per call): there, turn ``i`` answers an
 ``input`` that holds ``i`` *runs* of assistant items -- maximal sequences of
 consecutive items that are an assistant-role message, a ``reasoning`` item or a
-call item (``function_call``, ``custom_tool_call``, any ``*_call``), separated by
-anything else (a user message, a ``function_call_output``). Replaying a
+call item (``function_call``, ``custom_tool_call``, any ``*_call``, an
+``mcp_approval_request``), separated by anything else (a user message, any
+``*_call_output``, an ``mcp_approval_response``). Replaying a
 response's ``output`` and then the call outputs therefore counts one turn, however
 many calls it made (:func:`assistant_turns`). A request header
 ``x-railings-turn: N`` picks turn N explicitly. Past the last turn the server
@@ -432,7 +433,9 @@ def _assistant_item(item: Any) -> bool:
     if item.get("role") == "assistant":
         return True
     kind = item.get("type")
-    return isinstance(kind, str) and (kind == "reasoning" or kind.endswith("_call"))
+    return isinstance(kind, str) and (
+        kind in ("reasoning", "mcp_approval_request") or kind.endswith("_call")
+    )
 
 
 def assistant_turns(items: Any) -> int:
