@@ -6,8 +6,10 @@ deliberate:
 1. **The truncation gate comes first.** Every call is judged by
    :func:`~railings.turn.verdict.judge` -- the one verdict logic: an abruptly
    terminated turn rejects every call (it executes nothing); a truncated turn
-   (normalized ``max_tokens``, provider not exempt) rejects each call whose
-   strict parse failed, never repairing it; a finished turn repairs what it can.
+   (an output-limit stop anywhere in the turn, provider not exempt) rejects each
+   call whose strict parse failed, never repairing it, and every call whose
+   completeness cannot be proven from raw text (arguments parsed upstream, a
+   freeform input); a finished turn repairs what it can.
 2. **A rejected call is answered with its notice and nothing else.** It never
    enters the gate chain, so the loop guard does not count it -- the model never
    finished writing it, so it is not one of its attempts -- and it never reaches
