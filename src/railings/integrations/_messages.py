@@ -224,7 +224,7 @@ def _calls(message: Any) -> list[_Call]:
         if isinstance(parsed.get("args"), dict):
             call.parsed = parsed["args"]
     # LangChain splits a non-streamed message's calls into two lists and loses their order.
-    # The ones it could not parse go last: a cut can only be in the last call written.
+    # The ones it could not parse go last; they keep their raw text and are judged by it.
     for invalid in getattr(message, "invalid_tool_calls", None) or ():
         keep_raw(seen(invalid.get("id"), invalid.get("name")), invalid.get("args"))
     return list(calls.values())
