@@ -197,3 +197,45 @@ def test_the_agent_runs_the_same_call_in_a_finished_turn(tmp_path: Path) -> None
         server.push(Reply(chunks=[whole]), Reply(chunks=openai_text(["Done."])))
         run_agent(server, tmp_path)
     assert (tmp_path / "RAN").exists()  # the gate is what stopped the cut one, not the setup
+
+
+# -- the new notices, verbatim (the model reads them) -------------------------------------
+
+
+def test_the_unproven_truncation_notice_verbatim() -> None:
+    (verdict,) = replay(chat_stream(call_chunk({"command": "ls"}))).verdicts
+    assert verdict.notice == (
+        "Tool call 'shell' (id call_1) was NOT executed: the response stopped at the output "
+        "limit (stop_reason: max_tokens), and this call's arguments arrived in a form whose "
+        "completeness cannot be checked, so it may have been cut. "
+        "Resend this tool call in full, with complete arguments. "
+        "If the arguments are long, shorten them or split the work into several smaller "
+        "calls so that each call fits within the output limit."
+    )
+
+
+def test_the_incomplete_input_notice_verbatim() -> None:
+    item = {"id": "ctc_1", "type": "custom_tool_call", "call_id": "call_x", "name": "sql"}
+    events = [
+        {"type": "response.created", "response": {"id": "r", "model": "m"}},
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        {"type": "response.custom_tool_call_input.delta", "item_id": "ctc_1",
+         "output_index": 0, "delta": "SELECT"},
+        {"type": "response.completed", "response": {"id": "r", "status": "completed"}},
+    ]  # fmt: skip
+    body = b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events)
+    (verdict,) = replay(body).verdicts  # the item never closed: its input is not whole
+    assert verdict.reason is RejectReason.MALFORMED
+    assert verdict.notice == (
+        "Tool call 'sql' (id call_x) was NOT executed: its input did not arrive complete. "
+        "Resend this tool call in full."
+    )
+
+
+def test_the_mcp_denied_notice_verbatim() -> None:
+    from railings.dispatch.notices import MCP_DENIED_NOTICE
+
+    assert MCP_DENIED_NOTICE.format(name="create_short_url", id="mcpr_1") == (
+        "The MCP call 'create_short_url' (approval request mcpr_1) was NOT approved: the client "
+        "did not allow it. Do not retry it unless the user asks for it."
+    )
