@@ -239,3 +239,9 @@ def test_the_mcp_denied_notice_verbatim() -> None:
         "The MCP call 'create_short_url' (approval request mcpr_1) was NOT approved: the client "
         "did not allow it. Do not retry it unless the user asks for it."
     )
+
+
+def test_a_natural_stop_beside_tool_calls_is_tool_use_never_end_turn() -> None:
+    turn = replay(chat_stream(call_chunk('{"command": "ls"}'), finishes=("stop",))).turn
+    assert turn.stop_reason == "tool_use" and turn.stop_reason_wire == "stop"
+    assert replay(chat_stream(finishes=("stop",))).turn.stop_reason == "end_turn"
