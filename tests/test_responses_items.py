@@ -216,3 +216,23 @@ def test_the_dispatcher_answers_an_approval_request_and_denies_by_default() -> N
     dispatcher = Dispatcher(ToolRegistry(), approve_mcp=approve)
     (approved,) = asyncio.run(dispatcher.dispatch_turn(turn)).outcomes
     assert approved.status is OutcomeStatus.EXECUTED and seen == ["create_short_url"]
+
+
+def test_a_computer_result_is_a_screenshot_and_a_notice_follows_it_as_text() -> None:
+    from railings._responses_shapes import result_items
+
+    url = "data:image/png;base64,iVBORw0KGgo="
+    assert result_items("computer", "call_c", url, False) == [
+        {
+            "type": "computer_call_output",
+            "call_id": "call_c",
+            "output": {"type": "computer_screenshot", "image_url": url},
+        }
+    ]
+    output, notice = result_items("computer", "call_c", "NOT executed: cut", True)
+    assert output == {
+        "type": "computer_call_output",
+        "call_id": "call_c",
+        "output": {"type": "computer_screenshot"},
+    }
+    assert notice == {"role": "user", "content": "NOT executed: cut"}

@@ -22,7 +22,9 @@ call type          the call, rebuilt           its result
 
 Where a shape has no text field, railings' one result string is placed as follows: a
 shell result is stdout with exit code 0, or (an error or a rejection notice) stderr with
-exit code 1; a computer result is the screenshot's image URL; an approval is
+exit code 1; a computer result is the screenshot's image URL, and any other text (a
+rejection notice) goes in a user message right after a ``computer_call_output`` without
+an image, since that item has no text field; an approval is
 ``approve: true`` when the result is not an error (a denial's text is its ``reason``).
 ``local_shell_call_output`` is sent with ``call_id``, as the API's local shell guide and
 working clients (vercel/ai) do, although openai-python types it with ``id``.
@@ -34,7 +36,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["call_item", "result_item"]
+__all__ = ["call_item", "result_item", "result_items"]
+
+# A computer tool's result is its screenshot, as a URL (a data: URL when inline).
+_IMAGE_URL_PREFIXES = ("data:image/", "https://", "http://")
 
 # The call type -> the call item's type on the wire.
 _CALL_ITEMS = {
@@ -70,6 +75,18 @@ def call_item(
     return {"type": kind, "call_id": call_id, "status": "completed", **fields}
 
 
+def result_items(
+    call_type: str, call_id: str, content: str, is_error: bool
+) -> list[dict[str, Any]]:
+    """The items that answer a call: its output item, and for a computer call whose result
+    is text (a rejection notice, an error) a user message with that text, since a
+    ``computer_call_output`` holds only a screenshot."""
+    out = [result_item(call_type, call_id, content, is_error)]
+    if call_type == "computer" and not content.startswith(_IMAGE_URL_PREFIXES):
+        out.append({"role": "user", "content": content})
+    return out
+
+
 def result_item(call_type: str, call_id: str, content: str, is_error: bool) -> dict[str, Any]:
     """The result of a call of ``call_type`` as the input item the API expects."""
     match call_type:
@@ -91,7 +108,9 @@ def result_item(call_type: str, call_id: str, content: str, is_error: bool) -> d
                 "output": content,
             }
         case "computer":
-            screenshot = {"type": "computer_screenshot", "image_url": content}
+            screenshot: dict[str, Any] = {"type": "computer_screenshot"}
+            if content.startswith(_IMAGE_URL_PREFIXES):
+                screenshot["image_url"] = content
             return {"type": "computer_call_output", "call_id": call_id, "output": screenshot}
         case "mcp_approval":
             item: dict[str, Any] = {

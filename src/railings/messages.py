@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from railings._responses_shapes import call_item, result_item
+from railings._responses_shapes import call_item, result_items
 from railings.conversation import (
     Assistant,
     Block,
@@ -224,8 +224,7 @@ def _responses_items(message: Message, call_types: Mapping[str, str]) -> list[di
         case ToolResult(call_id=call_id, content=content, is_error=is_error):
             # No error flag on a function_call_output, as in Chat Completions: the content
             # says it. The other output items carry it in their own fields.
-            kind = call_types.get(call_id, "function")
-            return [result_item(kind, call_id, content, is_error)]
+            return result_items(call_types.get(call_id, "function"), call_id, content, is_error)
         case Assistant(blocks=blocks):
             for block in blocks:
                 if isinstance(block, ResponsesItems):  # the API's own items, as they came
