@@ -56,6 +56,23 @@ def server() -> Iterator[ScriptedServer]:
         yield server
 
 
+# The two calls of the cut turn: judged by their raw text (the finished one runs), or with
+# the raw text gone (neither can be proven whole).
+CUT_RAW = (
+    "max_tokens",
+    True,
+    [("list_files", Verdict.EXECUTE, None), ("shell", Verdict.REJECT, RejectReason.TRUNCATED)],
+)
+CUT_UNPROVEN = (
+    "max_tokens",
+    True,
+    [
+        ("list_files", Verdict.REJECT, RejectReason.TRUNCATED),
+        ("shell", Verdict.REJECT, RejectReason.TRUNCATED),
+    ],
+)
+
+
 def facts(result: railings.Replay) -> tuple[Any, ...]:
     turn = result.turn
     return (
@@ -89,7 +106,13 @@ def test_agrees_with_inspect_non_streamed(server: ScriptedServer, max_tokens: in
         max_tokens=max_tokens,  # type: ignore[arg-type]
     )
     message = chat(server, max_tokens, streaming=False).invoke(ASK)
-    assert facts(inspect_message(message)) == facts(railings.inspect(completion))
+    if max_tokens == TWO_CALLS_CUT_AT:
+        # The completion keeps both raw strings: the finished first call runs. LangChain kept
+        # only its parse of the first call: unproven in a cut message, so it is rejected too.
+        assert facts(railings.inspect(completion)) == CUT_RAW
+        assert facts(inspect_message(message)) == CUT_UNPROVEN
+    else:
+        assert facts(inspect_message(message)) == facts(railings.inspect(completion))
 
 
 @pytest.mark.parametrize("max_tokens", [TWO_CALLS_CUT_AT, 1000], ids=["cut", "complete"])
@@ -110,9 +133,10 @@ def test_agrees_with_inspect_streamed(server: ScriptedServer, max_tokens: int) -
     for piece in chat(server, max_tokens).stream(ASK):  # chunks added: the raw text is kept
         total = piece if total is None else total + piece
     assert facts(inspect_message(total)) == expected
-    # streaming=True invoke(): chunks merged and dropped, only the repair is left; the last
-    # call of a cut message is judged cut all the same.
-    assert facts(inspect_message(chat(server, max_tokens, streaming=True).invoke(ASK))) == expected
+    # streaming=True invoke(): chunks merged and dropped, only the repairs are left: in a cut
+    # message no call can be proven whole, so none runs.
+    invoked = facts(inspect_message(chat(server, max_tokens, streaming=True).invoke(ASK)))
+    assert invoked == (CUT_UNPROVEN if max_tokens == TWO_CALLS_CUT_AT else expected)
 
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["non-streamed", "streamed"])
@@ -141,13 +165,24 @@ def test_agrees_with_inspect_on_the_responses_api(server: ScriptedServer, stream
     assert facts(inspect_message(model.invoke(ASK))) == expected
 
 
-def test_the_cut_call_alone_is_rejected_and_the_finished_one_runs(server: ScriptedServer) -> None:
+def test_no_call_without_its_raw_text_runs_in_a_cut_message(server: ScriptedServer) -> None:
     message = chat(server, TWO_CALLS_CUT_AT, streaming=True).invoke(ASK)
     assert message.tool_calls[1]["args"] == {"command": "rm -rf /tmp/leg"}  # LangChain's repair
     first, second = inspect_message(message).verdicts
-    assert first.verdict is Verdict.EXECUTE and first.arguments == {"path": "docs"}
+    assert first.call.origin == second.call.origin == "parsed"
+    for verdict in (first, second):
+        assert verdict.verdict is Verdict.REJECT and verdict.reason is RejectReason.TRUNCATED
+        assert verdict.notice is not None and "cannot be checked" in verdict.notice
+
+
+def test_the_cut_call_alone_is_rejected_when_the_raw_text_is_kept(server: ScriptedServer) -> None:
+    total: Any = None
+    for piece in chat(server, TWO_CALLS_CUT_AT).stream(ASK):
+        total = piece if total is None else total + piece
+    first, second = inspect_message(total).verdicts
+    assert first.call.origin == "raw" and first.verdict is Verdict.EXECUTE
+    assert first.arguments == {"path": "docs"}
     assert second.verdict is Verdict.REJECT and second.reason is RejectReason.TRUNCATED
-    assert second.notice is not None and "stop_reason: max_tokens" in second.notice
 
 
 def test_agrees_with_inspect_for_anthropic_streamed(server: ScriptedServer) -> None:
@@ -162,7 +197,9 @@ def test_agrees_with_inspect_for_anthropic_streamed(server: ScriptedServer) -> N
         messages=ASK,
         tools=tools,  # type: ignore[arg-type]
     ) as stream:
-        expected = facts(railings.inspect(stream.get_final_message()))
+        final = stream.get_final_message()
+    # A Message keeps only parsed inputs: in a cut message no tool_use block is proven.
+    assert facts(railings.inspect(final)) == CUT_UNPROVEN
     model = lc_anthropic.ChatAnthropic(
         base_url=server.anthropic_base_url,
         api_key="sk-test",
@@ -172,7 +209,8 @@ def test_agrees_with_inspect_for_anthropic_streamed(server: ScriptedServer) -> N
     ).bind_tools(tools)
     message = model.invoke(ASK)
     assert message.content[-1]["partial_json"] == CUT  # where ChatAnthropic keeps the raw text
-    assert facts(inspect_message(message)) == expected
+    # ChatAnthropic streamed keeps each block's raw partial_json: judged by the text.
+    assert facts(inspect_message(message)) == CUT_RAW
 
 
 # -- where the raw text is read from ----------------------------------------------------------
@@ -255,7 +293,7 @@ def test_responses_api_incomplete_status() -> None:
     assert verdicts(message) == [("a", Verdict.REJECT, RejectReason.TRUNCATED)]
 
 
-def test_anthropic_non_streamed_shape_last_tool_use_is_cut() -> None:
+def test_anthropic_non_streamed_shape_every_tool_use_is_unproven() -> None:
     message = AIMessage(
         content=[
             {"type": "text", "text": "Cleaning up."},
@@ -266,7 +304,7 @@ def test_anthropic_non_streamed_shape_last_tool_use_is_cut() -> None:
         response_metadata={"stop_reason": "max_tokens"},
     )
     assert verdicts(message) == [
-        ("a", Verdict.EXECUTE, None),
+        ("a", Verdict.REJECT, RejectReason.TRUNCATED),
         ("b", Verdict.REJECT, RejectReason.TRUNCATED),
     ]
     assert inspect_message(message).turn.text == "Cleaning up."

@@ -30,7 +30,7 @@ from railings.integrations.langgraph import (
     truncation_gate,
 )
 from railings.testing import Script, ScriptedServer
-from railings.turn.verdict import TRUNCATION_NOTICE
+from railings.turn.verdict import TRUNCATION_NOTICE, TRUNCATION_UNPROVEN_NOTICE
 
 # create_react_agent is deprecated in langgraph 1.x (for langchain.agents.create_agent) but
 # is what most LangGraph code still calls: it is tested as it is.
@@ -84,12 +84,15 @@ def tool_messages(server: ScriptedServer, number: int) -> list[dict[str, Any]]:
     return [m for m in server.requests[number - 1]["messages"] if m["role"] == "tool"]
 
 
-def assert_notice_reached_the_model(server: ScriptedServer) -> None:
-    """Request 2 answers the cut call with railings' truncation notice, verbatim."""
+def assert_notice_reached_the_model(server: ScriptedServer, *, raw_kept: bool = False) -> None:
+    """Request 2 answers the cut call with railings' truncation notice, verbatim: the
+    "cannot be checked" one when LangChain dropped the raw text (a streamed ``invoke()``
+    keeps only its parse), the plain one when it kept it (``invalid_tool_calls``)."""
     assert len(server.requests) >= 2
     assistant = next(m for m in server.requests[1]["messages"] if m["role"] == "assistant")
     call_id = assistant["tool_calls"][0]["id"]
-    expected = TRUNCATION_NOTICE.format(name="shell", id=call_id, stop_reason="max_tokens")
+    template = TRUNCATION_NOTICE if raw_kept else TRUNCATION_UNPROVEN_NOTICE
+    expected = template.format(name="shell", id=call_id, stop_reason="max_tokens")
     assert tool_messages(server, 2) == [
         {"role": "tool", "content": expected, "tool_call_id": call_id}
     ]
@@ -147,7 +150,7 @@ def test_guard_and_hook_stop_the_cut_call_and_the_model_resends_it(
     )
     result = agent.invoke({"messages": ASK})
     assert spy == ["ls"]  # only the complete resend ran
-    assert_notice_reached_the_model(server)
+    assert_notice_reached_the_model(server, raw_kept=not streaming)
     assert result["messages"][-1].content == "done"
 
 
@@ -307,9 +310,10 @@ def test_resend_notices_leaves_answered_and_allowed_calls_alone() -> None:
         response_metadata={"finish_reason": "length"},
     )
     update = resend_notices({"messages": [cut]})
-    assert [m.tool_call_id for m in update["messages"]] == ["b"]  # the last call was cut
-    answered = ToolMessage("x", tool_call_id="b")
-    assert resend_notices({"messages": [cut, answered]}) == {"messages": []}
+    # Neither call kept its raw text, and the message stopped at the limit: both unproven.
+    assert [m.tool_call_id for m in update["messages"]] == ["a", "b"]
+    answered = [ToolMessage("x", tool_call_id="a"), ToolMessage("x", tool_call_id="b")]
+    assert resend_notices({"messages": [cut, *answered]}) == {"messages": []}
     assert resend_notices([]) == {"messages": []}
 
 
@@ -327,7 +331,7 @@ def test_create_agent_middleware(server: ScriptedServer, streaming: bool) -> Non
     )
     agent.invoke({"messages": ASK})
     assert spy == ["ls"]
-    assert_notice_reached_the_model(server)
+    assert_notice_reached_the_model(server, raw_kept=not streaming)
 
 
 def test_create_agent_without_railings_runs_the_repair(server: ScriptedServer) -> None:

@@ -25,7 +25,6 @@ from railings.events import (
     ToolArgumentsDelta,
     ToolCallEnd,
     ToolCallStart,
-    Unknown,
     UsageUpdate,
 )
 from railings.replay import Replay
@@ -198,21 +197,27 @@ def test_capture_replays_to_manifest_facts(row: dict[str, str], provider: str) -
 
     count = int(row["tool_calls"])
     names = [] if not count else row["tool_call_names"].split(";")
-    got = [f"function:{c.name}" for c in turn.tool_calls]
+    got = [f"{c.type}:{c.name}" for c in turn.tool_calls]
     got += [f"{c.kind}:{c.name}" for c in turn.server_tool_calls]
     assert got == names
     for call in turn.server_tool_calls:  # provider-run: kept, never judged
         assert call.result_arrived and call.input is not None
     assert len(result.verdicts) == len(turn.tool_calls)
     for verdict in result.verdicts:
-        assert verdict.call.id.startswith("call_")  # the id a function_call_output goes back under
+        # The id its output goes back under: the call_id, or an approval request's item id.
+        prefix = "mcpr_" if verdict.call.type == "mcp_approval" else "call_"
+        assert verdict.call.id.startswith(prefix)
         assert verdict.call.closed
+        # Structured items arrive as objects the API parsed; text arguments are the model's.
+        parsed = verdict.call.type in ("local_shell", "shell", "apply_patch", "computer")
+        assert verdict.call.origin == ("parsed" if parsed else "raw")
         if row["tool_args_json"] == "complete":
             assert verdict.execute and verdict.call.arguments is not None
-        else:  # a freeform (custom tool) input is text, never JSON: never executed
+        else:  # a freeform (custom tool) input is text, never JSON: it is the argument
             assert row["tool_args_json"].startswith("freeform")
-            assert verdict.call.arguments is None and not verdict.execute
-            assert verdict.reason is RejectReason.MALFORMED
+            assert verdict.call.type == "custom" and verdict.execute
+            assert verdict.arguments == {"input": verdict.call.raw_arguments}
+            assert verdict.notice is None
 
     assert turn.usage is not None and turn.usage.output_tokens == int(row["output_tokens"])
 
@@ -453,14 +458,21 @@ def test_provider_run_calls_are_kept_and_never_dispatched() -> None:
     assert call.result_arrived and result.turn.stop_reason == "end_turn"
 
 
-def test_client_run_items_railings_cannot_run_are_unknown_not_server_calls() -> None:
+def test_client_run_items_are_calls_not_server_calls() -> None:
     item = {"id": "cu_1", "type": "computer_call", "call_id": "call_c", "status": "in_progress"}
     events = decode(ev("response.output_item.added", output_index=0, item=item))
-    assert events == [Unknown("openai-responses:item:computer_call")]
+    assert events == [ToolCallStart(0, "call_c", "computer", "function", "", "computer")]
     body = created() + ev("response.output_item.added", output_index=0, item=item)
     body += ev("response.output_item.done", output_index=0, item=item) + terminal()
-    turn = three_ways(body).turn
-    assert turn.unknown_events == 1 and turn.server_tool_calls == () and turn.tool_calls == ()
+    result = three_ways(body)
+    turn = result.turn
+    assert turn.unknown_events == 0 and turn.server_tool_calls == ()
+    assert [(c.type, c.id) for c in turn.tool_calls] == [("computer", "call_c")]
+    assert turn.stop_reason == "tool_use"  # the model waits on the client: never end_turn
+    # No action in the finished item: nothing to run, and never read as "{}".
+    (verdict,) = result.verdicts
+    assert verdict.reason is RejectReason.MALFORMED and verdict.notice is not None
+    assert "did not arrive complete" in verdict.notice
 
 
 def test_refusal_and_reasoning_summary_deltas() -> None:

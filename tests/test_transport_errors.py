@@ -23,6 +23,7 @@ from railings.errors import (
     MalformedStream,
     Overloaded,
     ProviderError,
+    QuotaExceeded,
     RailingsError,
     RateLimited,
     ServerError,
@@ -204,7 +205,7 @@ def test_provider_types_refine_the_status() -> None:
 
 def test_quota_and_should_retry() -> None:
     quota = error_from_response(429, {}, body("insufficient_quota", "pay", "insufficient_quota"))
-    assert isinstance(quota, RateLimited) and not quota.retryable
+    assert isinstance(quota, QuotaExceeded) and not quota.retryable
     assert error_from_response(400, {"x-should-retry": "true"}, b"").retryable
     assert not error_from_response(500, {"x-should-retry": "false"}, b"").retryable
 

@@ -8,6 +8,12 @@ Three inputs arrive from the outside world, and each has one table here:
 * only text, when another library wrapped the cause (``classify_text``, with the
   exact phrases in ``RETRYABLE_NETWORK_PHRASES``).
 
+Quota, billing and permission errors are final wherever they arrive (a status, a
+JSON body, an in-stream error event, only text): :data:`FINAL_CLASSES` are never
+retried, not even when a ``429`` status or an ``x-should-retry: true`` header says
+otherwise -- resending cannot add credit or grant a permission, it only burns the
+retry budget and hides the cause behind a retries-exhausted error.
+
 railings' own interruption messages are constants here too, and
 ``classify_text`` must put them in the retryable network category: a test pins
 them verbatim, so a reworded message cannot silently turn an automatic retry
@@ -22,12 +28,14 @@ from railings.errors import (
     ContextWindowExceeded,
     Overloaded,
     ProviderError,
+    QuotaExceeded,
     RateLimited,
     ServerError,
     TransportError,
 )
 
 __all__ = [
+    "FINAL_CLASSES",
     "IDLE_MESSAGE",
     "INTERRUPTED_MESSAGE",
     "NON_RETRYABLE_PROVIDER_TYPES",
@@ -46,6 +54,7 @@ IDLE_MESSAGE = "stream went idle: no data for {seconds:g} s while streaming"
 STATUS_TABLE: dict[int, type[ProviderError]] = {
     400: BadRequest,
     401: AuthenticationError,
+    402: QuotaExceeded,  # Payment Required (Anthropic billing_error)
     403: AuthenticationError,
     404: BadRequest,
     408: ServerError,  # request timeout at the server: retried, as the official SDKs do
@@ -66,14 +75,14 @@ PROVIDER_TYPE_TABLE: dict[str, type[ProviderError]] = {
     "invalid_request_error": BadRequest,
     "authentication_error": AuthenticationError,
     "permission_error": AuthenticationError,
-    "billing_error": AuthenticationError,
+    "billing_error": QuotaExceeded,
     "not_found_error": BadRequest,
     "request_too_large": BadRequest,
     # OpenAI and compatible services
     "server_error": ServerError,
     "internal_error": ServerError,
     "rate_limit_exceeded": RateLimited,
-    "insufficient_quota": RateLimited,
+    "insufficient_quota": QuotaExceeded,  # sent with 429, yet it does not pass with time
     "context_length_exceeded": ContextWindowExceeded,
     "invalid_api_key": AuthenticationError,
     "tool_use_failed": BadRequest,  # Groq: the model's call failed the tool schema
@@ -82,6 +91,21 @@ PROVIDER_TYPE_TABLE: dict[str, type[ProviderError]] = {
 # Provider types that arrive with a retryable status (429) but do not pass with time:
 # the account is out of quota. Resending only burns the retry budget.
 NON_RETRYABLE_PROVIDER_TYPES: frozenset[str] = frozenset({"insufficient_quota"})
+
+# OpenAI spells its billing codes with this prefix (billing_hard_limit_reached,
+# billing_not_active ...): every one of them is a quota error.
+_BILLING_PREFIX = "billing_"
+
+# Errors no header, status or retry policy may turn into a retry (module docstring).
+FINAL_CLASSES: tuple[type[ProviderError], ...] = (QuotaExceeded, AuthenticationError)
+
+# Text-only causes of a quota error (OpenAI's and Anthropic's own words).
+_QUOTA_PHRASES = (
+    "insufficient_quota",
+    "exceeded your current quota",
+    "credit balance is too low",
+    _BILLING_PREFIX,
+)
 
 # Phrases that mean "the connection broke": safe to retry when nothing was received.
 RETRYABLE_NETWORK_PHRASES: tuple[str, ...] = (
@@ -115,7 +139,10 @@ def class_for_provider_type(
 ) -> type[ProviderError]:
     """The error class for a provider's error type or code, falling back to the status."""
     if provider_type:
-        known = PROVIDER_TYPE_TABLE.get(provider_type.lower())
+        lowered = provider_type.lower()
+        if lowered.startswith(_BILLING_PREFIX):
+            return QuotaExceeded
+        known = PROVIDER_TYPE_TABLE.get(lowered)
         if known is ServerError and status is not None:
             # A generic "server_error" body does not hide what the status says more
             # precisely: OpenAI answers 529/503 overloads with type server_error.
@@ -134,6 +161,8 @@ def classify_text(text: str) -> type[ProviderError] | type[TransportError] | Non
     lowered = text.lower()
     if any(phrase in lowered for phrase in _CONTEXT_PHRASES):
         return ContextWindowExceeded
+    if any(phrase in lowered for phrase in _QUOTA_PHRASES):
+        return QuotaExceeded  # before "rate limit": OpenAI's quota message is a 429
     if "overloaded" in lowered:
         return Overloaded
     if "rate limit" in lowered or "too many requests" in lowered:

@@ -22,7 +22,8 @@ differently: a remote fault may be retried, a local one never is.
     │       ├── RateLimited              429
     │       ├── Overloaded               529, 503, ``overloaded_error``
     │       ├── ServerError              other 5xx, ``api_error``
-    │       ├── AuthenticationError      401, 403
+    │       ├── AuthenticationError      401, 403, ``permission_error``
+    │       ├── QuotaExceeded            402, ``insufficient_quota``, ``billing_*``
     │       └── BadRequest               400, 404, 422
     │           └── ContextWindowExceeded
     └── LocalError                       misuse: never retried
@@ -59,6 +60,7 @@ __all__ = [
     "MissingDependency",
     "Overloaded",
     "ProviderError",
+    "QuotaExceeded",
     "RailingsError",
     "RateLimited",
     "RemoteError",
@@ -203,6 +205,12 @@ class ServerError(ProviderError):
 
 class AuthenticationError(ProviderError):
     """401 or 403: the key is missing, wrong or not allowed."""
+
+
+class QuotaExceeded(ProviderError):
+    """The account is out of quota or credit, or its billing is not set up: OpenAI
+    ``insufficient_quota`` (sent with status 429) and ``billing_*``, Anthropic
+    ``billing_error``, HTTP 402. Never retried: resending cannot clear it."""
 
 
 class BadRequest(ProviderError):

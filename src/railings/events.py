@@ -5,6 +5,12 @@ Responses API. Each event is a frozen, slotted dataclass; consumers ``match``
 on them. A provider event railings does not know becomes :class:`Unknown`:
 never a silent drop, never a crash.
 
+Where a call's arguments came from matters to the truncation gate: text the
+model wrote (a JSON string on the wire, joined from fragments) can be parsed
+strictly and so proves itself complete; an object on the wire was parsed --
+often repaired -- by someone else before railings saw it, and proves nothing.
+``ToolArgumentsDelta.parsed`` and ``ToolCallStart.initial_parsed`` say which.
+
 Tool calls are addressed by ``index``: their position among the turn's calls,
 in the order they started (0, 1, 2 ...), whatever key the wire used (OpenAI's
 ``tool_calls[].index`` or ``id``, Anthropic's content block index, the
@@ -17,6 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 __all__ = [
+    "CallType",
     "MessageStart",
     "OutputItems",
     "ProviderErrorEvent",
@@ -36,6 +43,16 @@ __all__ = [
 ]
 
 ToolKind = Literal["function", "server_tool_use", "mcp_tool_use"]
+
+# What a local call asks the client to do. ``function`` is a JSON-argument function call
+# (every provider); the others are the Responses API's own item types: ``custom``
+# (``custom_tool_call``, a freeform string input), ``local_shell`` / ``shell``
+# (``local_shell_call`` / ``shell_call``), ``apply_patch`` (``apply_patch_call``),
+# ``computer`` (``computer_call``) and ``mcp_approval`` (``mcp_approval_request``: a
+# provider-run MCP call waiting for the client's approval).
+CallType = Literal[
+    "function", "custom", "local_shell", "shell", "apply_patch", "computer", "mcp_approval"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,10 +92,13 @@ class RefusalDelta:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallStart:
-    """A tool call began. ``kind`` tells local calls from provider-run ones.
+    """A tool call began. ``kind`` tells local calls from provider-run ones; ``call_type``
+    what a local call asks the client to do (:data:`CallType`).
 
     ``initial_arguments`` is the argument JSON the start itself carried (an
-    Anthropic ``content_block_start`` input, or a whole call sent in one delta).
+    Anthropic ``content_block_start`` input, or a whole call sent in one delta);
+    ``initial_parsed`` is True when that JSON is railings' serialization of an
+    object on the wire rather than text the model wrote.
     """
 
     index: int
@@ -86,14 +106,20 @@ class ToolCallStart:
     name: str
     kind: ToolKind = "function"
     initial_arguments: str = ""
+    call_type: CallType = "function"
+    initial_parsed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class ToolArgumentsDelta:
-    """One fragment of a call's argument JSON. Fragments are joined, never parsed alone."""
+    """One fragment of a call's argument JSON. Fragments are joined, never parsed alone.
+
+    ``parsed`` is True when the fragment is railings' serialization of arguments the
+    wire carried as an object (already parsed upstream), not the model's own text."""
 
     index: int
     fragment: str
+    parsed: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,13 +30,26 @@ their own (``function_call``, ``function_call_output``) tied by ``call_id``.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from railings.errors import ConfigurationError, ToolDefinitionError
-from railings.turn.model import Segment, Turn
+from railings._responses_shapes import call_item, result_items
+from railings.conversation import (
+    Assistant,
+    Block,
+    Message,
+    RedactedThinking,
+    ResponsesItems,
+    ServerBlock,
+    System,
+    Text,
+    Thinking,
+    ToolResult,
+    ToolSpec,
+    ToolUse,
+    User,
+)
+from railings.errors import ConfigurationError
 
 __all__ = [
     "Assistant",
@@ -56,202 +69,6 @@ __all__ = [
     "openai_chat_body",
     "openai_responses_body",
 ]
-
-
-# -- assistant content blocks -------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Text:
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class Thinking:
-    """Reasoning text; ``signature`` is Anthropic's proof the block is unmodified."""
-
-    text: str
-    signature: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class RedactedThinking:
-    """Anthropic ``redacted_thinking``: opaque ``data`` that must go back verbatim."""
-
-    data: str
-
-
-@dataclass(frozen=True, slots=True)
-class ToolUse:
-    """A tool call the model made.
-
-    ``arguments`` is the parsed JSON object, or None when the arguments did not
-    parse (a call cut by the output limit); ``raw_arguments`` is what the model
-    wrote, byte for byte.
-    """
-
-    id: str
-    name: str
-    arguments: Mapping[str, Any] | None
-    raw_arguments: str = ""
-
-    def arguments_json(self) -> str:
-        """The arguments as the model wrote them (OpenAI sends this string back)."""
-        if self.raw_arguments:
-            return self.raw_arguments
-        return json.dumps(dict(self.arguments or {}), separators=(",", ":"))
-
-
-@dataclass(frozen=True, slots=True)
-class ServerBlock:
-    """A provider-run tool block (``server_tool_use``, ``web_search_tool_result`` ...),
-    kept exactly as the provider sent it and sent back to that provider only."""
-
-    raw: Mapping[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class ResponsesItems:
-    """A Responses API response's own output items -- reasoning with its encrypted
-    content, messages and calls, each with its item id -- sent back as they are, to
-    that API only. A reasoning item goes back with the items it produced, paired
-    by their ids; nothing is rebuilt."""
-
-    items: tuple[Mapping[str, Any], ...]
-
-
-Block = Text | Thinking | RedactedThinking | ToolUse | ServerBlock | ResponsesItems
-
-
-# -- messages -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class System:
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class User:
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class Assistant:
-    """One assistant message: its blocks in the order the model produced them."""
-
-    blocks: tuple[Block, ...] = ()
-
-    @classmethod
-    def of(cls, text: str = "", tool_calls: Iterable[ToolUse] = ()) -> Assistant:
-        """Text and tool calls, the common case."""
-        blocks: list[Block] = [Text(text)] if text else []
-        blocks.extend(tool_calls)
-        return cls(tuple(blocks))
-
-    @classmethod
-    def from_turn(cls, turn: Turn) -> Assistant:
-        """The assistant message for a streamed turn, to append to the history.
-
-        Thinking comes first (Anthropic requires it before text and tool use),
-        then text (a refusal counts as text), then the local tool calls. A turn that
-        used provider-run tools, or thought in several blocks, keeps its text, its
-        thinking blocks (each with its own signature) and the provider's blocks in
-        arrival order (``turn.segments``), sent back verbatim: that is how Anthropic
-        continues a ``pause_turn``, and how it verifies each thinking block.
-        """
-        blocks: list[Block] = []
-        segments = turn.segments
-        if not any(s.kind in ("thinking", "redacted_thinking") for s in segments):
-            if turn.thinking or turn.thinking_signature:
-                blocks.append(Thinking(turn.thinking, turn.thinking_signature))
-            blocks.extend(RedactedThinking(data) for data in turn.redacted_thinking)
-        if segments:
-            blocks.extend(_block_of(segment) for segment in segments)
-        elif turn.text or turn.refusal:
-            blocks.append(Text(turn.text or turn.refusal))
-        blocks.extend(
-            ToolUse(call.id, call.name, call.arguments, call.raw_arguments)
-            for call in turn.tool_calls
-        )
-        items = _reasoned_items(turn.output_items)
-        if items:
-            blocks.append(ResponsesItems(items))
-        return cls(tuple(blocks))
-
-    @property
-    def text(self) -> str:
-        return "".join(block.text for block in self.blocks if isinstance(block, Text))
-
-    @property
-    def tool_calls(self) -> tuple[ToolUse, ...]:
-        return tuple(block for block in self.blocks if isinstance(block, ToolUse))
-
-
-def _reasoned_items(raw: str) -> tuple[Mapping[str, Any], ...]:
-    """The output items to send back as they are: only when the model reasoned and
-    every reasoning item carries its encrypted content. Without it a reasoning item
-    cannot be sent (``store: false`` keeps nothing server-side), and the items it
-    produced cannot be sent with their ids either: the API refuses a call whose
-    reasoning is missing. Then the turn is rebuilt from its text and calls."""
-    if not raw:
-        return ()
-    try:
-        items = json.loads(raw)
-    except ValueError:
-        return ()
-    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
-        return ()
-    reasoning = [i for i in items if i.get("type") == "reasoning"]
-    if not reasoning or not all(i.get("encrypted_content") for i in reasoning):
-        return ()
-    return tuple(items)
-
-
-def _block_of(segment: Segment) -> Block:
-    match segment.kind:
-        case "text":
-            return Text(segment.value)
-        case "thinking":
-            block = json.loads(segment.value)
-            return Thinking(block["thinking"], block["signature"])
-        case "redacted_thinking":
-            return RedactedThinking(json.loads(segment.value)["data"])
-    return ServerBlock(json.loads(segment.value))
-
-
-@dataclass(frozen=True, slots=True)
-class ToolResult:
-    """The result of one tool call (or the notice sent instead of executing it)."""
-
-    call_id: str
-    content: str
-    is_error: bool = False
-
-
-Message = System | User | Assistant | ToolResult
-
-
-@dataclass(frozen=True, slots=True)
-class ToolSpec:
-    """A tool the model may call: its name, what it does, and its arguments' JSON schema."""
-
-    name: str
-    description: str
-    parameters: Mapping[str, Any] = field(
-        default_factory=lambda: {"type": "object", "properties": {}}
-    )
-
-    def __post_init__(self) -> None:
-        # Both providers restrict tool names to this alphabet and length.
-        if (
-            not self.name
-            or len(self.name) > 64
-            or not all(c.isascii() and (c.isalnum() or c in "_-") for c in self.name)
-        ):
-            raise ToolDefinitionError(f"invalid tool name {self.name!r}: use [A-Za-z0-9_-]{{1,64}}")
-        if self.parameters.get("type") != "object":
-            raise ToolDefinitionError(f"tool {self.name!r}: parameters must be an object schema")
 
 
 # -- OpenAI Chat Completions --------------------------------------------------------------
@@ -363,9 +180,16 @@ def openai_responses_body(
     """
     _check_max_tokens(max_tokens)
     system = [m.text for m in messages if isinstance(m, System)]
+    # Each result goes back in the output item of its call's type (_responses_shapes).
+    call_types = {
+        use.id: use.type
+        for message in messages
+        if isinstance(message, Assistant)
+        for use in message.tool_calls
+    }
     items: list[dict[str, Any]] = []
     for message in messages:
-        items.extend(_responses_items(message))
+        items.extend(_responses_items(message, call_types))
     body: dict[str, Any] = {
         "model": model,
         "input": items,
@@ -391,15 +215,16 @@ def openai_responses_body(
     return body
 
 
-def _responses_items(message: Message) -> list[dict[str, Any]]:
+def _responses_items(message: Message, call_types: Mapping[str, str]) -> list[dict[str, Any]]:
     match message:
         case System():
             return []  # the top-level ``instructions``
         case User(text=text):
             return [{"role": "user", "content": text}]
-        case ToolResult(call_id=call_id, content=content):
-            # No error flag on the wire, as in Chat Completions: the content says it.
-            return [{"type": "function_call_output", "call_id": call_id, "output": content}]
+        case ToolResult(call_id=call_id, content=content, is_error=is_error):
+            # No error flag on a function_call_output, as in Chat Completions: the content
+            # says it. The other output items carry it in their own fields.
+            return result_items(call_types.get(call_id, "function"), call_id, content, is_error)
         case Assistant(blocks=blocks):
             for block in blocks:
                 if isinstance(block, ResponsesItems):  # the API's own items, as they came
@@ -416,15 +241,18 @@ def _responses_items(message: Message) -> list[dict[str, Any]]:
                 elif isinstance(block, ToolUse):
                     out.extend(_responses_text(said))
                     said = []
+                    # As the model wrote it: a cut call goes back cut, beside the notice
+                    # that it was not executed. Each type as its own item.
                     out.append(
-                        {
-                            "type": "function_call",
-                            "call_id": block.id,
-                            "name": block.name,
-                            # As the model wrote it: a cut call goes back cut, beside the
-                            # notice that it was not executed.
-                            "arguments": block.arguments_json(),
-                        }
+                        call_item(
+                            block.type,
+                            block.id,
+                            block.name,
+                            block.arguments,
+                            block.raw_arguments
+                            if block.type == "custom"
+                            else block.arguments_json(),
+                        )
                     )
             out.extend(_responses_text(said))
             return out

@@ -84,6 +84,8 @@ def to_json(result: Replay) -> dict[str, Any]:
                 "index": v.call.index,
                 "id": v.call.id,
                 "name": v.call.name,
+                "type": v.call.type,
+                "origin": v.call.origin,
                 "raw_arguments": v.call.raw_arguments,
                 "arguments": v.arguments if v.execute else v.call.arguments,
                 "verdict": v.verdict.value,

@@ -12,15 +12,20 @@ function as a live stream: there is no second verdict path.
 
 What an object cannot prove. An SDK object exists only once the SDK decided the
 response was over: the termination proof is taken as given (the guard transport,
-``railings.guard``, is what checks it on the wire). Two cases need care:
+``railings.guard``, is what checks it on the wire). Where the arguments came from
+matters, exactly as in a stream (``turn/verdict.py``, rule 2):
 
 * OpenAI and the Responses API keep each call's arguments as the raw string the
-  model wrote: it is parsed strictly, exactly as in a stream.
+  model wrote: it is parsed strictly, exactly as in a stream. An object in
+  ``function.arguments`` (some compatible servers) is marked as parsed upstream.
 * Anthropic ``Message`` objects keep ``tool_use.input`` already parsed -- and the
   SDK's stream accumulator parses a cut fragment leniently (into ``{}`` or a
   partial object). The raw text is gone, so in a message that stopped at
-  ``max_tokens`` the last content block, if it is a ``tool_use``, is where the
-  output was cut: it is treated as truncated and never executed.
+  ``max_tokens`` *every* ``tool_use`` block is unproven and never executed, the
+  same rule as every other call whose arguments arrived parsed.
+* Responses items the client must act on (``custom_tool_call``,
+  ``local_shell_call``, ``apply_patch_call`` ... see
+  :mod:`railings.wire.responses_items`) become calls as in a stream.
 """
 
 from __future__ import annotations
@@ -44,12 +49,14 @@ from railings.events import (
     ToolCallEnd,
     ToolCallStart,
     ToolKind,
+    Unknown,
     UsageUpdate,
 )
 from railings.replay import Replay
 from railings.turn.assembler import TurnAssembler
 from railings.turn.verdict import judge
 from railings.wire._json import as_int
+from railings.wire.responses_items import LOCAL_ITEMS, SERVER_ITEMS, final_input
 
 __all__ = ["inspect"]
 
@@ -112,13 +119,14 @@ def _chat_completion(data: dict[str, Any]) -> list[StreamEvent]:
         for position, call in enumerate(message.get("tool_calls") or []):
             function = call.get("function") or {}
             arguments = function.get("arguments")
-            if arguments is not None and not isinstance(arguments, str):
-                arguments = json.dumps(arguments)
+            parsed = arguments is not None and not isinstance(arguments, str)
+            if parsed:
+                arguments = json.dumps(arguments)  # an object: parsed upstream, proves nothing
             events.append(
                 ToolCallStart(position, str(call.get("id") or ""), str(function.get("name") or ""))
             )
             if arguments:
-                events.append(ToolArgumentsDelta(position, arguments))
+                events.append(ToolArgumentsDelta(position, str(arguments), parsed))
             events.append(ToolCallEnd(position))
         if choice.get("finish_reason"):
             events.append(StopReason(str(choice["finish_reason"])))
@@ -144,20 +152,31 @@ def _response(data: dict[str, Any]) -> list[StreamEvent]:
             for part in item.get("summary") or []:
                 if isinstance(part.get("text"), str):
                     events.append(ThinkingDelta(part["text"]))
-        elif kind == "function_call":
+        elif kind in LOCAL_ITEMS:
+            local = LOCAL_ITEMS[kind]
             ident = str(item.get("call_id") or item.get("id") or "")
-            events.append(ToolCallStart(position, ident, str(item.get("name") or "")))
-            if item.get("arguments"):
-                events.append(ToolArgumentsDelta(position, str(item["arguments"])))
+            name = str(item.get("name") or local.name)
+            events.append(ToolCallStart(position, ident, name, call_type=local.call_type))
+            raw, parsed = final_input(kind, item)
+            if raw:
+                events.append(ToolArgumentsDelta(position, raw, parsed))
             if item.get("status") != "incomplete":
                 events.append(ToolCallEnd(position))
             position += 1
-        elif isinstance(kind, str) and kind.endswith("_call"):
+        elif kind in SERVER_ITEMS:
             ident = str(item.get("id") or "")
-            events.append(ToolCallStart(position, ident, kind, "server_tool_use", "{}"))
+            tool_kind, name = SERVER_ITEMS[kind]
+            events.append(
+                ToolCallStart(position, ident, name or str(item.get("name") or kind), tool_kind)
+            )
+            raw, _ = final_input(kind, item)
+            if raw:
+                events.append(ToolArgumentsDelta(position, raw))
             events.append(ToolCallEnd(position))
             events.append(ServerToolResult(ident, kind))
             position += 1
+        elif kind not in ("mcp_list_tools",):
+            events.append(Unknown(f"openai-responses:item:{kind}"))  # counted, never dropped
     events += _usage(data.get("usage"), "input_tokens", "output_tokens")
     status = data.get("status")
     if status == "completed":
@@ -187,9 +206,8 @@ def _message(data: dict[str, Any]) -> list[StreamEvent]:
         MessageStart(str(data.get("id") or ""), str(data.get("model") or ""))
     ]
     blocks = [b for b in data.get("content") or [] if isinstance(b, dict)]
-    cut_at_limit = data.get("stop_reason") == "max_tokens"
     position = 0
-    for number, block in enumerate(blocks):
+    for block in blocks:
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str):
             events.append(TextDelta(block["text"]))
@@ -200,21 +218,18 @@ def _message(data: dict[str, Any]) -> list[StreamEvent]:
         elif kind == "redacted_thinking":
             events.append(ThinkingDelta("", redacted=str(block.get("data") or "")))
         elif kind in _ANTHROPIC_TOOLS:
-            last = number == len(blocks) - 1
-            truncated_here = cut_at_limit and last and kind == "tool_use"
-            # The raw input is gone; a cut last block must not look parseable.
-            initial = "" if truncated_here else json.dumps(block.get("input") or {})
+            # The raw input is gone: the SDK's parse of it is all there is (module docstring).
             events.append(
                 ToolCallStart(
                     position,
                     str(block.get("id") or ""),
                     str(block.get("name") or ""),
                     _ANTHROPIC_TOOLS[kind],
-                    initial,
+                    json.dumps(block.get("input") or {}),
+                    initial_parsed=True,
                 )
             )
-            if not truncated_here:
-                events.append(ToolCallEnd(position))
+            events.append(ToolCallEnd(position))
             position += 1
         elif isinstance(kind, str) and kind.endswith("_tool_result"):
             events.append(ServerToolResult(str(block.get("tool_use_id") or ""), kind))

@@ -13,6 +13,7 @@ from rich.markup import escape
 from railings.cli._common import UsageError, console, positive
 from railings.replay import Replay, replay, to_json
 from railings.turn.reader import PROVIDERS
+from railings.turn.verdict import RejectReason
 
 __all__ = ["register", "run"]
 
@@ -138,12 +139,19 @@ def _summary(result: Replay) -> None:
         if value:
             out.print(f"[dim]{label}:[/] {escape(_clip(value, 400))}")
     for v in result.verdicts:
-        if v.execute:
+        call = v.call
+        if v.execute and call.type == "mcp_approval":
+            tag = "[yellow]pending approval[/]: the client must approve or deny it"
+        elif v.execute:
             tag = "[green]execute[/]" + (" (repaired)" if v.repaired else "")
         else:
             tag = f"[red]NOT executed[/]: {v.reason.value if v.reason else ''}"
-        raw = escape(_clip(v.call.raw_arguments.replace("\n", "\\n"), 200))
-        out.print(f"tool call #{v.call.index} [bold]{escape(v.call.name)}[/] {raw} -> {tag}")
+            if v.reason is RejectReason.TRUNCATED and not call.provable:
+                tag += " (its completeness cannot be checked)"
+        raw = escape(_clip(call.raw_arguments.replace("\n", "\\n"), 200))
+        what = "tool call" if call.type == "function" else f"{call.type} call"
+        origin = " (arguments arrived parsed)" if call.origin == "parsed" else ""
+        out.print(f"{what} #{call.index} [bold]{escape(call.name)}[/] {raw}{origin} -> {tag}")
     for c in turn.server_tool_calls:
         missing = "" if c.result_arrived else " - no result block"
         out.print(f"server tool {escape(c.name)} ({c.kind}, run by the provider){missing}")

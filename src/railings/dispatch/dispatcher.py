@@ -6,8 +6,10 @@ choice is deliberate:
 1. **The truncation gate comes first.** Every call is judged by
    :func:`~railings.turn.verdict.judge` -- the one verdict logic: an abruptly
    terminated turn rejects every call (it executes nothing); a truncated turn
-   (normalized ``max_tokens``, provider not exempt) rejects each call whose
-   strict parse failed, never repairing it; a finished turn repairs what it can.
+   (an output-limit stop anywhere in the turn, provider not exempt) rejects each
+   call whose strict parse failed, never repairing it, and every call whose
+   completeness cannot be proven from raw text (arguments parsed upstream, a
+   freeform input); a finished turn repairs what it can.
 2. **A rejected call is answered with its notice and nothing else.** It never
    enters the gate chain, so the loop guard does not count it -- the model never
    finished writing it, so it is not one of its attempts -- and it never reaches
@@ -23,6 +25,14 @@ choice is deliberate:
    arguments the repair ladder fixed: the call is rejected like a malformed
    one, and the notice names what was wrong, so the model resends it whole.
 
+6. **An MCP approval request is answered, never run.** A Responses
+   ``mcp_approval_request`` (call type ``mcp_approval``) asks the client to
+   approve a call the provider will make to a remote MCP server. It is answered by
+   ``approve_mcp(verdict)`` (sync or async): ``True`` approves it (status
+   ``EXECUTED``, sent back as ``mcp_approval_response`` with ``approve: true``);
+   without a hook, or on anything but ``True``, it is denied -- a remote action
+   nobody approved does not happen.
+
 Calls run one after another: the loop guard's "in a row" and the breaker's
 "consecutive" are then well defined, and a confirmation prompt never competes
 with another. Concurrency comes from speculative start, for the read-only
@@ -31,7 +41,8 @@ tools that opt in.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Awaitable, Callable
 
 from railings.dispatch.gates import (
     ApprovalGate,
@@ -42,7 +53,11 @@ from railings.dispatch.gates import (
     needs_approval_unless_read_only,
 )
 from railings.dispatch.guards import CircuitBreaker, LoopGuard
-from railings.dispatch.notices import EXACT_ARGUMENTS_NOTICE, UNKNOWN_TOOL_NOTICE
+from railings.dispatch.notices import (
+    EXACT_ARGUMENTS_NOTICE,
+    MCP_DENIED_NOTICE,
+    UNKNOWN_TOOL_NOTICE,
+)
 from railings.dispatch.outcome import BatchResult, Invocation, OutcomeStatus, ToolOutcome
 from railings.dispatch.speculative import SpeculativeRunner
 from railings.dispatch.tools import Tool, ToolRegistry
@@ -87,10 +102,12 @@ class Dispatcher:
         *,
         chain: Dispatch | None = None,
         breaker: CircuitBreaker | None = None,
+        approve_mcp: Callable[[CallVerdict], bool | Awaitable[bool]] | None = None,
     ) -> None:
         self.registry = registry
         self.chain = chain if chain is not None else default_chain()
         self.breaker = breaker if breaker is not None else CircuitBreaker()
+        self.approve_mcp = approve_mcp
 
     async def dispatch_turn(
         self, turn: Turn, *, speculative: SpeculativeRunner | None = None
@@ -110,6 +127,9 @@ class Dispatcher:
                 if not verdict.execute:
                     outcomes.append(_rejected(verdict))
                     continue
+                if verdict.call.type == "mcp_approval":
+                    outcomes.append(await self._approval(verdict))
+                    continue
                 outcome = await self._dispatch(verdict, speculative)
                 outcomes.append(outcome)
                 self.breaker.record(outcome)
@@ -117,6 +137,19 @@ class Dispatcher:
         finally:
             if speculative is not None:
                 await speculative.cancel_all()
+
+    async def _approval(self, verdict: CallVerdict) -> ToolOutcome:
+        """Answer a pending MCP approval request (rule 6 of the module docstring)."""
+        call = verdict.call
+        approved: object = False
+        if self.approve_mcp is not None:
+            approved = self.approve_mcp(verdict)
+            if inspect.isawaitable(approved):
+                approved = await approved
+        if approved is True:
+            return ToolOutcome(call.id, call.name, OutcomeStatus.EXECUTED, "approved", verdict)
+        notice = MCP_DENIED_NOTICE.format(name=call.name, id=call.id or "-")
+        return ToolOutcome(call.id, call.name, OutcomeStatus.DENIED, notice, verdict)
 
     async def _dispatch(
         self, verdict: CallVerdict, speculative: SpeculativeRunner | None

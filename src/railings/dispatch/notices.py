@@ -16,6 +16,7 @@ __all__ = [
     "DENIED_NOTICE",
     "EXACT_ARGUMENTS_NOTICE",
     "LOOP_NOTICE",
+    "MCP_DENIED_NOTICE",
     "SCHEMA_NOTICE",
     "TOOL_ERROR_NOTICE",
     "TRUNCATION_CONTRACT",
@@ -55,3 +56,8 @@ EXACT_ARGUMENTS_NOTICE = (
 )
 
 TOOL_ERROR_NOTICE = "Tool call {name!r} (id {id}) failed: {error}"
+
+MCP_DENIED_NOTICE = (
+    "The MCP call {name!r} (approval request {id}) was NOT approved: the client did not "
+    "allow it. Do not retry it unless the user asks for it."
+)

@@ -23,12 +23,14 @@ What a message cannot prove. ``ChatOpenAI(streaming=True).invoke()`` -- which is
 how an agent calls its model -- returns an ``AIMessage`` built from the merged
 chunks with the chunks dropped: only the repaired ``tool_calls`` remain (a cut
 ``{"command": "rm -rf /tmp/leg`` becomes ``{"command": "rm -rf /tmp/leg"}``). The
-same holds for ChatAnthropic's non-streamed ``tool_use.input``. So, as
-``railings.inspect`` does for an anthropic ``Message``: in a message that stopped
-at the output limit, a *last* call whose raw text is gone is where the output was
-cut, and is judged as cut (never executed). Output is written in order, so earlier
-calls were finished before a later one started; a last call that happened to end
-exactly at the limit is rejected too, which costs one resend and nothing else.
+same holds for ChatAnthropic's non-streamed ``tool_use.input``. Such a call's
+arguments arrived parsed: in a message that stopped at the output limit, *every*
+call whose raw text is gone is judged unproven and never executed -- the one rule
+of ``turn/verdict.py`` (rule 2), the same as ``railings.inspect`` applies to an
+anthropic ``Message`` and the stream decoders to an object on the wire. Not only
+the last: LangChain itself reorders calls (below), so "the cut is in the last
+call" is not something the message can prove. A call whose raw text LangChain
+kept is judged by that text, strictly.
 
 Order. The verdicts follow the order the model wrote the calls in, read from the
 content blocks, the chunks or ``additional_kwargs`` when LangChain kept them. A
@@ -59,7 +61,6 @@ from railings.events import (
 )
 from railings.replay import Replay
 from railings.turn.assembler import TurnAssembler
-from railings.turn.stop_reason import DEFAULT_EXEMPTIONS, is_truncated, normalize_stop_reason
 from railings.turn.verdict import CallVerdict, judge
 from railings.wire._json import as_int
 
@@ -100,13 +101,10 @@ def inspect_message(
     """The turn verdict for a LangChain ``AIMessage`` (see the module docstring)."""
     metadata = _mapping(getattr(message, "response_metadata", None))
     wire = stop_reason_of(metadata)
-    stopped_at_limit = wire is not None and is_truncated(
-        normalize_stop_reason(wire), service, DEFAULT_EXEMPTIONS
-    )
     provider = str(metadata.get("model_provider") or "langchain")
     assembler = TurnAssembler(provider, max_tokens=max_tokens, service=service)
     assembler.received()
-    for event in _events(message, metadata, wire, stopped_at_limit):
+    for event in _events(message, metadata, wire):
         assembler.apply(event)
     assembler.eof()
     turn = assembler.turn()
@@ -142,9 +140,7 @@ def find_message(messages: Sequence[Any], call_id: str) -> Any | None:
 # -- reading a message ---------------------------------------------------------------------
 
 
-def _events(
-    message: Any, metadata: Mapping[str, Any], wire: str | None, stopped_at_limit: bool
-) -> list[StreamEvent]:
+def _events(message: Any, metadata: Mapping[str, Any], wire: str | None) -> list[StreamEvent]:
     events: list[StreamEvent] = [
         MessageStart(
             str(metadata.get("id") or getattr(message, "id", None) or ""),
@@ -154,21 +150,20 @@ def _events(
     text = _text(getattr(message, "content", None))
     if text:
         events.append(TextDelta(text))
-    calls = _calls(message)
-    for position, call in enumerate(calls):
-        last = position == len(calls) - 1
+    for position, call in enumerate(_calls(message)):
         if call.raw is not None:
             events.append(ToolCallStart(position, call.id, call.name))
             if call.raw:
                 events.append(ToolArgumentsDelta(position, call.raw))
-            events.append(ToolCallEnd(position))
-        elif stopped_at_limit and last:
-            # The raw text is gone and the output was cut here: it must not look parseable.
-            events.append(ToolCallStart(position, call.id, call.name, "function", ""))
         else:
+            # The raw text is gone: LangChain's parse is all there is, and proves nothing.
             initial = json.dumps(call.parsed if isinstance(call.parsed, dict) else {})
-            events.append(ToolCallStart(position, call.id, call.name, "function", initial))
-            events.append(ToolCallEnd(position))
+            events.append(
+                ToolCallStart(
+                    position, call.id, call.name, "function", initial, initial_parsed=True
+                )
+            )
+        events.append(ToolCallEnd(position))
     if wire is not None:
         events.append(StopReason(wire))
     usage = _mapping(getattr(message, "usage_metadata", None))
@@ -229,7 +224,7 @@ def _calls(message: Any) -> list[_Call]:
         if isinstance(parsed.get("args"), dict):
             call.parsed = parsed["args"]
     # LangChain splits a non-streamed message's calls into two lists and loses their order.
-    # The ones it could not parse go last: a cut can only be in the last call written.
+    # The ones it could not parse go last; they keep their raw text and are judged by it.
     for invalid in getattr(message, "invalid_tool_calls", None) or ():
         keep_raw(seen(invalid.get("id"), invalid.get("name")), invalid.get("args"))
     return list(calls.values())

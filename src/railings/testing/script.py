@@ -16,7 +16,11 @@ A script is a JSON object. Only ``turns`` is required::
          "thinking": "The user wants a listing.",          # optional reasoning
          "tool_calls": [                                     # optional, parallel allowed
            {"name": "list_files", "arguments": {"path": "."}},
-           {"name": "shell", "arguments": "{\\"cmd\\": \\"ls\\"}", "id": "call_1"}
+           {"name": "shell", "arguments": "{\\"cmd\\": \\"ls\\"}", "id": "call_1"},
+           {"name": "local_shell", "type": "local_shell",           # a Responses item
+            "arguments": {"action": {"type": "exec", "command": ["ls"], "env": {}}}},
+           {"name": "shell", "arguments": {"cmd": "ls"},
+            "object_arguments": true}                          # Chat: arguments as an object
          ],
          "stop_reason": "end_turn",    # optional: force the stop reason
          "chunk_size": 8,              # optional per-turn overrides
@@ -33,8 +37,9 @@ where one assistant turn is several items (its ``reasoning``, its text
 ``message``, one ``function_call`` per call): there, turn ``i`` answers an
 ``input`` that holds ``i`` *runs* of assistant items -- maximal sequences of
 consecutive items that are an assistant-role message, a ``reasoning`` item or a
-call item (``function_call``, ``custom_tool_call``, any ``*_call``), separated by
-anything else (a user message, a ``function_call_output``). Replaying a
+call item (``function_call``, ``custom_tool_call``, any ``*_call``, an
+``mcp_approval_request``), separated by anything else (a user message, any
+``*_call_output``, an ``mcp_approval_response``). Replaying a
 response's ``output`` and then the call outputs therefore counts one turn, however
 many calls it made (:func:`assistant_turns`). A request header
 ``x-railings-turn: N`` picks turn N explicitly. Past the last turn the server
@@ -46,6 +51,17 @@ block with a signature; OpenAI ``reasoning_content`` deltas, as DeepSeek and
 others send), ``text``, then each tool call. ``arguments`` is a JSON object
 (serialized with ``json.dumps``, so ``{"a": 1}`` is sent as ``{"a": 1}``) or
 a string sent verbatim, which may be invalid JSON on purpose.
+
+**Call types.** ``type`` (default ``function``) is ``custom`` (a freeform
+``custom_tool_call``: ``arguments`` is its input text), ``local_shell``,
+``shell``, ``apply_patch``, ``computer`` (``arguments`` is the object of the
+item's fields, e.g. ``{"action": {...}}``) or ``mcp_approval`` (an
+``mcp_approval_request``, ``arguments`` the MCP call's JSON). The Responses API
+sends each as its own item (``testing/wire_responses_items.py``); Chat
+Completions and Messages send every call as a function call. ``object_arguments:
+true`` makes Chat Completions send ``function.arguments`` as a JSON object: the
+text parsed, and -- when the output limit cut it -- repaired, as servers that
+parse the model's text themselves do.
 
 **Large payloads.** Anywhere a string is expected (``text``, ``thinking``, and
 any string inside ``arguments``), ``{"$filler": N}`` stands for N characters of
@@ -87,6 +103,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from railings.errors import ConfigurationError
+from railings.turn.repair import RepairPolicy, parse_arguments
 
 __all__ = [
     "TOKEN_CHARS",
@@ -154,25 +171,52 @@ def _string(value: Any, where: str) -> str:
     return value
 
 
+# Call types a script may ask for (railings.events.CallType): a ``function`` everywhere;
+# the others are Responses API items, sent as plain function calls on the other wires.
+CALL_TYPES = (
+    "function",
+    "custom",
+    "local_shell",
+    "shell",
+    "apply_patch",
+    "computer",
+    "mcp_approval",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCallSpec:
-    """One tool call a turn makes. ``arguments`` is the exact JSON text sent."""
+    """One tool call a turn makes. ``arguments`` is the exact text sent (JSON, or a
+    ``custom`` call's freeform input). ``type`` is the call type; ``object_arguments``
+    makes the Chat wire send ``function.arguments`` as an object, the way servers that
+    parse (and repair) the model's text do."""
 
     name: str
     arguments: str
     id: str | None = None
+    type: str = "function"
+    object_arguments: bool = False
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "tool_call") -> ToolCallSpec:
         if not isinstance(data, Mapping) or not isinstance(data.get("name"), str):
             raise ConfigurationError(f"{where}: needs a string 'name'")
+        unknown = set(data) - {"name", "arguments", "id", "type", "object_arguments"}
+        if unknown:
+            raise ConfigurationError(f"{where}: unknown keys {sorted(unknown)}")
         args = _expand(data.get("arguments", {}), f"{where}.arguments")
         if not isinstance(args, str):
             args = json.dumps(args, ensure_ascii=False)
         call_id = data.get("id")
         if call_id is not None and not isinstance(call_id, str):
             raise ConfigurationError(f"{where}.id: expected a string")
-        return cls(data["name"], args, call_id)
+        call_type = data.get("type", "function")
+        if call_type not in CALL_TYPES:
+            raise ConfigurationError(f"{where}.type: one of {', '.join(CALL_TYPES)}")
+        as_object = data.get("object_arguments", False)
+        if not isinstance(as_object, bool):
+            raise ConfigurationError(f"{where}.object_arguments: expected true or false")
+        return cls(data["name"], args, call_id, call_type, as_object)
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,6 +379,15 @@ class PlannedCall:
     name: str
     arguments: str
     complete: bool
+    type: str = "function"
+    object_arguments: bool = False
+
+    def parsed_arguments(self) -> dict[str, Any]:
+        """The arguments as a server that parses the model's text sends them: the text
+        parsed, and a cut one *repaired* (closed) the way such servers do -- which is
+        exactly why an object on the wire proves nothing about completeness."""
+        parsed = parse_arguments(self.arguments, RepairPolicy.REPAIR_ALLOWED)
+        return {} if parsed is None else parsed.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -375,7 +428,11 @@ def plan_turn(turn: ScriptTurn, max_tokens: int | None, new_id: Callable[[], str
             truncated = True  # no room left to start this call: it is never sent
             break
         args, done = take(spec.arguments)
-        calls.append(PlannedCall(i, spec.id or new_id(), spec.name, args, done))
+        calls.append(
+            PlannedCall(
+                i, spec.id or new_id(), spec.name, args, done, spec.type, spec.object_arguments
+            )
+        )
     if turn.stop_reason is not None:
         stop = turn.stop_reason
     elif truncated:
@@ -432,7 +489,9 @@ def _assistant_item(item: Any) -> bool:
     if item.get("role") == "assistant":
         return True
     kind = item.get("type")
-    return isinstance(kind, str) and (kind == "reasoning" or kind.endswith("_call"))
+    return isinstance(kind, str) and (
+        kind in ("reasoning", "mcp_approval_request") or kind.endswith("_call")
+    )
 
 
 def assistant_turns(items: Any) -> int:

@@ -7,6 +7,9 @@ a last choice chunk with an empty delta and ``finish_reason``, with
 ``stream_options.include_usage`` a usage chunk whose ``choices`` is ``[]`` (and
 ``"usage": null`` on every chunk before it), then ``data: [DONE]``.
 Reasoning goes out as ``reasoning_content`` deltas (DeepSeek, xAI, Z.ai).
+A call scripted with ``object_arguments`` goes out whole in its first delta, its
+``function.arguments`` a JSON object -- the text parsed, and repaired when the
+output limit cut it -- as some OpenAI-compatible servers send it.
 """
 
 from __future__ import annotations
@@ -186,6 +189,8 @@ def chunks(
     for piece in _pieces(plan.text, chunk_size):
         yield chunk({"content": piece})
     for call in plan.calls:
+        # A server that parses the model's text sends the whole call at once, as an object.
+        opening: Any = call.parsed_arguments() if call.object_arguments else ""
         yield chunk(
             {
                 "tool_calls": [
@@ -193,11 +198,13 @@ def chunks(
                         "index": call.index,
                         "id": call.id,
                         "type": "function",
-                        "function": {"name": call.name, "arguments": ""},
+                        "function": {"name": call.name, "arguments": opening},
                     }
                 ]
             }
         )
+        if call.object_arguments:
+            continue
         for piece in _pieces(call.arguments, chunk_size):
             yield chunk({"tool_calls": [{"index": call.index, "function": {"arguments": piece}}]})
     yield chunk({}, openai_finish_reason(plan.stop_reason))
@@ -220,7 +227,14 @@ def completion(
         message["reasoning_content"] = plan.thinking
     if plan.calls:
         message["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {
+                    "name": c.name,
+                    "arguments": c.parsed_arguments() if c.object_arguments else c.arguments,
+                },
+            }
             for c in plan.calls
         ]
     return {

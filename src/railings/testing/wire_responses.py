@@ -20,7 +20,8 @@ The order::
         response.output_text.done
         response.content_part.done
         response.output_item.done             status completed, the text filled in
-    a function_call item per call:
+    a function_call item per call (and the item of each other call type: see
+    ``testing/wire_responses_items.py``):
         response.output_item.added            arguments "", call_id, name
         response.function_call_arguments.delta ...
         response.function_call_arguments.done
@@ -51,13 +52,13 @@ a failure inside a stream; the fault proxy injects them.
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from railings.testing.script import Plan, assistant_turns, count_tokens, responses_status
+from railings.testing.wire_responses_items import call_events, plan_items, text_part
 
 __all__ = [
     "ResponsesAsk",
@@ -257,74 +258,12 @@ def _response(
     }
 
 
-# -- the output items ------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Item:
-    kind: str  # "reasoning" | "message" | "function_call"
-    id: str
-    text: str  # the summary, the text, or the arguments
-    complete: bool
-    call_id: str = ""
-    name: str = ""
-
-    def final(self) -> dict[str, Any]:
-        """The item as ``output_item.done`` and the final response show it."""
-        status = "completed" if self.complete else "incomplete"
-        if self.kind == "reasoning":
-            item: dict[str, Any] = {
-                "id": self.id,
-                "type": "reasoning",
-                "summary": [{"type": "summary_text", "text": self.text}],
-                "encrypted_content": _sealed(self.id),
-            }
-            if not self.complete:
-                item["status"] = status
-            return item
-        if self.kind == "message":
-            return {
-                "id": self.id,
-                "type": "message",
-                "status": status,
-                "content": [_text_part(self.text)],
-                "role": "assistant",
-            }
-        return {
-            "id": self.id,
-            "type": "function_call",
-            "status": status,
-            "arguments": self.text,
-            "call_id": self.call_id,
-            "name": self.name,
-        }
-
-
-def _sealed(item_id: str) -> str:
-    """Stands for the API's encrypted reasoning: opaque, and the same for the same item."""
-    return "gAAAAA" + base64.urlsafe_b64encode(f"railings:{item_id}".encode()).decode()
-
-
-def _text_part(text: str) -> dict[str, Any]:
-    return {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
-
-
-def _items(plan: Plan, new_item_id: Callable[[str], str]) -> list[_Item]:
-    items: list[_Item] = []
-    if plan.thinking:
-        items.append(_Item("reasoning", new_item_id("rs"), plan.thinking, plan.thinking_complete))
-    if plan.text:
-        items.append(_Item("message", new_item_id("msg"), plan.text, plan.text_complete))
-    items.extend(
-        _Item("function_call", new_item_id("fc"), call.arguments, call.complete, call.id, call.name)
-        for call in plan.calls
-    )
-    return items
+# -- the output items (testing/wire_responses_items.py) -------------------------------
 
 
 def output_items(plan: Plan, new_item_id: Callable[[str], str]) -> list[dict[str, Any]]:
     """The ``output`` of a response that carries ``plan``."""
-    return [item.final() for item in _items(plan, new_item_id)]
+    return [item.final() for item in plan_items(plan, new_item_id)]
 
 
 def _terminal(plan: Plan) -> tuple[str, str | None]:
@@ -400,7 +339,7 @@ def events(
 
     yield event("response.created", response=lifecycle("in_progress", []))
     yield event("response.in_progress", response=lifecycle("in_progress", []))
-    items = _items(plan, new_item_id)
+    items = plan_items(plan, new_item_id)
     for index, item in enumerate(items):
         at = {"item_id": item.id, "output_index": index}
         if item.kind == "reasoning":
@@ -440,27 +379,13 @@ def events(
                 },
             )
             part = {"content_index": 0}
-            yield event("response.content_part.added", **at, **part, part=_text_part(""))
+            yield event("response.content_part.added", **at, **part, part=text_part(""))
             for piece in _pieces(item.text, chunk_size):
                 yield event("response.output_text.delta", **at, **part, delta=piece, logprobs=[])
             yield event("response.output_text.done", **at, **part, text=item.text, logprobs=[])
-            yield event("response.content_part.done", **at, **part, part=_text_part(item.text))
+            yield event("response.content_part.done", **at, **part, part=text_part(item.text))
         else:
-            yield event(
-                "response.output_item.added",
-                output_index=index,
-                item={
-                    "id": item.id,
-                    "type": "function_call",
-                    "status": "in_progress",
-                    "arguments": "",
-                    "call_id": item.call_id,
-                    "name": item.name,
-                },
-            )
-            for piece in _pieces(item.text, chunk_size):
-                yield event("response.function_call_arguments.delta", **at, delta=piece)
-            yield event("response.function_call_arguments.done", **at, arguments=item.text)
+            yield from call_events(item, index, event, chunk_size)
         yield event("response.output_item.done", output_index=index, item=item.final())
     status, reason = _terminal(plan)
     final = lifecycle(

@@ -26,6 +26,7 @@ import h2.exceptions
 import httpx2
 
 from railings.classify import (
+    FINAL_CLASSES,
     IDLE_MESSAGE,
     INTERRUPTED_MESSAGE,
     NON_RETRYABLE_PROVIDER_TYPES,
@@ -247,13 +248,14 @@ def error_from_response(
     if cls is AuthenticationError and not has_key and key_variable:
         text += f" (no API key configured: set {key_variable})"
     retryable: bool | None = None
-    if ptype in NON_RETRYABLE_PROVIDER_TYPES:
-        retryable = False
-    # The official SDKs obey the provider's explicit verdict.
+    # The official SDKs obey the provider's explicit verdict -- except on a quota,
+    # billing or permission error, which no resend can clear (railings.classify).
     should = headers.get("x-should-retry")
     if should == "true":
         retryable = True
     elif should == "false":
+        retryable = False
+    if ptype in NON_RETRYABLE_PROVIDER_TYPES or issubclass(cls, FINAL_CLASSES):
         retryable = False
     return cls(
         text,

@@ -7,6 +7,14 @@ list and joined at the end: linear in the argument size, never a re-parse of
 a growing buffer per fragment. It never repairs: a failed strict parse leaves
 ``arguments`` as ``None``, the truncation sentinel the verdicts read.
 
+Each call also keeps where its arguments came from (``origin``): the model's own
+text, or an object parsed upstream (see :mod:`railings.events`).
+
+Truncation is sticky. A turn may carry several stop reasons (a Chat chunk with
+``finish_reason: "length"`` and a later one with ``"stop"``); an output-limit stop
+seen anywhere wins, whatever follows it: the output was cut, and a later "stop"
+cannot make the cut call whole again.
+
 What counts as content (for Empty / Partial): a non-empty text, thinking or
 refusal delta, redacted thinking, or any tool-call start or argument fragment.
 A delta whose text is the empty string -- OpenAI's first chunk,
@@ -18,10 +26,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Set
+from typing import Any
 
 from railings.classify import INTERRUPTED_MESSAGE, class_for_provider_type
 from railings.errors import IllegalTransition
 from railings.events import (
+    CallType,
     MessageStart,
     OutputItems,
     ProviderErrorEvent,
@@ -41,6 +51,7 @@ from railings.events import (
 )
 from railings.redact import redact
 from railings.turn.model import (
+    ArgumentOrigin,
     ErrorKind,
     Outcome,
     Segment,
@@ -54,6 +65,7 @@ from railings.turn.model import (
 from railings.turn.repair import RepairPolicy, parse_arguments
 from railings.turn.stop_reason import (
     DEFAULT_EXEMPTIONS,
+    MAX_TOKENS,
     derive_stop_reason,
     is_truncated,
     normalize_stop_reason,
@@ -64,14 +76,28 @@ __all__ = ["TurnAssembler"]
 
 
 class _CallBuffer:
-    __slots__ = ("closed", "fragments", "id", "initial", "kind", "name", "results")
+    __slots__ = (
+        "call_type",
+        "closed",
+        "fragments",
+        "id",
+        "initial",
+        "initial_parsed",
+        "kind",
+        "name",
+        "parsed",
+        "results",
+    )
 
     def __init__(self, start: ToolCallStart) -> None:
         self.id = start.id
         self.name = start.name
         self.kind: ToolKind = start.kind
+        self.call_type: CallType = start.call_type
         self.initial = start.initial_arguments
+        self.initial_parsed = start.initial_parsed
         self.fragments: list[str] = []
+        self.parsed = False  # a fragment was an object on the wire, not the model's text
         self.closed = False
         self.results: list[str] = []
 
@@ -80,6 +106,13 @@ class _CallBuffer:
         # but only once the block closed. A block the output limit cut right after its start
         # never had its input written: its placeholder {} is not the model's arguments.
         return "".join(self.fragments) or (self.initial if self.closed else "")
+
+    def origin(self) -> ArgumentOrigin:
+        if any(self.fragments):
+            return "parsed" if self.parsed else "raw"
+        if self.closed and self.initial:
+            return "parsed" if self.initial_parsed else "raw"
+        return "raw"
 
 
 class _ThinkingBuffer:
@@ -124,6 +157,7 @@ class TurnAssembler:
         self._input_tokens: int | None = None
         self._output_tokens: int | None = None
         self._stop_wire: str | None = None
+        self._cut_wire: str | None = None  # the first output-limit stop of the turn
         self._error: TurnError | None = None
         self._message_id = ""
         self._model = ""
@@ -155,9 +189,11 @@ class TurnAssembler:
                 if text:
                     self._text.append(text)
                     self.content = True
-            case ToolArgumentsDelta(index=index, fragment=fragment):
+            case ToolArgumentsDelta(index=index, fragment=fragment, parsed=parsed):
                 if 0 <= index < len(self._calls):
-                    self._calls[index].fragments.append(fragment)
+                    call = self._calls[index]
+                    call.fragments.append(fragment)
+                    call.parsed = call.parsed or parsed
                     self.content = True
                 else:
                     self._unknown += 1
@@ -199,6 +235,8 @@ class TurnAssembler:
                     self._output_tokens = output_tokens
             case StopReason(wire=wire):
                 self._stop_wire = wire
+                if self._cut_wire is None and normalize_stop_reason(wire) == MAX_TOKENS:
+                    self._cut_wire = wire  # sticky: see the module docstring
             case MessageStart(id=ident, model=model):
                 self._message_id = self._message_id or ident
                 self._model = self._model or model
@@ -270,8 +308,9 @@ class TurnAssembler:
         )
         stop_reason: str | None
         source: str | None
-        if self._stop_wire is not None:
-            stop_reason = normalize_stop_reason(self._stop_wire, saw_tool_use=bool(local))
+        stop_wire = self._cut_wire or self._stop_wire
+        if stop_wire is not None:
+            stop_reason = normalize_stop_reason(stop_wire, saw_tool_use=bool(local))
             source = "wire"
         elif clean:
             stop_reason = derive_stop_reason(
@@ -296,7 +335,7 @@ class TurnAssembler:
             server_tool_calls=server_calls,
             usage=usage,
             stop_reason=stop_reason,
-            stop_reason_wire=self._stop_wire,
+            stop_reason_wire=stop_wire,
             stop_reason_source=source,
             truncated=is_truncated(stop_reason, self.service, self.exemptions),
             error=self._error,
@@ -345,14 +384,23 @@ class TurnAssembler:
 
 def _tool_call(position: int, call: _CallBuffer) -> ToolCall:
     raw = call.raw()
-    parsed = parse_arguments(raw, RepairPolicy.STRICT_ONLY)
+    arguments: dict[str, Any] | None
+    if call.call_type == "custom":
+        # A freeform input is a string by design, never JSON: it is the argument itself,
+        # once its item closed (the verdict still applies the truncation rule to it).
+        arguments = {"input": raw} if call.closed else None
+    else:
+        parsed = parse_arguments(raw, RepairPolicy.STRICT_ONLY)
+        arguments = None if parsed is None else parsed.value
     return ToolCall(
         index=position,
         id=call.id,
         name=call.name,
         raw_arguments=raw,
-        arguments=None if parsed is None else parsed.value,
+        arguments=arguments,
         closed=call.closed,
+        type=call.call_type,
+        origin=call.origin(),
     )
 
 

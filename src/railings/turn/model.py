@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from railings.events import ToolKind
+from railings.events import CallType, ToolKind
 
 __all__ = [
+    "JSON_TEXT_TYPES",
+    "ArgumentOrigin",
     "ErrorKind",
     "Outcome",
     "Segment",
@@ -57,13 +59,28 @@ class Usage:
     output_tokens: int | None
 
 
+ArgumentOrigin = Literal["raw", "parsed"]
+
+# Call types whose arguments are JSON text the model wrote: a strict parse of that text
+# is the proof the call is whole. A freeform input (``custom``) has no closing brace to
+# prove it, and the structured items carry objects the provider already parsed.
+JSON_TEXT_TYPES: frozenset[str] = frozenset({"function", "mcp_approval"})
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """A local tool call as the stream delivered it.
 
     ``arguments`` is the strict parse of ``raw_arguments`` (a JSON object) or
-    ``None``: the truncation sentinel. ``closed`` is True when the provider
-    closed the call's argument block.
+    ``None``: the truncation sentinel. A ``custom`` call's freeform input is not
+    JSON: its arguments are ``{"input": raw_arguments}`` once its item closed.
+    ``closed`` is True when the provider closed the call's argument block.
+
+    ``type`` is what the call asks the client to do (:data:`~railings.events.CallType`).
+    ``origin`` is ``raw`` when ``raw_arguments`` is the text the model wrote, and
+    ``parsed`` when it is railings' serialization of an object someone parsed before
+    railings saw it (an object in Chat ``function.arguments``, an Anthropic
+    ``Message``'s ``tool_use.input``, a LangChain call, a Responses item's ``action``).
     """
 
     index: int
@@ -72,6 +89,14 @@ class ToolCall:
     raw_arguments: str
     arguments: dict[str, Any] | None
     closed: bool
+    type: CallType = "function"
+    origin: ArgumentOrigin = "raw"
+
+    @property
+    def provable(self) -> bool:
+        """True when the call's completeness can be proven from its raw text: the
+        model's own JSON, which parses strictly only if it was written to the end."""
+        return self.origin == "raw" and self.type in JSON_TEXT_TYPES
 
 
 @dataclass(frozen=True, slots=True)

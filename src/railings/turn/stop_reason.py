@@ -13,6 +13,11 @@ Normalization (wire spelling -> railings):
                                                     calls, else ``end_turn``
 anything else                                       lowercased as is
 ============================================  ===============
+
+A turn that asks the client to act is never ``end_turn``: a natural stop (``stop``,
+``end_turn``, ``completed``) in a turn with local calls is ``tool_use`` -- some
+OpenAI-compatible servers send ``finish_reason: "stop"`` beside their tool calls, and
+an agent told "finished" would leave the model waiting for results.
 """
 
 from __future__ import annotations
@@ -55,7 +60,10 @@ def normalize_stop_reason(wire: str, *, saw_tool_use: bool = False) -> str:
     lowered = wire.strip().lower()
     if lowered == "completed":
         return "tool_use" if saw_tool_use else "end_turn"
-    return _TABLE.get(lowered, lowered)
+    normalized = _TABLE.get(lowered, lowered)
+    if normalized == "end_turn" and saw_tool_use:
+        return "tool_use"  # the turn asks the client to act (module docstring)
+    return normalized
 
 
 def derive_stop_reason(

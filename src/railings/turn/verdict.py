@@ -5,20 +5,38 @@ The order is the rule (truncation before repair; no proof, no execution):
 1. The turn terminated abruptly -> **reject, interrupted**. Even arguments that
    parse are not proven to be what the model meant to send: the turn never
    proved it finished.
-2. The turn is truncated (normalized ``max_tokens``, service not exempt) and the
-   call's strict parse failed -> **reject, truncated**. Never repaired: closing
-   the fragment would finish the model's half-sentence. An empty argument
-   string in a truncated turn is truncation too.
-3. The strict parse failed in a turn that is not truncated -> an empty string
-   means ``{}``; anything else climbs the repair ladder
+2. The turn is truncated (an output-limit stop seen anywhere in the turn, service
+   not exempt) and the call's completeness cannot be proven from raw text ->
+   **reject, truncated**, *every* such call of the turn, not only the last. A
+   call is provable only when its arguments are JSON text the model wrote
+   (:attr:`~railings.turn.model.ToolCall.provable`); arguments that arrived
+   already parsed (an object on the wire, an Anthropic ``Message``'s input, a
+   LangChain call, a Responses ``local_shell_call`` / ``shell_call`` /
+   ``apply_patch_call`` / ``computer_call`` item) and freeform ``custom`` inputs
+   carry no closing brace to check. Why all of them: "only the last call can be
+   cut" holds for text the model writes in order, but a parsed call has been
+   through a server, SDK or framework that may have reordered the calls
+   (LangChain puts the ones it could not parse last), dropped or repaired the cut
+   one, or assembled them after the fact; railings can verify none of that. A
+   complete call rejected costs one resend; a cut call executed can cost
+   ``rm -rf /tmp/leg``.
+3. The turn is truncated and the call's strict parse failed -> **reject,
+   truncated**. Never repaired: closing the fragment would finish the model's
+   half-sentence. An empty argument string in a truncated turn is truncation too.
+4. The strict parse failed in a turn that is not truncated: arguments that
+   were not the model's JSON text (parsed upstream, or a freeform input that
+   never closed) -> **reject, malformed**; otherwise an empty string means
+   ``{}``, and anything else climbs the repair ladder
    (:func:`~railings.turn.repair.parse_arguments` with ``REPAIR_ALLOWED``):
    **execute, repaired** or **reject, malformed** -- but only for a call the
    model is known to have finished: its end was signalled (``content_block_stop``,
    a finish reason) or the wire gave a stop reason. A call with neither is
    **reject, malformed**, never repaired: when the event carrying
    ``max_tokens`` is lost, the derived stop reason says ``tool_use``, and
-   closing the cut fragment would run the half-sentence rule 2 exists to stop.
-4. Otherwise -> **execute**.
+   closing the cut fragment would run the half-sentence rule 3 exists to stop.
+5. Otherwise -> **execute**. For an ``mcp_approval`` call (a Responses
+   ``mcp_approval_request``), *execute* means the approval is pending: the
+   client must answer it (approve or deny); it never runs a local tool.
 
 Each rejection comes with the notice the model is sent back instead of a result.
 """
@@ -33,6 +51,7 @@ from railings.turn.model import Termination, ToolCall, Turn
 from railings.turn.repair import RepairPolicy, Rung, parse_arguments
 
 __all__ = [
+    "TRUNCATION_UNPROVEN_NOTICE",
     "CallVerdict",
     "RejectReason",
     "Verdict",
@@ -89,6 +108,18 @@ INTERRUPTED_NOTICE = (
     "before the provider confirmed the turn had finished, so the call may be incomplete. "
     "Resend this tool call in full if it is still needed."
 )
+TRUNCATION_UNPROVEN_NOTICE = (
+    "Tool call {name!r} (id {id}) was NOT executed: the response stopped at the output "
+    "limit (stop_reason: {stop_reason}), and this call's arguments arrived in a form whose "
+    "completeness cannot be checked, so it may have been cut. "
+    "Resend this tool call in full, with complete arguments. "
+    "If the arguments are long, shorten them or split the work into several smaller "
+    "calls so that each call fits within the output limit."
+)
+INCOMPLETE_INPUT_NOTICE = (
+    "Tool call {name!r} (id {id}) was NOT executed: its input did not arrive complete. "
+    "Resend this tool call in full."
+)
 MALFORMED_NOTICE = (
     "Tool call {name!r} (id {id}) was NOT executed: its arguments are not a valid JSON "
     "object and could not be read. Resend this tool call with its arguments as one "
@@ -97,7 +128,8 @@ MALFORMED_NOTICE = (
 
 
 def truncation_notice(call: ToolCall, stop_reason: str) -> str:
-    return TRUNCATION_NOTICE.format(name=call.name, id=call.id or "-", stop_reason=stop_reason)
+    template = TRUNCATION_NOTICE if call.provable else TRUNCATION_UNPROVEN_NOTICE
+    return template.format(name=call.name, id=call.id or "-", stop_reason=stop_reason)
 
 
 def interrupted_notice(call: ToolCall) -> str:
@@ -105,7 +137,8 @@ def interrupted_notice(call: ToolCall) -> str:
 
 
 def malformed_notice(call: ToolCall) -> str:
-    return MALFORMED_NOTICE.format(name=call.name, id=call.id or "-")
+    template = MALFORMED_NOTICE if call.provable else INCOMPLETE_INPUT_NOTICE
+    return template.format(name=call.name, id=call.id or "-")
 
 
 def notice_for(verdict: CallVerdict, stop_reason: str | None) -> str | None:
@@ -124,10 +157,14 @@ def judge_call(turn: Turn, call: ToolCall) -> CallVerdict:
     """The verdict for one local call of ``turn`` (see the module docstring for the order)."""
     if turn.termination is Termination.ABRUPT:
         return _reject(call, RejectReason.INTERRUPTED, turn)
+    if turn.truncated and not call.provable:
+        return _reject(call, RejectReason.TRUNCATED, turn)  # rule 2: every unprovable call
     if call.arguments is not None:
         return CallVerdict(call, Verdict.EXECUTE, arguments=call.arguments, rung=Rung.STRICT)
     if turn.truncated:
         return _reject(call, RejectReason.TRUNCATED, turn)
+    if not call.provable:
+        return _reject(call, RejectReason.MALFORMED, turn)  # not the model's JSON: no repair
     if not call.raw_arguments.strip():
         return CallVerdict(call, Verdict.EXECUTE, arguments={}, rung=Rung.STRICT)
     if not call.closed and turn.stop_reason_source != "wire":

@@ -124,6 +124,9 @@ class AnthropicDecoder:
                     str(block.get("name") or ""),
                     _TOOL_KINDS[kind],
                     initial,
+                    # An object on the wire, not text the model wrote: used only when no
+                    # partial_json carried anything, and then it proves nothing (events.py).
+                    initial_parsed=True,
                 )
             ]
         if isinstance(kind, str) and kind.endswith("_tool_result"):

@@ -15,6 +15,9 @@ it is handled here (see ``tests/corpus/README.md``):
   ``id``); Alibaba repeats ``id: ""`` on continuations (same call); some
   providers send several whole calls all at index 0 with distinct ids (a new
   id at a known index starts a new call).
+* ``function.arguments`` sent as a JSON object instead of a string (some
+  OpenAI-compatible servers): serialized, and marked ``parsed`` -- in a turn cut
+  by the output limit such a call is never executed (see ``turn/verdict.py``).
 * an ``error`` object inside a chunk (OpenRouter) or an ``event: error`` SSE
   event (Groq): a provider error, reported *after* whatever else the same
   chunk carried (its finish reason and usage are kept).
@@ -143,9 +146,11 @@ class OpenAIChatDecoder:
             out.append(ToolCallStart(position, ident, str(name)))
         arguments = function.get("arguments")
         if arguments is not None and not isinstance(arguments, str):
-            # Some servers send the arguments as an object rather than a JSON string.
-            arguments = json.dumps(arguments)
-        if arguments:
+            # Some servers send the arguments as an object rather than a JSON string. The
+            # server parsed (often repaired) the model's text: serialized here, it parses
+            # strictly whatever the model wrote, so it is marked as proving nothing.
+            out.append(ToolArgumentsDelta(position, json.dumps(arguments), parsed=True))
+        elif arguments:
             out.append(ToolArgumentsDelta(position, arguments))
 
     def _position(self, wire_index: int | None, ident: str) -> int | None:

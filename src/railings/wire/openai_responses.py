@@ -34,24 +34,24 @@ and by ``item_id`` (deltas carry both; the id is looked up first).
   summaries) and ``response.reasoning_text.delta`` (raw reasoning, e.g.
   gpt-oss through OpenRouter) are thinking. Encrypted reasoning content is
   not text and is not surfaced here.
-* Calls the client runs: ``function_call`` (arguments in
-  ``response.function_call_arguments.delta``) and ``custom_tool_call``
-  (free-text input in ``response.custom_tool_call_input.delta``). A call's id
-  is its ``call_id``, the id its output must be sent back under. When no
-  delta arrived for a call, the ``.done`` event's whole value (else the
-  ``output_item.done`` item's) becomes its arguments; after a delta, the
-  deltas alone are the arguments, never mixed with a later snapshot.
+* Calls the client must act on (:data:`LOCAL_ITEMS`, see
+  :mod:`railings.wire.responses_items`): ``function_call`` (arguments in
+  ``response.function_call_arguments.delta``), ``custom_tool_call`` (freeform
+  input in ``response.custom_tool_call_input.delta``), ``mcp_approval_request``
+  (a provider-run MCP call waiting for approval), and ``local_shell_call``,
+  ``shell_call``, ``apply_patch_call`` and ``computer_call`` (objects, read from
+  the finished item and marked as parsed upstream). A call's id is its
+  ``call_id``, the id its output must be sent back under (the item id for an
+  approval request). When no delta arrived for a call, the ``.done`` event's whole
+  value (else the ``output_item.done`` item's) becomes its arguments; after a
+  delta, the deltas alone are the arguments, never mixed with a later snapshot.
 * Calls the provider runs (:data:`SERVER_ITEMS`): ``web_search_call``,
   ``file_search_call``, ``code_interpreter_call``, ``image_generation_call``
   (kind ``server_tool_use``) and ``mcp_call`` (kind ``mcp_tool_use``, its
   arguments streamed in ``response.mcp_call_arguments.delta``). They are kept
   for display and history, never executed locally; their
   ``output_item.done`` is the :class:`ServerToolResult`. Their id is the
-  item id. The table is explicit on purpose: ``computer_call``,
-  ``local_shell_call``, ``shell_call`` and ``apply_patch_call`` also end in
-  ``_call`` but are run by the *client*, so a suffix rule would mark a call
-  the model is waiting on as already done. Items railings cannot run become
-  :class:`Unknown`.
+  item id. Other items become :class:`Unknown`.
 
 A delta whose text is the empty string is no event at all: it is not content
 (a stream cut after it is Empty and may be resent). Events that carry nothing
@@ -68,6 +68,7 @@ from typing import Any
 
 from railings.errors import MalformedStream
 from railings.events import (
+    CallType,
     MessageStart,
     OutputItems,
     ProviderErrorEvent,
@@ -86,6 +87,7 @@ from railings.events import (
     UsageUpdate,
 )
 from railings.wire._json import as_int, load_object
+from railings.wire.responses_items import LOCAL_ITEMS, SERVER_ITEMS, final_input
 from railings.wire.sse import ServerSentEvent
 
 __all__ = [
@@ -107,26 +109,6 @@ SEQUENCE_NUMBER = re.compile(rb'"sequence_number"[ \t]*:[ \t]*(\d+)')
 COMPLETED = "response.completed"
 INCOMPLETE = "response.incomplete"
 FAILED = "response.failed"
-
-# Calls the client runs: item type -> the item field holding the arguments.
-LOCAL_ITEMS: dict[str, str] = {"function_call": "arguments", "custom_tool_call": "input"}
-
-# Calls the provider runs: item type -> (kind, name; "" means the item's own name).
-SERVER_ITEMS: dict[str, tuple[ToolKind, str]] = {
-    "web_search_call": ("server_tool_use", "web_search"),
-    "file_search_call": ("server_tool_use", "file_search"),
-    "code_interpreter_call": ("server_tool_use", "code_interpreter"),
-    "image_generation_call": ("server_tool_use", "image_generation"),
-    "mcp_call": ("mcp_tool_use", ""),
-}
-
-# What a provider-run call was asked to do, read from its finished item.
-_SERVER_INPUT: dict[str, str] = {
-    "web_search_call": "action",
-    "file_search_call": "queries",
-    "code_interpreter_call": "code",
-    "mcp_call": "arguments",
-}
 
 # Items whose content arrives as deltas (message, reasoning) or that carry nothing a
 # turn needs (the MCP server's tool listing).
@@ -168,6 +150,12 @@ READ_PAST = frozenset(
         "response.mcp_list_tools.in_progress",
         "response.mcp_list_tools.completed",
         "response.mcp_list_tools.failed",
+        # The progress of items read whole from their output_item.done (responses_items).
+        "response.shell_call_command.added",
+        "response.shell_call_command.delta",
+        "response.shell_call_command.done",
+        "response.apply_patch_call_operation_diff.delta",
+        "response.apply_patch_call_operation_diff.done",
     }
 )
 
@@ -238,11 +226,16 @@ class OpenAIResponsesDecoder:
     def _start(self, item: dict[str, Any], output_index: int | None) -> tuple[_Call, ToolCallStart]:
         kind = str(item["type"])
         item_id = _str(item.get("id"))
-        if kind in LOCAL_ITEMS:
+        local = LOCAL_ITEMS.get(kind)
+        call_type: CallType = "function"
+        if local is not None:
             ident = _str(item.get("call_id")) or item_id
             tool_kind: ToolKind = "function"
-            name = _str(item.get("name"))
-            initial = _str(item.get(LOCAL_ITEMS[kind]))
+            call_type = local.call_type
+            name = _str(item.get("name")) or local.name
+            # An added item's objects are placeholders (an empty command): only the
+            # finished item's count. Text fields start as "" and grow by deltas.
+            initial = _str(item.get(local.fields[0])) if local.text else ""
         else:
             ident = item_id
             tool_kind, name = SERVER_ITEMS[kind]
@@ -254,7 +247,8 @@ class OpenAIResponsesDecoder:
             self._by_item[item_id] = call
         if output_index is not None:
             self._by_output[output_index] = call
-        return call, ToolCallStart(call.position, ident, name, tool_kind, initial)
+        start = ToolCallStart(call.position, ident, name, tool_kind, initial, call_type)
+        return call, start
 
     def _item_done(self, obj: dict[str, Any]) -> list[StreamEvent]:
         item = obj.get("item")
@@ -272,10 +266,10 @@ class OpenAIResponsesDecoder:
             call, start = self._start(item, output_index)  # done without added: start it now
             out.append(start)
         if not call.fed:
-            raw = _final_input(call.item_type, item)
+            raw, parsed = final_input(call.item_type, item)
             if raw:
                 call.fed = True
-                out.append(ToolArgumentsDelta(call.position, raw))
+                out.append(ToolArgumentsDelta(call.position, raw, parsed))
         out.append(ToolCallEnd(call.position))
         if call.item_type in SERVER_ITEMS:
             status = _str(item.get("status")) or "done"
@@ -402,19 +396,6 @@ _HANDLERS: dict[str, _Handler] = {
     FAILED: _failed,
     "error": _error,
 }
-
-
-def _final_input(kind: str, item: dict[str, Any]) -> str:
-    """A call's arguments (local) or input (provider-run) from its finished item."""
-    field = LOCAL_ITEMS.get(kind) or _SERVER_INPUT.get(kind)
-    if field is None:
-        return ""
-    value = item.get(field)
-    if isinstance(value, str) and field in ("arguments", "input"):
-        return value
-    if value is None:
-        return ""
-    return json.dumps({field: value})
 
 
 def _dict(value: object) -> dict[str, Any]:
