@@ -26,6 +26,8 @@ class Replay:
 
     turn: Turn
     verdicts: tuple[CallVerdict, ...]
+    sse_events: int = 0  # SSE events in the body: 0 means it held no event stream at all
+    choices: frozenset[int] = frozenset()  # Chat Completions choice indexes (n > 1: several)
 
 
 def _pieces(body: bytes, chunk_size: int | None) -> Iterator[bytes]:
@@ -44,10 +46,16 @@ def replay(
     chunk_size: int | None = None,
     service: str | None = None,
     max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+    choice: int = 0,
 ) -> Replay:
-    """Feed ``body`` (whole, or ``chunk_size`` bytes at a time) and judge the turn."""
+    """Feed ``body`` (whole, or ``chunk_size`` bytes at a time) and judge the turn
+    (``choice``: which Chat Completions choice, for ``n`` > 1)."""
     reader = StreamReader(
-        provider, max_tokens=max_tokens, service=service, max_event_size=max_event_size
+        provider,
+        max_tokens=max_tokens,
+        service=service,
+        max_event_size=max_event_size,
+        choice=choice,
     )
     try:
         for piece in _pieces(body, chunk_size):
@@ -58,7 +66,7 @@ def replay(
         pass  # the reader already ended the turn abruptly with this fault
     reader.close()
     turn = reader.turn()
-    return Replay(turn, judge(turn))
+    return Replay(turn, judge(turn), sse_events=reader.events_seen, choices=reader.choices)
 
 
 def to_json(result: Replay) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from rich.markup import escape
 from railings.cli._common import UsageError, console, positive
 from railings.replay import Replay, replay, to_json
 from railings.turn.reader import PROVIDERS
-from railings.turn.verdict import RejectReason
+from railings.turn.verdict import CallVerdict, RejectReason
 
 __all__ = ["register", "run"]
 
@@ -62,8 +62,21 @@ def register(commands: Any) -> None:
         metavar="N",
         help="feed the body N bytes at a time (default: whole)",
     )
+    parser.add_argument(
+        "--choice",
+        type=_choice,
+        default=None,
+        metavar="N",
+        help="for a Chat Completions stream with n > 1: the choice to judge (default 0)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run)
+
+
+def _choice(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a choice index (0, 1, ...), got {text!r}")
+    return int(text)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,16 +93,25 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"replay: cannot read {path}: {exc.strerror}") from None
     result = replay(
-        body, provider=args.provider, max_tokens=args.max_tokens, chunk_size=args.chunk_size
+        body,
+        provider=args.provider,
+        max_tokens=args.max_tokens,
+        chunk_size=args.chunk_size,
+        choice=args.choice or 0,
     )
-    if b"data:" not in body and body.lstrip()[:1] in (b"{", b"["):
-        # An error answer saved or piped instead of a stream: say so, not only "EMPTY".
-        start = body.strip()[:160].decode("utf-8", "replace").replace("\n", " ")
-        print(
-            f"railings: warning: the body holds no SSE event; it looks like a JSON "
-            f"response (an HTTP error?): {start}",
-            file=sys.stderr,
+    json_like = b"data:" not in body and body.lstrip()[:1] in (b"{", b"[")
+    # An error answer saved or piped instead of a stream: say so, not only "EMPTY".
+    start = body.strip()[:160].decode("utf-8", "replace").replace("\n", " ")
+    looks = f"it looks like a JSON response (an HTTP error?): {start}" if json_like else ""
+    if result.sse_events == 0 and args.provider == "auto":
+        # Nothing to detect a format from: naming one would be a guess.
+        raise UsageError(
+            f"replay: {args.file} holds no server-sent event ({len(body)} bytes); "
+            + (looks or "not a captured stream body (--provider NAME judges it as empty)")
         )
+    _check_choice(args.choice, result.choices)
+    if json_like:
+        print(f"railings: warning: the body holds no SSE event; {looks}", file=sys.stderr)
     if result.turn.stop_reason_source == "derived" and args.max_tokens is None:
         print(
             "railings: warning: the stream carried no stop reason and --max-tokens was not given, "
@@ -101,6 +123,20 @@ def run(args: argparse.Namespace) -> int:
     else:
         _summary(result)
     return 0
+
+
+def _check_choice(asked: int | None, carried: frozenset[int]) -> None:
+    """``--choice`` must name a choice the stream carried; several choices and no
+    ``--choice`` get a note, so choice 0 is not taken for the whole answer."""
+    listed = ", ".join(map(str, sorted(carried)))
+    if asked is not None and carried and asked not in carried:
+        raise UsageError(f"replay: --choice {asked}: the stream carried choices {listed}")
+    if asked is None and len(carried) > 1:
+        print(
+            f"railings: note: the stream carried {len(carried)} choices ({listed}); this is "
+            "choice 0 (--choice N for another)",
+            file=sys.stderr,
+        )
 
 
 def _summary(result: Replay) -> None:
@@ -139,22 +175,33 @@ def _summary(result: Replay) -> None:
         if value:
             out.print(f"[dim]{label}:[/] {escape(_clip(value, 400))}")
     for v in result.verdicts:
-        call = v.call
-        if v.execute and call.type == "mcp_approval":
-            tag = "[yellow]pending approval[/]: the client must approve or deny it"
-        elif v.execute:
-            tag = "[green]execute[/]" + (" (repaired)" if v.repaired else "")
-        else:
-            tag = f"[red]NOT executed[/]: {v.reason.value if v.reason else ''}"
-            if v.reason is RejectReason.TRUNCATED and not call.provable:
-                tag += " (its completeness cannot be checked)"
-        raw = escape(_clip(call.raw_arguments.replace("\n", "\\n"), 200))
-        what = "tool call" if call.type == "function" else f"{call.type} call"
-        origin = " (arguments arrived parsed)" if call.origin == "parsed" else ""
-        out.print(f"{what} #{call.index} [bold]{escape(call.name)}[/] {raw}{origin} -> {tag}")
+        out.print(_call_line(v))
     for c in turn.server_tool_calls:
         missing = "" if c.result_arrived else " - no result block"
         out.print(f"server tool {escape(c.name)} ({c.kind}, run by the provider){missing}")
+
+
+def _call_line(v: CallVerdict) -> str:
+    """One tool call and the whole story of its verdict, as one line."""
+    call = v.call
+    if v.execute and call.type == "mcp_approval":
+        tag = "[yellow]pending approval[/]: the client must approve or deny it"
+    elif v.execute and v.repaired:
+        # The whole story: a tool that takes exact arguments only refuses this call.
+        tag = (
+            "[yellow]execute (repaired)[/]: only by a tool that accepts repaired arguments;"
+            " repair=False tools (the built-in shell and write_file) refuse it"
+        )
+    elif v.execute:
+        tag = "[green]execute[/]"
+    else:
+        tag = f"[red]NOT executed[/]: {v.reason.value if v.reason else ''}"
+        if v.reason is RejectReason.TRUNCATED and not call.provable:
+            tag += " (its completeness cannot be checked)"
+    raw = escape(_clip(call.raw_arguments.replace("\n", "\\n"), 200))
+    what = "tool call" if call.type == "function" else f"{call.type} call"
+    origin = " (arguments arrived parsed)" if call.origin == "parsed" else ""
+    return f"{what} #{call.index} [bold]{escape(call.name)}[/] {raw}{origin} -> {tag}"
 
 
 def _clip(text: str, limit: int) -> str:

@@ -50,9 +50,10 @@ class ProviderDecoder(Protocol):
     def close(self) -> list[StreamEvent]: ...
 
 
-def provider_decoder(provider: str) -> ProviderDecoder:
+def provider_decoder(provider: str, *, choice: int = 0) -> ProviderDecoder:
+    """A fresh decoder for ``provider``; ``choice`` picks the Chat Completions choice read."""
     if provider == "openai":
-        return OpenAIChatDecoder()
+        return OpenAIChatDecoder(choice=choice)
     if provider == "anthropic":
         return AnthropicDecoder()
     if provider == "openai-responses":
@@ -90,10 +91,13 @@ class StreamReader:
         service: str | None = None,
         exemptions: Set[str] = DEFAULT_EXEMPTIONS,
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+        choice: int = 0,
     ) -> None:
         if provider != "auto":
             provider_decoder(provider)  # validate early
         self.provider = provider
+        self.choice = choice
+        self.events_seen = 0  # SSE events dispatched by the SSE layer
         self._sse = SSEDecoder(max_event_size=max_event_size)
         self._decoder: ProviderDecoder | None = None
         self._assembler: TurnAssembler | None = None
@@ -105,7 +109,7 @@ class StreamReader:
     def _start(self, provider: str) -> tuple[ProviderDecoder, TurnAssembler]:
         max_tokens, service, exemptions = self._options
         self.provider = provider
-        self._decoder = provider_decoder(provider)
+        self._decoder = provider_decoder(provider, choice=self.choice)
         self._assembler = TurnAssembler(
             provider, max_tokens=max_tokens, service=service, exemptions=exemptions
         )
@@ -142,6 +146,7 @@ class StreamReader:
         # The SSE layer decodes them as U+FFFD (WHATWG); the event that carries one ends
         # the turn here instead of reaching the caller as a plausible answer.
         corrupted = self._sse.invalid_utf8 > 0
+        self.events_seen += len(events)
         out: list[StreamEvent] = []
         for sse in events:
             decoder, assembler = self._decoder, self._assembler
@@ -173,5 +178,14 @@ class StreamReader:
         assembler.eof()
         return []
 
+    @property
+    def choices(self) -> frozenset[int]:
+        """The Chat Completions choice indexes the stream carried (``{0}`` for other formats)."""
+        decoder = self._decoder
+        if isinstance(decoder, OpenAIChatDecoder):
+            return frozenset(decoder.choices)
+        return frozenset({0}) if decoder is not None else frozenset()
+
     def turn(self) -> Turn:
+        """The turn as assembled so far (final after :meth:`close`)."""
         return self.assembler.turn()

@@ -1,8 +1,9 @@
 """OpenAI Chat Completions stream decoder: SSE events in, normalized events out.
 
 Theory of operation. Each ``data:`` payload is one ``chat.completion.chunk``
-JSON object, and ``data: [DONE]`` is the termination proof. The turn is choice
-0; other choices (``n`` > 1) are read past. What real providers send, and how
+JSON object, and ``data: [DONE]`` is the termination proof. The turn is one
+choice (0 unless told otherwise); other choices (``n`` > 1) are read past, their indexes
+counted in ``choices``. What real providers send, and how
 it is handled here (see ``tests/corpus/README.md``):
 
 * ``choices: []`` with ``usage`` (``include_usage``; also Azure's first chunk
@@ -53,9 +54,11 @@ DONE = "[DONE]"
 class OpenAIChatDecoder:
     """Turns the SSE events of one Chat Completions stream into normalized events."""
 
-    __slots__ = ("_by_id", "_by_index", "_last", "_next", "_open", "_started")
+    __slots__ = ("_by_id", "_by_index", "_last", "_next", "_open", "_started", "choice", "choices")
 
-    def __init__(self) -> None:
+    def __init__(self, *, choice: int = 0) -> None:
+        self.choice = choice  # the choice read (``n`` > 1 streams several, each by its index)
+        self.choices: set[int] = set()  # every choice index the stream carried
         self._started = False
         self._next = 0  # position of the next call to start
         self._by_index: dict[int, tuple[int, str]] = {}  # wire index -> (position, id)
@@ -79,8 +82,12 @@ class OpenAIChatDecoder:
         choices = obj.get("choices")
         if isinstance(choices, list):
             for choice in choices:
-                if isinstance(choice, dict) and choice.get("index", 0) == 0:
-                    self._choice(choice, out)
+                if isinstance(choice, dict):
+                    index = choice.get("index", 0)
+                    if isinstance(index, int):
+                        self.choices.add(index)
+                    if index == self.choice:
+                        self._choice(choice, out)
         usage = obj.get("usage")
         if isinstance(usage, dict):
             out.append(
