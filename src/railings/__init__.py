@@ -22,6 +22,7 @@ from railings.errors import (
     LocalError,
     MalformedStream,
     Overloaded,
+    PoolTimeout,
     ProviderError,
     RailingsError,
     RateLimited,
@@ -31,6 +32,7 @@ from railings.errors import (
     ToolDefinitionError,
     TotalTimeout,
     TransportError,
+    TurnTooLarge,
 )
 from railings.replay import Replay, replay, to_json
 from railings.sdk_objects import inspect
@@ -67,6 +69,7 @@ __all__ = [
     "MalformedStream",
     "Outcome",
     "Overloaded",
+    "PoolTimeout",
     "ProviderError",
     "RailingsError",
     "RateLimited",
@@ -86,6 +89,7 @@ __all__ = [
     "TransportError",
     "Turn",
     "TurnError",
+    "TurnTooLarge",
     "Usage",
     "Verdict",
     "__version__",

@@ -37,12 +37,15 @@ from railings.errors import (
     EventTooLarge,
     LocalError,
     MalformedStream,
+    PoolTimeout,
     ProviderError,
     RailingsError,
     StreamInterrupted,
     TotalTimeout,
+    TurnTooLarge,
 )
-from railings.events import StreamEvent
+from railings.events import StreamEvent, Unknown
+from railings.limits import TurnMeter
 from railings.messages import (
     Message,
     ToolSpec,
@@ -97,8 +100,10 @@ class AsyncProviderClient:
         self._include_usage = config.include_usage is not False
         t = config.timeouts
         # read = first_byte until the headers are in; then _next_chunk times the gaps.
+        # Waiting for a pooled connection has its own limit: a turn queued behind
+        # max_connections others is not an unreachable server.
         self._timeout = httpx2.Timeout(
-            connect=t.connect, read=t.first_byte, write=t.write, pool=t.connect
+            connect=t.connect, read=t.first_byte, write=t.write, pool=t.pool
         )
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -122,8 +127,14 @@ class AsyncProviderClient:
     def _http(self, http2: bool) -> httpx2.AsyncClient:
         client = self._clients.get(http2)
         if client is None:
+            size = self.config.max_connections
             transport = self._transport or httpx2.AsyncHTTPTransport(
-                http2=http2, verify=self.config.verify
+                http2=http2,
+                verify=self.config.verify,
+                # The official SDKs' pool: 1,000 connections, 100 kept alive when idle.
+                limits=httpx2.Limits(
+                    max_connections=size, max_keepalive_connections=min(100, size)
+                ),
             )
             client = httpx2.AsyncClient(
                 transport=transport,
@@ -189,6 +200,7 @@ class AsyncProviderClient:
             reader = StreamReader(cfg.provider, max_tokens=cfg.max_tokens, service=cfg.service)
             received: list[bytes] = []
             room = _RECEIVED_LIMIT
+            meter = TurnMeter(cfg.limits, cfg.max_tokens)
             held: list[StreamEvent] = []
             failure: RailingsError | None = None
             response: httpx2.Response | None = None
@@ -200,19 +212,33 @@ class AsyncProviderClient:
                 stream.http_version = response.http_version
                 chunks = response.aiter_bytes()
                 watch = GapWatch()
+                clock = asyncio.get_running_loop().time
+                # The content clock: reset by stream events only, never by keep-alives.
+                progress = clock()
                 try:
                     while not reader.terminated:
                         # Before the first content a model may think in silence: the
-                        # generous first-byte limit. Once content flows: the idle gap.
-                        gap = cfg.timeouts.idle if reader.content else cfg.timeouts.first_byte
+                        # generous first-byte limit, for any byte and for the first event.
+                        # Once content flows: the idle gap (any byte) and content_idle.
+                        t = cfg.timeouts
+                        gap = t.idle if reader.content else t.first_byte
+                        wait = t.content_idle if reader.content else t.first_byte
+                        until = deadline
+                        content_due = None if wait is None else progress + wait
+                        if content_due is not None and (until is None or content_due < until):
+                            until = content_due
                         try:
-                            chunk = await watch.read(chunks, gap, deadline)
+                            chunk = await watch.read(chunks, gap, until)
                         except StopAsyncIteration:
                             break
                         if room > 0:
                             received.append(chunk if len(chunk) <= room else chunk[:room])
                             room -= len(chunk)
+                        meter.received(len(chunk))
                         events = reader.feed(chunk)
+                        if any(type(event) is not Unknown for event in events):
+                            progress = clock()
+                        meter.saw(events)
                         if reader.content:
                             if held:
                                 events, held = held + events, []
@@ -221,10 +247,17 @@ class AsyncProviderClient:
                         else:
                             held.extend(events)  # an Empty attempt may yet be resent
                 except Silence as exc:
-                    if exc.deadline_passed:
+                    if exc.deadline_passed and until is deadline:
                         failure = TotalTimeout(f"total timeout of {cfg.timeouts.total:g} s passed")
+                    elif exc.deadline_passed:
+                        failure = idle_error(wait or 0.0, empty=not reader.content, content=True)
                     else:
                         failure = idle_error(gap or 0.0, empty=not reader.content)
+                except TurnTooLarge as exc:
+                    # The provider ignored max_tokens: end the turn here, abruptly.
+                    if not reader.terminated:
+                        reader.assembler.fault(exc.message)
+                    failure = exc
                 except BOUNDARY as exc:
                     # The socket's read timeout is only a backstop behind the GapWatch.
                     failure = map_stream_exception(
@@ -241,6 +274,8 @@ class AsyncProviderClient:
                 if isinstance(failure, LocalError):
                     raise failure
                 turn = reader.turn()
+                if isinstance(failure, TurnTooLarge):
+                    failure.turn = turn
                 if turn.outcome is Outcome.COMPLETE:
                     for event in held:
                         yield event
@@ -323,7 +358,15 @@ class AsyncProviderClient:
         except TimeoutError as exc:  # before BOUNDARY: TimeoutError is an OSError
             raise TotalTimeout(f"total timeout of {total:g} s passed before the response") from exc
         except BOUNDARY as exc:
-            raise map_exception(exc) from exc
+            mapped = map_exception(exc)
+            if isinstance(mapped, PoolTimeout) and self._transport is None:
+                mapped = PoolTimeout(
+                    f"{mapped.message}: more turns in flight than max_connections="
+                    f"{cfg.max_connections} (pool timeout {cfg.timeouts.pool} s)",
+                    seconds=cfg.timeouts.pool,
+                    max_connections=cfg.max_connections,
+                )
+            raise mapped from exc
         status = response.status_code
         ctype = response.headers.get("content-type", "")
         if 200 <= status < 300 and ctype.lower().startswith("text/event-stream"):
