@@ -226,3 +226,11 @@ def test_pool_options_are_validated() -> None:
     with pytest.raises(ConfigurationError):
         TurnLimits(text=0)
     assert json.dumps(ClientConfig(provider="openai", model="m").max_connections) == "1000"
+
+
+def test_the_concurrency_tool_counts_what_it_runs() -> None:
+    from tools.reliability.concurrency import concurrency
+
+    report = concurrency(turns=30, delay=0.02)
+    assert report["ok"] and report["completed"] == 30 and report["requests"] == 30
+    assert 1 <= report["peak_in_flight"] <= 30
