@@ -12,8 +12,8 @@ One :class:`~railings.testing.ScriptedServer` and one
 the same moment in one process. Each turn is slow on purpose (``--delay`` between
 its events, about 20 events: some 12 s a turn by default), so every turn holds its
 connection while the others open theirs: the peak number of turns streaming at the
-same time is measured, not assumed. No retries (one attempt each), so a turn failed by the pool shows as a
-failure instead of hiding in a resend.
+same time is measured, not assumed. No retries (one attempt each), so a turn failed
+by the pool shows as a failure instead of hiding in a resend.
 
 ``--max-connections 100 --pool-timeout 10`` is the pool railings had before:
 httpx2's default, waited for only as long as the connect timeout.
