@@ -23,24 +23,20 @@ stop event. Then:
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Iterable, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx2
 
 from railings import __version__
-from railings.classify import INTERRUPTED_MESSAGE, class_for_provider_type, classify_text
 from railings.errors import (
     BadRequest,
     EventTooLarge,
     LocalError,
     MalformedStream,
     PoolTimeout,
-    ProviderError,
     RailingsError,
-    StreamInterrupted,
     TotalTimeout,
     TurnTooLarge,
 )
@@ -54,6 +50,7 @@ from railings.messages import (
     openai_responses_body,
 )
 from railings.redact import install_log_redaction, register_secret
+from railings.transport.attempt import empty_error, interrupted, read_bounded, within
 from railings.transport.banner import countdown
 from railings.transport.config import ClientConfig
 from railings.transport.errors_map import (
@@ -68,13 +65,11 @@ from railings.transport.gaps import GapWatch, Silence
 from railings.transport.idle import set_read_timeout
 from railings.transport.retry import Retrier
 from railings.transport.stream import RetryRecord, TurnStream
-from railings.turn.model import ErrorKind, Outcome, Turn
+from railings.turn.model import Outcome
 from railings.turn.reader import StreamReader
 
 __all__ = ["AsyncProviderClient"]
 
-T = TypeVar("T")
-_ERROR_BODY_LIMIT = 64 * 1024
 # An error's ``received`` keeps the first 16 MiB of the body, no more: a server that
 # streams keep-alive comments until the total deadline must not grow memory with time.
 _RECEIVED_LIMIT = 16 * 1024 * 1024
@@ -282,7 +277,7 @@ class AsyncProviderClient:
                     stream._finish(turn)
                     return
                 if turn.outcome is Outcome.PARTIAL:
-                    turn, interruption = _interrupted(turn, failure, b"".join(received))
+                    turn, interruption = interrupted(turn, failure, b"".join(received))
                     h2_used = response.http_version == "HTTP/2"
                     if h2_used and (marker := http2_failure(interruption)):
                         FALLBACK.mark(marker)  # too late to replay this one; the next goes HTTP/1.1
@@ -290,7 +285,7 @@ class AsyncProviderClient:
                     if cfg.raise_on_partial:
                         raise interruption
                     return
-                failure = _empty_error(turn, failure, b"".join(received))
+                failure = empty_error(turn, failure, b"".join(received))
             assert failure is not None
             # Nothing reached the caller: this attempt may be replayed or retried.
             marker = http2_failure(failure) if self._maybe_h2(use_h2, response) else None
@@ -354,7 +349,7 @@ class AsyncProviderClient:
         deadline = asyncio.get_running_loop().time() + total if total else None
         request = http.build_request("POST", cfg.url, json=body, headers=cfg.request_headers())
         try:
-            response = await _within(http.send(request, stream=True), deadline)
+            response = await within(http.send(request, stream=True), deadline)
         except TimeoutError as exc:  # before BOUNDARY: TimeoutError is an OSError
             raise TotalTimeout(f"total timeout of {total:g} s passed before the response") from exc
         except BOUNDARY as exc:
@@ -372,7 +367,7 @@ class AsyncProviderClient:
         if 200 <= status < 300 and ctype.lower().startswith("text/event-stream"):
             set_read_timeout(request.extensions, self._backstop())
             return response, deadline
-        data = await _read_bounded(response)
+        data = await read_bounded(response)
         if status >= 300 or b'"error"' in data:
             raise error_from_response(
                 status,
@@ -384,82 +379,3 @@ class AsyncProviderClient:
         raise MalformedStream(
             f"expected an event stream (text/event-stream), got {ctype or 'no content type'}"
         )
-
-
-async def _within(awaitable: Awaitable[T], deadline: float | None) -> T:
-    if deadline is None:
-        return await awaitable
-    async with asyncio.timeout_at(deadline):
-        return await awaitable
-
-
-async def _read_bounded(response: httpx2.Response) -> bytes:
-    """At most 64 KiB of an error body; a body that breaks off keeps what arrived."""
-    parts: list[bytes] = []
-    size = 0
-    chunks: AsyncIterator[bytes] = response.aiter_bytes()
-    try:
-        async for chunk in chunks:
-            parts.append(chunk)
-            size += len(chunk)
-            if size >= _ERROR_BODY_LIMIT:
-                break
-    except BOUNDARY:
-        pass
-    finally:
-        await response.aclose()
-    return b"".join(parts)[:_ERROR_BODY_LIMIT]
-
-
-def _event_error(turn: Turn) -> ProviderError:
-    """The typed error for a provider error event (the turn's abrupt end)."""
-    assert turn.error is not None
-    ptype, message = turn.error.provider_type, turn.error.message
-    cls = class_for_provider_type(ptype)
-    if cls is ProviderError:
-        by_text = classify_text(message)
-        if by_text is not None and issubclass(by_text, ProviderError):
-            cls = by_text
-    return cls(f"provider error event: {message}", provider_type=ptype)
-
-
-def _empty_error(turn: Turn, failure: RailingsError | None, received: bytes) -> RailingsError:
-    """Why an attempt that delivered no content failed."""
-    if isinstance(failure, StreamInterrupted):
-        failure.turn, failure.received = turn, received
-        return failure
-    if failure is not None:
-        return failure
-    assert turn.error is not None
-    if turn.error.kind is ErrorKind.PROVIDER_ERROR:
-        return _event_error(turn)
-    if turn.error.kind is ErrorKind.MALFORMED_STREAM:
-        return MalformedStream(turn.error.message, retryable=True)
-    return StreamInterrupted(INTERRUPTED_MESSAGE, empty=True, received=received, turn=turn)
-
-
-def _interrupted(
-    turn: Turn, failure: RailingsError | None, received: bytes
-) -> tuple[Turn, StreamInterrupted]:
-    """A PARTIAL turn and the interruption that explains it (never retried)."""
-    assert turn.error is not None
-    cause: RailingsError | None = failure
-    if isinstance(failure, StreamInterrupted):
-        interruption = failure
-        interruption.turn, interruption.received = turn, received
-        interruption.empty, interruption.retryable = False, False
-    else:
-        if failure is None and turn.error.kind is ErrorKind.PROVIDER_ERROR:
-            cause = _event_error(turn)
-        detail = cause.message if cause is not None else turn.error.message
-        message = (
-            detail if detail.startswith(INTERRUPTED_MESSAGE) else f"{INTERRUPTED_MESSAGE}: {detail}"
-        )
-        interruption = StreamInterrupted(message, empty=False, received=received, turn=turn)
-        interruption.__cause__ = cause
-    if failure is not None:
-        turn = dataclasses.replace(
-            turn, error=dataclasses.replace(turn.error, message=interruption.message)
-        )
-        interruption.turn = turn
-    return turn, interruption
