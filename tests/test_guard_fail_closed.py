@@ -12,6 +12,7 @@ import tracemalloc
 import zlib
 from collections.abc import Iterator, Sequence
 
+import anthropic
 import httpx2
 import httpx2._decoders
 import openai
@@ -19,14 +20,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _server import CannedServer, Reply, openai_text
+from _server import CannedServer, Reply, anthropic_text, openai_text
 from railings import guard
-from railings.errors import StreamInterrupted, TurnTooLarge
+from railings.errors import IdleTimeout, StreamInterrupted, TurnTooLarge
 from railings.limits import TurnLimits
 from railings.transport import coding
 from railings.transport.coding import BodyDecoder, codings
 from railings.transport.watch import MAX_KEEP, keep_for
-from streams import openai_chunk
+from streams import openai_chunk, sse
 
 MiB = 2**20
 SSE = (("content-type", "text/event-stream"),)
@@ -252,3 +253,63 @@ def test_the_byte_bound_ends_endless_keepalives(server: CannedServer) -> None:
     cause = guard.interruption(error)
     assert cause is not None and cause.empty
     assert isinstance(cause.__cause__, TurnTooLarge) and cause.__cause__.bound == "bytes"
+
+
+# -- the content clock ----------------------------------------------------------------------
+
+PINGS = 3000  # 20 ms apart: a minute of keep-alives if nothing ended them
+
+
+def _count_until_error(server: CannedServer, needle: bytes, **kw: object) -> tuple[object, int]:
+    seen = b""
+    error: object = None
+    with httpx2.Client(transport=guard.transport(**kw)) as http:  # type: ignore[arg-type]
+        try:
+            with http.stream("POST", server.url + "/v1/chat/completions", json={}) as response:
+                for chunk in response.iter_bytes():
+                    seen += chunk
+        except httpx2.HTTPError as exc:
+            error = exc
+    return error, seen.count(needle)
+
+
+def test_keepalives_do_not_reset_the_guards_content_clock(server: CannedServer) -> None:
+    chunks: list[bytes | float] = [openai_chunk({"role": "assistant", "content": "hi"})]
+    chunks += [0.02, b": ping\n\n"] * PINGS
+    server.push(Reply(chunks=chunks))
+    error, pings = _count_until_error(server, b": ping", content_idle=0.3)
+    assert isinstance(error, httpx2.ReadTimeout)
+    cause = guard.interruption(error)
+    assert cause is not None and "only keep-alives" in cause.message and not cause.empty
+    assert pings < PINGS  # ended by the guard, not by the server
+
+
+def test_anthropic_pings_do_not_reset_the_guards_content_clock(server: CannedServer) -> None:
+    events = anthropic_text(["hello"])
+    ping = sse({"type": "ping"}, "ping")
+    server.push(Reply(chunks=[*events[:4], *([0.02, ping] * PINGS)]))
+    http = httpx2.Client(transport=guard.transport(content_idle=0.3))
+    client = anthropic.Anthropic(
+        api_key="sk-test", base_url=server.anthropic_base_url, http_client=http, max_retries=0
+    )
+    with client, pytest.raises(httpx2.ReadTimeout) as raised:
+        stream = client.messages.create(
+            model="c", max_tokens=64, messages=[{"role": "user", "content": "hi"}], stream=True
+        )
+        with stream:
+            for _ in stream:
+                pass
+    assert isinstance(raised.value.__cause__, IdleTimeout)
+
+
+def test_content_split_anywhere_keeps_the_content_clock_alive(server: CannedServer) -> None:
+    # Every event after the first split inside its "data:" prefix, pings between: content
+    # all along (the first, whole, starts the content clock).
+    chunks: list[bytes | float] = [openai_chunk({"role": "assistant", "content": ""})]
+    for word in ["a"] * 30:
+        event = openai_chunk({"content": word})
+        chunks += [event[:2], event[2:], 0.05, b": ping\n\n"]
+    chunks += openai_text(["b"])[1:]
+    server.push(Reply(chunks=chunks))
+    error, _ = _count_until_error(server, b"", content_idle=1.0)
+    assert error is None

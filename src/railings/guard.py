@@ -55,7 +55,11 @@ railings error in any wrapping.
 An idle stream: once the headers of a watched stream are in, the read timeout
 becomes the idle gap (:mod:`railings.transport.idle`), and a silence that long
 raises :class:`httpx2.ReadTimeout` from :class:`~railings.errors.IdleTimeout`.
-The SDK's own timeout still governs the wait for the headers.
+The SDK's own timeout still governs the wait for the headers. Keep-alives keep
+that clock alive but not the content clock (:mod:`railings.transport.watch`):
+``content_idle`` seconds (default 300; 600 before the first content) of nothing
+but comments and pings raise :class:`httpx2.ReadTimeout` from
+:class:`~railings.errors.IdleTimeout` too.
 
 Cost. The SDKs spend some 20 us per event; running every event through the
 JSON-parsing core as it passes would add a quarter to that. So while a body is
@@ -90,6 +94,7 @@ from railings.transport.tail import proven_by_tail
 from railings.transport.watch import StreamWatch
 
 __all__ = [
+    "DEFAULT_CONTENT_IDLE",
     "DEFAULT_IDLE",
     "AsyncGuardTransport",
     "GuardTransport",
@@ -100,6 +105,9 @@ __all__ = [
 ]
 
 DEFAULT_IDLE = 30.0
+DEFAULT_CONTENT_IDLE = 300.0
+# Before the first content the content clock waits as long as the client's first_byte.
+_FIRST_CONTENT = 600.0
 
 
 def transport(
@@ -107,10 +115,11 @@ def transport(
     *,
     idle: float | None = DEFAULT_IDLE,
     limits: TurnLimits | None = None,
+    content_idle: float | None = DEFAULT_CONTENT_IDLE,
 ) -> httpx2.BaseTransport:
     """A guarding wrapper around ``inner`` (default: ``httpx2.HTTPTransport()``)."""
     inner = inner if inner is not None else httpx2.HTTPTransport()
-    return GuardTransport(inner, idle=idle, limits=limits)
+    return GuardTransport(inner, idle=idle, limits=limits, content_idle=content_idle)
 
 
 def async_transport(
@@ -118,10 +127,11 @@ def async_transport(
     *,
     idle: float | None = DEFAULT_IDLE,
     limits: TurnLimits | None = None,
+    content_idle: float | None = DEFAULT_CONTENT_IDLE,
 ) -> httpx2.AsyncBaseTransport:
     """A guarding wrapper around ``inner`` (default: ``httpx2.AsyncHTTPTransport()``)."""
     inner = inner if inner is not None else httpx2.AsyncHTTPTransport()
-    return AsyncGuardTransport(inner, idle=idle, limits=limits)
+    return AsyncGuardTransport(inner, idle=idle, limits=limits, content_idle=content_idle)
 
 
 def interruption(exc: BaseException) -> StreamInterrupted | None:
@@ -183,6 +193,7 @@ def _watch(
     response: httpx2.Response,
     idle: float | None,
     limits: TurnLimits | None,
+    content_idle: float | None,
 ) -> StreamWatch | None:
     """A watch for a response the guard understands, or None: pass it through."""
     if not 200 <= response.status_code < 300:
@@ -205,6 +216,8 @@ def _watch(
         applied,
         max_tokens=_max_tokens(request),
         limits=limits,
+        content_idle=content_idle,
+        first_content=None if content_idle is None else max(content_idle, _FIRST_CONTENT),
     )
 
 
@@ -277,7 +290,8 @@ class _AsyncGuardStream(httpx2.AsyncByteStream):
 
 class GuardTransport(httpx2.BaseTransport):
     """See the module docstring. ``idle`` is the longest silence once streaming (None: off);
-    ``limits`` the bounds on one turn (default: derived from the request's ``max_tokens``)."""
+    ``limits`` the bounds on one turn (default: derived from the request's ``max_tokens``);
+    ``content_idle`` the longest run of nothing but keep-alives (None: off)."""
 
     def __init__(
         self,
@@ -285,16 +299,18 @@ class GuardTransport(httpx2.BaseTransport):
         *,
         idle: float | None = DEFAULT_IDLE,
         limits: TurnLimits | None = None,
+        content_idle: float | None = DEFAULT_CONTENT_IDLE,
     ) -> None:
         self._inner = inner
         self._idle = idle
         self._limits = limits
+        self._content_idle = content_idle
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         _ask_readable(request)
         response = self._inner.handle_request(request)
         if isinstance(response.stream, httpx2.SyncByteStream):
-            watch = _watch(request, response, self._idle, self._limits)
+            watch = _watch(request, response, self._idle, self._limits, self._content_idle)
             if watch is not None:
                 response.stream = _GuardStream(response.stream, watch)
         return response
@@ -305,7 +321,8 @@ class GuardTransport(httpx2.BaseTransport):
 
 class AsyncGuardTransport(httpx2.AsyncBaseTransport):
     """See the module docstring. ``idle`` is the longest silence once streaming (None: off);
-    ``limits`` the bounds on one turn (default: derived from the request's ``max_tokens``)."""
+    ``limits`` the bounds on one turn (default: derived from the request's ``max_tokens``);
+    ``content_idle`` the longest run of nothing but keep-alives (None: off)."""
 
     def __init__(
         self,
@@ -313,16 +330,18 @@ class AsyncGuardTransport(httpx2.AsyncBaseTransport):
         *,
         idle: float | None = DEFAULT_IDLE,
         limits: TurnLimits | None = None,
+        content_idle: float | None = DEFAULT_CONTENT_IDLE,
     ) -> None:
         self._inner = inner
         self._idle = idle
         self._limits = limits
+        self._content_idle = content_idle
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         _ask_readable(request)
         response = await self._inner.handle_async_request(request)
         if isinstance(response.stream, httpx2.AsyncByteStream):
-            watch = _watch(request, response, self._idle, self._limits)
+            watch = _watch(request, response, self._idle, self._limits, self._content_idle)
             if watch is not None:
                 response.stream = _AsyncGuardStream(response.stream, watch)
         return response

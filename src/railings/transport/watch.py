@@ -20,6 +20,19 @@ or *read*:
 So the guard never holds a whole body: a gzip body of keep-alive comments that
 inflates to gigabytes costs ``keep`` bytes plus one 1 MiB piece.
 
+The content clock. Keep-alives (comments, Anthropic ``ping`` events) keep the
+connection's idle clock alive, but not the content clock: when ``content_idle``
+seconds pass with nothing but keep-alives (``first_content`` seconds before the
+first content: a model may think for minutes while a gateway sends comments), the
+stream ends with
+:class:`httpx2.ReadTimeout` from :class:`~railings.errors.IdleTimeout`. It is
+checked as each piece arrives (a silent stream is the idle clock's business).
+A read piece shows progress when the reader made an event of it; a kept piece,
+when it holds a ``data:`` line that is not a ping (two byte counts, in C, and
+the four bytes before it for a ``data:`` split across pieces). The count is
+lenient on purpose: a ping whose ``type`` is split across pieces counts as
+content, never content as a ping.
+
 Every failure is returned, not raised, as the httpx2 exception the guard's
 stream raises: a class the SDK already handles, whose ``__cause__`` is
 :class:`~railings.errors.StreamInterrupted` (itself caused by the railings
@@ -28,12 +41,14 @@ reason, :class:`~railings.errors.TurnTooLarge` for a bound).
 
 from __future__ import annotations
 
+import time
 import zlib
 
 import httpx2
 
 from railings.classify import INTERRUPTED_MESSAGE
-from railings.errors import EventTooLarge, StreamInterrupted, TurnTooLarge
+from railings.errors import EventTooLarge, IdleTimeout, StreamInterrupted, TurnTooLarge
+from railings.events import Unknown
 from railings.limits import TurnLimits, TurnMeter
 from railings.transport.coding import BodyDecoder, Unreadable
 from railings.transport.errors_map import idle_error
@@ -46,6 +61,8 @@ __all__ = ["MAX_KEEP", "StreamWatch", "keep_for"]
 MAX_KEEP = 4 * 2**20
 _MIN_EVENT_BYTES = 8  # "data:{}" and the blank line that dispatches it
 _SLICE = 65536
+_DATA = b"data:"
+_PINGS = (b'"type": "ping"', b'"type":"ping"')
 
 
 def keep_for(limits: TurnLimits) -> int:
@@ -60,13 +77,18 @@ class StreamWatch:
     each returns None (pass on) or the httpx2 error to raise."""
 
     __slots__ = (
+        "_content_idle",
         "_decoder",
+        "_edge",
+        "_first_content",
         "_keep",
         "_kept",
         "_kept_size",
+        "_last_content",
         "_meter",
         "_reader",
         "_refused",
+        "_seen",
         "gap",
         "provider",
     )
@@ -79,9 +101,16 @@ class StreamWatch:
         *,
         max_tokens: int | None = None,
         limits: TurnLimits | None = None,
+        content_idle: float | None = None,
+        first_content: float | None = None,
     ) -> None:
         self.provider = provider
         self.gap = gap
+        self._content_idle = content_idle
+        self._first_content = first_content
+        self._seen = False
+        self._last_content = time.monotonic()
+        self._edge = b""
         self._meter = TurnMeter(limits, max_tokens)
         self._keep = keep_for(self._meter.limits)
         self._kept: list[bytes] = []
@@ -107,33 +136,55 @@ class StreamWatch:
     def take(self, chunk: bytes) -> httpx2.HTTPError | None:
         """One raw chunk, as the SDK will read it."""
         assert self._decoder is not None
+        progress = False
         try:
             for piece in self._decoder.feed(chunk):
-                self._piece(piece)
+                progress = self._piece(piece) or progress
         except zlib.error as exc:
             return self._undecodable(exc)
         except TurnTooLarge as exc:
             return self._too_large(exc)
+        limit = self._content_idle if self._seen else self._first_content
+        if limit is not None:
+            now = time.monotonic()
+            if progress:
+                self._last_content, self._seen = now, True
+            elif now - self._last_content > limit:
+                return self._keepalives_only(limit)
+        elif progress:
+            self._seen = True
         return None
 
-    def _piece(self, piece: bytes) -> None:
+    def _piece(self, piece: bytes) -> bool:
+        """Count, keep or read one decoded piece; True when it carried content."""
         self._meter.received(len(piece))
         reader = self._reader
         if reader is None:
             if self._kept_size + len(piece) <= self._keep:
                 self._kept.append(piece)
                 self._kept_size += len(piece)
-                return
+                return self._carries_data(piece)
             reader = self._read_from_here()
         # Slices of 64 KiB: what the reader makes of one feed (its lines) stays small.
+        progress = False
         for at in range(0, len(piece), _SLICE):
             if reader.terminated:
-                return
+                return True  # the proof (or an abrupt end) arrived: the clock is done
             try:
                 events = reader.feed(piece[at : at + _SLICE] if len(piece) > _SLICE else piece)
             except EventTooLarge:
-                return  # the reader ended the turn abruptly; its turn says why
+                return True  # the reader ended the turn abruptly; its turn says why
             self._meter.saw(events)
+            progress = progress or any(type(event) is not Unknown for event in events)
+        return progress
+
+    def _carries_data(self, piece: bytes) -> bool:
+        """A kept piece: does it hold a data line that is not a ping (see the docstring)?"""
+        if self._content_idle is None and self._first_content is None:
+            return True
+        edge, self._edge = self._edge, piece[-4:]
+        data = piece.count(_DATA) + (edge + piece[:4]).count(_DATA)
+        return data > sum(piece.count(ping) for ping in _PINGS)
 
     def _read_from_here(self) -> StreamReader:
         """The body outgrew ``keep``: hand what was kept to the reader, keep nothing more."""
@@ -214,6 +265,14 @@ class StreamWatch:
             return read_turn(self.provider, b"".join(self._kept))
         self._reader.close()
         return self._reader.turn()
+
+    def _keepalives_only(self, limit: float) -> httpx2.HTTPError:
+        turn = self._turn()
+        cause: IdleTimeout = idle_error(limit, empty=turn.outcome is Outcome.EMPTY, content=True)
+        cause.turn = turn
+        error = httpx2.ReadTimeout(cause.message)
+        error.__cause__ = cause
+        return error
 
     def _undecodable(self, exc: zlib.error) -> httpx2.HTTPError:
         turn = self._turn()
