@@ -6,6 +6,7 @@ Against a real server on 127.0.0.1; memory is measured as tracemalloc peak bytes
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import itertools
 import tracemalloc
@@ -313,3 +314,26 @@ def test_content_split_anywhere_keeps_the_content_clock_alive(server: CannedServ
     server.push(Reply(chunks=chunks))
     error, _ = _count_until_error(server, b"", content_idle=1.0)
     assert error is None
+
+
+def test_the_async_guard_bounds_a_turn_the_same_way(server: CannedServer) -> None:
+    piece = openai_chunk({"content": "x" * 4000})
+    server.push(Reply(chunks=[openai_chunk({"role": "assistant", "content": ""}), *[piece] * 500]))
+
+    async def main() -> BaseException | None:
+        transport = guard.async_transport(limits=TurnLimits(text=100_000))
+        async with httpx2.AsyncClient(transport=transport) as http:
+            try:
+                url = server.url + "/v1/chat/completions"
+                async with http.stream("POST", url, json={"max_tokens": 16}) as response:
+                    async for _ in response.aiter_bytes():
+                        pass
+            except httpx2.HTTPError as exc:
+                return exc
+        return None
+
+    error = asyncio.run(main())
+    assert isinstance(error, httpx2.RemoteProtocolError)
+    cause = guard.interruption(error)
+    assert cause is not None and isinstance(cause.__cause__, TurnTooLarge)
+    assert (cause.__cause__.bound, cause.__cause__.limit) == ("text", 100_000)
