@@ -116,6 +116,9 @@ def test_keepalives_past_the_byte_bound_raise_and_are_not_resent(server: CannedS
     with pytest.raises(TurnTooLarge) as raised:
         asyncio.run(stream_once(cfg))
     assert raised.value.bound == "bytes" and raised.value.limit == 2**20
+    turn = raised.value.turn
+    assert isinstance(turn, Turn) and turn.outcome is Outcome.EMPTY
+    assert turn.error is not None and not turn.error.retryable
     assert len(server.requests) == 1  # a remote fault: never resent
 
 

@@ -23,6 +23,7 @@ stop event. Then:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncGenerator, Iterable, Sequence
 from types import TracebackType
 from typing import Any
@@ -269,7 +270,11 @@ class AsyncProviderClient:
                 if isinstance(failure, LocalError):
                     raise failure
                 turn = reader.turn()
-                if isinstance(failure, TurnTooLarge):
+                if isinstance(failure, TurnTooLarge) and turn.error is not None:
+                    # Resending would be answered the same way: the turn says so too.
+                    turn = dataclasses.replace(
+                        turn, error=dataclasses.replace(turn.error, retryable=False)
+                    )
                     failure.turn = turn
                 if turn.outcome is Outcome.COMPLETE:
                     for event in held:
