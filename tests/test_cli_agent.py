@@ -155,6 +155,8 @@ def test_every_command_has_help(tmp_path: Path, command: str) -> None:
         ["run", "x", "--workdir", "/nonexistent/dir"],
         ["run", "x", "--tools", "shell,teleport"],
         ["run", "x", "--bogus"],
+        ["run", "x", "--content-idle", "0"],
+        ["run", "x", "--total-timeout", "-1"],
         ["show", "nope"],
         ["serve", "--port", "99999"],
         ["sessions", "--journal", "/dev/null/x.db"],
@@ -245,3 +247,40 @@ def test_a_repaired_shell_call_is_shown_as_not_executed(tmp_path: Path) -> None:
         " ".join(done.stdout.split())
     )
     assert not marker.exists()
+
+
+def test_run_ends_a_stream_of_keepalives_by_the_content_clock(tmp_path: Path) -> None:
+    from _server import CannedServer, Reply
+    from streams import openai_chunk
+
+    ping = b": ping\n\n"
+    chunks: list[bytes | float] = [openai_chunk({"role": "assistant", "content": "hello"})]
+    chunks += [0.02, ping] * 3000  # a minute of pings if nothing ended it
+    with CannedServer() as server:
+        server.push(Reply(chunks=chunks))
+        done = railings(
+            tmp_path,
+            "run",
+            "x",
+            "--provider",
+            "openai",
+            "--base-url",
+            server.openai_base_url,
+            "--model",
+            "m",
+            "--tools",
+            "none",
+            "--content-idle",
+            "0.3",
+            OPENAI_API_KEY="sk-test-content-idle",
+        )
+    assert done.returncode == 3, done.stderr  # a Partial turn: shown as-is, marked
+    assert "only keep-alives" in done.stderr + done.stdout
+
+
+def test_run_has_a_default_deadline_per_turn(tmp_path: Path) -> None:
+    done = railings(tmp_path, "run", "--help")
+    assert done.returncode == 0
+    text = " ".join(done.stdout.split())
+    assert "--content-idle S" in text and "(default 300)" in text
+    assert "(default 1800, per attempt)" in text

@@ -10,6 +10,7 @@ import pytest
 
 from railings import IllegalTransition, RailingsError, errors
 from railings.classify import (
+    CONTENT_IDLE_MESSAGE,
     IDLE_MESSAGE,
     INTERRUPTED_MESSAGE,
     class_for_provider_type,
@@ -111,7 +112,14 @@ def test_own_interruption_messages_classify_as_retryable_network() -> None:
     """Pinned verbatim: rewording these must not turn an automatic retry into a hard failure."""
     assert INTERRUPTED_MESSAGE == "stream ended without the provider's termination proof"
     assert IDLE_MESSAGE == "stream went idle: no data for {seconds:g} s while streaming"
-    for message in (INTERRUPTED_MESSAGE, IDLE_MESSAGE.format(seconds=30)):
+    assert (
+        CONTENT_IDLE_MESSAGE == "stream went idle: no content for {seconds:g} s, only keep-alives"
+    )
+    for message in (
+        INTERRUPTED_MESSAGE,
+        IDLE_MESSAGE.format(seconds=30),
+        CONTENT_IDLE_MESSAGE.format(seconds=300),
+    ):
         cls = classify_text(f"wrapped: {message}")
         assert cls is errors.TransportError and cls.retryable
 
@@ -124,7 +132,7 @@ def test_error_tree_has_one_root_and_remote_apart_from_local() -> None:
             assert issubclass(cls, errors.RemoteError) != issubclass(cls, errors.LocalError), name
 
 
-CORE = ["errors.py", "events.py", "classify.py", "replay.py", "wire", "turn"]
+CORE = ["errors.py", "events.py", "classify.py", "limits.py", "replay.py", "wire", "turn"]
 FORBIDDEN = {"httpx2", "httpx", "h2", "asyncio", "socket", "ssl", "threading", "selectors"}
 
 

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from _server import anthropic_error, anthropic_text, openai_chunk, openai_text
 from conftest import REAL, manifest
-from railings.guard import proven_by_tail, read_turn
+from railings.guard import proven_by_tail
+from railings.transport.tail import read_turn
 from railings.turn.model import Outcome
 
 PROVIDERS = {"openai-chat": "openai", "anthropic-messages": "anthropic"}

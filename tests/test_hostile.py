@@ -34,8 +34,8 @@ from railings.errors import (
     FirstByteTimeout,
     IdleTimeout,
     RailingsError,
-    StreamInterrupted,
     TotalTimeout,
+    TurnTooLarge,
 )
 from railings.messages import User
 from railings.replay import replay, to_json
@@ -358,12 +358,11 @@ class HostileServer(Service):
     """One behaviour for every request: ``silent`` (never a byte), ``headers`` (the
     headers, then silence), ``keepalive`` (a comment every ``interval`` s), ``flood``
     (comments as fast as the socket takes them), ``endless_data`` (one event that never
-    ends). ``sent`` counts the body bytes written; with ``limit`` the server closes the
-    connection (no proof, no chunked end) once it has written that many."""
+    ends). ``sent`` counts the body bytes written."""
 
-    def __init__(self, mode: str, interval: float = 0.02, limit: int | None = None) -> None:
+    def __init__(self, mode: str, interval: float = 0.02) -> None:
         super().__init__()
-        self.mode, self.interval, self.sent, self.limit = mode, interval, 0, limit
+        self.mode, self.interval, self.sent = mode, interval, 0
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)
@@ -379,13 +378,12 @@ class HostileServer(Service):
             piece = encode_chunk((b": " + b"k" * 1000 + b"\n") * 60)
         else:
             piece = encode_chunk(b"data: " + b"z" * 60_000 + b"\n")
-        while self.limit is None or self.sent < self.limit:
+        while True:
             writer.write(piece)
             await writer.drain()
             self.sent += len(piece)
             if self.mode == "keepalive":
                 await asyncio.sleep(self.interval)
-        writer.close()
 
 
 @pytest.fixture
@@ -444,14 +442,30 @@ def test_headers_then_silence_is_an_empty_idle_timeout(
     assert elapsed >= 0.25
 
 
+def test_keepalives_forever_are_ended_by_the_content_clock(
+    serve: Callable[..., HostileServer],
+) -> None:
+    # Comments are activity for the connection clock (idle 5 s never passes while they
+    # arrive every 20 ms), but not content: the content clock (first_byte before any
+    # content) ends the stream, after fewer keep-alives than 5 s of them (250).
+    server = serve("keepalive", interval=0.02)
+    (error, _), peak = peak_of(
+        lambda: stream_once(server.url, Timeouts(first_byte=0.3, idle=5.0, content_idle=0.3))
+    )
+    assert isinstance(error, IdleTimeout) and error.empty, error
+    assert "only keep-alives" in error.message
+    assert 0 < server.sent < 5.0 / 0.02 * len(b": keep-alive\n\n")
+    assert peak < 4 * MiB
+
+
 def test_keepalives_forever_are_ended_by_the_total_deadline(
     serve: Callable[..., HostileServer],
 ) -> None:
     # Comments are activity: the idle gap (0.2 s) never passes while they arrive every
-    # 20 ms. Only the total deadline bounds such a stream.
+    # 20 ms, and the content clock is set longer than the total deadline here.
     server = serve("keepalive", interval=0.02)
     (error, elapsed), peak = peak_of(
-        lambda: stream_once(server.url, Timeouts(first_byte=0.2, idle=0.2, total=1.0))
+        lambda: stream_once(server.url, Timeouts(first_byte=60, idle=0.2, total=1.0))
     )
     assert isinstance(error, TotalTimeout), error
     assert not error.retryable
@@ -463,15 +477,14 @@ def test_keepalives_forever_are_ended_by_the_total_deadline(
 def test_a_keepalive_flood_costs_constant_memory(
     serve: Callable[..., HostileServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # With the kept prefix of the body lowered to 1 MiB, a flood of 24 MiB of comments
-    # (then a close, with no proof) must not cost more than a few MiB. Bounded in bytes,
-    # not seconds: the server stops after 24 MiB however fast the machine is.
+    # With the kept prefix of the body lowered to 1 MiB, a flood of keep-alives up to the
+    # byte bound (16 MiB + 4 KiB per token of max_tokens 4096: 32 MiB) must not cost more
+    # than a few MiB, and the bound ends it: bytes counted, not seconds.
     monkeypatch.setattr("railings.transport.client._RECEIVED_LIMIT", 1 * MiB)
-    server = serve("flood", limit=24 * MiB)
+    server = serve("flood")
     (error, _), peak = peak_of(lambda: stream_once(server.url, Timeouts()))
-    assert isinstance(error, StreamInterrupted) and error.empty, error
-    assert server.sent >= 24 * MiB
-    assert len(error.received) <= 1 * MiB + 64 * 1024  # the kept prefix, not the flood
+    assert isinstance(error, TurnTooLarge) and error.bound == "bytes", error
+    assert server.sent >= 32 * MiB, f"only {server.sent / MiB:.1f} MiB flooded"
     assert peak < 6 * MiB, f"peak {peak / MiB:.1f} MiB after {server.sent / MiB:.0f} MiB"
 
 

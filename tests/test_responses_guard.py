@@ -23,11 +23,12 @@ from hypothesis import strategies as st
 
 from railings import guard
 from railings.errors import StreamInterrupted
-from railings.guard import proven_by_tail, read_turn
+from railings.guard import proven_by_tail
 from railings.testing import FaultProxy, ScriptedServer
 from railings.testing.ids import Ids
 from railings.testing.script import ScriptTurn, plan_turn
 from railings.testing.wire_responses import error_event, events, failed_event, parse_ask
+from railings.transport.tail import read_turn
 from railings.turn.model import Outcome
 
 P = "openai-responses"
@@ -255,7 +256,7 @@ def test_the_guard_passes_a_clean_and_a_cut_at_the_limit_stream(
     def no_reader(provider: str, body: bytes) -> Any:
         raise AssertionError("the reader ran on a proven stream")
 
-    monkeypatch.setattr(guard, "read_turn", no_reader)
+    monkeypatch.setattr("railings.transport.watch.read_turn", no_reader)
     with guarded(proxy, "none") as client:
         assert kinds(client)[-1] == "response.completed"
         assert kinds(client, max_output_tokens=6)[-1] == "response.incomplete"

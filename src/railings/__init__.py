@@ -25,6 +25,7 @@ from railings.errors import (
     MalformedStream,
     MissingDependency,
     Overloaded,
+    PoolTimeout,
     ProviderError,
     QuotaExceeded,
     RailingsError,
@@ -35,6 +36,7 @@ from railings.errors import (
     ToolDefinitionError,
     TotalTimeout,
     TransportError,
+    TurnTooLarge,
 )
 from railings.replay import Replay, replay, to_json
 from railings.sdk_objects import inspect
@@ -75,6 +77,7 @@ __all__ = [
     "MissingDependency",
     "Outcome",
     "Overloaded",
+    "PoolTimeout",
     "ProviderError",
     "QuotaExceeded",
     "RailingsError",
@@ -95,6 +98,7 @@ __all__ = [
     "TransportError",
     "Turn",
     "TurnError",
+    "TurnTooLarge",
     "Usage",
     "Verdict",
     "__version__",

@@ -35,6 +35,7 @@ from railings.errors import (
 )
 
 __all__ = [
+    "CONTENT_IDLE_MESSAGE",
     "FINAL_CLASSES",
     "IDLE_MESSAGE",
     "INTERRUPTED_MESSAGE",
@@ -50,6 +51,7 @@ __all__ = [
 # railings' own words for a stream that ended without its proof. Pinned by tests.
 INTERRUPTED_MESSAGE = "stream ended without the provider's termination proof"
 IDLE_MESSAGE = "stream went idle: no data for {seconds:g} s while streaming"
+CONTENT_IDLE_MESSAGE = "stream went idle: no content for {seconds:g} s, only keep-alives"
 
 STATUS_TABLE: dict[int, type[ProviderError]] = {
     400: BadRequest,

@@ -13,6 +13,7 @@ differently: a remote fault may be retried, a local one never is.
     │   │   └── IdleTimeout              no byte for longer than the idle gap
     │   ├── MalformedStream              bytes that are not the protocol
     │   │   └── EventTooLarge            one event (or line) above the configured limit
+    │   ├── TurnTooLarge                 one turn grew past its bound: max_tokens ignored
     │   ├── TransportError               the connection itself failed
     │   │   ├── ConnectError             could not connect
     │   │   ├── ConnectTimeout
@@ -29,6 +30,7 @@ differently: a remote fault may be retried, a local one never is.
     └── LocalError                       misuse: never retried
         ├── ConfigurationError           a missing key, a bad URL, a bad option
         │   └── MissingDependency        an optional package a feature needs (also ImportError)
+        ├── PoolTimeout                  no pooled connection free in time: too many turns
         ├── IllegalTransition            a state machine was driven out of its table
         ├── ToolDefinitionError          a tool that cannot be registered as declared
         └── CircuitOpen                  the circuit breaker stopped the agent
@@ -59,6 +61,7 @@ __all__ = [
     "MalformedStream",
     "MissingDependency",
     "Overloaded",
+    "PoolTimeout",
     "ProviderError",
     "QuotaExceeded",
     "RailingsError",
@@ -69,6 +72,7 @@ __all__ = [
     "ToolDefinitionError",
     "TotalTimeout",
     "TransportError",
+    "TurnTooLarge",
 ]
 
 
@@ -141,6 +145,34 @@ class EventTooLarge(MalformedStream):
     def __init__(self, message: str, *, limit: int) -> None:
         super().__init__(message)
         self.limit = limit
+
+
+class TurnTooLarge(RemoteError):
+    """One turn grew past a bound derived from the ``max_tokens`` it was asked for.
+
+    ``bound`` names what grew: ``"bytes"`` (received, after content decoding),
+    ``"events"`` (normalized stream events), ``"text"`` (assembled text, thinking
+    and refusal, in characters) or ``"arguments"`` (all tool-call arguments, in
+    characters). ``limit`` is the bound and ``max_tokens`` the limit the request
+    was sent with (None when unknown). A provider that streams past its output
+    limit, or keep-alives without end, is at fault: never retried, because the
+    same request would be answered the same way.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        bound: str,
+        limit: int,
+        max_tokens: int | None = None,
+        turn: object | None = None,
+    ) -> None:
+        super().__init__(message, retryable=False)
+        self.bound = bound
+        self.limit = limit
+        self.max_tokens = max_tokens
+        self.turn = turn
 
 
 class TransportError(RemoteError):
@@ -242,6 +274,22 @@ class MissingDependency(ConfigurationError, ImportError):
         self.feature = feature
         self.package = package
         self.extra = extra
+
+
+class PoolTimeout(LocalError):
+    """No connection of the client's pool became free within the pool timeout.
+
+    More turns were in flight than ``max_connections`` allows: a local limit, not
+    the server's fault, so it is never retried (raise ``max_connections`` or the
+    pool timeout). ``seconds`` and ``max_connections`` say which limits applied.
+    """
+
+    def __init__(
+        self, message: str, *, seconds: float | None = None, max_connections: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.seconds = seconds
+        self.max_connections = max_connections
 
 
 class IllegalTransition(LocalError):

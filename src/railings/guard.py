@@ -22,7 +22,24 @@ narrowed: on the watched paths, ``Accept-Encoding`` keeps only the codings the
 guard can read (gzip, deflate, identity). httpx2 offers ``br`` and ``zstd`` as
 soon as their decoders are importable (``zstd`` is in the standard library
 from Python 3.14), and a stream in a coding the guard cannot read could not be
-judged. A server that sends one anyway is passed through unjudged.
+judged.
+
+Fail closed. The guard decodes exactly the codings httpx2 decodes, normalised
+the way httpx2 normalises them (:mod:`railings.transport.coding`: repeated
+headers, mixed case, ``identity`` and values httpx2 does not know, such as
+``utf-8``, all as httpx2 reads them), so it judges the bytes the SDK reads. A
+stream it cannot read -- a coding httpx2 would decode and the guard cannot, more
+than five codings, a body that does not decode -- raises
+:class:`httpx2.DecodingError` (from :class:`~railings.errors.StreamInterrupted`)
+instead of passing unjudged.
+
+Bounded. The guard decodes incrementally, in pieces of at most 1 MiB, and never
+holds a whole body (:mod:`railings.transport.watch`): it keeps at most a few MiB
+unread, and reads anything longer with the core reader as it passes. One turn
+is bounded as in the client (:mod:`railings.limits`, derived from the
+``max_tokens`` the request body carries, or ``limits=``): past a bound it raises
+:class:`httpx2.RemoteProtocolError` from ``StreamInterrupted`` from
+:class:`~railings.errors.TurnTooLarge`.
 
 When such a stream ends without its provider's proof (``data: [DONE]``,
 ``response.completed`` / ``response.incomplete``, ``message_stop``), reading it
@@ -38,11 +55,17 @@ railings error in any wrapping.
 An idle stream: once the headers of a watched stream are in, the read timeout
 becomes the idle gap (:mod:`railings.transport.idle`), and a silence that long
 raises :class:`httpx2.ReadTimeout` from :class:`~railings.errors.IdleTimeout`.
-The SDK's own timeout still governs the wait for the headers.
+The SDK's own timeout still governs the wait for the headers. Keep-alives keep
+that clock alive but not the content clock (:mod:`railings.transport.watch`):
+``content_idle`` seconds (default 300; 600 before the first content) of nothing
+but comments and pings raise :class:`httpx2.ReadTimeout` from
+:class:`~railings.errors.IdleTimeout` too.
 
 Cost. The SDKs spend some 20 us per event; running every event through the
-JSON-parsing core as it passes would add a quarter to that. So the guard keeps
-a reference to each chunk (one list append) and judges once, at the end: a
+JSON-parsing core as it passes would add a quarter to that. So while a body is
+short enough to keep (see :func:`railings.transport.watch.keep_for`: 4 MiB at
+most, less for a small ``max_tokens``) the guard keeps each decoded piece (one
+list append) and judges once, at the end: a
 stream whose last event is the canonical proof, with no error anywhere in it,
 is complete (:func:`proven_by_tail`, a test proves it never disagrees with the
 core; for the Responses API, whose terminal event repeats the whole response and
@@ -57,24 +80,21 @@ is not judged: the reader stopped, not the stream.
 
 from __future__ import annotations
 
-import re
-import zlib
+import json
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 
 import httpx2
 
-from railings.classify import INTERRUPTED_MESSAGE
-from railings.errors import EventTooLarge, MalformedStream, StreamInterrupted
+from railings.errors import StreamInterrupted
+from railings.limits import TurnLimits
+from railings.transport.coding import Unreadable, codings
 from railings.transport.config import provider_for_path
-from railings.transport.errors_map import idle_error
 from railings.transport.idle import arm_idle
-from railings.turn.model import Outcome, Turn
-from railings.turn.reader import StreamReader
-from railings.wire._json import load_object
-from railings.wire.openai_responses import SEQUENCE_NUMBER
-from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
+from railings.transport.tail import proven_by_tail
+from railings.transport.watch import StreamWatch
 
 __all__ = [
+    "DEFAULT_CONTENT_IDLE",
     "DEFAULT_IDLE",
     "AsyncGuardTransport",
     "GuardTransport",
@@ -85,58 +105,33 @@ __all__ = [
 ]
 
 DEFAULT_IDLE = 30.0
-
-# The proof as the last event of the body: a data line on a line of its own (WHATWG:
-# "data:" and at most one space), then the blank line that dispatches it, then only
-# blank lines. JSON escapes quotes and newlines in strings, so model text cannot
-# forge these bytes. Anything else (extra fields, a trailing comment) goes to the reader.
-# A line end is CRLF, LF, or a CR not followed by LF: CRLF never counts as two.
-_EOL = rb"(?:\r\n|\r(?!\n)|\n)"
-_TAILS = {
-    "openai": re.compile(rb"[\r\n]data: ?\[DONE\]" + _EOL + _EOL + rb"[\r\n]*\Z"),
-    # Anthropic pads its events with spaces: {"type":"message_stop"          }
-    "anthropic": re.compile(
-        rb'[\r\n]data: ?\{[ \t]*"type"[ \t]*:[ \t]*"message_stop"[ \t]*\}'
-        + _EOL
-        + _EOL
-        + rb"[\r\n]*\Z"
-    ),
-}
-_ERROR = b'"error"'  # an error event or error object of either provider: let the reader judge
-_TAIL_BYTES = 256
-
-# The Responses API. Its terminal event carries the whole response (every output item
-# again), so it is found by walking back from the end over its one line, not by a
-# fixed-size tail: the body's last event must be a single data line (optionally after
-# its ``event:`` line) holding a JSON object whose ``type`` is terminal. That one line
-# is parsed (one event, not one per chunk: the cost stays at the end, in C). Anything
-# unusual (several data lines, an ``id:`` field, a comment) goes to the reader;
-# OpenRouter's ``data: [DONE]`` trailer after the terminal event is stepped over.
-# Every Responses response object holds ``"error":null``, so ``_ERROR`` cannot rule
-# errors out here: instead every ``"error"`` in the body must be that null. An
-# ``error`` event (``"type":"error"``) or a ``response.failed`` (``"error":{...}``)
-# sends the body to the reader.
-_RESPONSES_PROOFS = frozenset({"response.completed", "response.incomplete"})
-_RESPONSES_EVENT_LINE = re.compile(rb"event: ?response\.(?:completed|incomplete)")
-_NOT_NULL_ERROR = re.compile(rb'"error"(?!:null)')  # one pass over the body, in C
-_DONE_LINE = re.compile(rb"data: ?\[DONE\]")
-_BLANK_TAIL = re.compile(_EOL + _EOL + rb"[\r\n]*\Z")
+DEFAULT_CONTENT_IDLE = 300.0
+# Before the first content the content clock waits as long as the client's first_byte.
+_FIRST_CONTENT = 600.0
 
 
 def transport(
-    inner: httpx2.BaseTransport | None = None, *, idle: float | None = DEFAULT_IDLE
+    inner: httpx2.BaseTransport | None = None,
+    *,
+    idle: float | None = DEFAULT_IDLE,
+    limits: TurnLimits | None = None,
+    content_idle: float | None = DEFAULT_CONTENT_IDLE,
 ) -> httpx2.BaseTransport:
     """A guarding wrapper around ``inner`` (default: ``httpx2.HTTPTransport()``)."""
-    return GuardTransport(inner if inner is not None else httpx2.HTTPTransport(), idle=idle)
+    inner = inner if inner is not None else httpx2.HTTPTransport()
+    return GuardTransport(inner, idle=idle, limits=limits, content_idle=content_idle)
 
 
 def async_transport(
-    inner: httpx2.AsyncBaseTransport | None = None, *, idle: float | None = DEFAULT_IDLE
+    inner: httpx2.AsyncBaseTransport | None = None,
+    *,
+    idle: float | None = DEFAULT_IDLE,
+    limits: TurnLimits | None = None,
+    content_idle: float | None = DEFAULT_CONTENT_IDLE,
 ) -> httpx2.AsyncBaseTransport:
     """A guarding wrapper around ``inner`` (default: ``httpx2.AsyncHTTPTransport()``)."""
-    return AsyncGuardTransport(
-        inner if inner is not None else httpx2.AsyncHTTPTransport(), idle=idle
-    )
+    inner = inner if inner is not None else httpx2.AsyncHTTPTransport()
+    return AsyncGuardTransport(inner, idle=idle, limits=limits, content_idle=content_idle)
 
 
 def interruption(exc: BaseException) -> StreamInterrupted | None:
@@ -151,155 +146,29 @@ def interruption(exc: BaseException) -> StreamInterrupted | None:
     return None
 
 
-def proven_by_tail(provider: str, body: bytes) -> bool:
-    """True when ``body`` ends with its provider's canonical proof and holds no error.
-
-    Only ever True where the core reader finds the turn COMPLETE; False means
-    "ask the reader", never "interrupted".
-    """
-    if provider == "openai-responses":
-        return _responses_proven(body)
-    if _ERROR in body:
-        return False
-    tail = body[-_TAIL_BYTES:] if len(body) > _TAIL_BYTES else b"\n" + body
-    return _TAILS[provider].search(tail) is not None
-
-
-def _responses_proven(body: bytes) -> bool:
-    """The Responses API's tail check (see ``_RESPONSES_PROOFS``)."""
-    if _NOT_NULL_ERROR.search(body) is not None:
-        return False
-    blank = _BLANK_TAIL.search(body, max(0, len(body) - _TAIL_BYTES))
-    if blank is None:
-        return False  # the last event was never dispatched by its blank line
-    start, end = _line_start(body, blank.start()), blank.start()
-    if _DONE_LINE.fullmatch(body, start, end) and start > 0:
-        # OpenRouter's trailer after the terminal event: step back over it.
-        p_start, p_end = _previous_line(body, start)
-        if p_start != p_end or p_start == 0:
-            return False
-        start, end = _previous_line(body, p_start)
-    if not body.startswith(b"data:", start) or end - start >= DEFAULT_MAX_EVENT_SIZE:
-        return False  # not a data line, or one the reader refuses as too large
-    if start > 0:
-        p_start, p_end = _previous_line(body, start)
-        if p_start != p_end:  # not the blank line that opens the event: its event: line?
-            if not _RESPONSES_EVENT_LINE.fullmatch(body, p_start, p_end):
-                return False
-            if p_start > 0:
-                q_start, q_end = _previous_line(body, p_start)
-                if q_start != q_end:
-                    return False  # another field of the same event
-    value = body[start + 5 : end]
-    value = value[1:] if value.startswith(b" ") else value  # WHATWG: one space is dropped
+def _max_tokens(request: httpx2.Request) -> int | None:
+    """The output limit the request asked for, read from its JSON body (None: unknown)."""
     try:
-        event = load_object(value.decode("utf-8"), where="guard")
-    except (UnicodeDecodeError, MalformedStream):
-        return False
-    if event.get("type") not in _RESPONSES_PROOFS:
-        return False
-    last = event.get("sequence_number")
-    if not isinstance(last, int):
-        return True  # an API that numbers nothing (the reader checks what is numbered)
-    # Events lost, repeated or swapped on the way break the count: the reader says how.
-    numbers = [int(n) for n in SEQUENCE_NUMBER.findall(body)]  # one pass, in C
-    return numbers == list(range(last - len(numbers) + 1, last + 1))
+        content = request.content
+    except httpx2.RequestNotRead:
+        return None
+    if not content or len(content) > _MAX_PARSED_REQUEST:
+        return None
+    try:
+        body = json.loads(content)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(body, dict):
+        return None
+    for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+        value = body.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
 
 
-def _line_start(body: bytes, end: int) -> int:
-    """Where the line that ends at ``end`` starts: after the previous CR or LF."""
-    lf = body.rfind(b"\n", 0, end)
-    return max(lf, body.rfind(b"\r", lf + 1, end)) + 1  # CR: searched only after that LF
-
-
-def _previous_line(body: bytes, line_start: int) -> tuple[int, int]:
-    """(start, end) of the line before the one at ``line_start`` > 0 (CRLF is one end)."""
-    end = line_start - (2 if body[max(0, line_start - 2) : line_start] == b"\r\n" else 1)
-    return _line_start(body, end), end
-
-
-def read_turn(provider: str, body: bytes) -> Turn:
-    """The core's verdict on a whole body that ended (EOF or a broken connection)."""
-    reader = StreamReader(provider)
-    try:  # noqa: SIM105 -- the reader has ended the turn abruptly; its turn says why
-        reader.feed(body)
-    except EventTooLarge:
-        pass
-    reader.close()
-    return reader.turn()
-
-
-class _Watch:
-    """The guard's logic for one stream, shared by the sync and the async shell."""
-
-    __slots__ = ("_encoding", "chunks", "gap", "provider")
-
-    def __init__(self, provider: str, gap: float | None, encoding: str) -> None:
-        self.provider = provider
-        self.gap = gap
-        self._encoding = encoding
-        self.chunks: list[bytes] = []
-
-    def body(self) -> bytes:
-        raw = b"".join(self.chunks)
-        if self._encoding == "identity":
-            return raw
-        # A decompressor object, not zlib.decompress: a cut stream yields what it holds.
-        # "deflate" is zlib-wrapped by the RFC and raw in the wild; try both, as httpx2 does.
-        for wbits in (16 + zlib.MAX_WBITS,) if self._encoding == "gzip" else (15, -15):
-            try:
-                return zlib.decompressobj(wbits).decompress(raw)
-            except zlib.error:
-                continue
-        return b""  # not readable: the SDK's own decoder reports it
-
-    def ended(self) -> httpx2.TransportError | None:
-        """At EOF: None when the proof arrived, else the error to raise."""
-        body = self.body()
-        if proven_by_tail(self.provider, body):
-            return None
-        turn = read_turn(self.provider, body)
-        if turn.outcome is Outcome.COMPLETE:
-            return None
-        detail = turn.error.message if turn.error is not None else INTERRUPTED_MESSAGE
-        message = (
-            detail
-            if detail.startswith(INTERRUPTED_MESSAGE)
-            else (f"{INTERRUPTED_MESSAGE}: {detail}")
-        )
-        cause = StreamInterrupted(message, empty=turn.outcome is Outcome.EMPTY, turn=turn)
-        error = httpx2.RemoteProtocolError(message)
-        error.__cause__ = cause
-        return error
-
-    def failed(self, exc: httpx2.TransportError) -> httpx2.TransportError | None:
-        """The inner stream broke: the same httpx2 class, with the railings reason as cause;
-        or None when the proof had already arrived, and the body simply ends there.
-
-        The proven-then-broken case: the whole answer and its proof arrived, then the
-        connection broke. The proof is data, not the close: the turn is complete, and
-        an SDK that reads past the proof must not throw the answer away for it.
-        """
-        body = self.body()
-        if proven_by_tail(self.provider, body):
-            return None
-        turn = read_turn(self.provider, body)
-        if turn.outcome is Outcome.COMPLETE:
-            return None
-        empty = turn.outcome is Outcome.EMPTY
-        cause: StreamInterrupted
-        if isinstance(exc, httpx2.ReadTimeout) and self.gap is not None:
-            cause = idle_error(self.gap, empty=empty)
-            cause.turn = turn
-        else:
-            cause = StreamInterrupted(f"{INTERRUPTED_MESSAGE}: {exc}", empty=empty, turn=turn)
-        cause.__cause__ = exc
-        error = type(exc)(cause.message)
-        error.__cause__ = cause
-        return error
-
-
-_READABLE = frozenset({"gzip", "x-gzip", "deflate", "identity"})
+_MAX_PARSED_REQUEST = 8 * 2**20
+_ASKED = ("gzip", "deflate")  # what the guard reads, so what it lets a watched request ask for
 
 
 def _ask_readable(request: httpx2.Request) -> None:
@@ -309,17 +178,23 @@ def _ask_readable(request: httpx2.Request) -> None:
     offered = request.headers.get("accept-encoding")
     if offered is None:
         # RFC 9110 §12.5.3: no Accept-Encoding means any coding is acceptable.
-        request.headers["accept-encoding"] = "gzip, deflate"
+        request.headers["accept-encoding"] = ", ".join(_ASKED)
         return
     kept = [
         item.strip()
         for item in offered.split(",")
-        if item.partition(";")[0].strip().lower() in _READABLE
+        if item.partition(";")[0].strip().lower() in (*_ASKED, "identity")
     ]
     request.headers["accept-encoding"] = ", ".join(kept) or "identity"
 
 
-def _watch(request: httpx2.Request, response: httpx2.Response, idle: float | None) -> _Watch | None:
+def _watch(
+    request: httpx2.Request,
+    response: httpx2.Response,
+    idle: float | None,
+    limits: TurnLimits | None,
+    content_idle: float | None,
+) -> StreamWatch | None:
     """A watch for a response the guard understands, or None: pass it through."""
     if not 200 <= response.status_code < 300:
         return None
@@ -328,31 +203,48 @@ def _watch(request: httpx2.Request, response: httpx2.Response, idle: float | Non
     provider = provider_for_path(request.url.path)
     if provider is None:
         return None
-    encoding = response.headers.get("content-encoding", "identity").strip().lower() or "identity"
-    encoding = "gzip" if encoding == "x-gzip" else encoding
-    if encoding not in ("identity", "gzip", "deflate"):
-        return None  # br, zstd although not asked for: not readable here, so not judged
-    return _Watch(provider, arm_idle(request.extensions, idle), encoding)
+    # Exactly the codings httpx2 will undo before the SDK reads the body (see coding.py):
+    # one the guard cannot read is refused at the first read, never passed unjudged.
+    applied: list[str] | Unreadable
+    try:
+        applied = codings(response.headers.get_list("content-encoding"))
+    except Unreadable as exc:
+        applied = exc
+    return StreamWatch(
+        provider,
+        arm_idle(request.extensions, idle),
+        applied,
+        max_tokens=_max_tokens(request),
+        limits=limits,
+        content_idle=content_idle,
+        first_content=None if content_idle is None else max(content_idle, _FIRST_CONTENT),
+    )
 
 
 class _GuardStream(httpx2.SyncByteStream):
-    def __init__(self, inner: httpx2.SyncByteStream, watch: _Watch) -> None:
+    def __init__(self, inner: httpx2.SyncByteStream, watch: StreamWatch) -> None:
         self._inner = inner
         self._watch = watch
 
     def __iter__(self) -> Iterator[bytes]:
         watch = self._watch
-        keep = watch.chunks.append
+        error = watch.refused()
+        if error is not None:
+            raise error
+        take = watch.take
         try:
             for chunk in self._inner:
-                keep(chunk)
+                error = take(chunk)
+                if error is not None:
+                    break
                 yield chunk
         except httpx2.TransportError as exc:
             error = watch.failed(exc)
             if error is None:
                 return  # proven complete before the break: end the body there
             raise error  # noqa: B904 -- its __cause__ is the railings reason
-        error = watch.ended()
+        if error is None:
+            error = watch.ended()
         if error is not None:
             raise error
 
@@ -361,17 +253,22 @@ class _GuardStream(httpx2.SyncByteStream):
 
 
 class _AsyncGuardStream(httpx2.AsyncByteStream):
-    def __init__(self, inner: httpx2.AsyncByteStream, watch: _Watch) -> None:
+    def __init__(self, inner: httpx2.AsyncByteStream, watch: StreamWatch) -> None:
         self._inner = inner
         self._watch = watch
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         watch = self._watch
-        keep = watch.chunks.append
+        error = watch.refused()
+        if error is not None:
+            raise error
+        take = watch.take
         chunks = self._inner.__aiter__()
         try:
             async for chunk in chunks:
-                keep(chunk)
+                error = take(chunk)
+                if error is not None:
+                    break
                 yield chunk
         except httpx2.TransportError as exc:
             error = watch.failed(exc)
@@ -382,7 +279,8 @@ class _AsyncGuardStream(httpx2.AsyncByteStream):
             # Close a body read in part in the task that read it (httpx2 does the same).
             if isinstance(chunks, AsyncGenerator):
                 await chunks.aclose()
-        error = watch.ended()
+        if error is None:
+            error = watch.ended()
         if error is not None:
             raise error
 
@@ -391,17 +289,28 @@ class _AsyncGuardStream(httpx2.AsyncByteStream):
 
 
 class GuardTransport(httpx2.BaseTransport):
-    """See the module docstring. ``idle`` is the longest silence once streaming (None: off)."""
+    """See the module docstring. ``idle`` is the longest silence once streaming (None: off);
+    ``limits`` the bounds on one turn (default: derived from the request's ``max_tokens``);
+    ``content_idle`` the longest run of nothing but keep-alives (None: off)."""
 
-    def __init__(self, inner: httpx2.BaseTransport, *, idle: float | None = DEFAULT_IDLE) -> None:
+    def __init__(
+        self,
+        inner: httpx2.BaseTransport,
+        *,
+        idle: float | None = DEFAULT_IDLE,
+        limits: TurnLimits | None = None,
+        content_idle: float | None = DEFAULT_CONTENT_IDLE,
+    ) -> None:
         self._inner = inner
         self._idle = idle
+        self._limits = limits
+        self._content_idle = content_idle
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         _ask_readable(request)
         response = self._inner.handle_request(request)
         if isinstance(response.stream, httpx2.SyncByteStream):
-            watch = _watch(request, response, self._idle)
+            watch = _watch(request, response, self._idle, self._limits, self._content_idle)
             if watch is not None:
                 response.stream = _GuardStream(response.stream, watch)
         return response
@@ -411,19 +320,28 @@ class GuardTransport(httpx2.BaseTransport):
 
 
 class AsyncGuardTransport(httpx2.AsyncBaseTransport):
-    """See the module docstring. ``idle`` is the longest silence once streaming (None: off)."""
+    """See the module docstring. ``idle`` is the longest silence once streaming (None: off);
+    ``limits`` the bounds on one turn (default: derived from the request's ``max_tokens``);
+    ``content_idle`` the longest run of nothing but keep-alives (None: off)."""
 
     def __init__(
-        self, inner: httpx2.AsyncBaseTransport, *, idle: float | None = DEFAULT_IDLE
+        self,
+        inner: httpx2.AsyncBaseTransport,
+        *,
+        idle: float | None = DEFAULT_IDLE,
+        limits: TurnLimits | None = None,
+        content_idle: float | None = DEFAULT_CONTENT_IDLE,
     ) -> None:
         self._inner = inner
         self._idle = idle
+        self._limits = limits
+        self._content_idle = content_idle
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         _ask_readable(request)
         response = await self._inner.handle_async_request(request)
         if isinstance(response.stream, httpx2.AsyncByteStream):
-            watch = _watch(request, response, self._idle)
+            watch = _watch(request, response, self._idle, self._limits, self._content_idle)
             if watch is not None:
                 response.stream = _AsyncGuardStream(response.stream, watch)
         return response

@@ -4,6 +4,7 @@ Run, not imported by railings itself::
 
     python -m tools.reliability.fuzz [--examples N] [--seconds S]     # make fuzz
     python -m tools.reliability.soak [--turns N] [--concurrency C]    # make soak
+    python -m tools.reliability.concurrency [--turns 1000]             # one pool, N at once
 
 :mod:`~tools.reliability.corpus` finds and cuts the real captures of
 ``tests/corpus``; :mod:`~tools.reliability.properties` holds the properties

@@ -68,6 +68,11 @@ BUILTIN_NAMES = ("shell", "read_file", "write_file", "list_dir")
 DEMO_MAX_TOKENS = 1024
 
 
+# A turn of `railings run` never hangs forever, whatever the server does: 30 minutes is
+# twice what 32k tokens take at a slow 40 tokens a second.
+DEFAULT_TURN_DEADLINE = 1800.0
+
+
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -126,12 +131,20 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
         help="fail a stream silent for S seconds (default 30)",
     )
     parser.add_argument(
+        "--content-idle",
+        type=_seconds,
+        default=300.0,
+        metavar="S",
+        help="fail a stream that sends only keep-alives (comments, pings) for S seconds "
+        "once content has begun (default 300)",
+    )
+    parser.add_argument(
         "--total-timeout",
         type=_seconds,
-        default=None,
+        default=DEFAULT_TURN_DEADLINE,
         metavar="S",
-        help="fail a turn's request that takes longer than S seconds in all (default: no "
-        "limit); keep-alive comments reset the idle gap, only this bounds them",
+        help="fail a turn's request that takes longer than S seconds in all "
+        f"(default {DEFAULT_TURN_DEADLINE:g}, per attempt)",
     )
     parser.add_argument(
         "--journal", metavar="PATH", help=f"journal file (default: {default_path()})"
@@ -213,7 +226,9 @@ def _endpoint(args: argparse.Namespace) -> Iterator[_Endpoint]:
             provider = "anthropic"
         elif os.environ.get("OPENAI_API_KEY"):
             provider = "openai"
-    timeouts = Timeouts(idle=args.idle_timeout, total=args.total_timeout)
+    timeouts = Timeouts(
+        idle=args.idle_timeout, content_idle=args.content_idle, total=args.total_timeout
+    )
     if provider is None and not explicit:
         from railings.testing import Script, ScriptedServer
 

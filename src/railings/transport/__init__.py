@@ -17,8 +17,11 @@ Layers: :mod:`.config` (endpoint, key, timeouts), :mod:`.errors_map` (every
 foreign exception and HTTP status -> railings errors), :mod:`.retry` (policy,
 full jitter, testing switch), :mod:`.banner` (the process-level retry banner),
 :mod:`.fallback` (HTTP/2 -> HTTP/1.1), :mod:`.idle` (the idle gap as a read
-timeout), :mod:`.client` (the attempt loop), :mod:`.stream` (``TurnStream``),
-:mod:`.sync` (the blocking facade).
+timeout), :mod:`.gaps` (the connection and content clocks), :mod:`.client` (the
+attempt loop), :mod:`.attempt` (what each ending of an attempt means),
+:mod:`.stream` (``TurnStream``), :mod:`.sync` (the blocking facade). The guard's
+layers: :mod:`.coding` (content codings as httpx2 undoes them), :mod:`.watch`
+(one watched stream, bounded), :mod:`.tail` (the fast verdict from a body's end).
 """
 
 from __future__ import annotations

@@ -24,25 +24,25 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Iterable, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx2
 
 from railings import __version__
-from railings.classify import INTERRUPTED_MESSAGE, class_for_provider_type, classify_text
 from railings.errors import (
     BadRequest,
     EventTooLarge,
     LocalError,
     MalformedStream,
-    ProviderError,
+    PoolTimeout,
     RailingsError,
-    StreamInterrupted,
     TotalTimeout,
+    TurnTooLarge,
 )
-from railings.events import StreamEvent
+from railings.events import StreamEvent, Unknown
+from railings.limits import TurnMeter
 from railings.messages import (
     Message,
     ToolSpec,
@@ -51,6 +51,7 @@ from railings.messages import (
     openai_responses_body,
 )
 from railings.redact import install_log_redaction, register_secret
+from railings.transport.attempt import empty_error, interrupted, read_bounded, within
 from railings.transport.banner import countdown
 from railings.transport.config import ClientConfig
 from railings.transport.errors_map import (
@@ -65,13 +66,11 @@ from railings.transport.gaps import GapWatch, Silence
 from railings.transport.idle import set_read_timeout
 from railings.transport.retry import Retrier
 from railings.transport.stream import RetryRecord, TurnStream
-from railings.turn.model import ErrorKind, Outcome, Turn
+from railings.turn.model import Outcome
 from railings.turn.reader import StreamReader
 
 __all__ = ["AsyncProviderClient"]
 
-T = TypeVar("T")
-_ERROR_BODY_LIMIT = 64 * 1024
 # An error's ``received`` keeps the first 16 MiB of the body, no more: a server that
 # streams keep-alive comments until the total deadline must not grow memory with time.
 _RECEIVED_LIMIT = 16 * 1024 * 1024
@@ -97,8 +96,10 @@ class AsyncProviderClient:
         self._include_usage = config.include_usage is not False
         t = config.timeouts
         # read = first_byte until the headers are in; then _next_chunk times the gaps.
+        # Waiting for a pooled connection has its own limit: a turn queued behind
+        # max_connections others is not an unreachable server.
         self._timeout = httpx2.Timeout(
-            connect=t.connect, read=t.first_byte, write=t.write, pool=t.connect
+            connect=t.connect, read=t.first_byte, write=t.write, pool=t.pool
         )
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -122,8 +123,14 @@ class AsyncProviderClient:
     def _http(self, http2: bool) -> httpx2.AsyncClient:
         client = self._clients.get(http2)
         if client is None:
+            size = self.config.max_connections
             transport = self._transport or httpx2.AsyncHTTPTransport(
-                http2=http2, verify=self.config.verify
+                http2=http2,
+                verify=self.config.verify,
+                # The official SDKs' pool: 1,000 connections, 100 kept alive when idle.
+                limits=httpx2.Limits(
+                    max_connections=size, max_keepalive_connections=min(100, size)
+                ),
             )
             client = httpx2.AsyncClient(
                 transport=transport,
@@ -189,6 +196,7 @@ class AsyncProviderClient:
             reader = StreamReader(cfg.provider, max_tokens=cfg.max_tokens, service=cfg.service)
             received: list[bytes] = []
             room = _RECEIVED_LIMIT
+            meter = TurnMeter(cfg.limits, cfg.max_tokens)
             held: list[StreamEvent] = []
             failure: RailingsError | None = None
             response: httpx2.Response | None = None
@@ -200,19 +208,33 @@ class AsyncProviderClient:
                 stream.http_version = response.http_version
                 chunks = response.aiter_bytes()
                 watch = GapWatch()
+                clock = asyncio.get_running_loop().time
+                # The content clock: reset by stream events only, never by keep-alives.
+                progress = clock()
                 try:
                     while not reader.terminated:
                         # Before the first content a model may think in silence: the
-                        # generous first-byte limit. Once content flows: the idle gap.
-                        gap = cfg.timeouts.idle if reader.content else cfg.timeouts.first_byte
+                        # generous first-byte limit, for any byte and for the first event.
+                        # Once content flows: the idle gap (any byte) and content_idle.
+                        t = cfg.timeouts
+                        gap = t.idle if reader.content else t.first_byte
+                        wait = t.content_idle if reader.content else t.first_byte
+                        until = deadline
+                        content_due = None if wait is None else progress + wait
+                        if content_due is not None and (until is None or content_due < until):
+                            until = content_due
                         try:
-                            chunk = await watch.read(chunks, gap, deadline)
+                            chunk = await watch.read(chunks, gap, until)
                         except StopAsyncIteration:
                             break
                         if room > 0:
                             received.append(chunk if len(chunk) <= room else chunk[:room])
                             room -= len(chunk)
+                        meter.received(len(chunk))
                         events = reader.feed(chunk)
+                        if any(type(event) is not Unknown for event in events):
+                            progress = clock()
+                        meter.saw(events)
                         if reader.content:
                             if held:
                                 events, held = held + events, []
@@ -221,10 +243,17 @@ class AsyncProviderClient:
                         else:
                             held.extend(events)  # an Empty attempt may yet be resent
                 except Silence as exc:
-                    if exc.deadline_passed:
+                    if exc.deadline_passed and until is deadline:
                         failure = TotalTimeout(f"total timeout of {cfg.timeouts.total:g} s passed")
+                    elif exc.deadline_passed:
+                        failure = idle_error(wait or 0.0, empty=not reader.content, content=True)
                     else:
                         failure = idle_error(gap or 0.0, empty=not reader.content)
+                except TurnTooLarge as exc:
+                    # The provider ignored max_tokens: end the turn here, abruptly.
+                    if not reader.terminated:
+                        reader.assembler.fault(exc.message)
+                    failure = exc
                 except BOUNDARY as exc:
                     # The socket's read timeout is only a backstop behind the GapWatch.
                     failure = map_stream_exception(
@@ -241,13 +270,19 @@ class AsyncProviderClient:
                 if isinstance(failure, LocalError):
                     raise failure
                 turn = reader.turn()
+                if isinstance(failure, TurnTooLarge) and turn.error is not None:
+                    # Resending would be answered the same way: the turn says so too.
+                    turn = dataclasses.replace(
+                        turn, error=dataclasses.replace(turn.error, retryable=False)
+                    )
+                    failure.turn = turn
                 if turn.outcome is Outcome.COMPLETE:
                     for event in held:
                         yield event
                     stream._finish(turn)
                     return
                 if turn.outcome is Outcome.PARTIAL:
-                    turn, interruption = _interrupted(turn, failure, b"".join(received))
+                    turn, interruption = interrupted(turn, failure, b"".join(received))
                     h2_used = response.http_version == "HTTP/2"
                     if h2_used and (marker := http2_failure(interruption)):
                         FALLBACK.mark(marker)  # too late to replay this one; the next goes HTTP/1.1
@@ -255,7 +290,7 @@ class AsyncProviderClient:
                     if cfg.raise_on_partial:
                         raise interruption
                     return
-                failure = _empty_error(turn, failure, b"".join(received))
+                failure = empty_error(turn, failure, b"".join(received))
             assert failure is not None
             # Nothing reached the caller: this attempt may be replayed or retried.
             marker = http2_failure(failure) if self._maybe_h2(use_h2, response) else None
@@ -319,17 +354,25 @@ class AsyncProviderClient:
         deadline = asyncio.get_running_loop().time() + total if total else None
         request = http.build_request("POST", cfg.url, json=body, headers=cfg.request_headers())
         try:
-            response = await _within(http.send(request, stream=True), deadline)
+            response = await within(http.send(request, stream=True), deadline)
         except TimeoutError as exc:  # before BOUNDARY: TimeoutError is an OSError
             raise TotalTimeout(f"total timeout of {total:g} s passed before the response") from exc
         except BOUNDARY as exc:
-            raise map_exception(exc) from exc
+            mapped = map_exception(exc)
+            if isinstance(mapped, PoolTimeout) and self._transport is None:
+                mapped = PoolTimeout(
+                    f"{mapped.message}: more turns in flight than max_connections="
+                    f"{cfg.max_connections} (pool timeout {cfg.timeouts.pool} s)",
+                    seconds=cfg.timeouts.pool,
+                    max_connections=cfg.max_connections,
+                )
+            raise mapped from exc
         status = response.status_code
         ctype = response.headers.get("content-type", "")
         if 200 <= status < 300 and ctype.lower().startswith("text/event-stream"):
             set_read_timeout(request.extensions, self._backstop())
             return response, deadline
-        data = await _read_bounded(response)
+        data = await read_bounded(response)
         if status >= 300 or b'"error"' in data:
             raise error_from_response(
                 status,
@@ -341,82 +384,3 @@ class AsyncProviderClient:
         raise MalformedStream(
             f"expected an event stream (text/event-stream), got {ctype or 'no content type'}"
         )
-
-
-async def _within(awaitable: Awaitable[T], deadline: float | None) -> T:
-    if deadline is None:
-        return await awaitable
-    async with asyncio.timeout_at(deadline):
-        return await awaitable
-
-
-async def _read_bounded(response: httpx2.Response) -> bytes:
-    """At most 64 KiB of an error body; a body that breaks off keeps what arrived."""
-    parts: list[bytes] = []
-    size = 0
-    chunks: AsyncIterator[bytes] = response.aiter_bytes()
-    try:
-        async for chunk in chunks:
-            parts.append(chunk)
-            size += len(chunk)
-            if size >= _ERROR_BODY_LIMIT:
-                break
-    except BOUNDARY:
-        pass
-    finally:
-        await response.aclose()
-    return b"".join(parts)[:_ERROR_BODY_LIMIT]
-
-
-def _event_error(turn: Turn) -> ProviderError:
-    """The typed error for a provider error event (the turn's abrupt end)."""
-    assert turn.error is not None
-    ptype, message = turn.error.provider_type, turn.error.message
-    cls = class_for_provider_type(ptype)
-    if cls is ProviderError:
-        by_text = classify_text(message)
-        if by_text is not None and issubclass(by_text, ProviderError):
-            cls = by_text
-    return cls(f"provider error event: {message}", provider_type=ptype)
-
-
-def _empty_error(turn: Turn, failure: RailingsError | None, received: bytes) -> RailingsError:
-    """Why an attempt that delivered no content failed."""
-    if isinstance(failure, StreamInterrupted):
-        failure.turn, failure.received = turn, received
-        return failure
-    if failure is not None:
-        return failure
-    assert turn.error is not None
-    if turn.error.kind is ErrorKind.PROVIDER_ERROR:
-        return _event_error(turn)
-    if turn.error.kind is ErrorKind.MALFORMED_STREAM:
-        return MalformedStream(turn.error.message, retryable=True)
-    return StreamInterrupted(INTERRUPTED_MESSAGE, empty=True, received=received, turn=turn)
-
-
-def _interrupted(
-    turn: Turn, failure: RailingsError | None, received: bytes
-) -> tuple[Turn, StreamInterrupted]:
-    """A PARTIAL turn and the interruption that explains it (never retried)."""
-    assert turn.error is not None
-    cause: RailingsError | None = failure
-    if isinstance(failure, StreamInterrupted):
-        interruption = failure
-        interruption.turn, interruption.received = turn, received
-        interruption.empty, interruption.retryable = False, False
-    else:
-        if failure is None and turn.error.kind is ErrorKind.PROVIDER_ERROR:
-            cause = _event_error(turn)
-        detail = cause.message if cause is not None else turn.error.message
-        message = (
-            detail if detail.startswith(INTERRUPTED_MESSAGE) else f"{INTERRUPTED_MESSAGE}: {detail}"
-        )
-        interruption = StreamInterrupted(message, empty=False, received=received, turn=turn)
-        interruption.__cause__ = cause
-    if failure is not None:
-        turn = dataclasses.replace(
-            turn, error=dataclasses.replace(turn.error, message=interruption.message)
-        )
-        interruption.turn = turn
-    return turn, interruption

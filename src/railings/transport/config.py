@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from railings.errors import ConfigurationError
+from railings.limits import TurnLimits
 from railings.transport.retry import RetryPolicy
 
 __all__ = [
@@ -81,12 +82,21 @@ class Timeouts:
       content. Generous: a model may think for minutes before its first token,
       and some send nothing at all meanwhile (OpenAI's reasoning models).
     * ``idle``: once content is streaming, the longest silence between two
-      reads. Any bytes count, comment keep-alives (``: ping``) and Anthropic
-      ``ping`` events included, so a slow but alive stream is never cut.
+      reads: the *connection* clock. Any bytes count, comment keep-alives
+      (``: ping``) and Anthropic ``ping`` events included.
+    * ``content_idle``: once content is streaming, the longest time without a
+      stream event: the *content* clock. Keep-alives keep the connection alive
+      but do not reset it, so a server that sends nothing but pings cannot hold a
+      turn open forever. Before the first content, ``first_byte`` bounds the
+      same wait.
     * ``total``: optional deadline for one attempt, request to proof.
     * ``write``: sending the request body.
+    * ``pool``: waiting for a free connection of the client's pool (only when
+      more turns are in flight than ``ClientConfig.max_connections``); its own
+      limit, not the connect timeout, so queued turns are not failed as
+      unreachable.
 
-    A silence past either limit while streaming raises
+    A silence past ``idle`` or ``content_idle`` while streaming raises
     :class:`~railings.errors.IdleTimeout` (Empty before content: resent).
     """
 
@@ -95,9 +105,11 @@ class Timeouts:
     idle: float | None = 30.0
     total: float | None = None
     write: float | None = 30.0
+    content_idle: float | None = 300.0
+    pool: float | None = 600.0
 
     def __post_init__(self) -> None:
-        for name in ("connect", "first_byte", "idle", "total", "write"):
+        for name in ("connect", "first_byte", "idle", "total", "write", "content_idle", "pool"):
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise ConfigurationError(f"timeout {name} must be positive or None, not {value!r}")
@@ -119,6 +131,10 @@ class ClientConfig:
     ``include_usage``: send ``stream_options.include_usage``; None means "send it,
     and drop it for this client if the endpoint rejects it with a 400" (Chat
     Completions only: a Responses stream always ends with its usage).
+    ``max_connections``: the connection pool's size (the official SDKs' 1,000),
+    so a normal agent workload is never capped by it.
+    ``limits``: the bounds on one turn (:class:`~railings.limits.TurnLimits`),
+    derived from ``max_tokens`` unless set.
     """
 
     provider: ProviderName
@@ -138,6 +154,8 @@ class ClientConfig:
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     include_usage: bool | None = None
     anthropic_version: str = ANTHROPIC_VERSION
+    max_connections: int = 1000
+    limits: TurnLimits = field(default_factory=TurnLimits)
 
     def __post_init__(self) -> None:
         if self.provider not in DEFAULT_BASE_URLS:
@@ -150,6 +168,10 @@ class ClientConfig:
         if not isinstance(self.max_tokens, int) or self.max_tokens < 1:
             raise ConfigurationError(
                 f"max_tokens must be a positive integer, not {self.max_tokens!r}"
+            )
+        if not isinstance(self.max_connections, int) or self.max_connections < 1:
+            raise ConfigurationError(
+                f"max_connections must be a positive integer, not {self.max_connections!r}"
             )
         base = (
             self.base_url

@@ -26,6 +26,7 @@ import h2.exceptions
 import httpx2
 
 from railings.classify import (
+    CONTENT_IDLE_MESSAGE,
     FINAL_CLASSES,
     IDLE_MESSAGE,
     INTERRUPTED_MESSAGE,
@@ -44,6 +45,7 @@ from railings.errors import (
     IdleTimeout,
     LocalError,
     MalformedStream,
+    PoolTimeout,
     ProviderError,
     RailingsError,
     StreamInterrupted,
@@ -71,7 +73,7 @@ HTTPX2_ERRORS: dict[type[BaseException], type[RailingsError]] = {
     httpx2.ConnectTimeout: ConnectTimeout,
     httpx2.ReadTimeout: FirstByteTimeout,
     httpx2.WriteTimeout: TransportError,
-    httpx2.PoolTimeout: TransportError,
+    httpx2.PoolTimeout: PoolTimeout,  # our own pool was full: local, never retried
     httpx2.NetworkError: TransportError,
     httpx2.ConnectError: ConnectError,
     httpx2.ReadError: TransportError,
@@ -118,6 +120,7 @@ _WHAT: dict[type[RailingsError], str] = {
     ConnectTimeout: "connect timed out",
     ConnectError: "could not connect",
     FirstByteTimeout: "no response within the first-byte timeout",
+    PoolTimeout: "no pooled connection became free within the pool timeout",
 }
 
 
@@ -157,9 +160,12 @@ def map_exception(exc: BaseException) -> RailingsError:
     return cls(f"{what}: {detail}")
 
 
-def idle_error(seconds: float, *, empty: bool, received: bytes = b"") -> IdleTimeout:
-    """The stream went silent for ``seconds`` (the idle gap, or the wait for first content)."""
-    message = IDLE_MESSAGE.format(seconds=seconds)
+def idle_error(
+    seconds: float, *, empty: bool, received: bytes = b"", content: bool = False
+) -> IdleTimeout:
+    """The stream went silent for ``seconds`` (the idle gap, or the wait for first content);
+    ``content``: bytes kept arriving, but only keep-alives (the content clock ran out)."""
+    message = (CONTENT_IDLE_MESSAGE if content else IDLE_MESSAGE).format(seconds=seconds)
     return IdleTimeout(message, empty=empty, idle_seconds=seconds, received=received)
 
 
