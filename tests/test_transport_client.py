@@ -530,3 +530,22 @@ def test_a_dropped_connection_over_cleartext_is_no_http2_failure(server: CannedS
     stream, _ = run(config(server, http2=True))
     assert stream.turn.text == "ok" and not FALLBACK.broken
     assert not stream.retries[0].replay
+
+
+def test_the_turn_before_the_stream_ended_says_what_to_do() -> None:
+    from railings.errors import StreamNotRead
+    from railings.testing import Script, ScriptedServer
+
+    with ScriptedServer(Script.text("hello")) as scripted:
+        cfg = ClientConfig(
+            provider="openai", model="m", base_url=scripted.openai_base_url, api_key="x"
+        )
+
+        async def go() -> str:
+            async with AsyncProviderClient(cfg) as client:
+                stream = client.stream_turn([User("hi")])
+                with pytest.raises(StreamNotRead, match="await stream.result"):
+                    _ = stream.turn
+                return (await stream.result()).text
+
+        assert asyncio.run(go()) == "hello"

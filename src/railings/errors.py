@@ -31,6 +31,7 @@ differently: a remote fault may be retried, a local one never is.
         ├── ConfigurationError           a missing key, a bad URL, a bad option
         │   └── MissingDependency        an optional package a feature needs (also ImportError)
         ├── PoolTimeout                  no pooled connection free in time: too many turns
+        ├── StreamNotRead                a stream's turn asked for before the stream ended
         ├── IllegalTransition            a state machine was driven out of its table
         ├── ToolDefinitionError          a tool that cannot be registered as declared
         └── CircuitOpen                  the circuit breaker stopped the agent
@@ -69,6 +70,7 @@ __all__ = [
     "RemoteError",
     "ServerError",
     "StreamInterrupted",
+    "StreamNotRead",
     "ToolDefinitionError",
     "TotalTimeout",
     "TransportError",
@@ -290,6 +292,20 @@ class PoolTimeout(LocalError):
         super().__init__(message)
         self.seconds = seconds
         self.max_connections = max_connections
+
+
+class StreamNotRead(LocalError):
+    """A stream's turn was asked for before the stream was read to its end.
+
+    The turn exists only once the stream ended (its proof arrived, or it was
+    interrupted): iterate the stream, or ``await stream.result()``, first.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the turn is known once the stream has been read to its end: iterate the stream "
+            "or await stream.result() (stream.result() in the blocking client) first"
+        )
 
 
 class IllegalTransition(LocalError):

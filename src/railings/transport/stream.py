@@ -21,7 +21,7 @@ from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from types import TracebackType
 
-from railings.errors import IllegalTransition, RailingsError, StreamInterrupted
+from railings.errors import RailingsError, StreamInterrupted, StreamNotRead
 from railings.events import StreamEvent
 from railings.turn.model import Outcome, Turn
 from railings.turn.verdict import CallVerdict, judge
@@ -97,9 +97,10 @@ class TurnStream:
 
     @property
     def turn(self) -> Turn:
-        """The turn; only once the stream has been read to its end."""
+        """The turn; only once the stream has been read to its end (else
+        :class:`~railings.errors.StreamNotRead`)."""
         if self._turn is None:
-            raise IllegalTransition("streaming", "turn")
+            raise StreamNotRead
         return self._turn
 
     @property
