@@ -544,7 +544,7 @@ def test_the_turn_before_the_stream_ended_says_what_to_do() -> None:
         async def go() -> str:
             async with AsyncProviderClient(cfg) as client:
                 stream = client.stream_turn([User("hi")])
-                with pytest.raises(StreamNotRead, match="await stream.result"):
+                with pytest.raises(StreamNotRead, match=r"await stream\.result\(\)"):
                     _ = stream.turn
                 return (await stream.result()).text
 
