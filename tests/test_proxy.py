@@ -243,7 +243,12 @@ def test_status(proxy: FaultProxy, upstream: Canned) -> None:
     resp = via(proxy, "status:429,retry_after_ms=1500")
     assert resp.status == 429 and resp.headers["retry-after-ms"] == "1500"
     assert "retry-after" not in resp.headers
-    assert json.loads(resp.body)["error"]["code"] == "rate_limit_exceeded"
+    error = json.loads(resp.body)["error"]
+    assert error["code"] == "rate_limit_exceeded"
+    assert error["message"].endswith("try again in 1500ms.")  # the wait the header gives
+    resp = via(proxy, "status:429,retry_after=2")
+    assert resp.headers["retry-after"] == "2"
+    assert json.loads(resp.body)["error"]["message"].endswith("try again in 2s.")
     assert len(upstream.hits) == hits  # answered before contacting the upstream
 
 

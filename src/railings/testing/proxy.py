@@ -308,7 +308,20 @@ class FaultProxy(Service):
             body = wa.status_error(fault.code, fault.message, request_id)
             headers.append(("request-id", request_id))
         else:
-            body = wo.status_error(fault.code, fault.message)
+            message = fault.message
+            if (
+                message is None
+                and fault.code == 429
+                and (fault.retry_after or fault.retry_after_ms)
+            ):
+                # OpenAI's 429 text names the wait: the same wait the headers give.
+                wait = (
+                    f"{fault.retry_after:g}s"
+                    if fault.retry_after is not None
+                    else f"{fault.retry_after_ms}ms"
+                )
+                message = f"Rate limit reached for requests. Please try again in {wait}."
+            body = wo.status_error(fault.code, message)
             headers.append(("x-request-id", self._ids.openai_request()))
         if fault.retry_after is not None:
             headers.append(("retry-after", f"{fault.retry_after:g}"))
