@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -41,3 +42,35 @@ def test_a_pasted_v1_base_url_as_upstream_is_not_doubled(tmp_path: Path) -> None
             process.terminate()
             _, err = process.communicate(timeout=30)
     assert f"forwarding to {origin}: clients' paths already start with /v1" in err
+
+
+def test_matrix_upstream_takes_the_base_url_form_too(tmp_path: Path) -> None:
+    # `railings run --base-url` wants the /v1 form; `matrix --upstream` takes it as well.
+    with ScriptedServer(Script.text("hello")) as server:
+        origin = server.url
+        done = subprocess.run(
+            [
+                str(RAILINGS),
+                "matrix",
+                "--upstream",
+                server.openai_base_url,
+                "--model",
+                "m",
+                "--faults",
+                "clean,drop_terminator",
+                "--providers",
+                "openai",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
+    assert done.returncode == 0, done.stderr
+    assert f"railings: matrix: forwarding to {origin}: clients' paths already start with /v1" in (
+        done.stderr
+    )
+    report = json.loads(done.stdout)
+    assert report["upstream"] == origin
+    assert {c["status"] for c in report["cells"]} == {"pass"}

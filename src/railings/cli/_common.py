@@ -8,7 +8,7 @@ import sys
 
 from rich.console import Console
 
-__all__ = ["UsageError", "console", "fail", "positive"]
+__all__ = ["UsageError", "console", "fail", "positive", "upstream_origin"]
 
 
 class UsageError(Exception):
@@ -35,3 +35,18 @@ def positive(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return value
+
+
+def upstream_origin(upstream: str, command: str) -> str:
+    """The upstream to forward to: clients' paths are appended as they came, so an OpenAI
+    base URL pasted as ``--upstream`` (``.../v1``) would double it (``/v1/v1/...``). A
+    trailing ``/v1`` is taken off, and the command says so on stderr."""
+    trimmed = upstream.rstrip("/")
+    if not trimmed.endswith("/v1"):
+        return upstream
+    origin = trimmed.removesuffix("/v1")
+    print(
+        f"railings: {command}: forwarding to {origin}: clients' paths already start with /v1",
+        file=sys.stderr,
+    )
+    return origin

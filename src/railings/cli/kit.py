@@ -7,7 +7,7 @@ import ipaddress
 import sys
 from typing import Any
 
-from railings.cli._common import UsageError
+from railings.cli._common import UsageError, upstream_origin
 from railings.errors import ConfigurationError
 
 __all__ = ["register"]
@@ -121,26 +121,11 @@ def run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _upstream_origin(upstream: str) -> str:
-    """The upstream the proxy forwards to: the client's path is appended as it came, so an
-    OpenAI base URL pasted as ``--upstream`` (``.../v1``) would double it (``/v1/v1/...``).
-    A trailing ``/v1`` is taken off, and the proxy says so."""
-    trimmed = upstream.rstrip("/")
-    if not trimmed.endswith("/v1"):
-        return upstream
-    origin = trimmed.removesuffix("/v1")
-    print(
-        f"railings: proxy: forwarding to {origin}: clients' paths already start with /v1",
-        file=sys.stderr,
-    )
-    return origin
-
-
 def run_proxy(args: argparse.Namespace) -> int:
     """``railings proxy``: the fault proxy in front of ``--upstream`` until Ctrl-C."""
     from railings.testing import FaultProxy
 
-    args.upstream = _upstream_origin(args.upstream)
+    args.upstream = upstream_origin(args.upstream, "proxy")
     try:
         proxy = FaultProxy(args.upstream, fault=args.fault, host=args.host, port=args.port)
     except (ConfigurationError, ValueError) as exc:

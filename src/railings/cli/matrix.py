@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from railings._extras import require
-from railings.cli._common import UsageError, console, positive
+from railings.cli._common import UsageError, console, positive, upstream_origin
 
 __all__ = ["register", "run"]
 
@@ -171,6 +171,7 @@ def _upstream(args: argparse.Namespace) -> Any:
     parts = urlsplit(args.upstream)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"matrix: --upstream must be an http(s) URL, got {args.upstream!r}")
+    args.upstream = upstream_origin(args.upstream, "matrix")
     if not args.model:
         raise UsageError("matrix: --upstream needs --model (the model to ask)")
     return Upstream(args.upstream.rstrip("/"), args.model)
