@@ -74,3 +74,41 @@ def test_matrix_upstream_takes_the_base_url_form_too(tmp_path: Path) -> None:
     report = json.loads(done.stdout)
     assert report["upstream"] == origin
     assert {c["status"] for c in report["cells"]} == {"pass"}
+
+
+def _listening(process: subprocess.Popen[str]) -> str:
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    url = re.search(r"on (http://127\.0\.0\.1:\d+)", line)
+    assert url, line
+    return url[1]
+
+
+def test_serve_and_proxy_log_one_line_per_request(tmp_path: Path) -> None:
+    serve = subprocess.Popen(
+        [str(RAILINGS), "serve"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        server = _listening(serve)
+        proxy = subprocess.Popen(
+            [str(RAILINGS), "proxy", "--upstream", server, "--fault", "drop_terminator"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            via = _listening(proxy)
+            with httpx2.Client(timeout=30) as client:
+                answer = client.post(via + "/v1/chat/completions?key=sk-in-the-query", json=BODY)
+            assert answer.status_code == 200
+        finally:
+            proxy.terminate()
+            _, proxy_err = proxy.communicate(timeout=30)
+    finally:
+        serve.terminate()
+        _, serve_err = serve.communicate(timeout=30)
+    [served] = [line for line in serve_err.splitlines() if "POST" in line]
+    assert served == "railings: serve: POST /v1/chat/completions -> 200 (stream, turn 1)"
+    [proxied] = [line for line in proxy_err.splitlines() if "POST" in line]
+    assert proxied.startswith("railings: proxy: POST /v1/chat/completions -> 200, ")
+    assert "sk-in-the-query" not in serve_err + proxy_err

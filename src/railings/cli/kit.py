@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import logging
 import sys
 from typing import Any
 
@@ -65,6 +66,7 @@ def register(commands: Any) -> None:
     serve.add_argument("--script", metavar="FILE", help="a JSON script (default: the demo)")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=_port, default=0, help="port (default: a free one)")
+    serve.add_argument("--quiet", action="store_true", help="no line per request on stderr")
     serve.set_defaults(run=run_serve)
 
     proxy = commands.add_parser(
@@ -82,7 +84,20 @@ def register(commands: Any) -> None:
     proxy.add_argument("--fault", metavar="SPEC", help="fault for every request (default: none)")
     proxy.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     proxy.add_argument("--port", type=_port, default=0, help="port (default: a free one)")
+    proxy.add_argument("--quiet", action="store_true", help="no line per request on stderr")
     proxy.set_defaults(run=run_proxy)
+
+
+def _access_log(logger: str, command: str, quiet: bool) -> None:
+    """One line per request on stderr, ``railings: serve: POST /v1/... -> 200 (...)``."""
+    if quiet:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(f"railings: {command}: %(message)s"))
+    log = logging.getLogger(logger)
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
 
 
 def _warn_if_exposed(host: str) -> None:
@@ -106,6 +121,7 @@ def run_serve(args: argparse.Namespace) -> int:
     except (ConfigurationError, OSError) as exc:
         raise UsageError(f"serve: {exc}") from None
     _warn_if_exposed(args.host)
+    _access_log("railings.testing.server", "serve", args.quiet)
 
     def ready(s: Any) -> None:
         print(f"railings: scripted model server on {s.url}", flush=True)
@@ -131,6 +147,7 @@ def run_proxy(args: argparse.Namespace) -> int:
     except (ConfigurationError, ValueError) as exc:
         raise UsageError(f"proxy: {exc}") from None
     _warn_if_exposed(args.host)
+    _access_log("railings.testing.proxy", "proxy", args.quiet)
 
     def ready(p: Any) -> None:
         print(

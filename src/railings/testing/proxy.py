@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import ssl
 import threading
 from collections import Counter
@@ -60,6 +61,8 @@ from railings.testing.ids import Ids
 from railings.testing.service import Service
 from railings.transport.config import provider_for_path
 from railings.wire.openai_responses import SEQUENCE_NUMBER
+
+LOG = logging.getLogger("railings.testing.proxy")
 
 __all__ = ["FAULT_HEADER", "FaultProxy", "ProxyRecord"]
 
@@ -240,6 +243,17 @@ class FaultProxy(Service):
             record.error = f"{type(exc).__name__}: {exc}"
         finally:
             record.done = True
+            # One access-log line per request (``railings proxy`` shows them on stderr).
+            LOG.info(
+                "%s %s -> %s, %s (%d events in, %d out)%s",
+                record.method,
+                record.path.partition("?")[0],  # a query string may carry a key: never logged
+                record.status,
+                record.action,
+                record.events_in,
+                record.events_out,
+                f"; {record.error}" if record.error else "",
+            )
 
     async def _proxy(
         self, request: Request, writer: asyncio.StreamWriter, record: ProxyRecord

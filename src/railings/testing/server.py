@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -56,6 +57,8 @@ from railings.testing.http import (
 from railings.testing.ids import Ids
 from railings.testing.script import Script, ScriptTurn, plan_turn
 from railings.testing.service import Service
+
+LOG = logging.getLogger("railings.testing.server")
 
 __all__ = ["SECRET_HEADERS", "ReceivedRequest", "ScriptedServer"]
 
@@ -149,6 +152,11 @@ class ScriptedServer(Service):
     def _record(self, record: ReceivedRequest) -> None:
         with self._lock:
             self._requests.append(record)
+        # One access-log line per request (``railings serve`` shows them on stderr).
+        what = "stream" if record.stream else "answer"
+        turn = f", turn {record.turn + 1}" if record.turn is not None else ""
+        path = record.path.partition("?")[0]  # a query string may carry a key: never logged
+        LOG.info("%s %s -> %s (%s%s)", record.method, path, record.status, what, turn)
 
     # -- one connection, one request ----------------------------------------------
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
