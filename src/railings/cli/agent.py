@@ -119,6 +119,15 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
         "--yes", action="store_true", help="allow every shell command without asking"
     )
     parser.add_argument(
+        "--pass-env",
+        action="append",
+        default=[],
+        metavar="NAMES",
+        help="let shell commands see these environment variables too (comma-separated, "
+        "repeatable; NAME* matches a prefix). Without it a command sees only PATH, HOME, "
+        "LANG, LC_*, TERM, TMPDIR, USER, LOGNAME, SHELL and TZ: never an API key",
+    )
+    parser.add_argument(
         "--idle-timeout",
         type=_seconds,
         default=30.0,
@@ -274,8 +283,19 @@ def _tool_names(args: argparse.Namespace) -> tuple[str, ...]:
     return wanted
 
 
-def _registry(names: tuple[str, ...], workdir: Path) -> ToolRegistry:
-    return ToolRegistry(t for t in builtin_tools(workdir) if t.name in names)
+def _pass_env(args: argparse.Namespace) -> tuple[str, ...]:
+    """The variables ``--pass-env`` names, checked before anything starts."""
+    names = tuple(n.strip() for given in args.pass_env for n in given.split(",") if n.strip())
+    for name in names:
+        bare = name.removesuffix("*")
+        if not bare or not all(c.isalnum() or c == "_" for c in bare):
+            raise UsageError(f"--pass-env: {name!r} is not a variable name (or NAME*)")
+    return names
+
+
+def _registry(names: tuple[str, ...], workdir: Path, pass_env: tuple[str, ...]) -> ToolRegistry:
+    tools = builtin_tools(workdir, pass_env=pass_env)
+    return ToolRegistry(t for t in tools if t.name in names)
 
 
 def _approver(args: argparse.Namespace, view_console: Console) -> Any:
@@ -352,6 +372,7 @@ def _open_journal(path: str | None) -> Journal:
 async def _session(args: argparse.Namespace, tasks: Any, *, interactive_session: bool) -> int:
     out = console(stderr=args.json)
     names = _tool_names(args)
+    pass_env = _pass_env(args)
     with (
         _endpoint(args) as endpoint,
         _open_journal(args.journal) as journal,
@@ -359,7 +380,7 @@ async def _session(args: argparse.Namespace, tasks: Any, *, interactive_session:
     ):
         if endpoint.note:
             print(f"railings: {endpoint.note}", file=sys.stderr)
-        registry = _registry(names, endpoint.workdir)
+        registry = _registry(names, endpoint.workdir, pass_env)
         results: list[tuple[str, RunResult]] = []
         code = 0
         async with AsyncProviderClient(endpoint.config) as client:
