@@ -171,6 +171,23 @@ def test_the_allow_list_and_the_names_that_say_secret() -> None:
     assert command_environment(environ={})["PATH"]  # a command always has a PATH
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
+def test_the_process_holding_the_keys_is_closed_to_its_commands() -> None:
+    # A command of the same user could read the keys from /proc/<railings pid>/environ; a
+    # non-dumpable process's /proc files belong to root. (Root itself reads them anyway.)
+    done = _in_child(
+        """
+        import ctypes
+        from railings.dispatch.shell import protect_process
+        libc = ctypes.CDLL(None)
+        before = libc.prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE
+        print(before, protect_process(), libc.prctl(3, 0, 0, 0, 0))
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "True", "0"]
+
+
 # -- 2. a racing process never gets a file tool outside -------------------------------------------
 
 RACER = textwrap.dedent(

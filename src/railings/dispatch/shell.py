@@ -20,6 +20,12 @@ Theory of operation. A command the model wrote is untrusted, so:
   every process reparented to it, until none is left, and exits with the
   shell's status (``128 + n`` for a shell killed by signal ``n``). Like
   ``systemd-run --scope`` or ``tini -s``, but without a daemon or privileges.
+* **The keys railings holds itself** are in its own environment, which a
+  command of the same user could read from ``/proc/PID/environ``.
+  :func:`protect_process` (called by ``railings run`` and ``railings chat``)
+  makes the railings process non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``, what
+  ``ssh-agent`` does): its environment, memory and ``ptrace`` are then closed to
+  other processes of the user. Not to root.
 * **What cannot be caught is documented**: without ``PR_SET_CHILD_SUBREAPER``
   (macOS, the BSDs) only the shell's process group is killed, so a child that
   calls ``setsid`` escapes; a process that kills the supervisor itself (it is
@@ -49,6 +55,7 @@ __all__ = [
     "SUPERVISOR",
     "command_environment",
     "exited",
+    "protect_process",
     "stop",
     "supervised_argv",
 ]
@@ -184,6 +191,26 @@ if status is None:
     os._exit(128 + signal.SIGTERM)
 os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
 """
+
+
+_PR_SET_DUMPABLE = 4
+
+
+def protect_process() -> bool:
+    """Make this process non-dumpable (Linux): True when done, False where unsupported.
+
+    Another process of the same user can then no longer read this one's
+    environment or memory through ``/proc`` or attach to it; it also disables
+    core dumps of this process. The flag is not inherited across ``exec``.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        return bool(ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0)
+    except (AttributeError, OSError):
+        return False
 
 
 def supervised_argv(command: str) -> list[str]:
