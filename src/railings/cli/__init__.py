@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from railings import __version__
 from railings.cli import agent, kit, matrix
+from railings.cli import journal as journal_cmd
 from railings.cli import replay as replay_cmd
 from railings.cli._common import UsageError, fail
 
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay_cmd.register(commands)
     kit.register(commands)
     agent.register(commands)
+    journal_cmd.register(commands)
     matrix.register(commands)
     return parser
 
