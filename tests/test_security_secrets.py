@@ -183,6 +183,27 @@ def test_the_journal_still_holds_everything_that_was_printed(tmp_path: Path) -> 
     assert text in outputs["show ()"].replace("\n", "")
 
 
+def test_show_redacts_a_key_an_older_journal_stored_in_pieces(tmp_path: Path) -> None:
+    # What the journal held before the hold-back: each row redacted alone, the key in pieces.
+    with Journal(tmp_path / "journal.sqlite3") as journal:
+        session = journal.start_session("tell me", provider="openai", model="m")
+        journal.write(session, "turn_start", {}, turn=1)
+        for i in range(0, len(TEXT), 5):
+            journal.write(session, "delta", {"kind": "text", "text": TEXT[i : i + 5]}, turn=1)
+        journal.end_session(session, "completed")
+        stored = "".join(e.data.get("text", "") for e in journal.entries(session))
+    assert KEY in stored  # the pieces join into the key: what show used to print
+    for args in ((), ("--json",)):
+        shown = _railings(tmp_path, "show", session, *args)
+        assert shown.returncode == 0, shown.stderr
+        assert KEY[3:] not in shown.stdout
+        joined = shown.stdout
+        if args:
+            rows = json.loads(shown.stdout)["entries"]
+            joined = "".join(e["data"].get("text", "") for e in rows if e["kind"] == "delta")
+        assert f"environment: {MARKER} -- use it well." in joined.replace("\n", "")
+
+
 SECRET = "sk-holdback-0123456789"
 
 

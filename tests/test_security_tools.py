@@ -281,10 +281,8 @@ def test_a_racing_directory_link_never_lets_list_dir_or_a_new_file_out(root: Pat
     try:
         assert process.stdout is not None and process.stdout.readline() == "racing\n"
         named = tools(root)
-        listed = [_attempt(named["list_dir"], path="d") for _ in range(TRIES // 2)]
-        wrote = [
-            _attempt(named["write_file"], path="d/new.txt", content="x") for _ in range(TRIES // 2)
-        ]
+        listed = [_attempt(named["list_dir"], path="d") for _ in range(TRIES)]
+        wrote = [_attempt(named["write_file"], path="d/new.txt", content="x") for _ in range(TRIES)]
     finally:
         process.kill()
         process.wait(timeout=HANG_GUARD)
@@ -398,6 +396,25 @@ def test_a_timeout_kills_a_setsid_child_too(root: Path) -> None:
     try:
         assert not ok and "timed out after 1 s" in content
         assert _gone(pid)
+    finally:
+        _reap(pid)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_child_that_escapes_by_killing_the_supervisor_cannot_keep_the_call_open(
+    root: Path,
+) -> None:
+    # The documented escape: the command kills its supervisor (same user), so its child is
+    # orphaned to init and keeps the output pipes open. The call still ends, a short grace
+    # after the supervisor, and says it stopped waiting.
+    ok, content = _shell_in_child(
+        root, "sh -c 'echo $$ > pid; exec sleep 3136' &" + WAIT + "; kill -9 $PPID", 20
+    )
+    pid = int((root / "pid").read_text())
+    try:
+        assert ok, content
+        assert "output after the command ended was not waited for" in content
+        assert "timed out" not in content
     finally:
         _reap(pid)
 
