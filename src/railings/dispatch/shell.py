@@ -135,12 +135,16 @@ def children():
                 found.append(int(name))
     return found
 
+def kill_group(shell):
+    if shell:
+        try:
+            os.killpg(shell, signal.SIGKILL)
+        except OSError:
+            pass
+
 def sweep(shell):
     killed = 0
-    try:
-        os.killpg(shell, signal.SIGKILL)
-    except OSError:
-        pass
+    kill_group(shell)
     while True:
         for pid in children():
             try:
@@ -162,14 +166,17 @@ except (AttributeError, OSError, ImportError):
 signal.signal(signal.SIGTERM, stop)
 signal.signal(signal.SIGHUP, stop)
 signal.signal(signal.SIGINT, stop)
-shell = os.fork()
-if shell == 0:
-    os.setpgid(0, 0)
-    for signo in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        signal.signal(signo, signal.SIG_DFL)
-    os.execv("/bin/sh", ["/bin/sh", "-c", sys.argv[1]])
-status = None
+shell = status = None
 try:
+    shell = os.fork()
+    if shell == 0:
+        os.setpgid(0, 0)
+        for signo in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(signo, signal.SIG_DFL)
+        try:
+            os.execv("/bin/sh", ["/bin/sh", "-c", sys.argv[1]])
+        finally:
+            os._exit(127)  # no shell to run: the child never runs the supervisor's code
     while status is None:
         pid, raw = os.waitpid(-1, 0)
         if pid == shell:
@@ -178,12 +185,7 @@ except Stop:
     pass
 for signo in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
     signal.signal(signo, signal.SIG_IGN)
-left = sweep(shell) if subreaper else 0
-if not subreaper:
-    try:
-        os.killpg(shell, signal.SIGKILL)
-    except OSError:
-        pass
+left = sweep(shell) if subreaper else kill_group(shell) or 0
 if left and status is not None:
     sys.stderr.write("[railings: killed %d process(es) the command left running]\n" % left)
     sys.stderr.flush()
