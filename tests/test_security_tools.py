@@ -369,7 +369,8 @@ WAIT = " while [ ! -s pid ]; do sleep 0.01; done; echo started"  # the child is 
         "sh -c 'echo $$ > pid; exec sleep 3131' &" + WAIT,
         "setsid sh -c 'echo $$ > pid; exec sleep 3132' &" + WAIT,
         "setsid sh -c 'echo $$ > pid; exec sleep 3133' >/dev/null 2>&1 </dev/null &" + WAIT,
-        "(setsid sh -c '(echo $$ > pid; exec sleep 3134) &' &);" + WAIT,
+        # A double fork into a new session: the sleep's parent exits at once.
+        """(setsid sh -c 'sh -c "echo \\$\\$ > pid; exec sleep 3134" &' &);""" + WAIT,
     ],
     ids=["background", "setsid", "setsid-quiet", "double-fork-setsid"],
 )
