@@ -101,9 +101,9 @@ def spawned(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     real = builtins_module.spawn
 
-    async def spy(command: str, cwd: Path) -> asyncio.subprocess.Process:
+    async def spy(command: str, cwd: Path, env: Any = None) -> asyncio.subprocess.Process:
         seen.append(command)
-        return await real("true", cwd)
+        return await real("true", cwd, env)
 
     monkeypatch.setattr(builtins_module, "spawn", spy)
     return seen

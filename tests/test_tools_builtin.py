@@ -185,9 +185,9 @@ def test_shell_starts_every_process_through_spawn(
     seen: list[tuple[str, Path]] = []
     real = builtins_module.spawn
 
-    async def spy(command: str, cwd: Path) -> asyncio.subprocess.Process:
+    async def spy(command: str, cwd: Path, env: Any = None) -> asyncio.subprocess.Process:
         seen.append((command, cwd))
-        return await real(command, cwd)
+        return await real(command, cwd, env)
 
     monkeypatch.setattr(builtins_module, "spawn", spy)
     assert run(tools(root)["shell"], command="echo hi").ok

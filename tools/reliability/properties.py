@@ -235,7 +235,7 @@ class ShellSpy:
         assert self._tmp is not None, "use ShellSpy as a context manager"
         return self._tmp.name
 
-    async def _spawn(self, command: str, cwd: Path) -> _NoProcess:
+    async def _spawn(self, command: str, cwd: Path, env: Any = None) -> _NoProcess:
         self.commands.append(command)
         return _NoProcess()
 

@@ -11,7 +11,15 @@ Two processes may write the same journal: WAL allows it, and a busy timeout
 makes a writer wait for the other instead of failing.
 
 Every string is passed through :func:`railings.redact.redact_json` before it is
-written: API keys and authorization headers never reach the journal.
+written: API keys and authorization headers never reach the journal, nor does
+the password of a base URL. Streamed text arrives already held back and
+redacted as joined text (:mod:`railings.agent.release`), so a key split across
+deltas is not stored piece by piece either.
+
+A damaged file is read, not fatal: a file that is not a usable database is a
+:class:`~railings.errors.ConfigurationError` (one line, exit 2 in the CLI), and
+a row whose data is not a JSON object comes back as an :class:`Entry` with
+``damaged`` saying why, while the rest of the session reads as usual.
 
 Entry kinds: ``session`` (start, with provider/model/base URL), ``user``
 (a task or chat line), ``turn_start``, ``delta`` (``{"kind": "text"|"thinking"|
@@ -28,6 +36,8 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,11 +93,26 @@ class SessionInfo:
 
 @dataclass(frozen=True, slots=True)
 class Entry:
+    """One row. ``damaged`` is None, or why the row could not be read (``data`` is then
+    empty)."""
+
     id: int
     turn: int | None
     kind: str
     data: dict[str, Any]
     at: float
+    damaged: str | None = None
+
+
+def _entry(row: tuple[Any, ...]) -> Entry:
+    ident, turn, kind, raw, at = row
+    try:
+        data = json.loads(raw)
+    except (TypeError, ValueError) as exc:
+        return Entry(ident, turn, str(kind), {}, at, f"its data is not valid JSON ({exc})")
+    if not isinstance(data, dict):
+        return Entry(ident, turn, str(kind), {}, at, "its data is not a JSON object")
+    return Entry(ident, turn, str(kind), data, at)
 
 
 class Journal:
@@ -166,13 +191,21 @@ class Journal:
 
     # -- reading -------------------------------------------------------------------------
 
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            raise ConfigurationError(f"the journal at {self.path} is damaged: {exc}") from None
+
     def sessions(self, limit: int = 50) -> list[SessionInfo]:
-        rows = self._db.execute(
-            "SELECT s.id, s.started_at, s.title, s.provider, s.model, s.status, s.ended_at,"
-            " (SELECT COUNT(*) FROM entries e WHERE e.session_id = s.id)"
-            " FROM sessions s ORDER BY s.started_at DESC LIMIT ?",
-            (limit,),
-        ).fetchall()
+        with self._reading():
+            rows = self._db.execute(
+                "SELECT s.id, s.started_at, s.title, s.provider, s.model, s.status, s.ended_at,"
+                " (SELECT COUNT(*) FROM entries e WHERE e.session_id = s.id)"
+                " FROM sessions s ORDER BY s.started_at DESC LIMIT ?",
+                (limit,),
+            ).fetchall()
         return [SessionInfo(*row) for row in rows]
 
     def session(self, session_id: str) -> SessionInfo | None:
@@ -180,14 +213,16 @@ class Journal:
         return matches[0] if len(matches) == 1 else None
 
     def entries(self, session_id: str) -> list[Entry]:
-        rows = self._db.execute(
-            "SELECT id, turn, kind, data, at FROM entries WHERE session_id = ? ORDER BY id",
-            (session_id,),
-        ).fetchall()
-        return [Entry(row[0], row[1], row[2], json.loads(row[3]), row[4]) for row in rows]
+        with self._reading():
+            rows = self._db.execute(
+                "SELECT id, turn, kind, data, at FROM entries WHERE session_id = ? ORDER BY id",
+                (session_id,),
+            ).fetchall()
+        return [_entry(row) for row in rows]
 
     def integrity(self) -> str:
-        row = self._db.execute("PRAGMA integrity_check").fetchone()
+        with self._reading():
+            row = self._db.execute("PRAGMA integrity_check").fetchone()
         return str(row[0])
 
     def close(self) -> None:

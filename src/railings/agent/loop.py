@@ -20,6 +20,11 @@ notice instead of a result, so the model resends it complete; an Anthropic
 
 Everything is journaled as it happens (see :mod:`railings.agent.journal`), and
 every step is also published to ``on_event`` for a view or an embedding program.
+Streamed text goes to both through :class:`~railings.agent.release.StreamRelease`:
+a registered secret the model streams in pieces is journaled and shown as the
+redaction marker, never whole; each released piece is journaled before it is
+published. (The turn itself, which goes back to the provider, keeps the text
+as it came.)
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from railings.agent.journal import Journal
+from railings.agent.release import StreamRelease
 from railings.dispatch import (
     Approver,
     BatchResult,
@@ -90,7 +96,9 @@ class TurnStarted:
 
 @dataclass(frozen=True, slots=True)
 class StreamDelta:
-    """One normalized stream event of the current turn, as it arrived."""
+    """One normalized stream event of the current turn, with registered secrets redacted:
+    a text event may be held back a few characters and released with the next one
+    (see :mod:`railings.agent.release`)."""
 
     number: int
     event: StreamEvent
@@ -233,15 +241,17 @@ class Agent:
         self._journal("turn_start", {}, turn=number)
         self._emit(TurnStarted(number))
         runner = SpeculativeRunner(self.tools)
+        release = StreamRelease()
         stream = self.client.stream_turn(self.messages, self._specs)
         try:
             async for event in stream:
                 runner.feed(event)
-                self._journal_delta(number, event)
-                self._emit(StreamDelta(number, event))
+                self._publish(number, release.feed(event))
         except BaseException:
+            self._publish(number, release.flush())
             await runner.cancel_all()
             raise
+        self._publish(number, release.flush())
         turn = stream.turn
         self._journal("turn_end", _turn_record(turn, stream.attempts), turn=number)
         return turn, runner
@@ -266,6 +276,11 @@ class Agent:
     def _journal(self, kind: str, data: dict[str, Any], *, turn: int | None = None) -> None:
         if self.journal is not None and self.session_id is not None:
             self.journal.write(self.session_id, kind, data, turn=turn)
+
+    def _publish(self, number: int, events: list[StreamEvent]) -> None:
+        for event in events:  # journaled first: nothing is shown that the journal lacks
+            self._journal_delta(number, event)
+            self._emit(StreamDelta(number, event))
 
     def _journal_delta(self, number: int, event: StreamEvent) -> None:
         match event:

@@ -7,6 +7,9 @@ countdown, the reason) while a transparent retry waits. Only foreground work
 reaches the banner: the transport never publishes background retries.
 
 Colours are off when the output is not a terminal or ``NO_COLOR`` is set.
+Streamed text arrives held back and redacted by the agent
+(:mod:`railings.agent.release`); what the view joins itself -- a call's
+arguments, a tool's result -- it redacts before it prints.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from railings.agent.loop import (
 )
 from railings.dispatch import OutcomeStatus
 from railings.events import RefusalDelta, TextDelta, ThinkingDelta
+from railings.redact import redact
 from railings.transport import BANNER, BannerState
 from railings.turn.model import Outcome, Turn
 from railings.turn.verdict import judge
@@ -44,12 +48,13 @@ _STATUS_STYLE = {
 
 
 def _clip(text: str, limit: int = 160) -> str:
-    text = text.replace("\n", "\\n")
+    text = redact(text).replace("\n", "\\n")
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} chars)"
 
 
 def _arguments(raw: str, limit: int = 160) -> str:
     """Arguments for display: long string values shortened, the shape kept."""
+    raw = redact(raw)  # before the cut: a cut through a key would hide it from redact
     try:
         value = json.loads(raw)
     except ValueError:
@@ -109,11 +114,8 @@ class TerminalView:
                             self.console.print(f"  [dim]notice sent: resend {name} complete[/]")
                             continue
                         style, label = _STATUS_STYLE[outcome.status]
-                        first = (
-                            outcome.content.strip().splitlines()[0]
-                            if outcome.content.strip()
-                            else ""
-                        )
+                        content = redact(outcome.content).strip()
+                        first = content.splitlines()[0] if content else ""
                         self.console.print(
                             f"  [{style}]{label}[/]: {escape(outcome.name)}"
                             f" [dim]{escape(_clip(first, 120))}[/]"

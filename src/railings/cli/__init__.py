@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from railings import __version__
 from railings.cli import agent, demo, kit, matrix
+from railings.cli import journal as journal_cmd
 from railings.cli import replay as replay_cmd
 from railings.cli._common import UsageError, fail
 from railings.errors import MissingDependency
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay_cmd.register(commands)
     kit.register(commands)
     agent.register(commands)
+    journal_cmd.register(commands)
     matrix.register(commands)
     demo.register(commands)
     return parser

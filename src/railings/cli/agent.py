@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import datetime
 import json
 import os
 import sys
@@ -18,12 +17,15 @@ from typing import Any, Literal
 from rich.console import Console
 from rich.markup import escape
 
-from railings.agent.journal import Journal, default_path
+from railings.agent.journal import default_path
 from railings.agent.loop import Agent, RunResult, RunStatus
 from railings.agent.view import TerminalView
 from railings.cli._common import UsageError, console, positive
+from railings.cli.journal import open_journal
 from railings.dispatch import Invocation, Tool, ToolRegistry, builtin_tools
+from railings.dispatch.shell import protect_process
 from railings.errors import ConfigurationError
+from railings.redact import redact_json
 from railings.replay import Replay, to_json
 from railings.transport import AsyncProviderClient, ClientConfig, Timeouts
 from railings.turn.verdict import judge
@@ -124,6 +126,15 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
         "--yes", action="store_true", help="allow every shell command without asking"
     )
     parser.add_argument(
+        "--pass-env",
+        action="append",
+        default=[],
+        metavar="NAMES",
+        help="let shell commands see these environment variables too (comma-separated, "
+        "repeatable; NAME* matches a prefix). Without it a command sees only PATH, HOME, "
+        "LANG, LC_*, TERM, TMPDIR, USER, LOGNAME, SHELL and TZ: never an API key",
+    )
+    parser.add_argument(
         "--idle-timeout",
         type=_seconds,
         default=30.0,
@@ -175,35 +186,6 @@ def register(commands: Any) -> None:
     )
     _agent_options(chat)
     chat.set_defaults(run=run_chat)
-
-    sessions = commands.add_parser(
-        "sessions",
-        help="list journaled sessions",
-        description="List the sessions in the journal, newest first.\n\n"
-        "exit codes: 0 listed; 2 usage error.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    sessions.add_argument(
-        "--journal", metavar="PATH", help=f"journal file (default: {default_path()})"
-    )
-    sessions.add_argument(
-        "--limit", type=positive, default=50, metavar="N", help="at most N (default 50)"
-    )
-    sessions.add_argument("--json", action="store_true", help="print JSON")
-    sessions.set_defaults(run=run_sessions)
-
-    show = commands.add_parser(
-        "show",
-        help="print one journaled session",
-        description="Print everything the journal holds for one session: the task, every streamed "
-        "delta, tool call, verdict, result and error.\n\nexit codes: 0 shown; 2 unknown session "
-        "or usage error.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    show.add_argument("session", metavar="ID", help="session id (a unique prefix is enough)")
-    show.add_argument("--journal", metavar="PATH", help=f"journal file (default: {default_path()})")
-    show.add_argument("--json", action="store_true", help="print JSON")
-    show.set_defaults(run=run_show)
 
 
 # -- choosing the endpoint -----------------------------------------------------------------
@@ -289,8 +271,19 @@ def _tool_names(args: argparse.Namespace) -> tuple[str, ...]:
     return wanted
 
 
-def _registry(names: tuple[str, ...], workdir: Path) -> ToolRegistry:
-    return ToolRegistry(t for t in builtin_tools(workdir) if t.name in names)
+def _pass_env(args: argparse.Namespace) -> tuple[str, ...]:
+    """The variables ``--pass-env`` names, checked before anything starts."""
+    names = tuple(n.strip() for given in args.pass_env for n in given.split(",") if n.strip())
+    for name in names:
+        bare = name.removesuffix("*")
+        if not bare or not all(c.isalnum() or c == "_" for c in bare):
+            raise UsageError(f"--pass-env: {name!r} is not a variable name (or NAME*)")
+    return names
+
+
+def _registry(names: tuple[str, ...], workdir: Path, pass_env: tuple[str, ...]) -> ToolRegistry:
+    tools = builtin_tools(workdir, pass_env=pass_env)
+    return ToolRegistry(t for t in tools if t.name in names)
 
 
 def _approver(args: argparse.Namespace, view_console: Console) -> Any:
@@ -357,24 +350,21 @@ def _transcript(results: list[tuple[str, RunResult]], endpoint: _Endpoint) -> di
     }
 
 
-def _open_journal(path: str | None) -> Journal:
-    try:
-        return Journal(path)
-    except ConfigurationError as exc:
-        raise UsageError(str(exc)) from None
-
-
 async def _session(args: argparse.Namespace, tasks: Any, *, interactive_session: bool) -> int:
     out = console(stderr=args.json)
+    # The keys are in this process's environment: closed to the commands it runs (see
+    # railings.dispatch.shell).
+    protect_process()
     names = _tool_names(args)
+    pass_env = _pass_env(args)
     with (
         _endpoint(args) as endpoint,
-        _open_journal(args.journal) as journal,
+        open_journal(args.journal) as journal,
         TerminalView(out) as view,
     ):
         if endpoint.note:
             print(f"railings: {endpoint.note}", file=sys.stderr)
-        registry = _registry(names, endpoint.workdir)
+        registry = _registry(names, endpoint.workdir, pass_env)
         results: list[tuple[str, RunResult]] = []
         code = 0
         async with AsyncProviderClient(endpoint.config) as client:
@@ -397,7 +387,10 @@ async def _session(args: argparse.Namespace, tasks: Any, *, interactive_session:
             single = len(results) == 1 and not interactive_session
             agent.close_session(results[0][1].status.value if single else "closed")
         if args.json:
-            sys.stdout.write(json.dumps(_transcript(results, endpoint), ensure_ascii=False) + "\n")
+            # Redacted whole: the turns' text is joined there, and the base URL may hold a
+            # password.
+            transcript = redact_json(_transcript(results, endpoint))
+            sys.stdout.write(json.dumps(transcript, ensure_ascii=False) + "\n")
         if results and results[-1][1].session_id:
             print(
                 f"railings: journal session {results[-1][1].session_id} in {journal.path}",
@@ -432,100 +425,3 @@ def run_chat(args: argparse.Namespace) -> int:
                 yield line
 
     return asyncio.run(_session(args, lines(), interactive_session=True))
-
-
-# -- the journal ----------------------------------------------------------------------------
-
-
-def run_sessions(args: argparse.Namespace) -> int:
-    with _open_journal(args.journal) as journal:
-        sessions = journal.sessions(limit=args.limit)
-    if args.json:
-        rows = [
-            {
-                "id": s.id,
-                "started_at": s.started_at,
-                "title": s.title,
-                "provider": s.provider,
-                "model": s.model,
-                "status": s.status,
-                "ended_at": s.ended_at,
-                "entries": s.entries,
-            }
-            for s in sessions
-        ]
-        sys.stdout.write(json.dumps(rows, ensure_ascii=False) + "\n")
-        return 0
-    out = console()
-    if not sessions:
-        out.print(f"no sessions in {args.journal or default_path()}")
-    for s in sessions:
-        when = datetime.datetime.fromtimestamp(s.started_at).strftime("%Y-%m-%d %H:%M")
-        out.print(
-            f"{s.id}  {when}  {s.status:<11} {escape(s.title[:70])}  [dim]({s.entries} entries)[/]"
-        )
-    return 0
-
-
-def run_show(args: argparse.Namespace) -> int:
-    with _open_journal(args.journal) as journal:
-        info = journal.session(args.session)
-        if info is None:
-            raise UsageError(f"show: no single session matches {args.session!r}")
-        entries = journal.entries(info.id)
-    if args.json:
-        payload = {
-            "id": info.id,
-            "title": info.title,
-            "status": info.status,
-            "provider": info.provider,
-            "model": info.model,
-            "entries": [
-                {"turn": e.turn, "kind": e.kind, "data": e.data, "at": e.at} for e in entries
-            ],
-        }
-        sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
-        return 0
-    out = console()
-    who = escape(f"{info.provider or ''} {info.model or ''}")
-    out.print(f"[bold]session {info.id}[/] ({info.status}) {who}")
-    mode = ""
-    for e in entries:
-        if e.kind == "delta" and e.data.get("kind") in ("text", "thinking", "refusal"):
-            if mode != e.data["kind"]:
-                if mode:
-                    out.print()
-                mode = e.data["kind"]
-                if mode != "text":
-                    out.print(f"[dim]{mode}:[/] ", end="")
-            out.print(escape(e.data["text"]), end="")
-            continue
-        if mode:
-            out.print()
-            mode = ""
-        if e.kind == "delta":
-            continue  # tool-call fragments: shown whole with their verdict at turn_end
-        if e.kind == "user":
-            out.print(f"[bold]you:[/] {escape(e.data.get('text', ''))}")
-        elif e.kind == "turn_start":
-            out.print(f"[dim]── turn {e.turn} ──[/]")
-        elif e.kind == "turn_end":
-            d = e.data
-            if d.get("outcome") != "complete":
-                why = str((d.get("error") or {}).get("message", ""))
-                out.print(f"[bold red]INCOMPLETE[/] ({escape(why)})")
-            for call in d.get("tool_calls", []):
-                verdict = (
-                    "run" if call["verdict"] == "execute" else f"NOT executed: {call['reason']}"
-                )
-                raw = escape(call["raw_arguments"][:120])
-                out.print(f"  tool [bold]{escape(call['name'])}[/] {raw} -> {verdict}")
-        elif e.kind == "tool_result":
-            out.print(
-                f"  [dim]{e.data.get('status')}:[/] {escape(e.data.get('content', '')[:200])}"
-            )
-        elif e.kind in ("error", "run_end", "end"):
-            out.print(f"[dim]{e.kind}:[/] {escape(json.dumps(e.data, ensure_ascii=False))}")
-    if mode:
-        out.print()
-    return 0

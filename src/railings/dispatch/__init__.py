@@ -50,12 +50,21 @@ from railings.dispatch.notices import (
 from railings.dispatch.outcome import BatchResult, Invocation, OutcomeStatus, ToolOutcome
 from railings.dispatch.schema import check_schema, derive_schema, schema_problems
 from railings.dispatch.speculative import SpeculativeRunner
-from railings.dispatch.tools import Execution, Tool, ToolFailure, ToolRegistry, execute, tool
+from railings.dispatch.tools import (
+    DEFAULT_TOOL_TIMEOUT,
+    Execution,
+    Tool,
+    ToolFailure,
+    ToolRegistry,
+    execute,
+    tool,
+)
 
 __all__ = [
     "ALLOW",
     "DEFAULT_MAX_OUTPUT",
     "DEFAULT_TIMEOUT",
+    "DEFAULT_TOOL_TIMEOUT",
     "DENIED_NOTICE",
     "LOOP_NOTICE",
     "SCHEMA_NOTICE",

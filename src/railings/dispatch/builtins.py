@@ -1,11 +1,18 @@
 """The built-in tools: ``shell``, ``read_file``, ``write_file`` and ``list_dir``.
 
-All four are confined to one working directory. A path is joined to it and
-resolved -- ``..`` collapsed, every symbolic link followed -- and must still lie
-inside it (``Path.is_relative_to``); otherwise the call fails with an error
-that says which way the path escaped (``..``, an absolute path, or a link).
-``shell`` starts its command in that directory; what the command itself then
-does is not confined (that is what the approval gate is for).
+All four are confined to one working directory. The file tools go through
+:class:`~railings.dispatch.files.Root`: a path is normalized against the root and
+then walked down one component at a time from a descriptor of the root, never
+following a link out, so a path that escapes -- by ``..``, as an absolute path,
+or through a link, even one swapped in while the tool runs -- fails with an
+error that says which way it escaped. Writes go through a temporary file
+renamed into place; FIFOs, sockets and devices are refused without blocking.
+
+``shell`` starts its command in that directory, under a supervisor, with an
+environment built from an allow-list (:mod:`railings.dispatch.shell`): the
+command never sees the user's keys, and nothing it starts outlives it. What the
+command itself then does is not confined (that is what the approval gate is
+for; docs/SECURITY.md draws the line).
 
 Every process is started by :func:`spawn`, and only there: a test can spy on
 that one function to prove what did -- and what never did -- reach a shell.
@@ -18,13 +25,20 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
-import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, TextIO
 
+from railings.dispatch.files import Root
 from railings.dispatch.notices import TRUNCATION_CONTRACT
+from railings.dispatch.shell import (
+    PIPE_GRACE,
+    STOP_GRACE,
+    command_environment,
+    exited,
+    stop,
+    supervised_argv,
+)
 from railings.dispatch.tools import Tool, ToolFailure, tool
 from railings.errors import ConfigurationError
 
@@ -34,17 +48,22 @@ DEFAULT_TIMEOUT = 60.0  # seconds a shell command may run
 MAX_TIMEOUT = 600.0  # the most a model may ask for
 DEFAULT_MAX_OUTPUT = 32_000  # bytes kept of each of stdout and stderr, and of a file read
 MAX_ENTRIES = 500  # list_dir entries shown
+FILE_TOOL_TIMEOUT = 60.0  # seconds a file tool may take (a slow network mount)
 
 
-async def spawn(command: str, cwd: Path) -> asyncio.subprocess.Process:
+async def spawn(
+    command: str, cwd: Path, env: Mapping[str, str] | None = None
+) -> asyncio.subprocess.Process:
     """Start ``command`` in a shell in ``cwd``: the one place railings starts a process.
 
-    It gets no stdin (a command waiting for input would only hang) and its own
-    process group, so a timeout kills whatever it started too.
+    It runs under the supervisor of :mod:`railings.dispatch.shell`, in a session
+    of its own, with ``env`` (default: :func:`command_environment`, the
+    allow-list alone) and no stdin (a command waiting for input would only hang).
     """
-    return await asyncio.create_subprocess_shell(
-        command,
+    return await asyncio.create_subprocess_exec(
+        *supervised_argv(command),
         cwd=cwd,
+        env=dict(command_environment() if env is None else env),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -53,27 +72,13 @@ async def spawn(command: str, cwd: Path) -> asyncio.subprocess.Process:
 
 
 def confine(root: Path, path: str) -> Path:
-    """``path`` resolved against ``root``; a :class:`ToolFailure` if it leads outside ``root``.
+    """Where ``path`` leads inside ``root``; a :class:`ToolFailure` if it leads outside ``root``.
 
-    ``root`` must already be resolved.
+    ``root`` must already be resolved. The file tools do not open what this
+    returns: they walk the path again from a descriptor of the root, so a link
+    swapped in after this check cannot take them out.
     """
-    if "\x00" in path:
-        raise ToolFailure(f"refused: the path {path!r} contains a NUL byte")
-    joined = root / path
-    try:
-        target = joined.resolve()
-    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python 3.11)
-        raise ToolFailure(f"refused: cannot resolve the path {path!r}: {exc}") from exc
-    if target.is_relative_to(root):
-        return target
-    if not Path(os.path.normpath(joined)).is_relative_to(root):
-        if Path(path).is_absolute():
-            why = "it is an absolute path outside the working directory"
-        else:
-            why = "its '..' components lead outside the working directory"
-    else:
-        why = "a symbolic link in it leads outside the working directory"
-    raise ToolFailure(f"refused: the path {path!r} is not inside the working directory: {why}")
+    return Root(root).resolve(path)
 
 
 class _Capture:
@@ -115,30 +120,12 @@ async def _drain(stream: asyncio.StreamReader | None, capture: _Capture) -> None
         capture.add(chunk)
 
 
-def _kill(process: asyncio.subprocess.Process) -> None:
-    if process.returncode is not None:
-        return
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError, AttributeError):
-        process.kill()
-
-
-def _open_regular(target: Path, path: str) -> TextIO:
-    """``target`` opened for reading text, if it is a regular file.
-
-    Opened without blocking and checked on the open descriptor, so a FIFO (whose
-    open would wait for a writer forever) or a device is refused, and cannot be
-    swapped in between a check and the open.
-    """
-    fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ToolFailure(f"refused: {path!r} is not a regular file")
-        return open(fd, encoding="utf-8", errors="replace", newline="")
-    except BaseException:
-        os.close(fd)
-        raise
+def _close(process: asyncio.subprocess.Process) -> None:
+    """Close the pipes of a process whose output is no longer read (one that escaped may
+    still hold them open)."""
+    transport = getattr(process, "_transport", None)  # asyncio exposes no public close
+    if transport is not None:
+        transport.close()
 
 
 def _lines(fh: TextIO, keep: int) -> Iterator[tuple[str, int]]:
@@ -173,25 +160,37 @@ def builtin_tools(
     *,
     timeout: float = DEFAULT_TIMEOUT,
     max_output: int = DEFAULT_MAX_OUTPUT,
+    pass_env: Iterable[str] = (),
 ) -> tuple[Tool, ...]:
     """``shell``, ``read_file``, ``write_file`` and ``list_dir``, confined to ``workdir``.
 
     ``timeout`` is the default for a shell command (the model may ask for up to
     :data:`MAX_TIMEOUT`); ``max_output`` caps each captured stream and each read.
+    ``pass_env`` names the environment variables a command may see beyond the
+    allow-list of :func:`~railings.dispatch.shell.command_environment` (a
+    trailing ``*`` matches a prefix); a name passed here is passed even when it
+    says KEY, TOKEN or SECRET.
     """
-    root = Path(workdir).resolve()
-    if not root.is_dir():
+    path = Path(workdir).resolve()
+    if not path.is_dir():
         raise ConfigurationError(f"working directory {str(workdir)!r} is not a directory")
     if max_output < 2:
         raise ConfigurationError("max_output must be at least 2 bytes")
+    root = Root(path)
     default_timeout = timeout
+    passed = tuple(pass_env)
+    shown = ", ".join(passed) if passed else "no other variable"
 
     @tool(
         repair=False,  # a command runs as the model wrote it, or not at all
+        timeout=MAX_TIMEOUT + STOP_GRACE + PIPE_GRACE + 30,  # its own limit ends it first
         description=(
-            f"Run a shell command in the working directory ({root}) and return its exit "
+            f"Run a shell command in the working directory ({path}) and return its exit "
             f"code, stdout and stderr. The command is killed after `timeout` seconds "
-            f"(default {timeout:g}, at most {MAX_TIMEOUT:g}); it gets no input. Output "
+            f"(default {timeout:g}, at most {MAX_TIMEOUT:g}); it gets no input, and what it "
+            f"starts in the background is killed when it ends. Its environment holds only "
+            f"PATH, HOME, LANG, LC_*, TERM, TMPDIR, USER, LOGNAME, SHELL and TZ, and "
+            f"{shown}: no API keys. Output "
             f"above {max_output} bytes per stream is cut, keeping its start and its end, "
             f"and the result says so. {TRUNCATION_CONTRACT}"
         ),
@@ -201,28 +200,39 @@ def builtin_tools(
         timeout: Annotated[float | None, "Seconds before the command is killed."] = None,
     ) -> str:
         limit = min(timeout if timeout and timeout > 0 else default_timeout, MAX_TIMEOUT)
-        process = await spawn(command, root)
+        process = await spawn(command, path, command_environment(passed))
         out, err = _Capture(max_output), _Capture(max_output)
+        drains = asyncio.gather(_drain(process.stdout, out), _drain(process.stderr, err))
+        code: int | None = None
+        open_pipes = False
         try:
-            async with asyncio.timeout(limit):
-                await asyncio.gather(_drain(process.stdout, out), _drain(process.stderr, err))
-                code = await process.wait()
-        except TimeoutError:
-            _kill(process)
-            await process.wait()
-            raise ToolFailure(
-                f"the command timed out after {limit:g} s and was killed; "
-                f"output so far:\n{_report(None, out, err)}"
-            ) from None
+            try:
+                async with asyncio.timeout(limit):
+                    code = await exited(process)
+            except TimeoutError:
+                await stop(process)  # the supervisor kills all the command started
+            try:
+                async with asyncio.timeout(PIPE_GRACE):  # output still in the pipes
+                    await asyncio.shield(drains)
+            except TimeoutError:
+                open_pipes = True  # something that escaped holds them: stop waiting
         finally:
-            if process.returncode is None:  # cancelled: leave nothing running
-                _kill(process)
-                await process.wait()
-        return _report(code, out, err)
+            await stop(process)  # cancelled: leave nothing running
+            drains.cancel()
+            _close(process)
+        report = _report(code, out, err)
+        if open_pipes:
+            report += "\n[... output after the command ended was not waited for]"
+        if code is None:
+            raise ToolFailure(
+                f"the command timed out after {limit:g} s and was killed; output so far:\n{report}"
+            )
+        return report
 
     @tool(
         read_only=True,
         speculative=True,
+        timeout=FILE_TOOL_TIMEOUT,
         description=(
             "Read a text file inside the working directory. Returns up to `limit` lines "
             f"from line `offset` (1-based), at most {max_output} bytes; the result says "
@@ -234,12 +244,11 @@ def builtin_tools(
         offset: Annotated[int, "The first line to return, from 1."] = 1,
         limit: Annotated[int | None, "How many lines at most."] = None,
     ) -> str:
-        target = confine(root, path)
         lines: list[str] = []
         size = 0
         line_no = 0
         try:
-            with _open_regular(target, path) as fh:
+            with _text(root.open_regular(path)) as fh:
                 for line_no, (line, length) in enumerate(_lines(fh, max_output + 1), start=1):
                     if line_no < offset:
                         continue
@@ -261,6 +270,7 @@ def builtin_tools(
 
     @tool(
         repair=False,  # the content is written as the model wrote it, or not at all
+        timeout=FILE_TOOL_TIMEOUT,
         description=(
             "Write a text file inside the working directory, creating missing parent "
             "directories. With `append`, add to the end of the file instead of replacing "
@@ -273,19 +283,17 @@ def builtin_tools(
         content: Annotated[str, "The text to write."],
         append: Annotated[bool, "Add to the end instead of replacing."] = False,
     ) -> str:
-        target = confine(root, path)
+        data = content.encode()
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with target.open("a" if append else "w", encoding="utf-8", newline="") as fh:
-                fh.write(content)
+            root.write(path, data, append=append)
         except OSError as exc:
             raise ToolFailure(f"cannot write {path!r}: {exc.strerror or exc}") from exc
-        size = len(content.encode())
-        return f"{'appended' if append else 'wrote'} {size} bytes to {path}"
+        return f"{'appended' if append else 'wrote'} {len(data)} bytes to {path}"
 
     @tool(
         read_only=True,
         speculative=True,
+        timeout=FILE_TOOL_TIMEOUT,
         description=(
             "List a directory inside the working directory, one entry per line, sorted; "
             f"directories end in '/', symbolic links in '@'. At most {MAX_ENTRIES} entries. "
@@ -293,18 +301,17 @@ def builtin_tools(
         ),
     )
     def list_dir(path: Annotated[str, "Relative to the working directory."] = ".") -> str:
-        target = confine(root, path)
         try:
-            with os.scandir(target) as scan:
-                entries = sorted(scan, key=lambda e: e.name)
+            entries = sorted(root.list(path))
         except OSError as exc:
             raise ToolFailure(f"cannot list {path!r}: {exc.strerror or exc}") from exc
-        names = [
-            e.name + ("@" if e.is_symlink() else "/" if e.is_dir() else "")
-            for e in entries[:MAX_ENTRIES]
-        ]
+        names = [name + kind for name, kind in entries[:MAX_ENTRIES]]
         if len(entries) > MAX_ENTRIES:
             names.append(f"[... {len(entries) - MAX_ENTRIES} more entries not shown]")
         return "\n".join(names) if names else "(empty directory)"
 
     return (shell, read_file, write_file, list_dir)
+
+
+def _text(fd: int) -> TextIO:
+    return open(fd, encoding="utf-8", errors="replace", newline="")

@@ -10,8 +10,15 @@ call. :func:`tool` makes one from a typed function::
         \"\"\"Count the words in a file.\"\"\"
 
 Calls always pass keyword arguments, ``function(**arguments)``. A coroutine
-function is awaited; a plain function runs in a worker thread, so a slow one
-does not stall the stream being read.
+function is awaited; a plain function runs in a worker thread of its own, so a
+slow one does not stall the stream being read.
+
+**Every call has a time limit**: ``timeout`` seconds (default
+:data:`DEFAULT_TOOL_TIMEOUT`), after which the call fails with a message that
+says so. A coroutine is cancelled then; a thread cannot be, so it is abandoned:
+it is a daemon thread, not one of the event loop's executor, and neither the
+loop's shutdown nor the interpreter's exit waits for it. A stuck tool (a FIFO
+opened for writing, a lock never released) never holds the agent up.
 
 ``speculative`` (start the call while the turn is still streaming, see
 :mod:`railings.dispatch.speculative`) is allowed only for ``read_only`` tools:
@@ -30,9 +37,13 @@ and ``write_file`` are made this way.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import inspect
 import json
+import math
 import re
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, overload
@@ -40,7 +51,17 @@ from typing import Any, overload
 from railings.dispatch.schema import check_schema, derive_schema, describe
 from railings.errors import ToolDefinitionError
 
-__all__ = ["Execution", "Tool", "ToolFailure", "ToolRegistry", "execute", "tool"]
+__all__ = [
+    "DEFAULT_TOOL_TIMEOUT",
+    "Execution",
+    "Tool",
+    "ToolFailure",
+    "ToolRegistry",
+    "execute",
+    "tool",
+]
+
+DEFAULT_TOOL_TIMEOUT = 120.0  # seconds a tool call may take unless the tool says otherwise
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # what both OpenAI and Anthropic accept
 
@@ -60,7 +81,8 @@ class Tool:
 
     ``parameters`` is the JSON Schema of the arguments object; ``description``
     is the manual the model reads; ``repair`` says whether arguments fixed by
-    the repair ladder may run (see the module docstring).
+    the repair ladder may run; ``timeout`` bounds each call in seconds (see the
+    module docstring).
     """
 
     name: str
@@ -70,6 +92,7 @@ class Tool:
     read_only: bool = False
     speculative: bool = False
     repair: bool = True
+    timeout: float = DEFAULT_TOOL_TIMEOUT
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -81,6 +104,16 @@ class Tool:
         if self.speculative and not self.read_only:
             raise ToolDefinitionError(
                 f"tool {self.name!r}: speculative start is only allowed for read-only tools"
+            )
+        if (
+            not isinstance(self.timeout, int | float)
+            or isinstance(self.timeout, bool)
+            or not math.isfinite(self.timeout)
+            or self.timeout <= 0
+        ):
+            raise ToolDefinitionError(
+                f"tool {self.name!r}: timeout must be a positive number of seconds, "
+                f"not {self.timeout!r}"
             )
         check_schema(self.parameters, self.name)
 
@@ -120,6 +153,7 @@ def tool(
     read_only: bool = False,
     speculative: bool = False,
     repair: bool = True,
+    timeout: float = DEFAULT_TOOL_TIMEOUT,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     function: Callable[..., Any] | None = None,
@@ -131,6 +165,7 @@ def tool(
     read_only: bool = False,
     speculative: bool = False,
     repair: bool = True,
+    timeout: float = DEFAULT_TOOL_TIMEOUT,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a :class:`Tool` from a function: ``@tool`` or ``@tool(read_only=True, ...)``.
 
@@ -149,6 +184,7 @@ def tool(
             read_only=read_only,
             speculative=speculative,
             repair=repair,
+            timeout=timeout,
         )
 
     return make if function is None else make(function)
@@ -213,20 +249,59 @@ class Execution:
 
 
 async def execute(target: Tool, arguments: Mapping[str, Any]) -> Execution:
-    """Run ``target`` with ``arguments``; any exception it raises becomes a failed
-    :class:`Execution`. Cancellation is not an exception of the tool: it propagates."""
+    """Run ``target`` with ``arguments`` within its ``timeout``; any exception it raises,
+    and the time limit passing, become a failed :class:`Execution`. Cancellation is
+    not an exception of the tool: it propagates."""
+    limit = asyncio.timeout(target.timeout)
     try:
-        if inspect.iscoroutinefunction(target.function):
-            value = await target.function(**arguments)
-        else:
-            value = await asyncio.to_thread(target.function, **arguments)
-            if inspect.isawaitable(value):
-                value = await value
+        async with limit:
+            if inspect.iscoroutinefunction(target.function):
+                value = await target.function(**arguments)
+            else:
+                value = await _in_thread(target, arguments)
+                if inspect.isawaitable(value):
+                    value = await value
     except ToolFailure as exc:
         return Execution(False, str(exc))
+    except TimeoutError as exc:
+        if not limit.expired():  # the tool's own TimeoutError
+            return Execution(False, f"{type(exc).__name__}: {exc}")
+        return Execution(
+            False,
+            f"the tool {target.name!r} did not finish within {target.timeout:g} s; "
+            "the call was abandoned and its result, if any, is discarded",
+        )
     except Exception as exc:
         return Execution(False, f"{type(exc).__name__}: {exc}")
     return Execution(True, _text(value))
+
+
+async def _in_thread(target: Tool, arguments: Mapping[str, Any]) -> Any:
+    """``target.function(**arguments)`` in a daemon thread of its own (see the module
+    docstring: a thread that never returns is abandoned, never joined)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if future.done():  # timed out or cancelled meanwhile
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def work() -> None:
+        try:
+            value, error = context.run(target.function, **arguments), None
+        except BaseException as exc:  # handed to the awaiting task, which decides
+            value, error = None, exc
+        # RuntimeError: the loop is gone, and nobody waits for this result any more.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=work, name=f"railings tool {target.name}", daemon=True).start()
+    return await future
 
 
 def _text(value: Any) -> str:

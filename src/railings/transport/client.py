@@ -33,6 +33,7 @@ import httpx2
 from railings import __version__
 from railings.errors import (
     BadRequest,
+    ConfigurationError,
     EventTooLarge,
     LocalError,
     MalformedStream,
@@ -50,7 +51,13 @@ from railings.messages import (
     openai_chat_body,
     openai_responses_body,
 )
-from railings.redact import install_log_redaction, register_secret
+from railings.redact import (
+    SECRET_HEADERS,
+    install_log_redaction,
+    redact,
+    register_secret,
+    register_url_secrets,
+)
 from railings.transport.attempt import empty_error, interrupted, read_bounded, within
 from railings.transport.banner import countdown
 from railings.transport.config import ClientConfig
@@ -88,8 +95,13 @@ class AsyncProviderClient:
         self, config: ClientConfig, *, transport: httpx2.AsyncBaseTransport | None = None
     ) -> None:
         self.config = config
-        # Its key is a secret from now on: redacted in errors, the journal and logs.
+        # Its key is a secret from now on: redacted in errors, the journal and logs; so are
+        # a password in the base URL and the value of every secret header configured.
         register_secret(config.api_key)
+        register_url_secrets(config.base_url)
+        for name, value in config.headers.items():
+            if name.lower() in SECRET_HEADERS:
+                register_secret(value)
         install_log_redaction()
         self._transport = transport
         self._clients: dict[bool, httpx2.AsyncClient] = {}
@@ -135,7 +147,10 @@ class AsyncProviderClient:
             client = httpx2.AsyncClient(
                 transport=transport,
                 timeout=self._timeout,
-                follow_redirects=True,
+                # Secrets never leave their origin: a redirect is not followed (httpx2 would
+                # strip only Authorization when it leaves the origin, not x-api-key, api-key
+                # or a configured header, and would resend the body); _open raises instead.
+                follow_redirects=False,
                 headers={"user-agent": f"railings/{__version__}"},
             )
             self._clients[http2] = client
@@ -373,6 +388,13 @@ class AsyncProviderClient:
             set_read_timeout(request.extensions, self._backstop())
             return response, deadline
         data = await read_bounded(response)
+        if 300 <= status < 400:
+            where = redact(response.headers.get("location", "nowhere"))
+            raise ConfigurationError(
+                f"HTTP {status}: the endpoint redirects to {where}; railings follows no "
+                "redirect, so the key and the conversation stay with the origin configured: "
+                "set the base URL to where the API is"
+            )
         if status >= 300 or b'"error"' in data:
             raise error_from_response(
                 status,
