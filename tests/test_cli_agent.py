@@ -284,3 +284,18 @@ def test_run_has_a_default_deadline_per_turn(tmp_path: Path) -> None:
     text = " ".join(done.stdout.split())
     assert "--content-idle S" in text and "(default 300)" in text
     assert "(default 1800, per attempt)" in text
+
+
+def test_show_with_an_ambiguous_prefix_lists_what_it_matched(tmp_path: Path) -> None:
+    with Journal(tmp_path / "journal.sqlite3") as journal:
+        ids = sorted(journal.start_session(f"task {n}") for n in range(3))
+    done = railings(tmp_path, "show", "")
+    assert done.returncode == 2 and done.stdout == ""
+    head, _, listed = done.stderr.strip().rpartition(": ")
+    assert head == "railings: show: 3 sessions start with ''"
+    assert sorted(listed.split(", ")) == ids
+    missing = railings(tmp_path, "show", "zzz")
+    assert missing.returncode == 2
+    assert "no session id starts with 'zzz' (railings sessions lists them)" in missing.stderr
+    one = railings(tmp_path, "show", ids[0][:8])
+    assert one.returncode == 0 and f"session {ids[0]}" in one.stdout
