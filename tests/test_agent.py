@@ -161,3 +161,33 @@ def test_turn_limit(tmp_path: Path) -> None:
 
         result = asyncio.run(main())
     assert result.status is RunStatus.TURN_LIMIT and len(result.turns) == 2
+
+
+def test_the_blocking_client_and_the_blocking_run_fit_together(tmp_path: Path) -> None:
+    # Agent(ProviderClient(config), tools).run(task): both blocking forms, one real tool call.
+    from railings.errors import ConfigurationError
+    from railings.transport import ProviderClient
+
+    script = Script.from_dict(
+        {
+            "turns": [
+                {
+                    "tool_calls": [
+                        {"name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}
+                    ]
+                },
+                {"text": "Written."},
+            ]
+        }
+    )
+    with ScriptedServer(script) as server:
+        config = ClientConfig(
+            provider="openai", model="m", base_url=server.openai_base_url, api_key="x"
+        )
+        with ProviderClient(config) as client:
+            agent = Agent(client, ToolRegistry(builtin_tools(tmp_path)))
+            result = agent.run("write a.txt")
+            assert result.status is RunStatus.COMPLETED and result.text == "Written."
+            assert (tmp_path / "a.txt").read_text() == "x"
+            with pytest.raises(ConfigurationError, match=r"agent\.run\(task\)"):
+                asyncio.run(agent.arun("again"))

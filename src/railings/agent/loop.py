@@ -48,7 +48,7 @@ from railings.dispatch import (
     default_chain,
     needs_approval_unless_read_only,
 )
-from railings.errors import CircuitOpen, RailingsError
+from railings.errors import CircuitOpen, ConfigurationError, RailingsError
 from railings.events import (
     RefusalDelta,
     StreamEvent,
@@ -58,7 +58,7 @@ from railings.events import (
     ToolCallStart,
 )
 from railings.messages import Assistant, Message, System, ToolResult, ToolSpec, User
-from railings.transport import AsyncProviderClient
+from railings.transport import AsyncProviderClient, ProviderClient
 from railings.turn.model import Outcome, Turn
 from railings.turn.verdict import judge
 
@@ -154,7 +154,7 @@ class Agent:
     call continues the same conversation (what ``railings chat`` does).
     """
 
-    client: AsyncProviderClient
+    client: AsyncProviderClient | ProviderClient
     tools: ToolRegistry
     system: str | None = DEFAULT_SYSTEM
     max_turns: int = 20
@@ -179,11 +179,28 @@ class Agent:
     # -- public API --------------------------------------------------------------------
 
     def run(self, task: str) -> RunResult:
-        """Run ``task`` to the end (blocking)."""
+        """Run ``task`` to the end (blocking), with either client: a blocking
+        :class:`~railings.transport.ProviderClient` runs it on its own event loop."""
+        if isinstance(self.client, ProviderClient):
+            return self.client.block_on(self.arun(task))
         return asyncio.run(self.arun(task))
 
+    @property
+    def _streaming(self) -> AsyncProviderClient:
+        """The async client the turns stream through (a blocking client's own one)."""
+        if isinstance(self.client, ProviderClient):
+            if not self.client.on_own_loop():
+                raise ConfigurationError(
+                    "an Agent with a blocking ProviderClient runs with agent.run(task); "
+                    "await agent.arun(task) needs an AsyncProviderClient"
+                )
+            return self.client.async_client
+        return self.client
+
     async def arun(self, task: str) -> RunResult:
-        """Run ``task`` to the end."""
+        """Run ``task`` to the end (with an :class:`~railings.transport.AsyncProviderClient`;
+        a blocking client runs through :meth:`run`)."""
+        self._streaming  # noqa: B018 -- refuse a blocking client here, before anything runs
         self._start_session(task)
         self._journal("user", {"text": task})
         self.messages.append(User(task))
@@ -242,7 +259,7 @@ class Agent:
         self._emit(TurnStarted(number))
         runner = SpeculativeRunner(self.tools)
         release = StreamRelease()
-        stream = self.client.stream_turn(self.messages, self._specs)
+        stream = self._streaming.stream_turn(self.messages, self._specs)
         try:
             async for event in stream:
                 runner.feed(event)

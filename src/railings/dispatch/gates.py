@@ -36,6 +36,7 @@ __all__ = [
     "ApprovalGate",
     "Approver",
     "Decision",
+    "Denied",
     "Dispatch",
     "Gate",
     "Refuse",
@@ -141,8 +142,16 @@ class SchemaGate(Gate):
         return Refuse(OutcomeStatus.ERROR, notice)
 
 
-Approver = Callable[[Invocation], bool | Awaitable[bool]]
-"""``approve(call) -> bool``, plain or async: True runs the call, False denies it."""
+@dataclass(frozen=True, slots=True)
+class Denied:
+    """An approver's refusal with its reason, told to the model in the notice (a bare
+    ``False`` reads "the user declined to run it")."""
+
+    reason: str
+
+
+Approver = Callable[[Invocation], bool | Denied | Awaitable[bool | Denied]]
+"""``approve(call)``, plain or async: True runs the call; False or :class:`Denied` denies it."""
 
 
 def needs_approval_unless_read_only(tool: Tool) -> bool:
@@ -180,4 +189,6 @@ class ApprovalGate(Gate):
             answer = await answer
         if answer is True:
             return ALLOW
-        return Refuse(OutcomeStatus.DENIED, DENIED_NOTICE.format(name=call.name, id=call.id or "-"))
+        reason = answer.reason if isinstance(answer, Denied) else "the user declined to run it"
+        notice = DENIED_NOTICE.format(name=call.name, id=call.id or "-", reason=reason)
+        return Refuse(OutcomeStatus.DENIED, notice)

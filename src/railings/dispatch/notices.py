@@ -45,7 +45,7 @@ UNKNOWN_TOOL_NOTICE = (
 )
 
 DENIED_NOTICE = (
-    "Tool call {name!r} (id {id}) was NOT executed: the user declined to run it. "
+    "Tool call {name!r} (id {id}) was NOT executed: {reason}. "
     "Do not resend it unchanged; ask the user or try something else."
 )
 

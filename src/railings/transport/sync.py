@@ -155,6 +155,24 @@ class ProviderClient:
         """The configuration the client was built with."""
         return self._client.config
 
+    @property
+    def async_client(self) -> AsyncProviderClient:
+        """The async client behind this one; use it only in coroutines given to
+        :meth:`block_on` (it lives on this client's private event loop)."""
+        return self._client
+
+    def block_on(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on this client's event loop and block until it returns: how async
+        code that holds this client (``Agent.run``) uses :attr:`async_client`."""
+        return self._runner.run(coro)
+
+    def on_own_loop(self) -> bool:
+        """True when called from a coroutine running on this client's event loop."""
+        try:
+            return asyncio.get_running_loop() is self._runner.loop
+        except RuntimeError:
+            return False
+
     def stream_turn(
         self,
         messages: Iterable[Message],
