@@ -118,6 +118,7 @@ def test_partial_turn_exits_3(tmp_path: Path) -> None:
 def test_authentication_error_exits_1_with_one_line(tmp_path: Path) -> None:
     script = {"api_key": "sk-right-key-123", "turns": [{"text": "hi"}]}
     with ScriptedServer(Script.from_dict(script)) as server:
+        base_url = server.openai_base_url
         done = railings(
             tmp_path,
             "run",
@@ -125,16 +126,16 @@ def test_authentication_error_exits_1_with_one_line(tmp_path: Path) -> None:
             "--provider",
             "openai",
             "--base-url",
-            server.openai_base_url,
+            base_url,
             OPENAI_API_KEY="sk-wrong-key-456789",
         )
     assert done.returncode == 1
-    errors = [
-        line
-        for line in done.stderr.splitlines()
-        if line.startswith("railings: ") and "journal" not in line
-    ]
+    where, *rest = [line for line in done.stderr.splitlines() if line.startswith("railings: ")]
+    # Before the first request: where the turns go, and which variable the key came from.
+    assert where == (f"railings: openai model gpt-4.1-mini at {base_url} (key from OPENAI_API_KEY)")
+    errors = [line for line in rest if "journal" not in line]
     assert len(errors) == 1 and "Traceback" not in done.stderr
+    assert "Incorrect API key" not in done.stdout  # printed once, on stderr
     assert "sk-wrong-key-456789" not in done.stderr + done.stdout
 
 
@@ -299,3 +300,129 @@ def test_show_with_an_ambiguous_prefix_lists_what_it_matched(tmp_path: Path) -> 
     assert "no session id starts with 'zzz' (railings sessions lists them)" in missing.stderr
     one = railings(tmp_path, "show", ids[0][:8])
     assert one.returncode == 0 and f"session {ids[0]}" in one.stdout
+
+
+# -- what a newcomer meets ---------------------------------------------------------------------
+
+
+def test_a_public_api_without_its_key_is_refused_before_the_network(tmp_path: Path) -> None:
+    done = railings(tmp_path, "run", "x", "--provider", "anthropic")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip() == (
+        "railings: --provider anthropic needs ANTHROPIC_API_KEY in the environment "
+        "(for https://api.anthropic.com); --demo runs the embedded scripted model instead"
+    )
+
+
+def test_demo_uses_the_embedded_model_whatever_the_environment_holds(tmp_path: Path) -> None:
+    done = railings(tmp_path, "run", "write a report", "--demo", OPENAI_API_KEY="sk-real-0000")
+    assert done.returncode == 0, done.stderr
+    assert "railings: --demo: using the embedded scripted model" in done.stderr
+    clash = railings(tmp_path, "run", "x", "--demo", "--provider", "openai")
+    assert clash.returncode == 2 and "--demo uses the embedded scripted model" in clash.stderr
+
+
+def _shell_script(command: str) -> Script:
+    return Script.from_dict(
+        {
+            "turns": [
+                {"tool_calls": [{"name": "shell", "arguments": {"command": command}}]},
+                {"text": "Done."},
+            ]
+        }
+    )
+
+
+def test_without_a_terminal_or_yes_the_notice_says_why_not(tmp_path: Path) -> None:
+    with ScriptedServer(_shell_script("touch RAN")) as server:
+        base_url = server.openai_base_url
+        done = railings(
+            tmp_path,
+            "run",
+            "x",
+            "--provider",
+            "openai",
+            "--base-url",
+            base_url,
+            "--json",
+            OPENAI_API_KEY="sk-test-0000",
+        )
+        sent = server.requests[-1].body["messages"][-1]["content"]
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "RAN").exists()
+    assert "no terminal to ask on (the user can allow them with --yes)" in sent
+    assert "declined" not in sent  # nobody declined: nobody was asked
+
+
+def test_a_shell_calls_output_is_shown(tmp_path: Path) -> None:
+    with ScriptedServer(_shell_script("echo first-line; echo second-line")) as server:
+        base_url = server.openai_base_url
+        done = railings(
+            tmp_path,
+            "run",
+            "x",
+            "--provider",
+            "openai",
+            "--base-url",
+            base_url,
+            "--yes",
+            OPENAI_API_KEY="sk-test-0000",
+        )
+    assert done.returncode == 0, done.stderr
+    assert "first-line" in done.stdout and "second-line" in done.stdout
+
+
+def test_chat_commands_are_never_sent_to_the_model(tmp_path: Path) -> None:
+    script = Script.from_dict({"turns": [{"text": "Hello."}]})
+    with ScriptedServer(script) as server:
+        base_url = server.openai_base_url
+        done = railings(
+            tmp_path,
+            "chat",
+            "--provider",
+            "openai",
+            "--base-url",
+            base_url,
+            stdin="/help\n/nonsense x\nhi\n/exit\n",
+            OPENAI_API_KEY="sk-test-0000",
+        )
+        asked = [r.body["messages"][-1]["content"] for r in server.requests]
+    assert done.returncode == 0, done.stderr
+    assert asked == ["hi"]
+    assert "/exit, /quit  end the chat" in done.stderr
+    assert "unknown command /nonsense (/help lists them)" in done.stderr
+
+
+def test_ctrl_c_at_the_chat_prompt_ends_the_process(tmp_path: Path) -> None:
+    # A real terminal: the child gets the pseudo-terminal as its controlling tty, so ^C
+    # from the line discipline is a SIGINT, as when a person presses it.
+    import pty
+    import select
+
+    env = _env(tmp_path)
+    pid, master = pty.fork()
+    if pid == 0:  # the child: becomes railings chat
+        os.chdir(tmp_path)
+        os.execve(sys.executable, [sys.executable, "-m", "railings", "chat", "--demo"], env)
+    seen = b""
+    try:
+        while b"you> " not in seen:  # bounded by the suite's timeout
+            ready, _, _ = select.select([master], [], [], 60)
+            assert ready, seen
+            seen += os.read(master, 4096)
+        os.write(master, b"\x03")
+        while True:
+            ready, _, _ = select.select([master], [], [], 60)
+            assert ready, f"still running after ^C: {seen!r}"
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # the child closed the terminal: it has exited
+                break
+            if not chunk:
+                break
+            seen += chunk
+        _, status = os.waitpid(pid, 0)
+    finally:
+        os.close(master)
+    assert os.waitstatus_to_exitcode(status) == 130, seen
+    assert b"railings: interrupted" in seen

@@ -47,6 +47,9 @@ _STATUS_STYLE = {
 }
 
 
+OUTPUT_LINES = 12  # lines of a tool's output shown after its first
+
+
 def _clip(text: str, limit: int = 160) -> str:
     text = redact(text).replace("\n", "\\n")
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} chars)"
@@ -114,15 +117,23 @@ class TerminalView:
                             self.console.print(f"  [dim]notice sent: resend {name} complete[/]")
                             continue
                         style, label = _STATUS_STYLE[outcome.status]
-                        content = redact(outcome.content).strip()
-                        first = content.splitlines()[0] if content else ""
+                        lines = redact(outcome.content).strip().splitlines() or [""]
                         self.console.print(
                             f"  [{style}]{label}[/]: {escape(outcome.name)}"
-                            f" [dim]{escape(_clip(first, 120))}[/]"
+                            f" [dim]{escape(_clip(lines[0], 120))}[/]"
                         )
+                        self._output(lines[1:])
                 case RunEnded(result=result):
                     self._end_line()
                     self._run_end(result.status, result.error)
+
+    def _output(self, lines: list[str]) -> None:
+        """What a tool returned after its first line (a command's output), up to
+        ``OUTPUT_LINES`` lines, each clipped."""
+        for line in lines[:OUTPUT_LINES]:
+            self.console.print(f"    [dim]{escape(_clip(line, 160))}[/]")
+        if len(lines) > OUTPUT_LINES:
+            self.console.print(f"    [dim]... {len(lines) - OUTPUT_LINES} more lines[/]")
 
     def _stream(self, mode: str, text: str, style: str) -> None:
         if self._mode != mode:
@@ -178,7 +189,8 @@ class TerminalView:
         }
         line = messages[status]
         if error is not None:
-            line += f": {escape(str(error))}"
+            # Its class only: the command line prints the message, once, on stderr.
+            line += f": {escape(type(error).__name__)}"
         self.console.print(line)
 
     # -- the retry banner ----------------------------------------------------------------

@@ -9,6 +9,7 @@ import json
 import os
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,12 +23,13 @@ from railings.agent.loop import Agent, RunResult, RunStatus
 from railings.agent.view import TerminalView
 from railings.cli._common import UsageError, console, positive
 from railings.cli.journal import open_journal
-from railings.dispatch import Invocation, Tool, ToolRegistry, builtin_tools
+from railings.dispatch import Denied, Invocation, Tool, ToolRegistry, builtin_tools
 from railings.dispatch.shell import protect_process
 from railings.errors import ConfigurationError
-from railings.redact import redact_json
+from railings.redact import redact, redact_json
 from railings.replay import Replay, to_json
 from railings.transport import AsyncProviderClient, ClientConfig, Timeouts
+from railings.transport.config import DEFAULT_BASE_URLS
 from railings.turn.verdict import judge
 
 __all__ = ["register"]
@@ -42,11 +44,13 @@ exit codes:
 """
 
 PROVIDER_CHOICE = """\
-which endpoint: --provider / --base-url / --model first; else an API key in the
-environment picks the real API (ANTHROPIC_API_KEY -> anthropic, OPENAI_API_KEY ->
-openai; OPENAI_BASE_URL / ANTHROPIC_BASE_URL are honoured); else the embedded
-scripted model server starts in-process with a demonstration script (no key, no
-network) in a fresh temporary working directory, and railings says so.
+which endpoint: --demo forces the embedded scripted model; else --provider /
+--base-url / --model first; else an API key in the environment picks the real API
+(ANTHROPIC_API_KEY -> anthropic, OPENAI_API_KEY -> openai; OPENAI_BASE_URL /
+ANTHROPIC_BASE_URL are honoured); else the embedded scripted model server starts
+in-process with a demonstration script (no key, no network) in a fresh temporary
+working directory. Either way, one line on stderr says where the turns go before
+the first request. A provider's public API without its key is refused at once.
 
 shell commands ask for confirmation on a terminal; --yes allows all; without a
 terminal nothing is confirmed unless --yes is given.
@@ -61,6 +65,11 @@ CHAT_HELP = (
     + "\n"
     + EXIT_CODES
 )
+CHAT_COMMANDS = """\
+/help         this list
+/exit, /quit  end the chat (so do Ctrl-D and Ctrl-C)
+anything else is sent to the model"""
+
 DEFAULT_MODELS = {
     "openai": "gpt-4.1-mini",
     "anthropic": "claude-sonnet-4-5",
@@ -86,6 +95,11 @@ def _seconds(text: str) -> float:
 
 
 def _agent_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="use the embedded scripted model (no key, no network), whatever the environment holds",
+    )
     parser.add_argument(
         "--provider",
         choices=("openai", "anthropic", "openai-responses"),
@@ -201,9 +215,13 @@ class _Endpoint:
 @contextlib.contextmanager
 def _endpoint(args: argparse.Namespace) -> Iterator[_Endpoint]:
     """The endpoint the flags and environment choose, with the embedded server if none."""
+    if args.demo and (args.provider or args.base_url or args.model):
+        raise UsageError(
+            "--demo uses the embedded scripted model: drop --provider/--base-url/--model"
+        )
     explicit = args.provider or args.base_url or args.model
     provider: Literal["openai", "anthropic", "openai-responses"] | None = args.provider
-    if provider is None and not explicit:
+    if provider is None and not explicit and not args.demo:
         if os.environ.get("ANTHROPIC_API_KEY"):
             provider = "anthropic"
         elif os.environ.get("OPENAI_API_KEY"):
@@ -229,8 +247,9 @@ def _endpoint(args: argparse.Namespace) -> Iterator[_Endpoint]:
                 max_tokens=args.max_tokens or DEMO_MAX_TOKENS,
                 timeouts=timeouts,
             )
+            why = "--demo" if args.demo else "no API key in the environment"
             note = (
-                f"no API key in the environment: using the embedded scripted model "
+                f"{why}: using the embedded scripted model "
                 f"(a demonstration, no network) at {server.url}, workdir {workdir}"
             )
             yield _Endpoint(config, workdir, note)
@@ -246,7 +265,17 @@ def _endpoint(args: argparse.Namespace) -> Iterator[_Endpoint]:
         )
     except ConfigurationError as exc:
         raise UsageError(str(exc)) from None
-    yield _Endpoint(config, _workdir(args.workdir or "."), None)
+    if not config.api_key and config.base_url == DEFAULT_BASE_URLS[provider]:
+        # The public API answers 401 without a key: say so now, not after the network.
+        raise UsageError(
+            f"--provider {provider} needs {config.key_variable} in the environment "
+            f"(for {config.base_url}); --demo runs the embedded scripted model instead"
+        )
+    where = redact(
+        f"{provider} model {config.model} at {config.base_url}"
+        + (f" (key from {config.key_variable})" if config.api_key else " (no key)")
+    )
+    yield _Endpoint(config, _workdir(args.workdir or "."), where)
 
 
 def _workdir(path: str) -> Path:
@@ -286,24 +315,54 @@ def _registry(names: tuple[str, ...], workdir: Path, pass_env: tuple[str, ...]) 
     return ToolRegistry(t for t in tools if t.name in names)
 
 
+NO_TERMINAL = Denied(
+    "shell commands need the user's approval, and this run has no terminal to ask on "
+    "(the user can allow them with --yes)"
+)
+
+
+async def _read_line(prompt: str = "") -> str:
+    """One line of standard input, read in a daemon thread: Ctrl-C ends the process at
+    once instead of waiting for a thread stuck in ``input()`` (``asyncio.to_thread``
+    would: its executor is joined at exit). EOF raises :class:`EOFError`."""
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[str] = loop.create_future()
+
+    def settle(line: str | None, error: BaseException | None) -> None:
+        if answer.done():
+            return
+        if error is not None:
+            answer.set_exception(error)
+        else:
+            answer.set_result(line or "")
+
+    def read() -> None:
+        try:
+            line = input(prompt)
+        except BaseException as exc:  # EOFError, or the interpreter going away
+            loop.call_soon_threadsafe(settle, None, exc)
+        else:
+            loop.call_soon_threadsafe(settle, line, None)
+
+    threading.Thread(target=read, name="railings-stdin", daemon=True).start()
+    return await answer
+
+
 def _approver(args: argparse.Namespace, view_console: Console) -> Any:
     if args.yes:
         return lambda invocation: True
     if not sys.stdin.isatty():
-        return lambda invocation: False
-
-    def ask(invocation: Invocation) -> bool:
-        command = (invocation.verdict.arguments or {}).get("command", "")
-        view_console.print(
-            f"[bold]run shell command?[/] {escape(str(command))} [dim][y/N][/] ", end=""
-        )
-        try:
-            return input().strip().lower() in ("y", "yes")
-        except EOFError:
-            return False
+        return lambda invocation: NO_TERMINAL
 
     async def approve(invocation: Invocation) -> bool:
-        return await asyncio.to_thread(ask, invocation)
+        command = (invocation.verdict.arguments or {}).get("command", "")
+        view_console.print(
+            f"[bold]run shell command?[/] {escape(str(command))} [dim]\\[y/N][/] ", end=""
+        )
+        try:
+            return (await _read_line()).strip().lower() in ("y", "yes")
+        except EOFError:
+            return False
 
     return approve
 
@@ -383,6 +442,7 @@ async def _session(args: argparse.Namespace, tasks: Any, *, interactive_session:
                 results.append((task, result))
                 code = _exit_code(result)
                 if result.status is RunStatus.ERROR and result.error is not None:
+                    # The one place the error's message is printed (the view names its class).
                     print(f"railings: {result.error}", file=sys.stderr)
             single = len(results) == 1 and not interactive_session
             agent.close_session(results[0][1].status.value if single else "closed")
@@ -415,12 +475,19 @@ def run_chat(args: argparse.Namespace) -> int:
     async def lines() -> Any:
         while True:
             try:
-                line = await asyncio.to_thread(input, "you> " if interactive else "")
+                line = (await _read_line("you> " if interactive else "")).strip()
             except EOFError:
                 return
-            line = line.strip()
             if line in ("/exit", "/quit"):
                 return
+            if line.startswith("/"):  # a command for chat itself: never sent to the model
+                print(
+                    CHAT_COMMANDS
+                    if line == "/help"
+                    else f"unknown command {line.split()[0]} (/help lists them)",
+                    file=sys.stderr,
+                )
+                continue
             if line:
                 yield line
 
