@@ -426,3 +426,23 @@ def test_ctrl_c_at_the_chat_prompt_ends_the_process(tmp_path: Path) -> None:
         os.close(master)
     assert os.waitstatus_to_exitcode(status) == 130, seen
     assert b"railings: interrupted" in seen
+
+
+def test_reading_a_journal_never_creates_one(tmp_path: Path) -> None:
+    typo = tmp_path / "typo.sqlite3"
+    for command in (["sessions"], ["show", "abc"]):
+        done = railings(tmp_path, *command, "--journal", str(typo))
+        assert done.returncode == 2 and f"--journal {typo}: no such file" in done.stderr
+    assert not typo.exists()
+    fresh = railings(tmp_path, "sessions")  # RAILINGS_JOURNAL points at a file not made yet
+    assert fresh.returncode == 0 and "no sessions yet" in fresh.stdout
+    assert json.loads(railings(tmp_path, "sessions", "--json").stdout) == []
+    assert not (tmp_path / "journal.sqlite3").exists()
+
+
+def test_a_run_never_creates_the_folders_of_a_journal_path(tmp_path: Path) -> None:
+    where = tmp_path / "no" / "such" / "dir" / "j.sqlite3"
+    done = railings(tmp_path, "run", "x", "--demo", "--journal", str(where))
+    assert done.returncode == 2
+    assert f"no such directory {where.parent}" in done.stderr
+    assert not (tmp_path / "no").exists()

@@ -418,7 +418,7 @@ async def _session(args: argparse.Namespace, tasks: Any, *, interactive_session:
     pass_env = _pass_env(args)
     with (
         _endpoint(args) as endpoint,
-        open_journal(args.journal) as journal,
+        open_journal(args.journal, create=True) as journal,
         TerminalView(out) as view,
     ):
         if endpoint.note:

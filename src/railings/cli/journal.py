@@ -13,6 +13,7 @@ import argparse
 import datetime
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from rich.markup import escape
@@ -58,8 +59,21 @@ def register(commands: Any) -> None:
     show.set_defaults(run=run_show)
 
 
-def open_journal(path: str | None) -> Journal:
-    """The journal at ``path`` (default: :func:`default_path`), or a one-line usage error."""
+def open_journal(path: str | None, *, create: bool) -> Journal:
+    """The journal at ``path`` (default: :func:`default_path`), or a one-line usage error.
+
+    Only a run creates a journal (``create``), and only the default one gets its folder
+    made: reading a mistyped path, or writing into a folder that does not exist, is an
+    error, not a new empty file or a new tree of folders.
+    """
+    if path is not None:
+        given = Path(path).expanduser()
+        if not create and not given.exists():
+            raise UsageError(f"--journal {path}: no such file")
+        if create and not given.parent.is_dir():
+            raise UsageError(f"--journal {path}: no such directory {given.parent}")
+    elif not create and not default_path().exists():
+        raise UsageError(f"no journal yet at {default_path()}: railings run or chat makes one")
     try:
         journal = Journal(path)
     except ConfigurationError as exc:
@@ -109,7 +123,13 @@ def redacted_entries(entries: list[Entry]) -> list[Entry]:
 
 
 def run_sessions(args: argparse.Namespace) -> int:
-    with open_journal(args.journal) as journal:
+    if args.journal is None and not default_path().exists():
+        if args.json:
+            sys.stdout.write("[]\n")
+        else:
+            console().print(f"no sessions yet ({default_path()} is made by railings run or chat)")
+        return 0
+    with open_journal(args.journal, create=False) as journal:
         try:
             sessions = journal.sessions(limit=args.limit)
         except ConfigurationError as exc:
@@ -156,7 +176,7 @@ def _find(journal: Journal, prefix: str) -> SessionInfo:
 
 def run_show(args: argparse.Namespace) -> int:
     """``railings show SESSION``: one journaled session, redacted, as text or ``--json``."""
-    with open_journal(args.journal) as journal:
+    with open_journal(args.journal, create=False) as journal:
         try:
             info = _find(journal, args.session)
             entries = redacted_entries(journal.entries(info.id))
