@@ -37,6 +37,8 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Text:
+    """Text the model wrote (a refusal is kept as text too)."""
+
     text: str
 
 
@@ -105,11 +107,16 @@ Block = Text | Thinking | RedactedThinking | ToolUse | ServerBlock | ResponsesIt
 
 @dataclass(frozen=True, slots=True)
 class System:
+    """Instructions: a system message for Chat Completions, the top-level ``instructions``
+    for Responses and ``system`` for Anthropic (several are joined by a blank line)."""
+
     text: str
 
 
 @dataclass(frozen=True, slots=True)
 class User:
+    """What the user said: a task or a chat line."""
+
     text: str
 
 
@@ -158,10 +165,12 @@ class Assistant:
 
     @property
     def text(self) -> str:
+        """The text blocks joined, without thinking or tool calls."""
         return "".join(block.text for block in self.blocks if isinstance(block, Text))
 
     @property
     def tool_calls(self) -> tuple[ToolUse, ...]:
+        """The local tool calls, in the order the model made them."""
         return tuple(block for block in self.blocks if isinstance(block, ToolUse))
 
 

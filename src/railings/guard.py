@@ -307,6 +307,8 @@ class GuardTransport(httpx2.BaseTransport):
         self._content_idle = content_idle
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        """Send ``request`` through the inner transport; a watched stream comes back
+        wrapped, to raise when it ends without its proof. Anything else is untouched."""
         _ask_readable(request)
         response = self._inner.handle_request(request)
         if isinstance(response.stream, httpx2.SyncByteStream):
@@ -316,6 +318,7 @@ class GuardTransport(httpx2.BaseTransport):
         return response
 
     def close(self) -> None:
+        """Close the inner transport."""
         self._inner.close()
 
 
@@ -338,6 +341,8 @@ class AsyncGuardTransport(httpx2.AsyncBaseTransport):
         self._content_idle = content_idle
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        """Send ``request`` through the inner transport; a watched stream comes back
+        wrapped, to raise when it ends without its proof. Anything else is untouched."""
         _ask_readable(request)
         response = await self._inner.handle_async_request(request)
         if isinstance(response.stream, httpx2.AsyncByteStream):
@@ -347,4 +352,5 @@ class AsyncGuardTransport(httpx2.AsyncBaseTransport):
         return response
 
     async def aclose(self) -> None:
+        """Close the inner transport."""
         await self._inner.aclose()

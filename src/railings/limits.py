@@ -81,6 +81,7 @@ class TurnMeter:
 
     @property
     def limits(self) -> TurnLimits:
+        """The limits this turn is counted against, every field filled."""
         return self._limits
 
     def received(self, size: int) -> None:

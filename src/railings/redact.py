@@ -131,10 +131,12 @@ class Holdback:
         self.pending = ""
 
     def feed(self, text: str) -> str:
+        """The text that may be released now that ``text`` arrived, redacted (maybe "")."""
         self.pending += text
         return self._release(final=False)
 
     def flush(self) -> str:
+        """Everything still held back, redacted: the end of the stream."""
         return self._release(final=True)
 
     def _release(self, *, final: bool) -> str:
@@ -226,6 +228,7 @@ class RedactingFilter(logging.Filter):
     """Rewrites each record's message with secrets and secret header values redacted."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        """Always True (the record is kept); its message is replaced only if it changed."""
         try:
             message = record.getMessage()
         except Exception:  # a record whose arguments do not format: leave it to logging

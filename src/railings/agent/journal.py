@@ -81,6 +81,9 @@ def default_path() -> Path:
 
 @dataclass(frozen=True, slots=True)
 class SessionInfo:
+    """One session as listed: its ``status`` is ``running`` until :meth:`Journal.end_session`
+    sets how it ended (``ended_at`` is None until then); ``entries`` counts its rows."""
+
     id: str
     started_at: float
     title: str
@@ -149,6 +152,8 @@ class Journal:
         model: str | None = None,
         details: dict[str, Any] | None = None,
     ) -> str:
+        """Open a session and write its ``session`` entry; the new session's id (12 hex
+        digits). ``details`` go into that entry beside the title, redacted."""
         session_id = uuid.uuid4().hex[:12]
         now = time.time()
         with self._lock:
@@ -170,6 +175,8 @@ class Journal:
             self._insert(session_id, turn, kind, data, time.time())
 
     def end_session(self, session_id: str, status: str, data: dict[str, Any] | None = None) -> None:
+        """Write the ``end`` entry and set the session's ``status`` and ``ended_at``, in one
+        transaction."""
         now = time.time()
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
@@ -199,6 +206,7 @@ class Journal:
             raise ConfigurationError(f"the journal at {self.path} is damaged: {exc}") from None
 
     def sessions(self, limit: int = 50) -> list[SessionInfo]:
+        """At most ``limit`` sessions, newest first."""
         with self._reading():
             rows = self._db.execute(
                 "SELECT s.id, s.started_at, s.title, s.provider, s.model, s.status, s.ended_at,"
@@ -209,10 +217,14 @@ class Journal:
         return [SessionInfo(*row) for row in rows]
 
     def session(self, session_id: str) -> SessionInfo | None:
+        """The one session whose id starts with ``session_id``; None when no session or
+        more than one matches."""
         matches = [s for s in self.sessions(limit=1_000_000) if s.id.startswith(session_id)]
         return matches[0] if len(matches) == 1 else None
 
     def entries(self, session_id: str) -> list[Entry]:
+        """The session's entries in the order they were written; a row that cannot be read
+        comes back ``damaged``, not raised."""
         with self._reading():
             rows = self._db.execute(
                 "SELECT id, turn, kind, data, at FROM entries WHERE session_id = ? ORDER BY id",
@@ -221,11 +233,13 @@ class Journal:
         return [_entry(row) for row in rows]
 
     def integrity(self) -> str:
+        """SQLite's ``PRAGMA integrity_check`` verdict: ``ok``, or the first problem found."""
         with self._reading():
             row = self._db.execute("PRAGMA integrity_check").fetchone()
         return str(row[0])
 
     def close(self) -> None:
+        """Close the database; every entry written is already committed."""
         with self._lock:
             self._db.close()
 

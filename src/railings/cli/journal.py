@@ -27,6 +27,7 @@ __all__ = ["open_journal", "register"]
 
 
 def register(commands: Any) -> None:
+    """Add ``railings sessions`` and ``railings show`` to the subcommands."""
     sessions = commands.add_parser(
         "sessions",
         help="list journaled sessions",

@@ -215,6 +215,7 @@ class ToolRegistry:
         return register
 
     def get(self, name: str) -> Tool | None:
+        """The tool called ``name``, or None when there is none."""
         return self._tools.get(name)
 
     def __getitem__(self, name: str) -> Tool:
@@ -231,12 +232,15 @@ class ToolRegistry:
 
     @property
     def names(self) -> tuple[str, ...]:
+        """The tool names, in the order the tools were added."""
         return tuple(self._tools)
 
     def to_openai(self) -> list[dict[str, Any]]:
+        """The Chat Completions ``tools`` list, in the order the tools were added."""
         return [t.to_openai() for t in self]
 
     def to_anthropic(self) -> list[dict[str, Any]]:
+        """The Messages API ``tools`` list, in the order the tools were added."""
         return [t.to_anthropic() for t in self]
 
 

@@ -56,6 +56,8 @@ class TruncationGuard(AgentMiddleware):
 
     @hook_config(can_jump_to=["model"])
     def after_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Answer each call railings rejects in the latest AI message with its notice; when
+        no call is left for the tools, jump back to the model. None: nothing rejected."""
         notices: list[ToolMessage] = resend_notices(state)["messages"]
         if not notices:
             return None
@@ -68,12 +70,16 @@ class TruncationGuard(AgentMiddleware):
 
     @hook_config(can_jump_to=["model"])
     async def aafter_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """:meth:`after_model` for async agents (it does no I/O)."""
         return self.after_model(state, runtime)
 
     def wrap_tool_call(self, request: ToolCallRequest, handler: Execute) -> Result:
+        """Run the call through ``handler`` only if railings' verdict allows it; else its
+        notice."""
         return self._gate(request, handler)
 
     async def awrap_tool_call(self, request: ToolCallRequest, handler: AsyncExecute) -> Result:
+        """The async twin of :meth:`wrap_tool_call`."""
         return await self._gate.acall(request, handler)
 
 

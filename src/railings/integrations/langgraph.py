@@ -110,10 +110,14 @@ class TruncationGate:
         return None if verdict is None or verdict.execute else notice_message(verdict)
 
     def __call__(self, request: ToolCallRequest, execute: Execute) -> Result:
+        """The call's result from ``execute``, or railings' notice if the call is rejected
+        (then ``execute`` is never called)."""
         rejected = self.rejection(request)
         return rejected if rejected is not None else execute(request)
 
     async def acall(self, request: ToolCallRequest, execute: AsyncExecute) -> Result:
+        """The async twin of calling the gate: ``execute`` is awaited only for a call that
+        may run."""
         rejected = self.rejection(request)
         return rejected if rejected is not None else await execute(request)
 

@@ -104,6 +104,7 @@ class Headers:
     items: list[tuple[str, str]] = field(default_factory=list)
 
     def get(self, name: str, default: str | None = None) -> str | None:
+        """The value of the first header called ``name``, or ``default``."""
         lname = name.lower()
         for key, value in self.items:
             if key.lower() == lname:
@@ -114,19 +115,24 @@ class Headers:
         return isinstance(name, str) and self.get(name) is not None
 
     def remove(self, *names: str) -> None:
+        """Drop every header with one of ``names``."""
         drop = {n.lower() for n in names}
         self.items = [(k, v) for k, v in self.items if k.lower() not in drop]
 
     def set(self, name: str, value: str) -> None:
+        """Replace every header called ``name`` with one, placed last."""
         self.remove(name)
         self.items.append((name, value))
 
     def as_dict(self) -> dict[str, str]:
+        """The headers by lower-cased name; of repeated ones the last value wins."""
         return {k.lower(): v for k, v in self.items}
 
 
 @dataclass(slots=True)
 class Request:
+    """One request as read: ``target`` as sent (path and query), ``body`` unframed."""
+
     method: str
     target: str
     headers: Headers
@@ -134,11 +140,14 @@ class Request:
 
     @property
     def path(self) -> str:
+        """The target without its query string."""
         return self.target.split("?", 1)[0]
 
 
 @dataclass(slots=True)
 class ResponseHead:
+    """The status line and headers of an upstream response (its body is still unread)."""
+
     status: int
     reason: str
     headers: Headers
@@ -191,6 +200,8 @@ async def read_request(reader: asyncio.StreamReader) -> Request:
 
 
 async def read_response_head(reader: asyncio.StreamReader) -> ResponseHead:
+    """Read an upstream response's status line and headers. Raises :class:`HTTPFault`
+    (502 for a malformed status or header line), or EOFError on a silent close."""
     lines = await _read_head(reader)
     version, _, rest = lines[0].partition(b" ")
     code, _, reason = rest.partition(b" ")
@@ -323,6 +334,7 @@ async def _skip_trailer(reader: asyncio.StreamReader, bad: int) -> None:
 def render_head(
     status: int, headers: Iterable[tuple[str, str]], reason: str | None = None
 ) -> bytes:
+    """A response head, blank line included; ``reason`` defaults to the status's own."""
     lines = [f"HTTP/1.1 {status} {reason or REASONS.get(status, 'Unknown')}"]
     lines.extend(f"{name}: {value}" for name, value in headers)
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")

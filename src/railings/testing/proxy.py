@@ -210,6 +210,8 @@ class FaultProxy(Service):
 
     @property
     def log(self) -> list[ProxyRecord]:
+        """A copy of the records so far, one per request in arrival order (each still
+        updated live until ``done``)."""
         with self._lock:
             return list(self._log)
 
@@ -227,6 +229,8 @@ class FaultProxy(Service):
         return fault
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Read one request, forward it under its fault and log one line; a malformed
+        request is answered with its 4xx, never forwarded."""
         try:
             request = await read_request(reader)
         except EOFError:

@@ -147,6 +147,7 @@ def filler(n: int) -> str:
 
 
 def count_tokens(chars: int) -> int:
+    """How many tokens ``chars`` characters count as: ``ceil(chars / 4)`` (module docstring)."""
     return math.ceil(chars / TOKEN_CHARS)
 
 
@@ -199,6 +200,8 @@ class ToolCallSpec:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "tool_call") -> ToolCallSpec:
+        """One call from its script object; an object ``arguments`` is serialized, and a
+        malformed call is a :class:`~railings.errors.ConfigurationError` naming ``where``."""
         if not isinstance(data, Mapping) or not isinstance(data.get("name"), str):
             raise ConfigurationError(f"{where}: needs a string 'name'")
         unknown = set(data) - {"name", "arguments", "id", "type", "object_arguments"}
@@ -232,6 +235,8 @@ class ScriptTurn:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "turn") -> ScriptTurn:
+        """One turn from its script object, ``$filler`` expanded; an unknown key or a wrong
+        type is a :class:`~railings.errors.ConfigurationError` naming ``where``."""
         if not isinstance(data, Mapping):
             raise ConfigurationError(f"{where}: expected an object")
         unknown = set(data) - {
@@ -294,6 +299,8 @@ class Script:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Script:
+        """A script from its parsed JSON; an unknown key, a wrong type or no turns is a
+        :class:`~railings.errors.ConfigurationError`."""
         if not isinstance(data, Mapping):
             raise ConfigurationError("script: expected a JSON object")
         unknown = set(data) - {
@@ -357,6 +364,7 @@ class Script:
 
     @property
     def key_required(self) -> bool:
+        """True when a request must carry a key: ``require_api_key``, or an ``api_key``."""
         return self.require_api_key or self.api_key is not None
 
     def turn_index(self, messages: Sequence[Any]) -> int:
@@ -374,6 +382,9 @@ class Script:
 
 @dataclass(frozen=True, slots=True)
 class PlannedCall:
+    """One call as the response sends it: ``arguments`` as far as the output limit let
+    them go, ``complete`` False when it cut them; ``id`` the script's or a fresh one."""
+
     index: int
     id: str
     name: str
@@ -462,6 +473,8 @@ _TO_ANTHROPIC = {
 
 
 def openai_finish_reason(stop: str) -> str:
+    """The Chat Completions ``finish_reason`` for a stop reason of either vocabulary; an
+    unknown one verbatim."""
     return _TO_OPENAI.get(stop, stop)
 
 
@@ -509,4 +522,6 @@ def assistant_turns(items: Any) -> int:
 
 
 def anthropic_stop_reason(stop: str) -> str:
+    """The Messages API ``stop_reason`` for a stop reason of either vocabulary; an unknown
+    one verbatim."""
     return _TO_ANTHROPIC.get(stop, stop)

@@ -88,6 +88,7 @@ class ReceivedRequest:
         return self.body[key]
 
     def get(self, key: str, default: Any = None) -> Any:
+        """A field of the JSON body, or ``default`` (also when the body is not an object)."""
         return self.body.get(key, default) if isinstance(self.body, Mapping) else default
 
 
@@ -146,6 +147,7 @@ class ScriptedServer(Service):
             return list(self._requests)
 
     def clear(self) -> None:
+        """Forget the requests received so far (:attr:`requests` starts empty again)."""
         with self._lock:
             self._requests.clear()
 
@@ -160,6 +162,8 @@ class ScriptedServer(Service):
 
     # -- one connection, one request ----------------------------------------------
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Read one request, record it and answer it from the script: an error in the
+        provider's own shape, a JSON body, or an event stream."""
         try:
             request = await read_request(reader)
         except EOFError:

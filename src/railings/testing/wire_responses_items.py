@@ -136,6 +136,8 @@ def sealed(item_id: str) -> str:
 
 
 def text_part(text: str) -> dict[str, Any]:
+    """A message's ``output_text`` content part holding ``text``, with the empty
+    ``annotations`` and ``logprobs`` the API sends."""
     return {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
 
 

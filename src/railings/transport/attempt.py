@@ -27,6 +27,8 @@ _ERROR_BODY_LIMIT = 64 * 1024
 
 
 async def within(awaitable: Awaitable[T], deadline: float | None) -> T:
+    """The result of ``awaitable``; TimeoutError once the loop clock (``loop.time()``)
+    passes ``deadline``. None: no deadline."""
     if deadline is None:
         return await awaitable
     async with asyncio.timeout_at(deadline):

@@ -117,6 +117,8 @@ class AsyncProviderClient:
     # -- lifecycle ---------------------------------------------------------------------
 
     async def aclose(self) -> None:
+        """Close the HTTP clients opened so far (one per HTTP version used), and with them
+        their connections."""
         clients, self._clients = list(self._clients.values()), {}
         for client in clients:
             await client.aclose()

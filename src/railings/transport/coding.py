@@ -138,12 +138,15 @@ class BodyDecoder:
         self._layers = [_Inflate(coding) for coding in reversed(applied)]
 
     def feed(self, chunk: bytes) -> Iterator[bytes]:
+        """The decoded pieces of ``chunk``, made as they are read (``zlib.error`` then too)."""
         pieces: Iterator[bytes] = iter((chunk,))
         for layer in self._layers:
             pieces = _pipe(layer, pieces)
         return pieces
 
     def close(self) -> Iterator[bytes]:
+        """What the layers still hold at the end of the body, each flushed into the next;
+        a cut body yields what still decodes, never an error for the cut."""
         pieces: Iterator[bytes] = iter(())
         for layer in self._layers:
             pieces = _chain(_pipe(layer, pieces), layer)

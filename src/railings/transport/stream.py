@@ -72,6 +72,8 @@ class TurnStream:
         return self.turn
 
     async def aclose(self) -> None:
+        """Abandon the stream: stop reading and release its connection (nothing happens
+        if it already ended)."""
         await self._events.aclose()
 
     async def __aenter__(self) -> TurnStream:
@@ -93,6 +95,7 @@ class TurnStream:
 
     @property
     def done(self) -> bool:
+        """True once the stream has ended and :attr:`turn` can be read."""
         return self._turn is not None
 
     @property

@@ -24,6 +24,9 @@ __all__ = [
 
 
 class Termination(enum.Enum):
+    """How the stream ended: CLEAN with the provider's termination proof, ABRUPT
+    without it (a cut, malformed data or a provider error event)."""
+
     CLEAN = "clean"
     ABRUPT = "abrupt"
 
@@ -38,6 +41,9 @@ class Outcome(enum.Enum):
 
 
 class ErrorKind(enum.Enum):
+    """What ended a turn abruptly: the stream ended without its proof, the provider sent
+    an error event, or the bytes stopped being the protocol."""
+
     INTERRUPTED = "interrupted"
     PROVIDER_ERROR = "provider_error"
     MALFORMED_STREAM = "malformed_stream"
@@ -55,6 +61,8 @@ class TurnError:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
+    """The token counts the provider reported; None for a count it did not send."""
+
     input_tokens: int | None
     output_tokens: int | None
 
@@ -161,4 +169,5 @@ class Turn:
 
     @property
     def complete(self) -> bool:
+        """True when the termination proof arrived (``outcome`` is COMPLETE)."""
         return self.outcome is Outcome.COMPLETE

@@ -117,10 +117,13 @@ class StreamReader:
 
     @property
     def assembler(self) -> TurnAssembler:
+        """The turn's assembler; an ``auto`` stream that ended before its first event is
+        read as OpenAI Chat Completions."""
         return self._assembler or self._start("openai")[1]
 
     @property
     def terminated(self) -> bool:
+        """True once the turn has ended, cleanly with its proof or abruptly."""
         return self._assembler is not None and self._assembler.machine.terminated
 
     @property
@@ -129,6 +132,10 @@ class StreamReader:
         return self._assembler is not None and self._assembler.content
 
     def feed(self, chunk: bytes) -> list[StreamEvent]:
+        """The normalized events ``chunk`` completed, up to and including the one that ended
+        the turn; bytes after the end are ignored. Malformed data or invalid UTF-8 ends the
+        turn abruptly instead of raising; an oversized event raises :class:`EventTooLarge`,
+        and feeding after :meth:`close` :class:`IllegalTransition`."""
         if self._closed:
             raise IllegalTransition("closed", "feed")
         if not chunk:

@@ -48,11 +48,16 @@ __all__ = ["Arguments", "RepairPolicy", "Rung", "parse_arguments"]
 
 
 class RepairPolicy(enum.Enum):
+    """Whether a call's arguments may climb the repair ladder (a turn the model finished
+    writing) or get a strict parse only (a call the output limit may have cut)."""
+
     REPAIR_ALLOWED = "repair_allowed"
     STRICT_ONLY = "strict_only"
 
 
 class Rung(enum.Enum):
+    """The rungs of the repair ladder, in the order they are tried (module docstring)."""
+
     STRICT = 1
     UNWRAP = 2
     TRAILING_COMMAS = 3
@@ -69,6 +74,7 @@ class Arguments:
 
     @property
     def repaired(self) -> bool:
+        """True when a rung above ``STRICT`` produced the arguments."""
         return self.rung is not Rung.STRICT
 
 

@@ -22,6 +22,8 @@ __all__ = ["TRANSITIONS", "Signal", "State", "TerminationMachine"]
 
 
 class State(enum.Enum):
+    """Where a response stands; the two TERMINATED states are final."""
+
     CONNECTING = "connecting"
     STREAMING = "streaming"
     TERMINATED_CLEANLY = "terminated_cleanly"
@@ -29,6 +31,8 @@ class State(enum.Enum):
 
 
 class Signal(enum.Enum):
+    """What the reader tells the machine about the stream."""
+
     RECEIVED = "received"  # bytes arrived
     PROOF = "proof"  # the provider's termination proof
     FAULT = "fault"  # malformed data or a provider error event
@@ -61,6 +65,8 @@ class TerminationMachine:
         self.state = State.CONNECTING
 
     def signal(self, signal: Signal) -> State:
+        """Apply ``signal`` and return the new state; a pair missing from the table raises
+        :class:`~railings.errors.IllegalTransition`."""
         try:
             self.state = TRANSITIONS[self.state][signal]
         except KeyError:
@@ -69,6 +75,7 @@ class TerminationMachine:
 
     @property
     def terminated(self) -> bool:
+        """True in either terminal state, clean or abrupt."""
         # Read after every event: identity tests, no enum comparison.
         state = self.state
         return state is _OK or state is _BAD

@@ -65,11 +65,16 @@ __all__ = [
 
 
 class Verdict(enum.Enum):
+    """Whether a call may run."""
+
     EXECUTE = "execute"
     REJECT = "reject"
 
 
 class RejectReason(enum.Enum):
+    """Why a call may not run: the turn ended without its proof (rule 1), the output limit
+    may have cut the call (rules 2-3), or its arguments cannot be read (rule 4)."""
+
     INTERRUPTED = "interrupted"
     TRUNCATED = "truncated"
     MALFORMED = "malformed"
@@ -88,10 +93,12 @@ class CallVerdict:
 
     @property
     def repaired(self) -> bool:
+        """True when the arguments came from a rung of the repair ladder above ``STRICT``."""
         return self.rung is not None and self.rung is not Rung.STRICT
 
     @property
     def execute(self) -> bool:
+        """True when the call may run (with :attr:`arguments`)."""
         return self.verdict is Verdict.EXECUTE
 
 
@@ -128,15 +135,20 @@ MALFORMED_NOTICE = (
 
 
 def truncation_notice(call: ToolCall, stop_reason: str) -> str:
+    """The notice for a call rejected as truncated; a call whose completeness cannot be
+    proven from raw text gets the wording that says so."""
     template = TRUNCATION_NOTICE if call.provable else TRUNCATION_UNPROVEN_NOTICE
     return template.format(name=call.name, id=call.id or "-", stop_reason=stop_reason)
 
 
 def interrupted_notice(call: ToolCall) -> str:
+    """The notice for a call of a turn that ended without its proof."""
     return INTERRUPTED_NOTICE.format(name=call.name, id=call.id or "-")
 
 
 def malformed_notice(call: ToolCall) -> str:
+    """The notice for a call whose arguments cannot be read: not a JSON object, or (for
+    arguments not written as JSON text) an input that never arrived complete."""
     template = MALFORMED_NOTICE if call.provable else INCOMPLETE_INPUT_NOTICE
     return template.format(name=call.name, id=call.id or "-")
 

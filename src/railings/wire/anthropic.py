@@ -63,6 +63,9 @@ class AnthropicDecoder:
         self._blocks: dict[int, int] = {}  # content block index -> tool call position
 
     def feed(self, sse: ServerSentEvent) -> list[StreamEvent]:
+        """The normalized events of one SSE event: ``message_stop`` is the termination
+        proof, ``ping`` is none, an unknown type is :class:`Unknown`. Data that is not a
+        JSON object raises :class:`~railings.errors.MalformedStream`."""
         obj = load_object(sse.data, where="anthropic event")
         kind = obj.get("type")
         if not isinstance(kind, str):
@@ -95,6 +98,8 @@ class AnthropicDecoder:
         return [Unknown(f"anthropic:{kind}")]
 
     def close(self) -> list[StreamEvent]:
+        """No events: each SSE event was decoded whole as it came. Whether the end was
+        proven is the assembler's to judge."""
         return []
 
     def _block_start(self, obj: dict[str, Any]) -> list[StreamEvent]:

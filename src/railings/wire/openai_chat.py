@@ -67,6 +67,9 @@ class OpenAIChatDecoder:
         self._open: set[int] = set()  # positions whose argument block is not closed yet
 
     def feed(self, sse: ServerSentEvent) -> list[StreamEvent]:
+        """The normalized events of one chunk, for the choice read: ``data: [DONE]`` is the
+        termination proof, an ``error`` event or field is a provider error. Data that is
+        not a JSON object raises :class:`~railings.errors.MalformedStream`."""
         data = sse.data
         if data == DONE:
             return [TerminationProof(DONE)]
@@ -100,6 +103,8 @@ class OpenAIChatDecoder:
         return out
 
     def close(self) -> list[StreamEvent]:
+        """No events: each SSE event was decoded whole as it came. Whether the end was
+        proven is the assembler's to judge."""
         return []
 
     def _choice(self, choice: dict[str, Any], out: list[StreamEvent]) -> None:

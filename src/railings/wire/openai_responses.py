@@ -184,6 +184,10 @@ class OpenAIResponsesDecoder:
         self._sequence: int | None = None  # the last sequence_number seen
 
     def feed(self, sse: ServerSentEvent) -> list[StreamEvent]:
+        """The normalized events of one SSE event: ``response.completed`` and
+        ``response.incomplete`` carry the termination proof, an unknown type is
+        :class:`Unknown`. Data that is not a JSON object, or a ``sequence_number`` out of
+        step, raises :class:`~railings.errors.MalformedStream`."""
         if sse.data == _DONE:
             return []  # OpenRouter's trailer after response.completed (module docstring)
         obj = load_object(sse.data, where="openai-responses event")
@@ -208,6 +212,8 @@ class OpenAIResponsesDecoder:
         return [Unknown(f"openai-responses:{kind}")]
 
     def close(self) -> list[StreamEvent]:
+        """No events: each SSE event was decoded whole as it came. Whether the end was
+        proven is the assembler's to judge."""
         return []
 
     # -- items -----------------------------------------------------------------------------
