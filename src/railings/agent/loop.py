@@ -82,6 +82,8 @@ DEFAULT_SYSTEM = (
 
 
 class RunStatus(enum.Enum):
+    """How a run ended (the module docstring says when each one happens)."""
+
     COMPLETED = "completed"
     INTERRUPTED = "interrupted"
     TURN_LIMIT = "turn_limit"
@@ -91,6 +93,8 @@ class RunStatus(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class TurnStarted:
+    """Turn ``number`` (1, 2, ...) is about to be streamed."""
+
     number: int
 
 
@@ -106,18 +110,24 @@ class StreamDelta:
 
 @dataclass(frozen=True, slots=True)
 class TurnEnded:
+    """Turn ``number`` ended: ``turn`` is what arrived, proven COMPLETE or interrupted."""
+
     number: int
     turn: Turn
 
 
 @dataclass(frozen=True, slots=True)
 class ToolsDispatched:
+    """The calls of turn ``number`` went through the dispatcher: one outcome each."""
+
     number: int
     batch: BatchResult
 
 
 @dataclass(frozen=True, slots=True)
 class RunEnded:
+    """The run is over; ``result`` says how."""
+
     result: RunResult
 
 
@@ -135,6 +145,7 @@ class RunResult:
 
     @property
     def last(self) -> Turn | None:
+        """The last turn streamed, or None when none was."""
         return self.turns[-1] if self.turns else None
 
     @property

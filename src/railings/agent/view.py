@@ -86,11 +86,13 @@ class TerminalView:
         self.close()
 
     def close(self) -> None:
+        """Stop drawing the retry banner (the view unsubscribes from it)."""
         self._unsubscribe()
 
     # -- events --------------------------------------------------------------------------
 
     def on_event(self, event: AgentEvent) -> None:
+        """Draw one agent event: streamed text as it comes, then verdicts and outcomes."""
         with self._lock:
             match event:
                 case TurnStarted(number=number):

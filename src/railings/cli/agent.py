@@ -182,6 +182,7 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
 
 
 def register(commands: Any) -> None:
+    """Add ``railings run`` and ``railings chat`` to the command line."""
     run = commands.add_parser(
         "run",
         help="run one task with the agent",
