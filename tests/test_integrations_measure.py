@@ -1,4 +1,4 @@
-"""python -m tools.measure_integrations: the README's table is measured, and says so."""
+"""python -m tools.measure_integrations: the table in docs/guard.md is measured, and says so."""
 
 from __future__ import annotations
 

@@ -165,7 +165,10 @@ def test_any_byte_keeps_the_connection_clock_alive(server: CannedServer) -> None
 
 
 def _slow_script() -> Script:
-    return Script.from_dict({"delay": 0.4, "chunk_size": 4, "turns": [{"text": "slow but sure"}]})
+    # Each turn holds its connection for about 6 s (six pieces, 1 s apart): twice the connect
+    # timeout below, so a queue bounded by the connect timeout fails by a wide margin, while
+    # a loopback connect is thousands of times faster than that timeout, even on a busy machine.
+    return Script.from_dict({"delay": 1.0, "chunk_size": 4, "turns": [{"text": "slow but sure"}]})
 
 
 def test_more_concurrent_turns_than_the_old_pool_all_complete() -> None:
@@ -177,7 +180,7 @@ def test_more_concurrent_turns_than_the_old_pool_all_complete() -> None:
             model="m",
             base_url=url,
             api_key="k",
-            timeouts=Timeouts(connect=1.0),
+            timeouts=Timeouts(connect=3.0),
             retry=RetryPolicy(attempts=1),
         )
         async with AsyncProviderClient(cfg) as client:

@@ -35,7 +35,7 @@ HTTP and SSE, so faults act on events, not just bytes. Every request gets the
 
 fault SPEC is NAME or NAME:key=value,key=value. Names: truncate, drop_terminator,
 idle, reorder, duplicate, reset, close_after_terminator, drip, status,
-error_event, corrupt (see the README for their parameters). Examples:
+error_event, corrupt (docs/test-kit.md lists their parameters). Examples:
   truncate:events=5      status:code=429,retry_after=2      idle:events=3,seconds=30
 
 Binds to 127.0.0.1 unless --host says otherwise. Runs until Ctrl-C.
