@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from railings import __version__
-from railings.cli import agent, kit, matrix
+from railings.cli import agent, gateway, kit, matrix
 from railings.cli import replay as replay_cmd
 from railings.cli._common import UsageError, fail
 from railings.errors import MissingDependency
@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     kit.register(commands)
     agent.register(commands)
     matrix.register(commands)
+    gateway.register(commands)
     return parser
 
 
