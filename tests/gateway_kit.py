@@ -31,6 +31,8 @@ def body(provider: str, *, stream: bool = True, max_tokens: int | None = None) -
             out["max_output_tokens"] = max_tokens
         return out
     out = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": stream}
+    if provider == "openai" and stream:
+        out["stream_options"] = {"include_usage": True}
     if provider == "anthropic" or max_tokens:
         out["max_tokens"] = max_tokens or 1024
     return out

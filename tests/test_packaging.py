@@ -39,6 +39,8 @@ ABSENT = [
     "jiter",
     "httpx",
     "httpx_sse",
+    "uvicorn",
+    "opentelemetry",
     "tools",
     "conftest",
 ]
@@ -149,6 +151,15 @@ def test_the_sdk_columns_without_the_sdks_are_one_line_and_exit_2(tmp_path: Path
     assert done.stdout == ""
     assert done.stderr.splitlines() == [
         "railings: railings matrix --client openai-sdk needs openai: pip install 'railings[sdks]'"
+    ]
+
+
+def test_the_gateway_without_its_extra_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    code = "import sys\nfrom railings.cli import main\nsys.exit(main(sys.argv[1:]))"
+    done = _bare(code, "gateway", "--upstream", "http://127.0.0.1:9", "--no-journal", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "railings: railings gateway needs uvicorn: pip install 'railings[gateway]'"
     ]
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import logging
+import signal
 import sys
 from typing import Any
 
@@ -19,15 +21,16 @@ from railings.errors import ConfigurationError
 __all__ = ["register"]
 
 GATEWAY_HELP = """\
-Run railings' proof rule in front of a model API, for any client in any language:
-point its base URL at the gateway (OpenAI SDKs: http://127.0.0.1:PORT/v1;
-Anthropic SDKs: http://127.0.0.1:PORT). Streams pass byte for byte; one that
-ends without its provider's proof is resent when nothing had arrived (Empty),
-or ended with a provider-shaped error event (Partial); a tool call cut by the
-output limit is refused (--cut-calls refuse). Keys are forwarded upstream and
-never logged. GET /_railings/health, GET /_railings/metrics (Prometheus).
+Run railings' proof rule in front of a model API, for any client in any
+language: point its base URL at the gateway (OpenAI SDKs:
+http://127.0.0.1:PORT/v1; Anthropic SDKs: http://127.0.0.1:PORT). Streams pass
+byte for byte; one that ends without its provider's proof is resent when
+nothing had arrived (Empty), or ended with a provider-shaped error event
+(Partial); a tool call cut by the output limit is refused (--cut-calls refuse).
+Keys are forwarded upstream and never logged. GET /_railings/health,
+GET /_railings/metrics (Prometheus). See docs/GATEWAY.md.
 
-exit codes: 0 stopped (Ctrl-C), 2 usage error or the gateway extra missing.
+exit codes: 0 stopped (SIGINT, SIGTERM); 2 a usage error, or no gateway extra.
 """
 
 
@@ -120,8 +123,16 @@ def run_gateway(args: argparse.Namespace) -> int:
     logger = logging.getLogger("railings.gateway")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
-    serve(gateway, sock)
+    # uvicorn shuts down gracefully on SIGINT / SIGTERM, then raises the signal again;
+    # both are how a gateway is meant to stop, so both end with exit code 0.
+    signal.signal(signal.SIGTERM, _stop)
+    with contextlib.suppress(KeyboardInterrupt):
+        serve(gateway, sock)
     return 0
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def run_gateway_log(args: argparse.Namespace) -> int:

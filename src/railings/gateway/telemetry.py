@@ -14,10 +14,10 @@ call.
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from typing import Any
 
+from railings._extras import missing
 from railings.gateway.record import TurnRecord
 
 __all__ = ["GEN_AI_PROVIDERS", "record_span", "span_attributes"]
@@ -25,7 +25,7 @@ __all__ = ["GEN_AI_PROVIDERS", "record_span", "span_attributes"]
 # railings' wire names -> the GenAI conventions' ``gen_ai.provider.name`` values.
 GEN_AI_PROVIDERS = {"openai": "openai", "openai-responses": "openai", "anthropic": "anthropic"}
 _OPERATIONS = {"openai": "chat", "openai-responses": "chat", "anthropic": "chat"}
-_AVAILABLE = importlib.util.find_spec("opentelemetry") is not None
+_AVAILABLE = not missing("opentelemetry")
 
 
 def span_attributes(record: TurnRecord) -> dict[str, Any]:
