@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import datetime
 import json
@@ -111,23 +112,27 @@ def run_gateway(args: argparse.Namespace) -> int:
             "can reach it can use the upstream through it",
             file=sys.stderr,
         )
-    journal = "no journal" if gateway.journal is None else f"journal {gateway.journal.journal.path}"
-    print(
-        f"railings gateway: listening on {url_of(sock)} -> {gateway.upstream} "
-        f"(cut calls: {args.cut_calls}; {journal})",
-        file=sys.stderr,
-        flush=True,
-    )
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("railings gateway: %(message)s"))
     logger = logging.getLogger("railings.gateway")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
+    journal = "no journal" if gateway.journal is None else f"journal {gateway.journal.journal.path}"
     # uvicorn shuts down gracefully on SIGINT / SIGTERM, then raises the signal again;
-    # both are how a gateway is meant to stop, so both end with exit code 0.
+    # both are how a gateway is meant to stop, so both end with exit code 0, also when
+    # the signal comes before uvicorn has taken the handlers over.
     signal.signal(signal.SIGTERM, _stop)
     with contextlib.suppress(KeyboardInterrupt):
+        print(
+            f"railings gateway: listening on {url_of(sock)} -> {gateway.upstream} "
+            f"(cut calls: {args.cut_calls}; {journal})",
+            file=sys.stderr,
+            flush=True,
+        )
         serve(gateway, sock)
+    if not gateway.closed:  # stopped before the server ran its shutdown
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(gateway.aclose())
     return 0
 
 

@@ -41,7 +41,7 @@ from railings.gateway.shapes import CUT_CODE, INTERRUPTED_CODE, error_body
 from railings.gateway.streaming import forward_stream, is_event_stream
 from railings.gateway.telemetry import record_span
 from railings.gateway.upstream import client, request_headers, response_headers, upstream_base
-from railings.redact import install_log_redaction, redact
+from railings.redact import RedactingFilter, install_log_redaction, redact
 from railings.transport.config import Timeouts, provider_for_path
 from railings.transport.errors_map import (
     BOUNDARY,
@@ -126,8 +126,14 @@ class Gateway:
         self.client = client(timeouts, transport=transport)
         self._closed = False
         install_log_redaction()
-        if log not in logging.getLogger("railings").filters:
-            log.filters.extend(logging.getLogger("railings").filters)
+        # A logger's filters see only its own records: the gateway's lines get their own.
+        if not any(isinstance(f, RedactingFilter) for f in log.filters):
+            log.addFilter(RedactingFilter())
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`aclose` ran (the server's lifespan shutdown calls it)."""
+        return self._closed
 
     async def aclose(self) -> None:
         """Close the upstream pool and the journal (the lifespan shutdown does it too)."""
@@ -314,7 +320,7 @@ class Gateway:
         await response.aclose()
         try:
             judged = inspect(json.loads(data))
-        except (ValueError, RailingsError):
+        except (ValueError, TypeError, KeyError, AttributeError, RailingsError):
             judged = None  # not a model answer railings reads: pass it on as it came
         cut = [v for v in judged.verdicts if v.reason is RejectReason.TRUNCATED] if judged else []
         record.turn = judged.turn if judged else None
