@@ -16,6 +16,7 @@ from railings.gateway.shapes import CUT_CODE
 from railings.replay import replay
 from railings.testing import FaultProxy, Script, ScriptedServer
 from railings.testing.raw import RawResponse, raw_request
+from railings.transport.config import Timeouts
 from railings.turn.model import Outcome
 from tests.gateway_kit import KEY, NO_WAITS, PATHS, TEXT, body, headers, running
 
@@ -232,3 +233,26 @@ def test_an_unreachable_upstream_is_a_502_in_the_providers_shape(tmp_path: Path)
     assert got.status == 502
     assert "upstream failed" in json.loads(got.body)["error"]["message"]
     assert gateway.metrics.value("railings_gateway_upstream_attempts_total", provider="openai") == 4
+
+
+def test_silence_before_content_waits_for_first_byte_and_after_it_for_idle(
+    proxy: FaultProxy, tmp_path: Path
+) -> None:
+    timeouts = Timeouts(idle=1.0, first_byte=60.0)
+    with running(proxy.url, tmp_path, timeouts=timeouts) as (url, gateway, tee):
+        path, ask = PATHS["openai"], body("openai")
+        # After the role chunk, 2 s of silence: a model thinking, not a dead stream.
+        thinking = raw_request(url, path, ask, headers=headers("openai", "idle:events=1,seconds=2"))
+        # After content, 5 s of silence: past the 1 s idle gap, the stream is cut.
+        stalled = raw_request(url, path, ask, headers=headers("openai", "idle:events=3,seconds=5"))
+    assert thinking.body == bytes(tee.bodies[0]) and b"[DONE]" in thinking.body
+    assert b"[DONE]" not in stalled.body
+    error = json.loads(stalled.body[:-2].rsplit(b"\n\n", 1)[-1].removeprefix(b"data: "))
+    assert "stream went idle" in error["error"]["message"]
+    assert len(tee.bodies) == 2  # neither was resent
+    assert (
+        gateway.metrics.value(
+            "railings_gateway_streams_total", provider="openai", outcome="partial"
+        )
+        == 1
+    )

@@ -267,7 +267,7 @@ class Gateway:
                 send=send,
                 gone=gone,
                 refuse_cut_calls=self.refuse,
-                idle=self.timeouts.idle,
+                timeouts=self.timeouts,
                 metrics=self.metrics,
             )
         elif 200 <= response.status_code < 300 and "json" in kind:

@@ -13,7 +13,7 @@ spent, the client gets the provider-shaped error event and the end.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, MutableMapping
 from typing import Any
 
 import httpx2
@@ -24,8 +24,14 @@ from railings.gateway.judge import Ending, StreamJudge, cut_calls
 from railings.gateway.metrics import Metrics
 from railings.gateway.record import TurnRecord
 from railings.gateway.upstream import response_headers
-from railings.transport.errors_map import BOUNDARY, error_from_response, map_stream_exception
-from railings.transport.idle import arm_idle
+from railings.transport.config import Timeouts
+from railings.transport.errors_map import (
+    BOUNDARY,
+    error_from_response,
+    idle_error,
+    map_stream_exception,
+)
+from railings.transport.gaps import GapWatch, Silence
 from railings.transport.retry import Retrier
 
 __all__ = ["Attempt", "bounded_body", "forward_stream", "is_event_stream"]
@@ -65,7 +71,7 @@ async def forward_stream(
     send: Send,
     gone: asyncio.Event,
     refuse_cut_calls: bool,
-    idle: float | None,
+    timeouts: Timeouts,
     metrics: Metrics,
 ) -> None:
     """Send the client the judged stream of ``response`` (and of any resend)."""
@@ -73,7 +79,7 @@ async def forward_stream(
     await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
     judge = StreamJudge(record.provider, refuse_cut_calls=refuse_cut_calls)
     while True:
-        tail = await _pump(record, response, judge, send, gone, idle)
+        tail = await _pump(record, response, judge, send, gone, timeouts)
         if judge.ending is not Ending.EMPTY or gone.is_set():
             break
         resent = await _resend(retrier, attempt)
@@ -125,21 +131,40 @@ async def _pump(
     judge: StreamJudge,
     send: Send,
     gone: asyncio.Event,
-    idle: float | None,
+    timeouts: Timeouts,
 ) -> bytes:
-    """Forward one attempt's body through ``judge``; returns its last bytes."""
-    gap = arm_idle(response.request.extensions, idle)
+    """Forward one attempt's body through ``judge``; returns its last bytes.
+
+    The silences are timed as the transport times them (one lazy timer,
+    :class:`~railings.transport.gaps.GapWatch`): before the first content a model may
+    think in silence for up to ``first_byte``; once content flows, ``idle``. A
+    silence past either ends the attempt (Empty: resent; Partial: the error event).
+    """
+    chunks = response.aiter_raw()
+    watch = GapWatch()
     reason = None
+    gap: float | None = None
     try:
-        async for chunk in response.aiter_raw():
+        while True:
+            gap = timeouts.idle if judge.committed else timeouts.first_byte
+            try:
+                chunk = await watch.read(chunks, gap, None)
+            except StopAsyncIteration:
+                break
             out = judge.feed(chunk)
             if out:
                 record.sent_first_byte()
                 await send({"type": "http.response.body", "body": out, "more_body": True})
             if judge.done or gone.is_set():
                 break
+    except Silence:
+        reason = idle_error(gap or 0.0, empty=not judge.committed).message
     except BOUNDARY as exc:
+        # The socket's read timeout (first_byte) is only a backstop behind the GapWatch.
         reason = map_stream_exception(exc, empty=not judge.committed, idle_seconds=gap).message
     finally:
+        watch.close()
+        if isinstance(chunks, AsyncGenerator):
+            await chunks.aclose()
         await response.aclose()
     return judge.close(reason)
