@@ -63,13 +63,16 @@ class _TeeStream(httpx2.AsyncByteStream):
 
 
 class Tee(httpx2.AsyncBaseTransport):
-    """httpx2's own transport, keeping every response body the gateway read upstream."""
+    """httpx2's own transport, keeping every request the gateway sent upstream and every
+    response body it read."""
 
     def __init__(self) -> None:
         self.inner = httpx2.AsyncHTTPTransport()
         self.bodies: list[bytearray] = []
+        self.requests: list[httpx2.Request] = []
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        self.requests.append(request)
         response = await self.inner.handle_async_request(request)
         into = bytearray()
         self.bodies.append(into)

@@ -256,3 +256,34 @@ def test_silence_before_content_waits_for_first_byte_and_after_it_for_idle(
         )
         == 1
     )
+
+
+def test_request_headers_and_keys_go_upstream_as_they_came(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    sent = {
+        "authorization": f"Bearer {KEY}",
+        "x-api-key": KEY,
+        "api-key": KEY,
+        "x-custom": "kept",
+        "accept-encoding": "gzip",
+    }
+    with running(server.url, tmp_path) as (url, _, tee):
+        raw_request(url, PATHS["openai"], body("openai"), headers=sent)
+        raw_request(url, "/v1/models", method="GET", headers=sent)
+    model, other = (r.headers for r in tee.requests)
+    for name in ("authorization", "x-api-key", "api-key", "x-custom"):
+        assert model[name] == other[name] == sent[name]
+    assert model["accept-encoding"] == "identity"  # the judge reads the bytes it passes on
+    assert other["accept-encoding"] == "gzip"  # elsewhere: untouched
+    assert other.get("connection") != "close"  # hop-by-hop: not forwarded
+    assert tee.requests[0].url.path == "/v1/chat/completions"
+
+
+def test_the_upstream_path_prefix_comes_before_the_request_path(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    with running(server.url + "/v1/", tmp_path) as (url, _, tee):
+        got = raw_request(url, "/chat/completions?x=1", body("openai"), headers=headers("openai"))
+    assert got.status == 200 and b"[DONE]" in got.body
+    assert str(tee.requests[0].url) == server.url + "/v1/chat/completions?x=1"
