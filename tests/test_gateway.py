@@ -287,3 +287,41 @@ def test_the_upstream_path_prefix_comes_before_the_request_path(
         got = raw_request(url, "/chat/completions?x=1", body("openai"), headers=headers("openai"))
     assert got.status == 200 and b"[DONE]" in got.body
     assert str(tee.requests[0].url) == server.url + "/v1/chat/completions?x=1"
+
+
+def test_a_client_that_leaves_stops_the_upstream_stream(proxy: FaultProxy, tmp_path: Path) -> None:
+    import socket
+    import time
+
+    with running(proxy.url, tmp_path) as (url, gateway, _):
+        port = int(url.rsplit(":", 1)[1])
+        payload = json.dumps(body("openai")).encode()
+        head = (
+            f"POST {PATHS['openai']} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            f"authorization: Bearer {KEY}\r\nx-railings-fault: drip:delay=0.05,size=16\r\n"
+            f"content-length: {len(payload)}\r\n\r\n"
+        ).encode()
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(head + payload)
+            received = b""
+            while b"Hello" not in received and b"answer" not in received:
+                received += sock.recv(4096)  # some content has arrived: now leave
+        deadline = time.monotonic() + 60  # a guard against a hang, not a measurement
+        while time.monotonic() < deadline and not (proxy.log and proxy.log[-1].done):
+            time.sleep(0.05)
+        record = proxy.log[-1]
+        assert record.done  # the gateway closed its upstream stream
+        assert record.bytes_out < record.bytes_in  # and stopped sending the rest
+        while time.monotonic() < deadline and not gateway.metrics.value(
+            "railings_gateway_client_disconnects_total", provider="openai"
+        ):
+            time.sleep(0.05)
+    assert (
+        gateway.metrics.value("railings_gateway_client_disconnects_total", provider="openai") == 1
+    )
+    assert (
+        gateway.metrics.value(
+            "railings_gateway_streams_total", provider="openai", outcome="complete"
+        )
+        == 0
+    )
