@@ -42,6 +42,7 @@ from railings.gateway.streaming import forward_stream, is_event_stream
 from railings.gateway.telemetry import record_span
 from railings.gateway.upstream import client, request_headers, response_headers, upstream_base
 from railings.redact import RedactingFilter, install_log_redaction, redact
+from railings.sdk_objects import inspect
 from railings.transport.config import Timeouts, provider_for_path
 from railings.transport.errors_map import (
     BOUNDARY,
@@ -171,10 +172,13 @@ class Gateway:
             text = self.metrics.render().encode()
             await _answer(send, 200, text, "text/plain; version=0.0.4; charset=utf-8")
             return
-        body = await _read_body(receive)
-        if body is None:
+        try:
+            body = await _read_body(receive)
+        except _TooLarge:
             await _answer(send, 413, b"request body too large\n", "text/plain; charset=utf-8")
             return
+        if body is None:
+            return  # the client left before its request was whole: nothing goes upstream
         provider = provider_for_path(path) if method == "POST" else None
         raw_path = scope.get("raw_path") or quote(path).encode()
         query = scope.get("query_string") or b""
@@ -213,20 +217,7 @@ class Gateway:
             message = redact(map_exception(exc).message)
             await _answer(send, 502, f"railings gateway: {message}\n".encode(), "text/plain")
             return
-        try:
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": response.status_code,
-                    "headers": response_headers(response.headers.raw, keep_length=True),
-                }
-            )
-            with contextlib.suppress(*BOUNDARY):  # a broken body ends short, as it came
-                async for chunk in response.aiter_raw():
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            await send({"type": "http.response.body", "body": b""})
-        finally:
-            await response.aclose()
+        await self._relay(response, send, None)
 
     async def _model_call(
         self,
@@ -286,7 +277,10 @@ class Gateway:
         except BOUNDARY as exc:
             return map_exception(exc)
 
-    async def _relay(self, response: httpx2.Response, send: Send, record: TurnRecord) -> None:
+    async def _relay(
+        self, response: httpx2.Response, send: Send, record: TurnRecord | None
+    ) -> None:
+        """Pass an answer on as it came: status, headers, body (a broken body ends short)."""
         try:
             headers = response_headers(response.headers.raw, keep_length=True)
             await send(
@@ -294,15 +288,14 @@ class Gateway:
             )
             with contextlib.suppress(*BOUNDARY):
                 async for chunk in response.aiter_raw():
-                    record.sent_first_byte()
+                    if record is not None:
+                        record.sent_first_byte()
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b""})
         finally:
             await response.aclose()
 
     async def _answer_json(self, record: TurnRecord, response: httpx2.Response, send: Send) -> None:
-        from railings.sdk_objects import inspect
-
         try:
             data = await response.aread()
         except BOUNDARY as exc:
@@ -368,17 +361,22 @@ class Gateway:
         log.info("%s", record.log_line())
 
 
+class _TooLarge(Exception):
+    """A request body past :data:`MAX_REQUEST_BODY`."""
+
+
 async def _read_body(receive: Receive) -> bytes | None:
+    """The whole request body, or None when the client disconnected before it ended."""
     chunks: list[bytes] = []
     size = 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            break
+            return None
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > MAX_REQUEST_BODY:
-            return None
+            raise _TooLarge
         chunks.append(chunk)
         if not message.get("more_body", False):
             break
