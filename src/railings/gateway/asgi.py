@@ -26,7 +26,6 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -34,6 +33,16 @@ import httpx2
 
 from railings.classify import INTERRUPTED_MESSAGE
 from railings.errors import ConfigurationError, RailingsError
+from railings.gateway.client_side import (
+    Receive,
+    Scope,
+    Send,
+    TooLarge,
+    answer,
+    model_of,
+    read_body,
+    watch_disconnect,
+)
 from railings.gateway.judge import cut_message
 from railings.gateway.metrics import Metrics
 from railings.gateway.record import GatewayJournal, TurnRecord
@@ -55,13 +64,6 @@ __all__ = ["HEALTH_PATH", "METRICS_PATH", "Gateway", "app"]
 
 HEALTH_PATH = "/_railings/health"
 METRICS_PATH = "/_railings/metrics"
-MAX_REQUEST_BODY = 64 * 1024 * 1024
-_ERROR_BODY_LIMIT = 64 * 1024
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 log = logging.getLogger("railings.gateway")
 
 
@@ -166,16 +168,16 @@ class Gateway:
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope["path"], scope["method"]
         if path == HEALTH_PATH and method in ("GET", "HEAD"):
-            await _answer(send, 200, b"ok\n", "text/plain; charset=utf-8")
+            await answer(send, 200, b"ok\n", "text/plain; charset=utf-8")
             return
         if path == METRICS_PATH and method in ("GET", "HEAD"):
             text = self.metrics.render().encode()
-            await _answer(send, 200, text, "text/plain; version=0.0.4; charset=utf-8")
+            await answer(send, 200, text, "text/plain; version=0.0.4; charset=utf-8")
             return
         try:
-            body = await _read_body(receive)
-        except _TooLarge:
-            await _answer(send, 413, b"request body too large\n", "text/plain; charset=utf-8")
+            body = await read_body(receive)
+        except TooLarge:
+            await answer(send, 413, b"request body too large\n", "text/plain; charset=utf-8")
             return
         if body is None:
             return  # the client left before its request was whole: nothing goes upstream
@@ -185,12 +187,12 @@ class Gateway:
         url = self.upstream + raw_path.decode("latin-1") + ("?" + query.decode() if query else "")
         headers = request_headers(scope["headers"], watched=provider is not None)
         gone = asyncio.Event()
-        watcher = asyncio.create_task(_watch_disconnect(receive, gone))
+        watcher = asyncio.create_task(watch_disconnect(receive, gone))
         try:
             if provider is None:
                 await self._pass_through(method, url, headers, body, send)
                 return
-            record = TurnRecord(provider, method, path, _model(body), stream=False)
+            record = TurnRecord(provider, method, path, model_of(body), stream=False)
             try:
                 await self._model_call(record, url, headers, body, send, gone)
             finally:
@@ -215,7 +217,7 @@ class Gateway:
             response = await self._upstream(method, url, headers, body)
         except BOUNDARY as exc:
             message = redact(map_exception(exc).message)
-            await _answer(send, 502, f"railings gateway: {message}\n".encode(), "text/plain")
+            await answer(send, 502, f"railings gateway: {message}\n".encode(), "text/plain")
             return
         await self._relay(response, send, None)
 
@@ -241,7 +243,7 @@ class Gateway:
                 record.finish("error", error=response.message)
                 message = f"railings gateway: upstream failed: {response.message}"
                 payload = error_body(record.provider, INTERRUPTED_CODE, message)
-                await _answer(send, 502, payload, "application/json")
+                await answer(send, 502, payload, "application/json")
                 return
             await asyncio.sleep(wait)
             retrier.advance()
@@ -301,7 +303,7 @@ class Gateway:
         except BOUNDARY as exc:
             record.finish("error", error=map_exception(exc).message)
             await response.aclose()
-            await _answer(
+            await answer(
                 send,
                 502,
                 error_body(
@@ -326,7 +328,7 @@ class Gateway:
                 "railings_gateway_answers_total", provider=record.provider, outcome="refused"
             )
             payload = error_body(record.provider, CUT_CODE, message)
-            await _answer(send, 502, payload, "application/json", [(b"x-should-retry", b"false")])
+            await answer(send, 502, payload, "application/json", [(b"x-should-retry", b"false")])
             return
         record.finish("complete")
         self.metrics.inc(
@@ -359,60 +361,3 @@ class Gateway:
         except Exception as exc:  # a broken exporter must not break the answer
             log.warning("span not recorded: %s", exc)
         log.info("%s", record.log_line())
-
-
-class _TooLarge(Exception):
-    """A request body past :data:`MAX_REQUEST_BODY`."""
-
-
-async def _read_body(receive: Receive) -> bytes | None:
-    """The whole request body, or None when the client disconnected before it ended."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return None
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_REQUEST_BODY:
-            raise _TooLarge
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
-
-
-async def _watch_disconnect(receive: Receive, gone: asyncio.Event) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            gone.set()
-            return
-
-
-async def _answer(
-    send: Send,
-    status: int,
-    body: bytes,
-    content_type: str,
-    extra: list[tuple[bytes, bytes]] | None = None,
-) -> None:
-    headers = [
-        (b"content-type", content_type.encode()),
-        (b"content-length", str(len(body)).encode()),
-    ]
-    await send(
-        {"type": "http.response.start", "status": status, "headers": headers + (extra or [])}
-    )
-    await send({"type": "http.response.body", "body": body})
-
-
-def _model(body: bytes) -> str | None:
-    """The ``model`` a request body names (for the journal, the span and the log)."""
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return None
-    model = data.get("model") if isinstance(data, dict) else None
-    return model if isinstance(model, str) else None
