@@ -8,10 +8,10 @@ LINTED := src tests tools bench
 # pytest-xdist workers: one per core by default; PYTEST_ARGS adds options (e.g. -k NAME, -n 0).
 JOBS ?= auto
 
-.PHONY: help test lint demo bench fuzz soak measure clean
+.PHONY: help test lint demo bench gateway-bench fuzz soak measure clean
 
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z]+:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -38,6 +38,9 @@ demo: $(STAMP) ## railings beside the plain official SDKs on the main faults (ab
 
 bench: $(BENCH_STAMP) ## benchmarks against the SDKs, httpx-sse and the naive floor (about 4 min)
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
+
+gateway-bench: $(STAMP) ## 1,000 concurrent streams through railings gateway: failures, added latency, memory (about 1 min)
+	$(BIN)/python bench/gateway.py $(GATEWAY_BENCH_ARGS)
 
 fuzz: $(STAMP) ## fuzz campaigns over every capture of tests/corpus (about 2 min)
 	$(BIN)/python -m tools.reliability.fuzz $(FUZZ_ARGS)

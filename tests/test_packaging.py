@@ -39,6 +39,8 @@ ABSENT = [
     "jiter",
     "httpx",
     "httpx_sse",
+    "uvicorn",
+    "opentelemetry",
     "tools",
     "conftest",
 ]
@@ -162,6 +164,15 @@ def test_the_demo_without_the_sdks_shows_railings_and_says_what_to_install(
     assert "openai chat" not in done.stdout
     assert "pip install 'railings[sdks]'" in done.stdout
     assert "ran: railings 0 of" in done.stdout
+
+
+def test_the_gateway_without_its_extra_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    code = "import sys\nfrom railings.cli import main\nsys.exit(main(sys.argv[1:]))"
+    done = _bare(code, "gateway", "--upstream", "http://127.0.0.1:9", "--no-journal", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "railings: gateway needs uvicorn: pip install 'railings[gateway]'"
+    ]
 
 
 def test_replay_and_a_first_run_work_without_the_extras(tmp_path: Path) -> None:

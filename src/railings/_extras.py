@@ -22,6 +22,7 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "langgraph": ("langgraph", "langgraph"),
     "langchain": ("langchain", "langchain"),
     "pytest": ("pytest", "pytest"),
+    "uvicorn": ("uvicorn", "gateway"),
 }
 
 

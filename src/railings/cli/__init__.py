@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from railings import __version__
-from railings.cli import agent, demo, kit, matrix
+from railings.cli import agent, demo, gateway, kit, matrix
 from railings.cli import journal as journal_cmd
 from railings.cli import replay as replay_cmd
 from railings.cli._common import UsageError, fail
@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     journal_cmd.register(commands)
     matrix.register(commands)
     demo.register(commands)
+    gateway.register(commands)
     return parser
 
 

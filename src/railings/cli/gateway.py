@@ -1,0 +1,179 @@
+"""``railings gateway`` (run the gateway) and ``railings gateway-log`` (read its journal)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime
+import json
+import logging
+import signal
+import sys
+from typing import Any
+
+from rich.markup import escape
+
+from railings._extras import require
+from railings.agent.journal import Journal, default_path
+from railings.cli._common import UsageError, console, positive
+from railings.errors import ConfigurationError
+
+__all__ = ["register"]
+
+GATEWAY_HELP = """\
+Run railings' proof rule in front of a model API, for any client in any
+language: point its base URL at the gateway (OpenAI SDKs:
+http://127.0.0.1:PORT/v1; Anthropic SDKs: http://127.0.0.1:PORT). Streams pass
+byte for byte; one that ends without its provider's proof is resent when
+nothing had arrived (Empty), or ended with a provider-shaped error event
+(Partial); a tool call cut by the output limit is refused (--cut-calls refuse).
+Keys are forwarded upstream and never logged. GET /_railings/health,
+GET /_railings/metrics (Prometheus). See docs/GATEWAY.md.
+
+exit codes: 0 stopped (SIGINT, SIGTERM); 2 a usage error, or no gateway extra.
+"""
+
+
+def register(commands: Any) -> None:
+    """Add ``railings gateway`` and ``railings gateway-log`` to the command line."""
+    parser = commands.add_parser(
+        "gateway",
+        help="the proof rule as an HTTP gateway for any client",
+        description=GATEWAY_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--upstream",
+        required=True,
+        metavar="URL",
+        help="origin (and optional path prefix) requests go to, e.g. https://api.openai.com",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--port", type=_port, default=8787, metavar="N", help="port (default 8787; 0: a free one)"
+    )
+    parser.add_argument(
+        "--cut-calls",
+        choices=("refuse", "pass"),
+        default="refuse",
+        help="a tool call cut by the output limit: refuse the answer (default) or pass it",
+    )
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--journal", metavar="PATH", help=f"journal file (default: {default_path()})"
+    )
+    where.add_argument("--no-journal", action="store_true", help="keep no journal")
+    parser.set_defaults(run=run_gateway)
+
+    view = commands.add_parser(
+        "gateway-log",
+        help="the turns a gateway proxied, from its journal",
+        description="List the turns the gateway journaled: time, provider, model, status, "
+        "outcome, attempts, timings, usage and refused calls.",
+    )
+    view.add_argument("--journal", metavar="PATH", help=f"journal file (default: {default_path()})")
+    view.add_argument("--limit", type=positive, default=50, metavar="N", help="last N turns")
+    view.add_argument("--json", action="store_true", help="one JSON object per line")
+    view.set_defaults(run=run_gateway_log)
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {text!r}")
+    return value
+
+
+def run_gateway(args: argparse.Namespace) -> int:
+    require("gateway", "uvicorn")
+    from railings.gateway import app
+    from railings.gateway.serve import bind, is_loopback, serve, url_of
+
+    try:
+        sock = bind(args.host, args.port)
+    except OSError as exc:
+        raise UsageError(f"gateway: cannot bind {args.host}:{args.port}: {exc}") from None
+    try:
+        gateway = app(
+            args.upstream,
+            cut_calls=args.cut_calls,
+            journal=False if args.no_journal else (args.journal or True),
+        )
+    except ConfigurationError as exc:
+        sock.close()
+        raise UsageError(str(exc)) from None
+    host = sock.getsockname()[0]
+    if not is_loopback(host):
+        print(
+            f"railings: warning: the gateway listens on {host}, beyond loopback: anyone who "
+            "can reach it can use the upstream through it",
+            file=sys.stderr,
+        )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("railings gateway: %(message)s"))
+    logger = logging.getLogger("railings.gateway")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    journal = "no journal" if gateway.journal is None else f"journal {gateway.journal.journal.path}"
+    # uvicorn shuts down gracefully on SIGINT / SIGTERM, then raises the signal again;
+    # both are how a gateway is meant to stop, so both end with exit code 0, also when
+    # the signal comes before uvicorn has taken the handlers over.
+    signal.signal(signal.SIGTERM, _stop)
+    with contextlib.suppress(KeyboardInterrupt):
+        print(
+            f"railings gateway: listening on {url_of(sock)} -> {gateway.upstream} "
+            f"(cut calls: {args.cut_calls}; {journal})",
+            file=sys.stderr,
+            flush=True,
+        )
+        serve(gateway, sock)
+    if not gateway.closed:  # stopped before the server ran its shutdown
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(gateway.aclose())
+    return 0
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def run_gateway_log(args: argparse.Namespace) -> int:
+    try:
+        journal = Journal(args.journal)
+    except ConfigurationError as exc:
+        raise UsageError(str(exc)) from None
+    with journal:
+        rows: list[dict[str, Any]] = []
+        for info in journal.sessions(limit=1_000_000):
+            if not info.title.startswith("gateway "):
+                continue
+            for entry in journal.entries(info.id):
+                if entry.kind == "gateway_turn":
+                    rows.append({"session": info.id, "at": entry.at, **entry.data})
+    rows.sort(key=lambda r: float(r["at"]))
+    rows = rows[-args.limit :]
+    if args.json:
+        for row in rows:
+            sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")
+        return 0
+    out = console()
+    if not rows:
+        out.print(f"no gateway turns in {args.journal or default_path()}")
+    for r in rows:
+        when = datetime.datetime.fromtimestamp(float(r["at"])).strftime("%Y-%m-%d %H:%M:%S")
+        usage = r.get("usage") or {}
+        tokens = f"{usage.get('input_tokens')}/{usage.get('output_tokens')} tok" if usage else "-"
+        took = r.get("duration_s")
+        line = (
+            f"{when}  {r.get('provider')}  {escape(str(r.get('model') or '-'))}  "
+            f"{r.get('status')}  {r.get('outcome')}  attempts={r.get('attempts')}  "
+            f"{'-' if took is None else f'{took:.3f}s'}  {tokens}"
+        )
+        if r.get("rejected"):
+            line += "  refused: " + escape(", ".join(r["rejected"]))
+        out.print(line)
+    return 0

@@ -1,0 +1,364 @@
+"""The gateway as an ASGI application: railings' proof rule in front of any client.
+
+``railings.gateway.app(upstream)`` returns the app; ``railings gateway`` runs it on
+uvicorn, and any ASGI server can run it too. What it does with each request:
+
+* ``GET /_railings/health``: 200. ``GET /_railings/metrics``: the Prometheus text.
+* ``POST`` to a model path (``.../chat/completions``, ``.../responses``,
+  ``.../messages``): forwarded upstream; a 2xx ``text/event-stream`` answer passes
+  through the per-stream judge (:mod:`railings.gateway.judge`), with Empty attempts
+  resent by the retry policy; a 2xx JSON answer is judged whole
+  (:func:`railings.inspect`) and, with ``cut_calls="refuse"``, one holding a call
+  cut by the output limit is answered 502 with a provider-shaped error instead.
+  Any other answer (an error status, say) passes through as it came, so the
+  client's own retry logic sees it.
+* Anything else: passed through untouched, body and headers.
+
+The app keeps no state shared between requests but its pooled upstream client,
+its counters and its journal writer: replicas behind a load balancer need nothing
+in common.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+from typing import Any, Literal
+from urllib.parse import quote
+
+import httpx2
+
+from railings.classify import INTERRUPTED_MESSAGE
+from railings.errors import ConfigurationError, RailingsError
+from railings.gateway.client_side import (
+    Receive,
+    Scope,
+    Send,
+    TooLarge,
+    answer,
+    model_of,
+    read_body,
+    watch_disconnect,
+)
+from railings.gateway.judge import cut_message
+from railings.gateway.metrics import Metrics
+from railings.gateway.record import GatewayJournal, TurnRecord
+from railings.gateway.shapes import CUT_CODE, INTERRUPTED_CODE, error_body
+from railings.gateway.streaming import forward_stream, is_event_stream
+from railings.gateway.telemetry import record_span
+from railings.gateway.upstream import client, request_headers, response_headers, upstream_base
+from railings.redact import RedactingFilter, install_log_redaction, redact
+from railings.sdk_objects import inspect
+from railings.transport.config import Timeouts, provider_for_path
+from railings.transport.errors_map import (
+    BOUNDARY,
+    map_exception,
+)
+from railings.transport.retry import Retrier, RetryPolicy
+from railings.turn.verdict import RejectReason
+
+__all__ = ["HEALTH_PATH", "METRICS_PATH", "Gateway", "app"]
+
+HEALTH_PATH = "/_railings/health"
+METRICS_PATH = "/_railings/metrics"
+log = logging.getLogger("railings.gateway")
+
+
+def app(
+    upstream: str | None = None,
+    *,
+    cut_calls: Literal["refuse", "pass"] = "refuse",
+    journal: bool | str | os.PathLike[str] = True,
+    retry: RetryPolicy | None = None,
+    timeouts: Timeouts | None = None,
+    tracer: Any = None,
+    transport: httpx2.AsyncBaseTransport | None = None,
+) -> Gateway:
+    """The gateway ASGI app in front of ``upstream`` (default ``$RAILINGS_GATEWAY_UPSTREAM``).
+
+    ``journal``: True for the default journal file, a path for another, False for
+    none. ``retry``: how Empty attempts are resent (default :class:`RetryPolicy`).
+    ``timeouts``: connect, first byte (the response head), idle (between reads of a
+    stream) and write. ``tracer``: an OpenTelemetry tracer (default: the global
+    provider's). ``transport``: the upstream client's httpx2 transport.
+    """
+    target = upstream or os.environ.get("RAILINGS_GATEWAY_UPSTREAM")
+    if not target:
+        raise ConfigurationError("the gateway needs an upstream URL")
+    if cut_calls not in ("refuse", "pass"):
+        raise ConfigurationError(f"cut_calls must be 'refuse' or 'pass', not {cut_calls!r}")
+    base = upstream_base(target)
+    book = None
+    if journal is not False:
+        book = GatewayJournal(None if journal is True else journal, base)
+    return Gateway(
+        base,
+        refuse_cut_calls=cut_calls == "refuse",
+        journal=book,
+        retry=retry or RetryPolicy(),
+        timeouts=timeouts or Timeouts(),
+        tracer=tracer,
+        transport=transport,
+    )
+
+
+class Gateway:
+    """The ASGI app (build it with :func:`app`). ``metrics`` holds its counters."""
+
+    def __init__(
+        self,
+        upstream: str,
+        *,
+        refuse_cut_calls: bool,
+        journal: GatewayJournal | None,
+        retry: RetryPolicy,
+        timeouts: Timeouts,
+        tracer: Any = None,
+        transport: httpx2.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.upstream = upstream
+        self.refuse = refuse_cut_calls
+        self.journal = journal
+        self.retry = retry
+        self.timeouts = timeouts
+        self.tracer = tracer
+        self.metrics = Metrics()
+        self.client = client(timeouts, transport=transport)
+        self._closed = False
+        install_log_redaction()
+        # A logger's filters see only its own records: the gateway's lines get their own.
+        if not any(isinstance(f, RedactingFilter) for f in log.filters):
+            log.addFilter(RedactingFilter())
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`aclose` ran (the server's lifespan shutdown calls it)."""
+        return self._closed
+
+    async def aclose(self) -> None:
+        """Close the upstream pool and the journal (the lifespan shutdown does it too)."""
+        if self._closed:
+            return
+        self._closed = True
+        await self.client.aclose()
+        if self.journal is not None:
+            await asyncio.to_thread(self.journal.close)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI entry point: lifespan, then each HTTP request routed and judged."""
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] == "http":
+            await self._http(scope, receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    # -- one request ---------------------------------------------------------------------
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path, method = scope["path"], scope["method"]
+        if path == HEALTH_PATH and method in ("GET", "HEAD"):
+            await answer(send, 200, b"ok\n", "text/plain; charset=utf-8")
+            return
+        if path == METRICS_PATH and method in ("GET", "HEAD"):
+            text = self.metrics.render().encode()
+            await answer(send, 200, text, "text/plain; version=0.0.4; charset=utf-8")
+            return
+        try:
+            body = await read_body(receive)
+        except TooLarge:
+            await answer(send, 413, b"request body too large\n", "text/plain; charset=utf-8")
+            return
+        if body is None:
+            return  # the client left before its request was whole: nothing goes upstream
+        provider = provider_for_path(path) if method == "POST" else None
+        raw_path = scope.get("raw_path") or quote(path).encode()
+        query = scope.get("query_string") or b""
+        url = self.upstream + raw_path.decode("latin-1") + ("?" + query.decode() if query else "")
+        headers = request_headers(scope["headers"], watched=provider is not None)
+        gone = asyncio.Event()
+        watcher = asyncio.create_task(watch_disconnect(receive, gone))
+        try:
+            if provider is None:
+                await self._pass_through(method, url, headers, body, send)
+                return
+            record = TurnRecord(provider, method, path, model_of(body), stream=False)
+            try:
+                await self._model_call(record, url, headers, body, send, gone)
+            finally:
+                self._finish(record)
+        finally:
+            watcher.cancel()
+
+    async def _upstream(
+        self, method: str, url: str, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> httpx2.Response:
+        request = self.client.build_request(method, url, headers=headers, content=body)
+        sent = {name.lower() for name, _ in headers}
+        for default in (b"accept", b"accept-encoding", b"user-agent"):  # httpx2's own
+            if default not in sent and default.decode() in request.headers:
+                del request.headers[default.decode()]
+        return await self.client.send(request, stream=True)
+
+    async def _pass_through(
+        self, method: str, url: str, headers: list[tuple[bytes, bytes]], body: bytes, send: Send
+    ) -> None:
+        try:
+            response = await self._upstream(method, url, headers, body)
+        except BOUNDARY as exc:
+            message = redact(map_exception(exc).message)
+            await answer(send, 502, f"railings gateway: {message}\n".encode(), "text/plain")
+            return
+        await self._relay(response, send, None)
+
+    async def _model_call(
+        self,
+        record: TurnRecord,
+        url: str,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes,
+        send: Send,
+        gone: asyncio.Event,
+    ) -> None:
+        retrier = Retrier(self.retry)
+
+        async def attempt() -> httpx2.Response | RailingsError:
+            return await self._attempt(record, url, headers, body)
+
+        response = await attempt()
+        while isinstance(response, RailingsError):  # a connection that failed: resend
+            wait = retrier.next_wait(response)
+            if wait is None:
+                record.status = 502
+                record.finish("error", error=response.message)
+                message = f"railings gateway: upstream failed: {response.message}"
+                payload = error_body(record.provider, INTERRUPTED_CODE, message)
+                await answer(send, 502, payload, "application/json")
+                return
+            await asyncio.sleep(wait)
+            retrier.advance()
+            response = await attempt()
+        record.status = response.status_code
+        kind = response.headers.get("content-type", "").lower()
+        if is_event_stream(response):
+            record.stream = True
+            await forward_stream(
+                record,
+                response,
+                retrier=retrier,
+                attempt=attempt,
+                send=send,
+                gone=gone,
+                refuse_cut_calls=self.refuse,
+                timeouts=self.timeouts,
+                metrics=self.metrics,
+            )
+        elif 200 <= response.status_code < 300 and "json" in kind:
+            await self._answer_json(record, response, send)
+        else:
+            record.finish("upstream_status" if response.status_code >= 400 else "passed")
+            await self._relay(response, send, record)
+
+    async def _attempt(
+        self, record: TurnRecord, url: str, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> httpx2.Response | RailingsError:
+        record.attempts += 1
+        self.metrics.inc("railings_gateway_upstream_attempts_total", provider=record.provider)
+        try:
+            return await self._upstream("POST", url, headers, body)
+        except BOUNDARY as exc:
+            return map_exception(exc)
+
+    async def _relay(
+        self, response: httpx2.Response, send: Send, record: TurnRecord | None
+    ) -> None:
+        """Pass an answer on as it came: status, headers, body (a broken body ends short)."""
+        try:
+            headers = response_headers(response.headers.raw, keep_length=True)
+            await send(
+                {"type": "http.response.start", "status": response.status_code, "headers": headers}
+            )
+            with contextlib.suppress(*BOUNDARY):
+                async for chunk in response.aiter_raw():
+                    if record is not None:
+                        record.sent_first_byte()
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+        finally:
+            await response.aclose()
+
+    async def _answer_json(self, record: TurnRecord, response: httpx2.Response, send: Send) -> None:
+        try:
+            data = await response.aread()
+        except BOUNDARY as exc:
+            record.finish("error", error=map_exception(exc).message)
+            await response.aclose()
+            await answer(
+                send,
+                502,
+                error_body(
+                    record.provider, INTERRUPTED_CODE, "railings gateway: " + INTERRUPTED_MESSAGE
+                ),
+                "application/json",
+            )
+            return
+        await response.aclose()
+        try:
+            judged = inspect(json.loads(data))
+        except (ValueError, TypeError, KeyError, AttributeError, RailingsError):
+            judged = None  # not a model answer railings reads: pass it on as it came
+        cut = [v for v in judged.verdicts if v.reason is RejectReason.TRUNCATED] if judged else []
+        record.turn = judged.turn if judged else None
+        if cut and self.refuse:
+            record.rejected = tuple(v.call.name for v in cut)
+            message = cut_message(cut, judged.turn.stop_reason_wire if judged else None)
+            record.status = 502
+            record.finish("refused", error=message)
+            self.metrics.inc(
+                "railings_gateway_answers_total", provider=record.provider, outcome="refused"
+            )
+            payload = error_body(record.provider, CUT_CODE, message)
+            await answer(send, 502, payload, "application/json", [(b"x-should-retry", b"false")])
+            return
+        record.finish("complete")
+        self.metrics.inc(
+            "railings_gateway_answers_total", provider=record.provider, outcome="complete"
+        )
+        headers = response_headers(response.headers.raw, keep_length=False)
+        headers.append((b"content-length", str(len(data)).encode()))
+        await send(
+            {"type": "http.response.start", "status": response.status_code, "headers": headers}
+        )
+        record.sent_first_byte()
+        await send({"type": "http.response.body", "body": data})
+
+    def _finish(self, record: TurnRecord) -> None:
+        if record.duration is None:
+            record.finish(record.outcome or "error")
+        labels = {"provider": record.provider}
+        if record.first_byte is not None:
+            self.metrics.observe(
+                "railings_gateway_time_to_first_byte_seconds", record.first_byte, **labels
+            )
+        if record.duration is not None:
+            self.metrics.observe(
+                "railings_gateway_stream_duration_seconds", record.duration, **labels
+            )
+        if self.journal is not None:
+            self.journal.write(record)
+        try:
+            record_span(record, self.tracer)
+        except Exception as exc:  # a broken exporter must not break the answer
+            log.warning("span not recorded: %s", exc)
+        log.info("%s", record.log_line())

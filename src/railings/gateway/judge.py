@@ -1,0 +1,222 @@
+"""The per-stream judge: upstream bytes in, the bytes to send the client out. Sans-IO.
+
+Theory of operation. Every chunk the upstream sends is cut into whole SSE events
+(:class:`~railings.testing.faults.EventSplitter`, byte-exact) and each event is fed
+to the core's :class:`~railings.turn.reader.StreamReader`, which alone decides how
+the stream ended. The bytes sent on are the upstream's, unchanged and in order; what
+the judge decides is only *when* each event leaves and whether the stream may end:
+
+* **Before content** (OpenAI's role chunk, ``message_start``, ``response.created``,
+  pings) the events are held back: if the stream then ends without its proof, the
+  attempt is **Empty** and the gateway resends the request, and the client sees
+  only the retried stream. The first content event releases them, and from then on
+  each event leaves as soon as its blank line arrived. (An SSE client dispatches
+  nothing before that blank line, so waiting for it costs the client nothing, and
+  lets an error event follow a whole event instead of half of one.)
+* **The proof** leaves unchanged, and so does everything after it, as it comes: a
+  connection that breaks after the proof ends the response cleanly. With
+  ``refuse_cut_calls``, a proof that closes a turn stopped by the output limit with
+  a call whose arguments do not parse is replaced by a provider-shaped error event.
+* **No proof after content** (**Partial**): a provider-shaped error event, then the
+  end. The provider's own error event is passed on as it came; an event that is
+  not the protocol (bad JSON, bad UTF-8, too large) is replaced by the error event.
+
+Memory per stream: the unfinished event (bounded by ``max_event_size``) and the
+held preamble (bounded by ``max_preamble``: past it, the preamble is released and
+the stream can no longer be retried transparently).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+
+from railings.classify import INTERRUPTED_MESSAGE
+from railings.errors import EventTooLarge
+from railings.gateway.shapes import CUT_CODE, INTERRUPTED_CODE, error_event
+from railings.testing.faults import EventSplitter
+from railings.turn.model import ErrorKind, Outcome, Turn
+from railings.turn.reader import StreamReader
+from railings.turn.verdict import CallVerdict, RejectReason, judge
+from railings.wire.openai_responses import SEQUENCE_NUMBER
+from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
+
+__all__ = ["DEFAULT_MAX_PREAMBLE", "Ending", "StreamJudge", "cut_calls", "cut_message"]
+
+DEFAULT_MAX_PREAMBLE = 64 * 1024
+
+
+class Ending(enum.Enum):
+    """How the client's response ends (the metric's ``outcome`` label)."""
+
+    COMPLETE = "complete"  # the proof was passed on
+    PARTIAL = "partial"  # content, then no proof: an error event was passed on
+    EMPTY = "empty"  # no content and no proof: resend (or, when out of attempts, an error)
+    REFUSED = "refused"  # a cut tool call: the proof was replaced by an error event
+
+
+def cut_calls(turn: Turn) -> list[CallVerdict]:
+    """The calls of ``turn`` the verdict rejects as cut by the output limit."""
+    return [v for v in judge(turn) if v.reason is RejectReason.TRUNCATED]
+
+
+def cut_message(verdicts: list[CallVerdict], stop_reason: str | None) -> str:
+    """The refusal's text: names each cut call and says the output limit cut it."""
+    names = ", ".join(f"{v.call.name!r} (id {v.call.id or '-'})" for v in verdicts)
+    return (
+        f"railings gateway: tool call {names} was cut by the output limit "
+        f"(stop_reason: {stop_reason or 'max_tokens'}): its arguments are incomplete, "
+        "so the answer is refused instead of passed on"
+    )
+
+
+class StreamJudge:
+    """Judges one upstream attempt. ``feed`` returns the bytes to send now; once
+    ``ending`` is set, stop reading the upstream (except after COMPLETE, where
+    ``feed`` keeps passing the trailing bytes on unchanged)."""
+
+    def __init__(
+        self,
+        provider: str,
+        *,
+        refuse_cut_calls: bool = True,
+        max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+        max_preamble: int = DEFAULT_MAX_PREAMBLE,
+    ) -> None:
+        self.provider = provider
+        self.reader = StreamReader(provider, max_event_size=max_event_size)
+        self.ending: Ending | None = None
+        self.committed = False  # bytes reached the client: no transparent retry any more
+        self.provider_error = b""  # a retryable provider error event before content
+        self._refuse = refuse_cut_calls
+        self._splitter = EventSplitter()
+        self._pending = 0  # bytes of the unfinished event, held by the splitter
+        self._held: list[bytes] = []
+        self._held_size = 0
+        self._max_event = max_event_size
+        self._max_preamble = max_preamble
+        self._last = b""  # the last event passed on (the Responses sequence number)
+
+    @property
+    def done(self) -> bool:
+        """True once nothing more is read from the upstream."""
+        return self.ending is not None and self.ending is not Ending.COMPLETE
+
+    def feed(self, chunk: bytes) -> bytes:
+        """The bytes of ``chunk`` the client may have now: whole events, held back before
+        content (an Empty attempt is resent), the proof or what replaces it."""
+        if self.ending is Ending.COMPLETE:
+            return chunk  # after the proof: unchanged, as it comes
+        if self.ending is not None:
+            return b""
+        out: list[bytes] = []
+        self._pending += len(chunk)
+        blocks = self._splitter.feed(chunk)
+        for i, block in enumerate(blocks):
+            self._pending -= len(block)
+            self._event(block, out)
+            if self.ending is not None:
+                if self.ending is Ending.COMPLETE:  # the rest of the chunk, as it came
+                    out.extend(blocks[i + 1 :])
+                    out.append(self._splitter.close())
+                break
+        if self.ending is None and self._pending > self._max_event:
+            self._fault(out, f"an event grew past {self._max_event} bytes")
+        return b"".join(out)
+
+    def _event(self, block: bytes, out: list[bytes]) -> None:
+        reader = self.reader
+        with contextlib.suppress(EventTooLarge):  # the reader ended the turn with this fault
+            reader.feed(block)
+        if not reader.terminated:
+            self._pass(block, out)
+            return
+        turn = reader.turn()
+        if turn.outcome is Outcome.COMPLETE:
+            cut = cut_calls(turn) if self._refuse else []
+            if cut:
+                self._release(out)
+                self._error(out, CUT_CODE, cut_message(cut, turn.stop_reason_wire))
+                self.ending = Ending.REFUSED
+                return
+            self._release(out)
+            out.append(block)
+            self.ending = Ending.COMPLETE
+            return
+        error = turn.error
+        if error is not None and error.kind is ErrorKind.PROVIDER_ERROR:
+            if not self.committed and error.retryable:
+                self.provider_error = block
+                self.ending = Ending.EMPTY  # an overload before content: resend
+                return
+            self._release(out)
+            out.append(block)  # the provider's own error event, as it came
+            self.ending = Ending.PARTIAL if reader.content else Ending.EMPTY
+            return
+        message = error.message if error is not None else "the stream broke"
+        self._fault(out, message)
+
+    def _pass(self, block: bytes, out: list[bytes]) -> None:
+        if self.committed:
+            self._last = block
+            out.append(block)
+            return
+        self._held.append(block)
+        self._held_size += len(block)
+        if self.reader.content or self._held_size > self._max_preamble:
+            self._release(out)
+
+    def _release(self, out: list[bytes]) -> None:
+        if self._held:
+            self._last = self._held[-1]
+            out.extend(self._held)
+            self._held.clear()
+        self.committed = True
+
+    def _fault(self, out: list[bytes], message: str) -> None:
+        """Bytes that are not the protocol: never passed on."""
+        if not self.committed:
+            self.ending = Ending.EMPTY
+            return
+        self._error(out, INTERRUPTED_CODE, f"railings gateway: {INTERRUPTED_MESSAGE}: {message}")
+        self.ending = Ending.PARTIAL
+
+    def _error(self, out: list[bytes], code: str, message: str) -> None:
+        out.append(self.error_event(code, message))
+
+    def error_event(self, code: str, message: str) -> bytes:
+        """The provider-shaped error event that follows what was passed on."""
+        sequence = None
+        if self.provider == "openai-responses":
+            numbers = SEQUENCE_NUMBER.findall(self._last)
+            sequence = int(numbers[-1]) + 1 if numbers else 0
+        return error_event(self.provider, code, message, sequence_number=sequence)
+
+    def close(self, reason: str | None = None) -> bytes:
+        """The upstream ended (EOF, or broke with ``reason``). Returns the last bytes to
+        send: nothing after the proof; an error event after content (Partial); nothing
+        when no content arrived (Empty: the caller resends, or calls :meth:`give_up`)."""
+        if self.ending is not None:
+            return b""
+        self.reader.close()
+        if not self.committed:
+            self.ending = Ending.EMPTY
+            return b""
+        self.ending = Ending.PARTIAL
+        detail = f"railings gateway: {INTERRUPTED_MESSAGE}" + (f": {reason}" if reason else "")
+        return self.error_event(INTERRUPTED_CODE, detail)
+
+    def give_up(self, message: str) -> bytes:
+        """No attempt is left after an Empty one: the held preamble, then the provider's
+        own error event when it sent one, else the gateway's."""
+        out: list[bytes] = []
+        self._release(out)
+        if self.provider_error:
+            out.append(self.provider_error)
+        else:
+            out.append(self.error_event(INTERRUPTED_CODE, f"railings gateway: {message}"))
+        return b"".join(out)
+
+    def turn(self) -> Turn | None:
+        """The judged turn, once the stream terminated."""
+        return self.reader.turn() if self.reader.terminated else None

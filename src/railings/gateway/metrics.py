@@ -1,0 +1,118 @@
+"""The gateway's metrics, in the Prometheus text exposition format (version 0.0.4).
+
+Five fixed families, so a small writer is enough: no global registry, no process
+state (each :class:`Metrics` belongs to one app), nothing to configure. Label
+values are escaped as the format requires (backslash, double quote, newline).
+Never a header, a key or a body in a label: only provider names and outcomes.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections.abc import Iterable
+from typing import ClassVar
+
+__all__ = ["BUCKETS", "Metrics"]
+
+# Seconds: from a millisecond (a cached or tiny answer) to ten minutes (a long turn).
+BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
+
+Labels = tuple[tuple[str, str], ...]
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _labels(labels: Labels, extra: str = "") -> str:
+    parts = [f'{k}="{_escape(v)}"' for k, v in labels]
+    if extra:
+        parts.append(extra)
+    return "{" + ",".join(parts) + "}" if parts else ""
+
+
+def _number(value: float) -> str:
+    if value == int(value):
+        return str(int(value))
+    return repr(value)
+
+
+class _Histogram:
+    __slots__ = ("counts", "sum")
+
+    def __init__(self) -> None:
+        self.counts = [0] * (len(BUCKETS) + 1)  # the last one is +Inf
+        self.sum = 0.0
+
+
+class Metrics:
+    """Counters and histograms of one gateway; :meth:`render` is the exposition text."""
+
+    COUNTERS: ClassVar[dict[str, str]] = {
+        "railings_gateway_streams_total": "Streamed answers by provider and outcome "
+        "(complete|partial|empty|refused).",
+        "railings_gateway_upstream_attempts_total": "Requests sent upstream, retries included.",
+        "railings_gateway_answers_total": "Non-streamed answers on the model paths, by outcome.",
+        "railings_gateway_client_disconnects_total": "Streams the client left before the end.",
+    }
+    HISTOGRAMS: ClassVar[dict[str, str]] = {
+        "railings_gateway_time_to_first_byte_seconds": "From the request to the first body "
+        "byte sent to the client.",
+        "railings_gateway_stream_duration_seconds": "From the request to the end of the "
+        "response sent to the client.",
+    }
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counters: dict[str, dict[Labels, float]] = {name: {} for name in self.COUNTERS}
+        self._histograms: dict[str, dict[Labels, _Histogram]] = {
+            name: {} for name in self.HISTOGRAMS
+        }
+
+    def inc(self, name: str, amount: float = 1, **labels: str) -> None:
+        """Add ``amount`` to the counter ``name`` with these labels."""
+        key = tuple(sorted(labels.items()))
+        with self._lock:
+            series = self._counters[name]
+            series[key] = series.get(key, 0) + amount
+
+    def observe(self, name: str, seconds: float, **labels: str) -> None:
+        """Count ``seconds`` in the histogram ``name`` with these labels."""
+        key = tuple(sorted(labels.items()))
+        with self._lock:
+            series = self._histograms[name]
+            histogram = series.get(key)
+            if histogram is None:
+                histogram = series[key] = _Histogram()
+            histogram.counts[bisect.bisect_left(BUCKETS, seconds)] += 1
+            histogram.sum += seconds
+
+    def value(self, name: str, **labels: str) -> float:
+        """A counter's current value (0 when never incremented)."""
+        with self._lock:
+            return self._counters[name].get(tuple(sorted(labels.items())), 0)
+
+    def render(self) -> str:
+        """Every series in the Prometheus text exposition format."""
+        with self._lock:
+            return "".join(self._render_counters()) + "".join(self._render_histograms())
+
+    def _render_counters(self) -> Iterable[str]:
+        for name, help_text in self.COUNTERS.items():
+            yield f"# HELP {name} {help_text}\n# TYPE {name} counter\n"
+            for labels, value in sorted(self._counters[name].items()):
+                yield f"{name}{_labels(labels)} {_number(value)}\n"
+
+    def _render_histograms(self) -> Iterable[str]:
+        for name, help_text in self.HISTOGRAMS.items():
+            yield f"# HELP {name} {help_text}\n# TYPE {name} histogram\n"
+            for labels, h in sorted(self._histograms[name].items()):
+                cumulative = 0
+                for bound, count in zip((*BUCKETS, float("inf")), h.counts, strict=True):
+                    cumulative += count
+                    le = "+Inf" if bound == float("inf") else _number(bound)
+                    bucket = _labels(labels, 'le="' + le + '"')
+                    yield f"{name}_bucket{bucket} {cumulative}\n"
+                yield f"{name}_sum{_labels(labels)} {_number(h.sum)}\n"
+                yield f"{name}_count{_labels(labels)} {cumulative}\n"

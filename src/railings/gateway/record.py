@@ -1,0 +1,139 @@
+"""What the gateway keeps of each proxied turn: the journal row, the span, the log line.
+
+A :class:`TurnRecord` is filled while the answer passes and finished once. The
+journal is the agent's own (:class:`~railings.agent.journal.Journal`, SQLite WAL,
+every string redacted): one session per gateway process, titled
+``gateway <upstream>``, and one ``gateway_turn`` entry per proxied turn, readable
+with ``railings gateway-log`` (and ``railings sessions`` / ``show --json``).
+Writes go through one writer thread, so a slow disk never stalls the event loop
+that is forwarding other streams; :meth:`GatewayJournal.close` drains it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from railings.agent.journal import Journal
+from railings.redact import redact
+from railings.turn.model import Turn
+
+__all__ = ["ENTRY_KIND", "GatewayJournal", "TurnRecord"]
+
+ENTRY_KIND = "gateway_turn"
+log = logging.getLogger("railings.gateway")
+
+
+@dataclass(slots=True)
+class TurnRecord:
+    """One proxied turn on a model path."""
+
+    provider: str
+    method: str
+    path: str
+    model: str | None
+    stream: bool
+    started: float = field(default_factory=time.monotonic)
+    started_at: float = field(default_factory=time.time)
+    status: int | None = None
+    outcome: str | None = None
+    attempts: int = 0
+    first_byte: float | None = None  # seconds after ``started``
+    duration: float | None = None
+    turn: Turn | None = None
+    rejected: tuple[str, ...] = ()  # names of the calls refused as cut
+    error: str | None = None
+
+    def sent_first_byte(self) -> None:
+        """Note the time to the first byte sent to the client (the first call counts)."""
+        if self.first_byte is None:
+            self.first_byte = time.monotonic() - self.started
+
+    def finish(self, outcome: str, *, turn: Turn | None = None, error: str | None = None) -> None:
+        """The call ended with ``outcome``; its duration is measured now."""
+        self.outcome = outcome
+        self.turn = turn if turn is not None else self.turn
+        self.error = error if error is not None else self.error
+        self.duration = time.monotonic() - self.started
+
+    def as_entry(self) -> dict[str, Any]:
+        """The journal entry of this call: verdict, provider, model, status, timings, usage."""
+        turn = self.turn
+        usage = turn.usage if turn is not None else None
+        return {
+            "provider": self.provider,
+            "method": self.method,
+            "path": self.path,
+            "model": (turn.model if turn is not None and turn.model else None) or self.model,
+            "stream": self.stream,
+            "status": self.status,
+            "outcome": self.outcome,
+            "termination": turn.termination.value if turn is not None else None,
+            "stop_reason": turn.stop_reason if turn is not None else None,
+            "truncated": turn.truncated if turn is not None else None,
+            "attempts": self.attempts,
+            "started_at": self.started_at,
+            "first_byte_s": self.first_byte,
+            "duration_s": self.duration,
+            "usage": (
+                {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+                if usage is not None
+                else None
+            ),
+            "tool_calls": [c.name for c in turn.tool_calls] if turn is not None else [],
+            "rejected": list(self.rejected),
+            "error": self.error,
+        }
+
+    def log_line(self) -> str:
+        """One redacted line for the gateway's log."""
+        e = self.as_entry()
+        line = (
+            f"{e['method']} {e['path']} {e['provider']} {e['model'] or '-'} "
+            f"status={e['status']} outcome={e['outcome']} attempts={e['attempts']}"
+        )
+        if self.rejected:
+            line += " refused=" + ",".join(self.rejected)
+        return redact(line)
+
+
+class GatewayJournal:
+    """The journal of one gateway process, written by a background thread."""
+
+    def __init__(self, path: str | os.PathLike[str] | None, upstream: str) -> None:
+        self.journal = Journal(path)
+        self.session = self.journal.start_session(
+            f"gateway {upstream}", details={"kind": "gateway", "upstream": upstream}
+        )
+        self._queue: queue.SimpleQueue[tuple[int, dict[str, Any]] | None] = queue.SimpleQueue()
+        self._count = 0
+        self._thread = threading.Thread(target=self._run, name="railings-journal", daemon=True)
+        self._thread.start()
+
+    def write(self, record: TurnRecord) -> None:
+        """Queue ``record`` for the journal thread (never blocks a stream)."""
+        self._count += 1
+        self._queue.put((self._count, record.as_entry()))
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            number, data = item
+            try:
+                self.journal.write(self.session, ENTRY_KIND, data, turn=number)
+            except Exception as exc:  # a full disk must not take the gateway down
+                log.warning("journal write failed: %s", exc)
+
+    def close(self) -> None:
+        """Write what is queued, end the session and close the journal."""
+        self._queue.put(None)
+        self._thread.join()
+        self.journal.end_session(self.session, "stopped", {"turns": self._count})
+        self.journal.close()

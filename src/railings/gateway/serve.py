@@ -1,0 +1,100 @@
+"""Running the gateway app on uvicorn: in the foreground (the CLI) or in a thread (tests,
+the benchmark). Needs the ``gateway`` extra.
+
+The listening socket is bound first, so ``port=0`` gets a free port that is known
+(and already accepting connections into the backlog) before the server starts.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import threading
+import time
+from types import TracebackType
+from typing import Any
+
+from railings._extras import require
+
+__all__ = ["ServingThread", "bind", "is_loopback", "serve", "url_of"]
+
+_START_TIMEOUT = 30.0
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and every loopback address."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def bind(host: str = "127.0.0.1", port: int = 0, *, backlog: int = 2048) -> socket.socket:
+    """A listening socket on ``host:port`` (``port=0``: a free one). Raises OSError."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(backlog)
+    except OSError:
+        sock.close()
+        raise
+    sock.setblocking(False)
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    """The base URL a listening socket serves, ``http://HOST:PORT``."""
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _server(app: Any, **options: Any) -> Any:
+    require("gateway", "uvicorn")
+    import uvicorn
+
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,  # a query string may carry a key: the gateway logs its own lines
+        lifespan="on",
+        timeout_graceful_shutdown=5,
+        **options,
+    )
+    return uvicorn.Server(config)
+
+
+def serve(app: Any, sock: socket.socket) -> None:
+    """Serve ``app`` on ``sock`` until interrupted (SIGINT / SIGTERM)."""
+    _server(app).run(sockets=[sock])
+
+
+class ServingThread:
+    """``with ServingThread(app) as url:`` serves ``app`` on 127.0.0.1 in a thread."""
+
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._sock = bind(host, port)
+        self.url = url_of(self._sock)
+        self._server = _server(app)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
+        )
+
+    def __enter__(self) -> str:
+        self._thread.start()
+        deadline = time.monotonic() + _START_TIMEOUT
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the gateway did not start")
+            time.sleep(0.01)
+        return self.url
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._server.should_exit = True
+        self._thread.join(_START_TIMEOUT)
+        self._sock.close()

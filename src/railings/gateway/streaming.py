@@ -1,0 +1,170 @@
+"""One streamed model answer through the gateway: attempts, the judge, the retry of Empty.
+
+The response head of the first 2xx event stream goes to the client at once (an SDK
+waits for it before it reads anything). Each attempt's body then passes through a
+fresh :class:`~railings.gateway.judge.StreamJudge`. An attempt that ends **Empty**
+(no content, no proof) sent the client nothing of its body, so it is resent with
+the retry policy (:class:`~railings.transport.retry.Retrier`: bounded attempts,
+backoff with full jitter, ``retry-after`` honoured); a resend that answers with an
+error status or fails to connect is one more failed attempt. When the attempts are
+spent, the client gets the provider-shaped error event and the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Awaitable, Callable, MutableMapping
+from typing import Any
+
+import httpx2
+
+from railings.classify import INTERRUPTED_MESSAGE
+from railings.errors import RailingsError, StreamInterrupted
+from railings.gateway.judge import Ending, StreamJudge, cut_calls
+from railings.gateway.metrics import Metrics
+from railings.gateway.record import TurnRecord
+from railings.gateway.upstream import response_headers
+from railings.transport.config import Timeouts
+from railings.transport.errors_map import (
+    BOUNDARY,
+    error_from_response,
+    idle_error,
+    map_stream_exception,
+)
+from railings.transport.gaps import GapWatch, Silence
+from railings.transport.retry import Retrier
+
+__all__ = ["Attempt", "bounded_body", "forward_stream", "is_event_stream"]
+
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+Attempt = Callable[[], Awaitable[httpx2.Response | RailingsError]]
+ERROR_BODY_LIMIT = 64 * 1024
+
+
+def is_event_stream(response: httpx2.Response) -> bool:
+    """A 2xx ``text/event-stream`` answer: the kind the judge reads."""
+    kind = response.headers.get("content-type", "").lower()
+    return 200 <= response.status_code < 300 and kind.startswith("text/event-stream")
+
+
+async def bounded_body(response: httpx2.Response) -> bytes:
+    """At most :data:`ERROR_BODY_LIMIT` bytes of an (error) answer, then close it."""
+    data = b""
+    try:
+        async for chunk in response.aiter_raw():
+            data += chunk
+            if len(data) > ERROR_BODY_LIMIT:
+                break
+    except BOUNDARY:
+        pass
+    finally:
+        await response.aclose()
+    return data[:ERROR_BODY_LIMIT]
+
+
+async def forward_stream(
+    record: TurnRecord,
+    response: httpx2.Response,
+    *,
+    retrier: Retrier,
+    attempt: Attempt,
+    send: Send,
+    gone: asyncio.Event,
+    refuse_cut_calls: bool,
+    timeouts: Timeouts,
+    metrics: Metrics,
+) -> None:
+    """Send the client the judged stream of ``response`` (and of any resend)."""
+    headers = response_headers(response.headers.raw, keep_length=False)
+    await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+    judge = StreamJudge(record.provider, refuse_cut_calls=refuse_cut_calls)
+    while True:
+        tail = await _pump(record, response, judge, send, gone, timeouts)
+        if judge.ending is not Ending.EMPTY or gone.is_set():
+            break
+        resent = await _resend(retrier, attempt)
+        if isinstance(resent, str):
+            tail = judge.give_up(resent)
+            break
+        response = resent
+        judge = StreamJudge(record.provider, refuse_cut_calls=refuse_cut_calls)
+    if tail and not gone.is_set():
+        record.sent_first_byte()
+        await send({"type": "http.response.body", "body": tail, "more_body": True})
+    await send({"type": "http.response.body", "body": b""})
+    ending = judge.ending or Ending.PARTIAL
+    turn = judge.turn()
+    if ending is Ending.REFUSED and turn is not None:
+        record.rejected = tuple(v.call.name for v in cut_calls(turn))
+    if gone.is_set():
+        metrics.inc("railings_gateway_client_disconnects_total", provider=record.provider)
+        record.finish("client_gone", turn=turn)
+        return
+    error = turn.error.message if turn is not None and turn.error is not None else None
+    record.finish(ending.value, turn=turn, error=error)
+    metrics.inc("railings_gateway_streams_total", provider=record.provider, outcome=ending.value)
+
+
+async def _resend(retrier: Retrier, attempt: Attempt) -> httpx2.Response | str:
+    """The next attempt's event stream, or why there is none (the attempts are spent)."""
+    error: RailingsError = StreamInterrupted(INTERRUPTED_MESSAGE, empty=True)
+    while True:
+        wait = retrier.next_wait(error)
+        if wait is None:
+            detail = INTERRUPTED_MESSAGE if isinstance(error, StreamInterrupted) else error.message
+            return f"{detail} (after {retrier.attempt} attempts)"
+        await asyncio.sleep(wait)
+        retrier.advance()
+        got = await attempt()
+        if isinstance(got, RailingsError):
+            error = got
+        elif is_event_stream(got):
+            return got
+        else:
+            data = await bounded_body(got)
+            error = error_from_response(got.status_code, got.headers, data)
+
+
+async def _pump(
+    record: TurnRecord,
+    response: httpx2.Response,
+    judge: StreamJudge,
+    send: Send,
+    gone: asyncio.Event,
+    timeouts: Timeouts,
+) -> bytes:
+    """Forward one attempt's body through ``judge``; returns its last bytes.
+
+    The silences are timed as the transport times them (one lazy timer,
+    :class:`~railings.transport.gaps.GapWatch`): before the first content a model may
+    think in silence for up to ``first_byte``; once content flows, ``idle``. A
+    silence past either ends the attempt (Empty: resent; Partial: the error event).
+    """
+    chunks = response.aiter_raw()
+    watch = GapWatch()
+    reason = None
+    gap: float | None = None
+    try:
+        while True:
+            gap = timeouts.idle if judge.committed else timeouts.first_byte
+            try:
+                chunk = await watch.read(chunks, gap, None)
+            except StopAsyncIteration:
+                break
+            out = judge.feed(chunk)
+            if out:
+                record.sent_first_byte()
+                await send({"type": "http.response.body", "body": out, "more_body": True})
+            if judge.done or gone.is_set():
+                break
+    except Silence:
+        reason = idle_error(gap or 0.0, empty=not judge.committed).message
+    except BOUNDARY as exc:
+        # The socket's read timeout (first_byte) is only a backstop behind the GapWatch.
+        reason = map_stream_exception(exc, empty=not judge.committed, idle_seconds=gap).message
+    finally:
+        watch.close()
+        if isinstance(chunks, AsyncGenerator):
+            await chunks.aclose()
+        await response.aclose()
+    return judge.close(reason)
