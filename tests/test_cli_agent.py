@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -333,9 +334,11 @@ def _shell_script(command: str) -> Script:
     )
 
 
-def test_without_a_terminal_or_yes_the_notice_says_why_not(tmp_path: Path) -> None:
-    with ScriptedServer(_shell_script("touch RAN")) as server:
-        base_url = server.openai_base_url
+def _run_scripted(
+    tmp_path: Path, script: Script, *args: str
+) -> tuple[subprocess.CompletedProcess[str], list[Any]]:
+    """``railings run x`` against a scripted server on 127.0.0.1; what it received."""
+    with ScriptedServer(script) as server:
         done = railings(
             tmp_path,
             "run",
@@ -343,11 +346,16 @@ def test_without_a_terminal_or_yes_the_notice_says_why_not(tmp_path: Path) -> No
             "--provider",
             "openai",
             "--base-url",
-            base_url,
-            "--json",
+            server.openai_base_url,
+            *args,
             OPENAI_API_KEY="sk-test-0000",
         )
-        sent = server.requests[-1].body["messages"][-1]["content"]
+        return done, server.requests
+
+
+def test_without_a_terminal_or_yes_the_notice_says_why_not(tmp_path: Path) -> None:
+    done, requests = _run_scripted(tmp_path, _shell_script("touch RAN"), "--json")
+    sent = requests[-1].body["messages"][-1]["content"]
     assert done.returncode == 0, done.stderr
     assert not (tmp_path / "RAN").exists()
     assert "no terminal to ask on (the user can allow them with --yes)" in sent
@@ -355,19 +363,8 @@ def test_without_a_terminal_or_yes_the_notice_says_why_not(tmp_path: Path) -> No
 
 
 def test_a_shell_calls_output_is_shown(tmp_path: Path) -> None:
-    with ScriptedServer(_shell_script("echo first-line; echo second-line")) as server:
-        base_url = server.openai_base_url
-        done = railings(
-            tmp_path,
-            "run",
-            "x",
-            "--provider",
-            "openai",
-            "--base-url",
-            base_url,
-            "--yes",
-            OPENAI_API_KEY="sk-test-0000",
-        )
+    script = _shell_script("echo first-line; echo second-line")
+    done, _ = _run_scripted(tmp_path, script, "--yes")
     assert done.returncode == 0, done.stderr
     assert "first-line" in done.stdout and "second-line" in done.stdout
 
