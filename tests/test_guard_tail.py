@@ -106,3 +106,34 @@ def streams(draw: st.DrawFn) -> tuple[str, bytes]:
 def test_generated_streams_agree(case: tuple[str, bytes]) -> None:
     provider, body = case
     assert agrees(provider, body)
+
+
+@pytest.mark.parametrize("eol", [b"\n", b"\r\n", b"\r"])
+@pytest.mark.parametrize(
+    ("provider", "before", "proof"),
+    [
+        (
+            "openai",
+            b'data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}',
+            b"data: [DONE]",
+        ),
+        (
+            "anthropic",
+            b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":'
+            b'"end_turn"},"usage":{"output_tokens":1}}',
+            b'data: {"type":"message_stop"}',
+        ),
+    ],
+)
+def test_a_proof_line_inside_a_longer_event_is_not_the_proof(
+    provider: str, before: bytes, proof: bytes, eol: bytes
+) -> None:
+    # `data: {...}` then `data: [DONE]` with no blank line between is ONE event whose data
+    # is neither: the reader finds no proof, and the fast check must not find one either.
+    joined = (before + b"\n" + proof + b"\n\n").replace(b"\n", eol)
+    assert read_turn(provider, joined).outcome is not Outcome.COMPLETE
+    assert not proven_by_tail(provider, joined)
+    apart = (before + b"\n\n" + proof + b"\n\n").replace(b"\n", eol)
+    assert proven_by_tail(provider, apart) == (
+        read_turn(provider, apart).outcome is Outcome.COMPLETE
+    )

@@ -20,17 +20,25 @@ from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
 
 __all__ = ["proven_by_tail", "read_turn"]
 
-# The proof as the last event of the body: a data line on a line of its own (WHATWG:
-# "data:" and at most one space), then the blank line that dispatches it, then only
-# blank lines. JSON escapes quotes and newlines in strings, so model text cannot
-# forge these bytes. Anything else (extra fields, a trailing comment) goes to the reader.
+# The proof as the last event of the body, and that event alone: a blank line (the end of
+# the event before; the body's start counts too), then the proof's data line on a line of
+# its own (WHATWG: "data:" and at most one space), then the blank line that dispatches it,
+# then only blank lines. A proof line that merely ends a longer event (``data: {...}`` then
+# ``data: [DONE]`` in one event) is not the proof: that event's data is neither. JSON
+# escapes quotes and newlines in strings, so model text cannot forge these bytes. Anything
+# else (other fields, a comment inside the event) goes to the reader.
 # A line end is CRLF, LF, or a CR not followed by LF: CRLF never counts as two.
 _EOL = rb"(?:\r\n|\r(?!\n)|\n)"
+_EVENT_START = _EOL + _EOL  # the last line end of the event before, then a blank line
 _TAILS = {
-    "openai": re.compile(rb"[\r\n]data: ?\[DONE\]" + _EOL + _EOL + rb"[\r\n]*\Z"),
-    # Anthropic pads its events with spaces: {"type":"message_stop"          }
+    "openai": re.compile(_EVENT_START + rb"data: ?\[DONE\]" + _EOL + _EOL + rb"[\r\n]*\Z"),
+    # Anthropic names the event (``event: message_stop``) and pads its JSON with spaces:
+    # {"type":"message_stop"          }
     "anthropic": re.compile(
-        rb'[\r\n]data: ?\{[ \t]*"type"[ \t]*:[ \t]*"message_stop"[ \t]*\}'
+        _EVENT_START
+        + rb"(?:event: ?message_stop"
+        + _EOL
+        + rb')?data: ?\{[ \t]*"type"[ \t]*:[ \t]*"message_stop"[ \t]*\}'
         + _EOL
         + _EOL
         + rb"[\r\n]*\Z"
@@ -67,7 +75,7 @@ def proven_by_tail(provider: str, body: bytes) -> bool:
         return _responses_proven(body)
     if _ERROR in body:
         return False
-    tail = body[-_TAIL_BYTES:] if len(body) > _TAIL_BYTES else b"\n" + body
+    tail = body[-_TAIL_BYTES:] if len(body) > _TAIL_BYTES else b"\n\n" + body
     return _TAILS[provider].search(tail) is not None
 
 
