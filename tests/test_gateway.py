@@ -325,3 +325,34 @@ def test_a_client_that_leaves_stops_the_upstream_stream(proxy: FaultProxy, tmp_p
         )
         == 0
     )
+
+
+def test_a_final_provider_error_before_content_is_passed_on_and_not_resent(
+    proxy: FaultProxy, tmp_path: Path
+) -> None:
+    # An error the provider will give again (a bad request, not an overload): the client
+    # gets it once, as it came, and no second stream is appended to it. (The proxy's
+    # error_event takes a type for Anthropic; the Chat case is the sans-IO test below.)
+    provider = "anthropic"
+    fault = "error_event:events=1,type=invalid_request_error"
+    with running(proxy.url, tmp_path) as (url, gateway, tee):
+        got = raw_request(url, PATHS[provider], body(provider), headers=headers(provider, fault))
+        metrics = gateway.metrics
+    assert got.status == 200 and got.complete
+    assert len(tee.bodies) == 1  # not resent
+    assert got.body.count(b"invalid_request_error") == 1
+    assert PROOFS[provider] not in got.body
+    assert metrics.value("railings_gateway_streams_total", provider=provider, outcome="error") == 1
+
+
+def test_the_judge_ends_on_a_final_chat_error_before_content() -> None:
+    from railings.gateway.judge import Ending, StreamJudge
+
+    judge = StreamJudge("openai", refuse_cut_calls=True)
+    role = b'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}\n\n'
+    error = b'data: {"error":{"message":"no","type":"invalid_request_error","code":null}}\n\n'
+    sent = judge.feed(role + error)
+    assert sent == role + error and judge.ending is Ending.ERROR  # passed on, not resent
+    retryable = StreamJudge("openai", refuse_cut_calls=True)
+    overload = error.replace(b"invalid_request_error", b"server_error")
+    assert retryable.feed(role + overload) == b"" and retryable.ending is Ending.EMPTY

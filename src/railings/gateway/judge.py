@@ -53,6 +53,7 @@ class Ending(enum.Enum):
     PARTIAL = "partial"  # content, then no proof: an error event was passed on
     EMPTY = "empty"  # no content and no proof: resend (or, when out of attempts, an error)
     REFUSED = "refused"  # a cut tool call: the proof was replaced by an error event
+    ERROR = "error"  # the provider's own error event before content, passed on: not resent
 
 
 def cut_calls(turn: Turn) -> list[CallVerdict]:
@@ -151,7 +152,9 @@ class StreamJudge:
                 return
             self._release(out)
             out.append(block)  # the provider's own error event, as it came
-            self.ending = Ending.PARTIAL if reader.content else Ending.EMPTY
+            # Passed on, so it is the answer: resending now would append a second stream
+            # to the bytes the client already has (and repeat a request that cannot work).
+            self.ending = Ending.PARTIAL if reader.content else Ending.ERROR
             return
         message = error.message if error is not None else "the stream broke"
         self._fault(out, message)
