@@ -356,3 +356,17 @@ def test_the_judge_ends_on_a_final_chat_error_before_content() -> None:
     retryable = StreamJudge("openai", refuse_cut_calls=True)
     overload = error.replace(b"invalid_request_error", b"server_error")
     assert retryable.feed(role + overload) == b"" and retryable.ending is Ending.EMPTY
+
+
+def test_a_request_target_that_names_another_host_is_refused(tmp_path: Path) -> None:
+    # "POST @other-host/v1/..." appended to "http://upstream" would be "http://upstream@other-
+    # host/...": the userinfo form, so another host, with the client's keys.
+    with (
+        ScriptedServer(Script.text("upstream")) as upstream,
+        ScriptedServer(Script.text("elsewhere")) as elsewhere,
+        running(upstream.url, tmp_path) as (url, _, _),
+    ):
+        target = "@" + elsewhere.url.removeprefix("http://") + PATHS["openai"]
+        got = raw_request(url, target, body("openai"), headers=headers("openai"))
+        assert got.status == 400
+        assert elsewhere.requests == [] and upstream.requests == []

@@ -168,6 +168,12 @@ class Gateway:
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope["path"], scope["method"]
+        raw_path = scope.get("raw_path") or quote(path).encode()
+        if not raw_path.startswith(b"/"):
+            # "@host/..." or "host/...": appended to the upstream's origin, it would name
+            # another host. Only origin-form request targets are forwarded.
+            await answer(send, 400, b"bad request target\n", "text/plain; charset=utf-8")
+            return
         if path == HEALTH_PATH and method in ("GET", "HEAD"):
             await answer(send, 200, b"ok\n", "text/plain; charset=utf-8")
             return
@@ -183,7 +189,6 @@ class Gateway:
         if body is None:
             return  # the client left before its request was whole: nothing goes upstream
         provider = provider_for_path(path) if method == "POST" else None
-        raw_path = scope.get("raw_path") or quote(path).encode()
         query = scope.get("query_string") or b""
         url = self.upstream + raw_path.decode("latin-1") + ("?" + query.decode() if query else "")
         headers = request_headers(scope["headers"], watched=provider is not None)
