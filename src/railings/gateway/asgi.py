@@ -49,7 +49,13 @@ from railings.gateway.record import GatewayJournal, TurnRecord
 from railings.gateway.shapes import CUT_CODE, INTERRUPTED_CODE, error_body
 from railings.gateway.streaming import forward_stream, is_event_stream
 from railings.gateway.telemetry import record_span
-from railings.gateway.upstream import client, request_headers, response_headers, upstream_base
+from railings.gateway.upstream import (
+    client,
+    header_secrets,
+    request_headers,
+    response_headers,
+    upstream_base,
+)
 from railings.redact import RedactingFilter, install_log_redaction, redact
 from railings.sdk_objects import inspect
 from railings.transport.config import Timeouts, provider_for_path
@@ -192,13 +198,16 @@ class Gateway:
         query = scope.get("query_string") or b""
         url = self.upstream + raw_path.decode("latin-1") + ("?" + query.decode() if query else "")
         headers = request_headers(scope["headers"], watched=provider is not None)
+        secrets = header_secrets(scope["headers"])
         gone = asyncio.Event()
         watcher = asyncio.create_task(watch_disconnect(receive, gone))
         try:
             if provider is None:
                 await self._pass_through(method, url, headers, body, send)
                 return
-            record = TurnRecord(provider, method, path, model_of(body), stream=False)
+            record = TurnRecord(
+                provider, method, path, model_of(body), stream=False, secrets=secrets
+            )
             try:
                 await self._model_call(record, url, headers, body, send, gone)
             finally:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from railings.agent.journal import Journal
+from railings.gateway.upstream import scrub
 from railings.redact import redact
 from railings.turn.model import Turn
 
@@ -48,6 +49,7 @@ class TurnRecord:
     turn: Turn | None = None
     rejected: tuple[str, ...] = ()  # names of the calls refused as cut
     error: str | None = None
+    secrets: tuple[str, ...] = field(default=(), repr=False)  # this request's keys
 
     def sent_first_byte(self) -> None:
         """Note the time to the first byte sent to the client (the first call counts)."""
@@ -58,7 +60,8 @@ class TurnRecord:
         """The call ended with ``outcome``; its duration is measured now."""
         self.outcome = outcome
         self.turn = turn if turn is not None else self.turn
-        self.error = error if error is not None else self.error
+        # An upstream may echo the request's key into its error: never kept as it came.
+        self.error = scrub(error, self.secrets) if error is not None else self.error
         self.duration = time.monotonic() - self.started
 
     def as_entry(self) -> dict[str, Any]:

@@ -16,14 +16,16 @@ from urllib.parse import urlsplit
 import httpx2
 
 from railings.errors import ConfigurationError
-from railings.redact import SECRET_HEADERS, register_secret
+from railings.redact import MARKER, SECRET_HEADERS, redact
 from railings.transport.config import Timeouts
 
 __all__ = [
     "HOP_BY_HOP",
     "client",
+    "header_secrets",
     "request_headers",
     "response_headers",
+    "scrub",
     "upstream_base",
 ]
 
@@ -82,20 +84,38 @@ def client(
 
 
 def request_headers(raw: Iterable[tuple[bytes, bytes]], *, watched: bool) -> RawHeaders:
-    """The client's headers for the upstream. Each key seen is registered for redaction,
-    so an upstream that echoes it into an error cannot put it in a log or the journal."""
+    """The client's headers for the upstream, less the hop-by-hop ones."""
     out: RawHeaders = []
     for name, value in raw:
         lower = name.lower()
         if lower in HOP_BY_HOP or (watched and lower == b"accept-encoding"):
             continue
-        if lower.decode("latin-1") in SECRET_HEADERS:
-            text = value.decode("latin-1")
-            register_secret(text.split(" ", 1)[1] if " " in text else text)
         out.append((name, value))
     if watched:
         out.append((b"accept-encoding", b"identity"))
     return out
+
+
+def header_secrets(raw: Iterable[tuple[bytes, bytes]]) -> tuple[str, ...]:
+    """The values of the request's key headers (a ``Bearer`` token without its scheme).
+
+    Kept with the request, not in the process-wide redaction registry: a gateway sees a
+    new key with every client, and a registry that grew with each would grow without
+    bound. Only this request's upstream can echo this request's key into an error.
+    """
+    found = []
+    for name, value in raw:
+        if name.lower().decode("latin-1") in SECRET_HEADERS:
+            text = value.decode("latin-1")
+            found.append(text.split(" ", 1)[1] if " " in text else text)
+    return tuple(f for f in found if f)
+
+
+def scrub(text: str, secrets: Iterable[str]) -> str:
+    """``text`` redacted, with ``secrets`` (one request's keys) replaced too."""
+    for secret in secrets:
+        text = text.replace(secret, MARKER)
+    return redact(text)
 
 
 def response_headers(raw: Iterable[tuple[bytes, bytes]], *, keep_length: bool) -> RawHeaders:
