@@ -390,3 +390,22 @@ def test_keys_are_scrubbed_per_request_and_never_pile_up(
             key = {"authorization": f"Bearer sk-client-{n:04d}-abcdefgh"}
             raw_request(url, "/v1/models", method="GET", headers=key)
     assert len(redact_module._secrets) == before
+
+
+def test_a_relayed_body_the_upstream_broke_off_is_broken_off_for_the_client(
+    tmp_path: Path,
+) -> None:
+    # A chunked answer (no length) cut by the upstream: ending it normally would make the
+    # cut body look whole to the client.
+    from _server import CannedServer, Reply
+
+    json_type = (("content-type", "application/json"),)
+    with CannedServer() as upstream, running(upstream.url, tmp_path) as (url, _, _):
+        upstream.push(
+            Reply(chunks=[b'{"data": [', b'{"id": "m1"},'], headers=json_type, end="reset")
+        )
+        got = raw_request(url, "/v1/models", method="GET", headers=headers("openai"))
+        upstream.push(Reply(chunks=[b'{"data": [', b"]}"], headers=json_type))
+        whole = raw_request(url, "/v1/models", method="GET", headers=headers("openai"))
+    assert whole.complete and whole.body == b'{"data": []}'
+    assert not got.complete and got.body == b'{"data": [{"id": "m1"},'

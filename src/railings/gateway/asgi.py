@@ -22,7 +22,6 @@ in common.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
@@ -109,6 +108,11 @@ def app(
         tracer=tracer,
         transport=transport,
     )
+
+
+class UpstreamBroke(Exception):
+    """The upstream broke off a body already being relayed: the ASGI server aborts the
+    client's connection (nothing railings can send would say "cut" in that body's format)."""
 
 
 class Gateway:
@@ -297,17 +301,21 @@ class Gateway:
     async def _relay(
         self, response: httpx2.Response, send: Send, record: TurnRecord | None
     ) -> None:
-        """Pass an answer on as it came: status, headers, body (a broken body ends short)."""
+        """Pass an answer on as it came: status, headers, body. A body the upstream broke
+        off is broken off for the client too (:class:`UpstreamBroke` aborts the connection):
+        ending it normally would make a cut body look whole."""
         try:
             headers = response_headers(response.headers.raw, keep_length=True)
             await send(
                 {"type": "http.response.start", "status": response.status_code, "headers": headers}
             )
-            with contextlib.suppress(*BOUNDARY):
+            try:
                 async for chunk in response.aiter_raw():
                     if record is not None:
                         record.sent_first_byte()
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            except BOUNDARY as exc:
+                raise UpstreamBroke(redact(map_exception(exc).message)) from None
             await send({"type": "http.response.body", "body": b""})
         finally:
             await response.aclose()

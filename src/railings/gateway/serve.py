@@ -8,6 +8,7 @@ The listening socket is bound first, so ``port=0`` gets a free port that is know
 from __future__ import annotations
 
 import ipaddress
+import logging
 import socket
 import threading
 import time
@@ -52,9 +53,28 @@ def url_of(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
+class _QuietAbort(logging.Filter):
+    """uvicorn logs any exception an app raises with its traceback; an upstream that broke
+    off a relayed body is an expected event, told in one line instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from railings.gateway.asgi import UpstreamBroke
+
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, UpstreamBroke):
+            record.msg, record.args, record.exc_info = (
+                "upstream broke off a body: %s",
+                (error,),
+                None,
+            )
+        return True
+
+
 def _server(app: Any, **options: Any) -> Any:
     require("gateway", "uvicorn")
     import uvicorn
+
+    logging.getLogger("uvicorn.error").addFilter(_QuietAbort())
 
     config = uvicorn.Config(
         app,
