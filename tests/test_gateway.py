@@ -409,3 +409,35 @@ def test_a_relayed_body_the_upstream_broke_off_is_broken_off_for_the_client(
         whole = raw_request(url, "/v1/models", method="GET", headers=headers("openai"))
     assert whole.complete and whole.body == b'{"data": []}'
     assert not got.complete and got.body == b'{"data": [{"id": "m1"},'
+
+
+def test_a_2xx_body_that_is_not_a_model_answer_is_unjudged_not_complete(tmp_path: Path) -> None:
+    from _server import CannedServer, Reply
+
+    json_type = (("content-type", "application/json"),)
+    with CannedServer() as upstream, running(upstream.url, tmp_path) as (url, gateway, _):
+        upstream.push(Reply(chunks=[b"[" * 100_000 + b"]" * 100_000], headers=json_type))
+        got = raw_request(
+            url, PATHS["openai"], body("openai", stream=False), headers=headers("openai")
+        )
+        metrics = gateway.metrics
+    assert got.status == 200 and got.complete
+    answers = "railings_gateway_answers_total"
+    assert metrics.value(answers, provider="openai", outcome="unjudged") == 1
+    assert metrics.value(answers, provider="openai", outcome="complete") == 0
+
+
+def test_gateway_log_never_creates_a_journal(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    typo = tmp_path / "typo.sqlite3"
+    railings = Path(sys.executable).parent / "railings"
+    done = subprocess.run(
+        [str(railings), "gateway-log", "--journal", str(typo)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and f"--journal {typo}: no such file" in done.stderr
+    assert not typo.exists()

@@ -15,8 +15,9 @@ from typing import Any
 from rich.markup import escape
 
 from railings._extras import require
-from railings.agent.journal import Journal, default_path
+from railings.agent.journal import default_path
 from railings.cli._common import UsageError, console, positive
+from railings.cli.journal import open_journal
 from railings.errors import ConfigurationError
 
 __all__ = ["register"]
@@ -142,18 +143,18 @@ def _stop(signum: int, frame: object) -> None:
 
 
 def run_gateway_log(args: argparse.Namespace) -> int:
-    try:
-        journal = Journal(args.journal)
-    except ConfigurationError as exc:
-        raise UsageError(str(exc)) from None
-    with journal:
-        rows: list[dict[str, Any]] = []
-        for info in journal.sessions(limit=1_000_000):
-            if not info.title.startswith("gateway "):
-                continue
-            for entry in journal.entries(info.id):
-                if entry.kind == "gateway_turn":
-                    rows.append({"session": info.id, "at": entry.at, **entry.data})
+    """``railings gateway-log``: the turns the gateways journaled, oldest first."""
+    rows: list[dict[str, Any]] = []
+    with open_journal(args.journal, create=False) as journal:  # reading never creates one
+        try:
+            for info in journal.sessions(limit=1_000_000):
+                if not info.title.startswith("gateway "):
+                    continue
+                for entry in journal.entries(info.id):
+                    if entry.kind == "gateway_turn" and not entry.damaged:
+                        rows.append({"session": info.id, "at": entry.at, **entry.data})
+        except ConfigurationError as exc:  # a damaged journal: one line, exit 2
+            raise UsageError(str(exc)) from None
     rows.sort(key=lambda r: float(r["at"]))
     rows = rows[-args.limit :]
     if args.json:

@@ -338,7 +338,7 @@ class Gateway:
         await response.aclose()
         try:
             judged = inspect(json.loads(data))
-        except (ValueError, TypeError, KeyError, AttributeError, RailingsError):
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError, RailingsError):
             judged = None  # not a model answer railings reads: pass it on as it came
         cut = [v for v in judged.verdicts if v.reason is RejectReason.TRUNCATED] if judged else []
         record.turn = judged.turn if judged else None
@@ -353,9 +353,11 @@ class Gateway:
             payload = error_body(record.provider, CUT_CODE, message)
             await answer(send, 502, payload, "application/json", [(b"x-should-retry", b"false")])
             return
-        record.finish("complete")
+        # Only an answer railings read is "complete"; anything else passed on unjudged.
+        outcome = "complete" if judged is not None else "unjudged"
+        record.finish(outcome)
         self.metrics.inc(
-            "railings_gateway_answers_total", provider=record.provider, outcome="complete"
+            "railings_gateway_answers_total", provider=record.provider, outcome=outcome
         )
         headers = response_headers(response.headers.raw, keep_length=False)
         headers.append((b"content-length", str(len(data)).encode()))
