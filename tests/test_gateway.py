@@ -238,13 +238,13 @@ def test_an_unreachable_upstream_is_a_502_in_the_providers_shape(tmp_path: Path)
 def test_silence_before_content_waits_for_first_byte_and_after_it_for_idle(
     proxy: FaultProxy, tmp_path: Path
 ) -> None:
-    timeouts = Timeouts(idle=1.0, first_byte=60.0)
+    timeouts = Timeouts(idle=2.0, first_byte=60.0)
     with running(proxy.url, tmp_path, timeouts=timeouts) as (url, gateway, tee):
         path, ask = PATHS["openai"], body("openai")
-        # After the role chunk, 2 s of silence: a model thinking, not a dead stream.
-        thinking = raw_request(url, path, ask, headers=headers("openai", "idle:events=1,seconds=2"))
-        # After content, 5 s of silence: past the 1 s idle gap, the stream is cut.
-        stalled = raw_request(url, path, ask, headers=headers("openai", "idle:events=3,seconds=5"))
+        # After the role chunk, 4 s of silence: a model thinking, not a dead stream.
+        thinking = raw_request(url, path, ask, headers=headers("openai", "idle:events=1,seconds=4"))
+        # After content, 6 s of silence: past the 2 s idle gap, the stream is cut.
+        stalled = raw_request(url, path, ask, headers=headers("openai", "idle:events=3,seconds=6"))
     assert thinking.body == bytes(tee.bodies[0]) and b"[DONE]" in thinking.body
     assert b"[DONE]" not in stalled.body
     error = json.loads(stalled.body[:-2].rsplit(b"\n\n", 1)[-1].removeprefix(b"data: "))

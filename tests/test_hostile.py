@@ -461,11 +461,12 @@ def test_keepalives_forever_are_ended_by_the_content_clock(
 def test_keepalives_forever_are_ended_by_the_total_deadline(
     serve: Callable[..., HostileServer],
 ) -> None:
-    # Comments are activity: the idle gap (0.2 s) never passes while they arrive every
-    # 20 ms, and the content clock is set longer than the total deadline here.
+    # Comments are activity: the idle gap (5 s, wide enough for a busy machine) never
+    # passes while they arrive every 20 ms, and the content clock is set longer than the
+    # total deadline here: the total deadline (1 s) ends the stream.
     server = serve("keepalive", interval=0.02)
     (error, elapsed), peak = peak_of(
-        lambda: stream_once(server.url, Timeouts(first_byte=60, idle=0.2, total=1.0))
+        lambda: stream_once(server.url, Timeouts(first_byte=60, idle=5.0, total=1.0))
     )
     assert isinstance(error, TotalTimeout), error
     assert not error.retryable

@@ -270,8 +270,10 @@ def test_idle_gap_after_content_gives_partial(server: CannedServer) -> None:
 
 def test_silence_before_content_waits_for_the_first_byte_limit(server: CannedServer) -> None:
     words = openai_text(["thought", " hard"])
-    server.push(Reply(chunks=[words[0], 0.6, *words[1:]]))  # the role chunk, then thinking
-    stream, _ = run(config(server, timeouts=Timeouts(connect=2, first_byte=3, idle=0.2)))
+    # The role chunk, then thinking for longer than the idle gap (margins wide enough for a
+    # busy machine: the rest of the stream comes at once, so only the pause could trip idle).
+    server.push(Reply(chunks=[words[0], 3.0, *words[1:]]))
+    stream, _ = run(config(server, timeouts=Timeouts(connect=5, first_byte=30, idle=1.0)))
     assert stream.turn.outcome is Outcome.COMPLETE and stream.retries == []
 
 
@@ -496,12 +498,12 @@ def test_a_slow_consumer_is_not_an_idle_stream(server: CannedServer) -> None:
     server.push(Reply(chunks=openai_text(["one", "two", "three"])))
 
     async def go() -> TurnStream:
-        cfg = config(server, timeouts=Timeouts(connect=2, first_byte=5, idle=0.1))
+        cfg = config(server, timeouts=Timeouts(connect=5, first_byte=30, idle=0.5))
         async with AsyncProviderClient(cfg) as client:
             stream = client.stream_turn([User("hi")])
             async for event in stream:
                 if isinstance(event, TextDelta):
-                    await asyncio.sleep(0.15)  # longer than the gap, between reads
+                    await asyncio.sleep(0.75)  # longer than the gap, between reads
             return stream
 
     assert asyncio.run(go()).turn.outcome is Outcome.COMPLETE
