@@ -133,10 +133,10 @@ def test_clean_anthropic_stream_and_request(server: CannedServer) -> None:
 def test_comment_keepalives_count_as_activity(server: CannedServer) -> None:
     words = openai_text(["slow", " but", " alive"])
     pings: list[bytes | float] = []
-    for _ in range(6):
-        pings += [0.1, b": keep-alive\n\n"]
+    for _ in range(4):  # 2 s without content, longer than the idle gap; a ping every 0.5 s
+        pings += [0.5, b": keep-alive\n\n"]
     server.push(Reply(chunks=[words[0], words[1], *pings, *words[2:]]))
-    stream, _ = run(config(server, timeouts=Timeouts(connect=2, first_byte=5, idle=0.35)))
+    stream, _ = run(config(server, timeouts=Timeouts(connect=5, first_byte=30, idle=1.5)))
     assert stream.turn.outcome is Outcome.COMPLETE
 
 
