@@ -265,6 +265,9 @@ class Gateway:
                 await answer(send, 502, payload, "application/json")
                 return
             await asyncio.sleep(wait)
+            if gone.is_set():  # no billed attempt for a client that left during the wait
+                record.finish("client_gone", error=response.message)
+                return
             retrier.advance()
             response = await attempt()
         record.status = response.status_code

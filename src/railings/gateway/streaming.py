@@ -82,7 +82,7 @@ async def forward_stream(
         tail = await _pump(record, response, judge, send, gone, timeouts)
         if judge.ending is not Ending.EMPTY or gone.is_set():
             break
-        resent = await _resend(retrier, attempt)
+        resent = await _resend(retrier, attempt, gone)
         if isinstance(resent, str):
             tail = judge.give_up(resent)
             break
@@ -105,8 +105,9 @@ async def forward_stream(
     metrics.inc("railings_gateway_streams_total", provider=record.provider, outcome=ending.value)
 
 
-async def _resend(retrier: Retrier, attempt: Attempt) -> httpx2.Response | str:
-    """The next attempt's event stream, or why there is none (the attempts are spent)."""
+async def _resend(retrier: Retrier, attempt: Attempt, gone: asyncio.Event) -> httpx2.Response | str:
+    """The next attempt's event stream, or why there is none (the attempts are spent, or
+    the client left during the wait: no billed attempt is made for nobody)."""
     error: RailingsError = StreamInterrupted(INTERRUPTED_MESSAGE, empty=True)
     while True:
         wait = retrier.next_wait(error)
@@ -114,6 +115,8 @@ async def _resend(retrier: Retrier, attempt: Attempt) -> httpx2.Response | str:
             detail = INTERRUPTED_MESSAGE if isinstance(error, StreamInterrupted) else error.message
             return f"{detail} (after {retrier.attempt} attempts)"
         await asyncio.sleep(wait)
+        if gone.is_set():
+            return "the client left"
         retrier.advance()
         got = await attempt()
         if isinstance(got, RailingsError):
