@@ -36,7 +36,13 @@ def _blocks(kind: str) -> list[tuple[str, str]]:
 
 
 PYTHON = _blocks("python")
-CONSOLE = [(name, body) for name, body in _blocks("console") if name.startswith("README")]
+# The README's console examples and the agent's first run (the matrix pages' full runs are
+# long, and their figures come from the command they name).
+CONSOLE = [
+    (name, body)
+    for name, body in _blocks("console")
+    if name.startswith(("README", "docs/agent.md"))
+]
 
 
 def _env(tmp_path: Path, server: ScriptedServer) -> dict[str, str]:
@@ -88,7 +94,7 @@ def _masked(text: str) -> list[str]:
 
 
 @pytest.mark.parametrize(("name", "shown"), CONSOLE, ids=[n for n, _ in CONSOLE])
-def test_readme_console_example_prints_what_it_shows(name: str, shown: str, tmp_path: Path) -> None:
+def test_console_example_prints_what_it_shows(name: str, shown: str, tmp_path: Path) -> None:
     command, _, expected = shown.partition("\n")
     assert command.startswith("$ "), name
     argv = shlex.split(command[2:])
