@@ -96,14 +96,22 @@ def test_serve_and_proxy_log_one_line_per_request(tmp_path: Path) -> None:
             stderr=subprocess.PIPE,
             text=True,
         )
+        proxy_err = ""
         try:
             via = _listening(proxy)
             with httpx2.Client(timeout=30) as client:
                 answer = client.post(via + "/v1/chat/completions?key=sk-in-the-query", json=BODY)
             assert answer.status_code == 200
+            # The proxy logs once the request is over, which may be just after the client
+            # has read the end: wait for the line (bounded by the suite's timeout).
+            assert proxy.stderr is not None
+            while "POST" not in proxy_err:
+                line = proxy.stderr.readline()
+                assert line, "the proxy exited without logging the request"
+                proxy_err += line
         finally:
             proxy.terminate()
-            _, proxy_err = proxy.communicate(timeout=30)
+            proxy_err += proxy.communicate(timeout=30)[1]
     finally:
         serve.terminate()
         _, serve_err = serve.communicate(timeout=30)
