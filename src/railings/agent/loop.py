@@ -58,6 +58,7 @@ from railings.events import (
     ToolCallStart,
 )
 from railings.messages import Assistant, Message, System, ToolResult, ToolSpec, User
+from railings.telemetry import agent_span
 from railings.transport import AsyncProviderClient, ProviderClient
 from railings.turn.model import Outcome, Turn
 from railings.turn.verdict import judge
@@ -176,6 +177,7 @@ class Agent:
     max_failures: int = 5
     messages: list[Message] = field(default_factory=list)
     session_id: str | None = None
+    tracer: Any = None  # OpenTelemetry (railings.telemetry); None: the global provider's
 
     def __post_init__(self) -> None:
         self._dispatcher = Dispatcher(
@@ -217,7 +219,9 @@ class Agent:
         self.messages.append(User(task))
         turns: list[Turn] = []
         try:
-            result = await self._loop(turns)
+            # One invoke_agent span (with the otel extra); each turn's span is its child.
+            with agent_span(self._streaming.config.model, self.tracer):
+                result = await self._loop(turns)
         except CircuitOpen as exc:
             result = RunResult(RunStatus.CIRCUIT_OPEN, tuple(turns), self.session_id, exc)
         except RailingsError as exc:

@@ -73,6 +73,7 @@ from railings.transport.gaps import GapWatch, Silence
 from railings.transport.idle import set_read_timeout
 from railings.transport.retry import Retrier
 from railings.transport.stream import RetryRecord, TurnStream
+from railings.transport.tracing import traced
 from railings.turn.model import Outcome
 from railings.turn.reader import StreamReader
 
@@ -92,9 +93,14 @@ class AsyncProviderClient:
     """
 
     def __init__(
-        self, config: ClientConfig, *, transport: httpx2.AsyncBaseTransport | None = None
+        self,
+        config: ClientConfig,
+        *,
+        transport: httpx2.AsyncBaseTransport | None = None,
+        tracer: Any = None,
     ) -> None:
         self.config = config
+        self._tracer = tracer  # OpenTelemetry (railings.telemetry): None is the global one
         # Its key is a secret from now on: redacted in errors, the journal and logs; so are
         # a password in the base URL and the value of every secret header configured.
         register_secret(config.api_key)
@@ -175,7 +181,11 @@ class AsyncProviderClient:
         history, specs = tuple(messages), tuple(tools)
         self._body(history, specs)  # a bad history fails here, not at the first event
         quiet = self.config.background if background is None else background
-        return TurnStream(lambda stream: self._run(stream, history, specs, quiet))
+        return TurnStream(
+            lambda stream: traced(
+                stream, self._run(stream, history, specs, quiet), self.config, self._tracer
+            )
+        )
 
     def _body(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> dict[str, Any]:
         cfg = self.config
