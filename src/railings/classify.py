@@ -46,12 +46,20 @@ __all__ = [
     "class_for_provider_type",
     "class_for_status",
     "classify_text",
+    "interrupted_message",
 ]
 
 # railings' own words for a stream that ended without its proof. Pinned by tests.
 INTERRUPTED_MESSAGE = "stream ended without the provider's termination proof"
 IDLE_MESSAGE = "stream went idle: no data for {seconds:g} s while streaming"
 CONTENT_IDLE_MESSAGE = "stream went idle: no content for {seconds:g} s, only keep-alives"
+
+
+def interrupted_message(detail: str) -> str:
+    """``detail`` as an interruption message: it starts with :data:`INTERRUPTED_MESSAGE`
+    (which the classification below relies on), added once, never twice."""
+    return detail if detail.startswith(INTERRUPTED_MESSAGE) else f"{INTERRUPTED_MESSAGE}: {detail}"
+
 
 STATUS_TABLE: dict[int, type[ProviderError]] = {
     400: BadRequest,

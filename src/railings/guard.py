@@ -87,6 +87,7 @@ import httpx2
 
 from railings.errors import StreamInterrupted
 from railings.limits import TurnLimits
+from railings.transport.attempt import is_event_stream
 from railings.transport.coding import Unreadable, codings
 from railings.transport.config import provider_for_path
 from railings.transport.idle import arm_idle
@@ -196,9 +197,7 @@ def _watch(
     content_idle: float | None,
 ) -> StreamWatch | None:
     """A watch for a response the guard understands, or None: pass it through."""
-    if not 200 <= response.status_code < 300:
-        return None
-    if not response.headers.get("content-type", "").lower().startswith("text/event-stream"):
+    if not is_event_stream(response):
         return None
     provider = provider_for_path(request.url.path)
     if provider is None:

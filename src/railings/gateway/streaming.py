@@ -24,6 +24,7 @@ from railings.gateway.judge import Ending, StreamJudge, cut_calls
 from railings.gateway.metrics import Metrics
 from railings.gateway.record import TurnRecord
 from railings.gateway.upstream import response_headers
+from railings.transport.attempt import is_event_stream, read_bounded
 from railings.transport.config import Timeouts
 from railings.transport.errors_map import (
     BOUNDARY,
@@ -34,32 +35,10 @@ from railings.transport.errors_map import (
 from railings.transport.gaps import GapWatch, Silence
 from railings.transport.retry import Retrier
 
-__all__ = ["Attempt", "bounded_body", "forward_stream", "is_event_stream"]
+__all__ = ["Attempt", "forward_stream", "is_event_stream"]
 
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 Attempt = Callable[[], Awaitable[httpx2.Response | RailingsError]]
-ERROR_BODY_LIMIT = 64 * 1024
-
-
-def is_event_stream(response: httpx2.Response) -> bool:
-    """A 2xx ``text/event-stream`` answer: the kind the judge reads."""
-    kind = response.headers.get("content-type", "").lower()
-    return 200 <= response.status_code < 300 and kind.startswith("text/event-stream")
-
-
-async def bounded_body(response: httpx2.Response) -> bytes:
-    """At most :data:`ERROR_BODY_LIMIT` bytes of an (error) answer, then close it."""
-    data = b""
-    try:
-        async for chunk in response.aiter_raw():
-            data += chunk
-            if len(data) > ERROR_BODY_LIMIT:
-                break
-    except BOUNDARY:
-        pass
-    finally:
-        await response.aclose()
-    return data[:ERROR_BODY_LIMIT]
 
 
 async def forward_stream(
@@ -124,7 +103,7 @@ async def _resend(retrier: Retrier, attempt: Attempt, gone: asyncio.Event) -> ht
         elif is_event_stream(got):
             return got
         else:
-            data = await bounded_body(got)
+            data = await read_bounded(got)
             error = error_from_response(got.status_code, got.headers, data)
 
 

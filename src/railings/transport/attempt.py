@@ -15,12 +15,17 @@ from typing import TypeVar
 
 import httpx2
 
-from railings.classify import INTERRUPTED_MESSAGE, class_for_provider_type, classify_text
+from railings.classify import (
+    INTERRUPTED_MESSAGE,
+    class_for_provider_type,
+    classify_text,
+    interrupted_message,
+)
 from railings.errors import MalformedStream, ProviderError, RailingsError, StreamInterrupted
 from railings.transport.errors_map import BOUNDARY
 from railings.turn.model import ErrorKind, Turn
 
-__all__ = ["empty_error", "interrupted", "read_bounded", "within"]
+__all__ = ["empty_error", "interrupted", "is_event_stream", "read_bounded", "within"]
 
 T = TypeVar("T")
 _ERROR_BODY_LIMIT = 64 * 1024
@@ -33,6 +38,13 @@ async def within(awaitable: Awaitable[T], deadline: float | None) -> T:
         return await awaitable
     async with asyncio.timeout_at(deadline):
         return await awaitable
+
+
+def is_event_stream(response: httpx2.Response) -> bool:
+    """A 2xx ``text/event-stream`` answer: the only kind that is read as a stream (the
+    client, the guard and the gateway all ask this)."""
+    kind = response.headers.get("content-type", "").lower()
+    return 200 <= response.status_code < 300 and kind.startswith("text/event-stream")
 
 
 async def read_bounded(response: httpx2.Response) -> bytes:
@@ -94,9 +106,7 @@ def interrupted(
         if failure is None and turn.error.kind is ErrorKind.PROVIDER_ERROR:
             cause = _event_error(turn)
         detail = cause.message if cause is not None else turn.error.message
-        message = (
-            detail if detail.startswith(INTERRUPTED_MESSAGE) else f"{INTERRUPTED_MESSAGE}: {detail}"
-        )
+        message = interrupted_message(detail)
         interruption = StreamInterrupted(message, empty=False, received=received, turn=turn)
         interruption.__cause__ = cause
     if failure is not None:

@@ -58,7 +58,13 @@ from railings.redact import (
     register_secret,
     register_url_secrets,
 )
-from railings.transport.attempt import empty_error, interrupted, read_bounded, within
+from railings.transport.attempt import (
+    empty_error,
+    interrupted,
+    is_event_stream,
+    read_bounded,
+    within,
+)
 from railings.transport.banner import countdown
 from railings.transport.config import ClientConfig
 from railings.transport.errors_map import (
@@ -396,7 +402,7 @@ class AsyncProviderClient:
             raise mapped from exc
         status = response.status_code
         ctype = response.headers.get("content-type", "")
-        if 200 <= status < 300 and ctype.lower().startswith("text/event-stream"):
+        if is_event_stream(response):
             set_read_timeout(request.extensions, self._backstop())
             return response, deadline
         data = await read_bounded(response)

@@ -46,7 +46,7 @@ import zlib
 
 import httpx2
 
-from railings.classify import INTERRUPTED_MESSAGE
+from railings.classify import INTERRUPTED_MESSAGE, interrupted_message
 from railings.errors import EventTooLarge, IdleTimeout, StreamInterrupted, TurnTooLarge
 from railings.events import Unknown
 from railings.limits import TurnLimits, TurnMeter
@@ -301,9 +301,7 @@ class StreamWatch:
         turn: Turn | None = None,
         reason: BaseException | None = None,
     ) -> httpx2.HTTPError:
-        message = (
-            detail if detail.startswith(INTERRUPTED_MESSAGE) else f"{INTERRUPTED_MESSAGE}: {detail}"
-        )
+        message = interrupted_message(detail)
         cause = StreamInterrupted(message, empty=empty, turn=turn)
         cause.__cause__ = reason
         error = cls(message)
