@@ -45,6 +45,23 @@ def railings(
     )
 
 
+def run_openai(
+    tmp_path: Path, base_url: str, *args: str, task: str = "x", key: str = "sk-test-0000"
+) -> subprocess.CompletedProcess[str]:
+    """``railings run TASK --provider openai --base-url BASE_URL ARGS`` with ``key`` set."""
+    return railings(
+        tmp_path,
+        "run",
+        task,
+        "--provider",
+        "openai",
+        "--base-url",
+        base_url,
+        *args,
+        OPENAI_API_KEY=key,
+    )
+
+
 def test_run_with_no_key_uses_the_embedded_demo_and_says_so(tmp_path: Path) -> None:
     done = railings(tmp_path, "run", "write a report")
     assert done.returncode == 0, done.stderr
@@ -102,16 +119,7 @@ def test_partial_turn_exits_3(tmp_path: Path) -> None:
         ScriptedServer(Script.text("part of an answer that never finishes")) as server,
         FaultProxy(server.url, "drop_terminator") as proxy,
     ):
-        done = railings(
-            tmp_path,
-            "run",
-            "x",
-            "--provider",
-            "openai",
-            "--base-url",
-            proxy.url + "/v1",
-            OPENAI_API_KEY="sk-test-1234567890",
-        )
+        done = run_openai(tmp_path, proxy.url + "/v1", key="sk-test-1234567890")
     assert done.returncode == 3, done.stderr
     assert "INCOMPLETE" in done.stdout and "part of an answer" in done.stdout
 
@@ -120,16 +128,7 @@ def test_authentication_error_exits_1_with_one_line(tmp_path: Path) -> None:
     script = {"api_key": "sk-right-key-123", "turns": [{"text": "hi"}]}
     with ScriptedServer(Script.from_dict(script)) as server:
         base_url = server.openai_base_url
-        done = railings(
-            tmp_path,
-            "run",
-            "x",
-            "--provider",
-            "openai",
-            "--base-url",
-            base_url,
-            OPENAI_API_KEY="sk-wrong-key-456789",
-        )
+        done = run_openai(tmp_path, base_url, key="sk-wrong-key-456789")
     assert done.returncode == 1
     where, *rest = [line for line in done.stderr.splitlines() if line.startswith("railings: ")]
     # Before the first request: where the turns go, and which variable the key came from.
@@ -228,20 +227,16 @@ def test_a_repaired_shell_call_is_shown_as_not_executed(tmp_path: Path) -> None:
         ]
     }
     with ScriptedServer(Script.from_dict(script)) as server:
-        done = railings(
+        done = run_openai(
             tmp_path,
-            "run",
-            "go",
-            "--provider",
-            "openai",
-            "--base-url",
             server.openai_base_url,
             "--model",
             "m",
             "--workdir",
             str(tmp_path),
             "--yes",
-            OPENAI_API_KEY="sk-test-1234567890",
+            task="go",
+            key="sk-test-1234567890",
         )
     assert done.returncode == 0, done.stderr
     assert "-> repaired" in done.stdout
@@ -260,13 +255,8 @@ def test_run_ends_a_stream_of_keepalives_by_the_content_clock(tmp_path: Path) ->
     chunks += [0.02, ping] * 3000  # a minute of pings if nothing ended it
     with CannedServer() as server:
         server.push(Reply(chunks=chunks))
-        done = railings(
+        done = run_openai(
             tmp_path,
-            "run",
-            "x",
-            "--provider",
-            "openai",
-            "--base-url",
             server.openai_base_url,
             "--model",
             "m",
@@ -274,7 +264,7 @@ def test_run_ends_a_stream_of_keepalives_by_the_content_clock(tmp_path: Path) ->
             "none",
             "--content-idle",
             "0.3",
-            OPENAI_API_KEY="sk-test-content-idle",
+            key="sk-test-content-idle",
         )
     assert done.returncode == 3, done.stderr  # a Partial turn: shown as-is, marked
     assert "only keep-alives" in done.stderr + done.stdout
@@ -339,18 +329,7 @@ def _run_scripted(
 ) -> tuple[subprocess.CompletedProcess[str], list[Any]]:
     """``railings run x`` against a scripted server on 127.0.0.1; what it received."""
     with ScriptedServer(script) as server:
-        done = railings(
-            tmp_path,
-            "run",
-            "x",
-            "--provider",
-            "openai",
-            "--base-url",
-            server.openai_base_url,
-            *args,
-            OPENAI_API_KEY="sk-test-0000",
-        )
-        return done, server.requests
+        return run_openai(tmp_path, server.openai_base_url, *args), server.requests
 
 
 def test_without_a_terminal_or_yes_the_notice_says_why_not(tmp_path: Path) -> None:
