@@ -35,9 +35,9 @@ from _server import (
     openai_chunk,
     openai_text,
 )
+from _tools import call, tools_in
 from railings.agent.loop import Agent, RunStatus
 from railings.dispatch import ToolRegistry, builtin_tools
-from railings.dispatch.tools import Execution, execute
 from railings.errors import RailingsError
 from railings.messages import User
 from railings.redact import MARKER, register_secret
@@ -404,14 +404,6 @@ def test_loopback_addresses_need_no_warning(host: str, capsys: pytest.CaptureFix
 # -- tools stay in their directory -------------------------------------------------------------
 
 
-def _tools(root: Path, **options: Any) -> dict[str, Any]:
-    return {t.name: t for t in builtin_tools(root, **options)}
-
-
-def _run(tool: Any, **arguments: Any) -> Execution:
-    return asyncio.run(execute(tool, arguments))
-
-
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     (tmp_path / "outside.txt").write_text("outside")
@@ -428,7 +420,7 @@ def test_links_that_lead_out_are_refused_however_they_are_made(root: Path) -> No
     os.symlink(outside, root / "hop2")
     (root / "sub").mkdir()
     os.symlink(root / "sub", root / "in")  # a link that stays inside, then '..' twice
-    named = _tools(root)
+    named = tools_in(root)
     cases = {
         "dangling": {"content": "x"},
         "hop1/outside.txt": {},
@@ -441,7 +433,7 @@ def test_links_that_lead_out_are_refused_however_they_are_made(root: Path) -> No
             arguments = {"path": path, **(extra if name == "write_file" else {})}
             if name == "write_file":
                 arguments.setdefault("content", "pwned")
-            result = _run(named[name], **arguments)
+            result = call(named[name], **arguments)
             assert not result.ok and result.content.startswith("refused:"), (name, path, result)
     assert not (outside / "not-yet.txt").exists()
     assert (outside / "outside.txt").read_text() == "outside"
@@ -453,17 +445,17 @@ def test_a_workdir_reached_through_a_link_confines_to_its_target(tmp_path: Path)
     (real / "a.txt").write_text("a")
     os.symlink(real, tmp_path / "alias")
     (tmp_path / "other.txt").write_text("other")
-    named = _tools(tmp_path / "alias")
-    assert _run(named["read_file"], path="a.txt").ok
-    assert _run(named["read_file"], path="../real/a.txt").ok  # back inside the real root
+    named = tools_in(tmp_path / "alias")
+    assert call(named["read_file"], path="a.txt").ok
+    assert call(named["read_file"], path="../real/a.txt").ok  # back inside the real root
     for path in ("../other.txt", "../alias/../other.txt", str(tmp_path / "other.txt")):
-        result = _run(named["read_file"], path=path)
+        result = call(named["read_file"], path=path)
         assert not result.ok and result.content.startswith("refused:"), path
 
 
 def test_read_file_refuses_what_is_not_a_regular_file(root: Path) -> None:
     os.mkfifo(root / "pipe")  # opening a FIFO for reading blocks until a writer comes (never)
-    result = _run(_tools(root)["read_file"], path="pipe")
+    result = call(tools_in(root)["read_file"], path="pipe")
     assert not result.ok and "not a regular file" in result.content
 
 
@@ -473,7 +465,7 @@ def test_read_file_of_one_huge_line_reads_only_what_it_shows(root: Path) -> None
             fh.write(b"x" * 65536)
     tracemalloc.start()
     try:
-        result = _run(_tools(root, max_output=4096)["read_file"], path="big.txt")
+        result = call(tools_in(root, max_output=4096)["read_file"], path="big.txt")
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -485,8 +477,8 @@ def test_read_file_of_one_huge_line_reads_only_what_it_shows(root: Path) -> None
 def test_shell_output_cap_bounds_memory(root: Path) -> None:
     tracemalloc.start()
     try:
-        result = _run(
-            _tools(root, max_output=10_000, timeout=30)["shell"],
+        result = call(
+            tools_in(root, max_output=10_000, timeout=30)["shell"],
             command="head -c 50000000 /dev/zero | tr '\\0' y",
         )
         peak = tracemalloc.get_traced_memory()[1]

@@ -13,7 +13,6 @@ generous timeout, so a regression fails the test instead of stalling the suite.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
@@ -26,7 +25,8 @@ from typing import Any
 
 import pytest
 
-from railings.dispatch import Execution, Tool, ToolFailure, builtin_tools, execute
+from _tools import call, tools_in
+from railings.dispatch import Tool, ToolFailure, builtin_tools
 from railings.testing import Script, ScriptedServer
 
 HANG_GUARD = 60  # seconds: only stops a regression from hanging the suite
@@ -34,14 +34,6 @@ HANG_GUARD = 60  # seconds: only stops a regression from hanging the suite
 OPENAI_KEY = "sk-proj-Vq7Lm2Xw9Rt4Kp8Zs3Hn6Jd1"
 ANTHROPIC_KEY = "sk-ant-api03-Bc5Nf8Gh2Jk4Lm7Pq9Rs"
 SERVICE_TOKEN = "tok-Wy3Ux6Ev9Aa2Cc5Ee8"
-
-
-def tools(root: Path, **options: Any) -> dict[str, Tool]:
-    return {t.name: t for t in builtin_tools(root, **options)}
-
-
-def run(target: Tool, **arguments: Any) -> Execution:
-    return asyncio.run(execute(target, arguments))
 
 
 @pytest.fixture
@@ -237,7 +229,7 @@ def _attempt(tool: Tool, **arguments: Any) -> str:
 
 
 def test_a_racing_link_never_lets_read_file_out(root: Path, racer: subprocess.Popen[str]) -> None:
-    read = tools(root)["read_file"]
+    read = tools_in(root)["read_file"]
     seen = [_attempt(read, path="flip") for _ in range(TRIES)]
     assert racer.poll() is None  # it raced the whole time
     assert not [s for s in seen if "OUTSIDE" in s], "read_file returned the outside file"
@@ -246,7 +238,7 @@ def test_a_racing_link_never_lets_read_file_out(root: Path, racer: subprocess.Po
 
 
 def test_a_racing_link_never_lets_write_file_out(root: Path, racer: subprocess.Popen[str]) -> None:
-    write = tools(root)["write_file"]
+    write = tools_in(root)["write_file"]
     seen = [_attempt(write, path="flip", content="pwned") for _ in range(TRIES)]
     seen += [_attempt(write, path="flip", content="more", append=True) for _ in range(TRIES // 3)]
     assert racer.poll() is None
@@ -280,7 +272,7 @@ def test_a_racing_directory_link_never_lets_list_dir_or_a_new_file_out(root: Pat
     )
     try:
         assert process.stdout is not None and process.stdout.readline() == "racing\n"
-        named = tools(root)
+        named = tools_in(root)
         listed = [_attempt(named["list_dir"], path="d") for _ in range(TRIES)]
         wrote = [_attempt(named["write_file"], path="d/new.txt", content="x") for _ in range(TRIES)]
     finally:
@@ -295,7 +287,7 @@ def test_a_racing_directory_link_never_lets_list_dir_or_a_new_file_out(root: Pat
 
 def test_a_hard_link_is_not_written_through(root: Path) -> None:
     os.link(root.parent / "outside.txt", root / "hard")
-    result = run(tools(root)["write_file"], path="hard", content="pwned")
+    result = call(tools_in(root)["write_file"], path="hard", content="pwned")
     assert not result.ok and "hard link" in result.content
     assert (root.parent / "outside.txt").read_text() == "OUTSIDE-SECRET"
 
@@ -304,9 +296,9 @@ def test_a_write_replaces_the_file_and_keeps_its_mode(root: Path) -> None:
     script = root / "run.sh"
     script.write_text("old")
     script.chmod(0o750)
-    named = tools(root)
-    assert run(named["write_file"], path="run.sh", content="new").ok
-    assert run(named["write_file"], path="run.sh", content="+", append=True).ok
+    named = tools_in(root)
+    assert call(named["write_file"], path="run.sh", content="new").ok
+    assert call(named["write_file"], path="run.sh", content="+", append=True).ok
     assert script.read_text() == "new+" and (script.stat().st_mode & 0o777) == 0o750
     assert sorted(p.name for p in root.iterdir()) == ["run.sh"]  # no temporary file left
 
