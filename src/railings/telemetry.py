@@ -24,7 +24,14 @@ from typing import Any
 from railings._extras import missing
 from railings.turn.model import Turn
 
-__all__ = ["GEN_AI_PROVIDERS", "CallFacts", "agent_span", "record_span", "span_attributes"]
+__all__ = [
+    "GEN_AI_PROVIDERS",
+    "CallFacts",
+    "agent_span",
+    "record_span",
+    "span_attributes",
+    "tracing",
+]
 
 # railings' wire names -> the GenAI conventions' ``gen_ai.provider.name`` values.
 GEN_AI_PROVIDERS = {"openai": "openai", "openai-responses": "openai", "anthropic": "anthropic"}
@@ -81,6 +88,11 @@ def span_attributes(facts: CallFacts) -> dict[str, Any]:
     if facts.error:
         attrs["error.type"] = facts.outcome or "error"
     return attrs
+
+
+def tracing(tracer: Any = None) -> bool:
+    """Whether a span could be recorded: a tracer was given, or the API is installed."""
+    return tracer is not None or _AVAILABLE
 
 
 def _tracer(tracer: Any, name: str) -> Any:

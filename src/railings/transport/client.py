@@ -58,6 +58,7 @@ from railings.redact import (
     register_secret,
     register_url_secrets,
 )
+from railings.telemetry import tracing
 from railings.transport.attempt import (
     empty_error,
     interrupted,
@@ -187,6 +188,8 @@ class AsyncProviderClient:
         history, specs = tuple(messages), tuple(tools)
         self._body(history, specs)  # a bad history fails here, not at the first event
         quiet = self.config.background if background is None else background
+        if not tracing(self._tracer):  # no OpenTelemetry: no extra layer on the event path
+            return TurnStream(lambda stream: self._run(stream, history, specs, quiet))
         return TurnStream(
             lambda stream: traced(
                 stream, self._run(stream, history, specs, quiet), self.config, self._tracer
