@@ -10,8 +10,13 @@ only consumption is measured. Clients are built once, outside the timing.
 
 The consumers:
 
-* ``floor``: the body split on blank lines, one ``json.loads`` per event, nothing
-  else. No consumer that parses every event can be faster.
+* ``floor``: the body split on blank lines, one ``json.loads`` per event, the text
+  or argument delta taken out, the text joined and the arguments parsed at the end:
+  the least any client that returns the turn does (no SSE rules, no proof, no
+  checks). It returns what railings returns, and is checked the same way.
+* ``orjson-split``: the same split with ``orjson.loads``, nothing extracted or
+  kept: about the limit for pure Python, the practical floor.
+* ``httpx2`` (below) iterates the body bytes and nothing else: the physical floor.
 * ``httpx-sse``: httpx-sse's decoder and ``json.loads``, with the few dict
   lookups a hand-written client needs. No checks: the lean baseline.
 * ``railings``: the sans-IO core, ``StreamReader`` bytes -> turn.
@@ -61,7 +66,7 @@ _ANTHROPIC_TOOLS = [{"name": "write_file", "input_schema": _TOOL_SCHEMA}]
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    """What the consumer got out of the stream (the floor extracts nothing: ``events``)."""
+    """What the consumer got out of the stream (the orjson split extracts nothing: ``events``)."""
 
     text: str = ""
     arguments: Any = None
@@ -110,18 +115,66 @@ def _arguments(parts: list[str]) -> Any:
 # -- the floor and the lean baseline -----------------------------------------------------
 
 
-def _floor(pieces: list[bytes]) -> Result:
-    loads = json.loads
+def _blocks(pieces: list[bytes]) -> Iterator[bytes]:
+    """The ``data:`` payload of each event: the body split on blank lines, nothing checked."""
     rest = b""
-    events = 0
     for piece in pieces:
         blocks = (rest + piece).split(b"\n\n")
         rest = blocks.pop()
         for block in blocks:
-            data = block[block.find(b"data: ") + 6 :]
-            if data != b"[DONE]":
-                loads(data)
-            events += 1
+            yield block[block.find(b"data: ") + 6 :]
+
+
+def _floor(provider: str) -> Callable[[list[bytes]], Result]:
+    """Split + ``json.loads`` per event + the text or argument delta + the final parse.
+
+    What any client that returns the turn must do at least: no SSE rules, no proof,
+    no checks. It hands back the same :class:`Result` railings does."""
+    loads = json.loads
+
+    def openai(pieces: list[bytes]) -> Result:
+        text: list[str] = []
+        args: list[str] = []
+        for data in _blocks(pieces):
+            if data == b"[DONE]":
+                break
+            choices = loads(data)["choices"]
+            if choices:
+                delta = choices[0]["delta"]
+                content = delta.get("content")
+                if content:
+                    text.append(content)
+                calls = delta.get("tool_calls")
+                if calls:
+                    args.append(calls[0]["function"].get("arguments") or "")
+        return Result("".join(text), _arguments(args))
+
+    def anthropic(pieces: list[bytes]) -> Result:
+        text: list[str] = []
+        args: list[str] = []
+        for data in _blocks(pieces):
+            event = loads(data)
+            if event["type"] == "content_block_delta":
+                delta = event["delta"]
+                if delta["type"] == "text_delta":
+                    text.append(delta["text"])
+                elif delta["type"] == "input_json_delta":
+                    args.append(delta["partial_json"])
+        return Result("".join(text), _arguments(args))
+
+    return openai if provider == "openai" else anthropic
+
+
+def _orjson_split(pieces: list[bytes]) -> Result:
+    """The practical limit in pure Python: split + ``orjson.loads`` per event, nothing kept."""
+    import orjson
+
+    loads = orjson.loads
+    events = 0
+    for data in _blocks(pieces):
+        if data != b"[DONE]":
+            loads(data)
+        events += 1
     return Result(events=events)
 
 
@@ -364,9 +417,16 @@ CONSUMERS: tuple[Consumer, ...] = (
     Consumer(
         "floor",
         ("openai", "anthropic"),
-        lambda p: _floor,
+        _floor,
         "floor",
-        "split on blank lines + one json.loads per event",
+        "split on blank lines + json.loads + the text/argument delta + the final parse",
+    ),
+    Consumer(
+        "orjson-split",
+        ("openai", "anthropic"),
+        lambda p: _orjson_split,
+        "floor",
+        "split on blank lines + orjson.loads per event, nothing kept: the practical limit",
     ),
     Consumer(
         "httpx-sse",
@@ -453,6 +513,7 @@ def available() -> dict[str, str]:
     missing: dict[str, str] = {}
     for module, names in (
         ("httpx_sse", ("httpx-sse",)),
+        ("orjson", ("orjson-split",)),
         ("openai", ("openai", "openai.stream", "openai+guard")),
         ("anthropic", ("anthropic", "anthropic.stream", "anthropic+guard")),
         ("railings.transport", ("railings-transport",)),
