@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -26,10 +26,18 @@ from railings.cli.journal import open_journal
 from railings.dispatch import Denied, Invocation, Tool, ToolRegistry, builtin_tools
 from railings.dispatch.shell import protect_process
 from railings.errors import ConfigurationError
+from railings.providers import (
+    FALLBACK,
+    NAMES,
+    ProviderName,
+    anthropic,
+    openai_chat,
+    openai_responses,
+    spec,
+)
 from railings.redact import redact, redact_json
 from railings.replay import Replay, to_json
 from railings.transport import AsyncProviderClient, ClientConfig, Timeouts
-from railings.transport.config import DEFAULT_BASE_URLS
 from railings.turn.verdict import judge
 
 __all__ = ["register"]
@@ -70,11 +78,15 @@ CHAT_COMMANDS = """\
 /exit, /quit  end the chat (so do Ctrl-D and Ctrl-C)
 anything else is sent to the model"""
 
-DEFAULT_MODELS = {
-    "openai": "gpt-4.1-mini",
-    "anthropic": "claude-sonnet-4-5",
-    "openai-responses": "gpt-4.1-mini",
+# The CLI's default model for each wire, keyed from the provider registry.
+DEFAULT_MODELS: dict[str, str] = {
+    openai_chat.SPEC.name: "gpt-4.1-mini",
+    anthropic.SPEC.name: "claude-sonnet-4-5",
+    openai_responses.SPEC.name: "gpt-4.1-mini",
 }
+# Which wire a key in the environment picks, first found first (both OpenAI wires read
+# OPENAI_API_KEY: it picks Chat Completions).
+KEY_PICKS = (anthropic.SPEC, openai_chat.SPEC)
 BUILTIN_NAMES = ("shell", "read_file", "write_file", "list_dir")
 DEMO_MAX_TOKENS = 1024
 
@@ -102,7 +114,7 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--provider",
-        choices=("openai", "anthropic", "openai-responses"),
+        choices=NAMES,
         help="wire format of the endpoint (openai: Chat Completions; openai-responses: the "
         "Responses API)",
     )
@@ -221,12 +233,10 @@ def _endpoint(args: argparse.Namespace) -> Iterator[_Endpoint]:
             "--demo uses the embedded scripted model: drop --provider/--base-url/--model"
         )
     explicit = args.provider or args.base_url or args.model
-    provider: Literal["openai", "anthropic", "openai-responses"] | None = args.provider
+    provider: ProviderName | None = args.provider
     if provider is None and not explicit and not args.demo:
-        if os.environ.get("ANTHROPIC_API_KEY"):
-            provider = "anthropic"
-        elif os.environ.get("OPENAI_API_KEY"):
-            provider = "openai"
+        picked = next((s for s in KEY_PICKS if os.environ.get(s.api_key_env)), None)
+        provider = None if picked is None else picked.name
     timeouts = Timeouts(
         idle=args.idle_timeout, content_idle=args.content_idle, total=args.total_timeout
     )
@@ -241,7 +251,7 @@ def _endpoint(args: argparse.Namespace) -> Iterator[_Endpoint]:
                     stack.enter_context(tempfile.TemporaryDirectory(prefix="railings-demo-"))
                 )
             config = ClientConfig(
-                provider="openai",
+                provider=FALLBACK.name,  # the server's Chat Completions
                 model="railings-scripted-1",
                 base_url=server.openai_base_url,
                 api_key="demo",
@@ -255,7 +265,7 @@ def _endpoint(args: argparse.Namespace) -> Iterator[_Endpoint]:
             )
             yield _Endpoint(config, workdir, note)
         return
-    provider = provider or "openai"
+    provider = provider or FALLBACK.name
     try:
         config = ClientConfig(
             provider=provider,
@@ -266,7 +276,7 @@ def _endpoint(args: argparse.Namespace) -> Iterator[_Endpoint]:
         )
     except ConfigurationError as exc:
         raise UsageError(str(exc)) from None
-    if not config.api_key and config.base_url == DEFAULT_BASE_URLS[provider]:
+    if not config.api_key and config.base_url == spec(provider).default_base_url:
         # The public API answers 401 without a key: say so now, not after the network.
         raise UsageError(
             f"--provider {provider} needs {config.key_variable} in the environment "

@@ -32,6 +32,7 @@ from railings.matrix.observation import (
     raised,
     shared_ssl_context,
 )
+from railings.providers import anthropic, openai_chat, openai_responses
 
 __all__ = ["SHELL_DESCRIPTION", "AnthropicSDK", "OpenAISDK"]
 
@@ -77,7 +78,7 @@ class OpenAISDK:
     ``openai-responses`` (deltas joined as the docs show, in both)."""
 
     kind: Literal["railings", "sdk"] = "sdk"
-    providers = frozenset({"openai", "openai-responses"})
+    providers = frozenset({openai_chat.SPEC.name, openai_responses.SPEC.name})
     requires: tuple[str, ...] = ("openai",)
 
     def __init__(self, *, guarded: bool = False) -> None:
@@ -96,9 +97,9 @@ class OpenAISDK:
                 base_url=target.base_url,
                 http_client=http,
                 timeout=_timeout(target),
-                **_key(target, "OPENAI_API_KEY"),
+                **_key(target, openai_chat.SPEC.api_key_env),
             ) as client:
-                if target.provider.name == "openai-responses":
+                if target.provider.name == openai_responses.SPEC.name:
                     await _responses(client, target, seen)
                 else:
                     await _chat(client, target, seen)
@@ -219,7 +220,7 @@ class AnthropicSDK:
     """The official ``anthropic`` package, optionally over the guard transport."""
 
     kind: Literal["railings", "sdk"] = "sdk"
-    providers = frozenset({"anthropic"})
+    providers = frozenset({anthropic.SPEC.name})
     requires: tuple[str, ...] = ("anthropic",)
 
     def __init__(self, *, guarded: bool = False) -> None:
@@ -239,7 +240,7 @@ class AnthropicSDK:
                 base_url=target.base_url,
                 http_client=http,
                 timeout=_timeout(target),
-                **_key(target, "ANTHROPIC_API_KEY"),
+                **_key(target, anthropic.SPEC.api_key_env),
             ) as client:
                 inputs = await _messages(client, target, seen)
         except Exception as exc:

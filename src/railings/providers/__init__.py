@@ -9,14 +9,14 @@
 Each module exports one frozen :class:`~railings.providers.base.ProviderSpec`;
 every other layer reads the specs through this registry (by name, by request path,
 or by the first event of a stream) instead of keeping its own table. Adding a wire
-format is one module here, its line in :data:`SPECS` and in :data:`ProviderName`,
+format is one module here, its line in :data:`SPECS` and its name in
+:data:`~railings.providers.base.ProviderName`,
 and its tests (``tests/test_providers.py`` checks every spec whole).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal
 
 from railings.errors import ConfigurationError, ProviderError
 from railings.providers import anthropic, openai_chat, openai_responses
@@ -25,6 +25,7 @@ from railings.providers.base import (
     EncodeRequest,
     Proof,
     ProviderDecoder,
+    ProviderName,
     ProviderSpec,
     ScriptedShape,
     StopReasons,
@@ -50,13 +51,10 @@ __all__ = [
     "spec_for_path",
 ]
 
-# The one type of a provider's name, for the whole package.
-ProviderName = Literal["openai", "anthropic", "openai-responses"]
-
 # In the order the CLI and the docs list them.
 SPECS: tuple[ProviderSpec, ...] = (openai_chat.SPEC, anthropic.SPEC, openai_responses.SPEC)
-NAMES: tuple[str, ...] = tuple(s.name for s in SPECS)
-_BY_NAME = {s.name: s for s in SPECS}
+NAMES: tuple[ProviderName, ...] = tuple(s.name for s in SPECS)
+_BY_NAME: dict[str, ProviderSpec] = {s.name: s for s in SPECS}
 
 # What a stream is read as when nothing in it says (an ``auto`` stream with no event
 # any spec recognises): Chat Completions, the wire most services speak.

@@ -26,10 +26,16 @@ __all__ = [
     "EncodeRequest",
     "Proof",
     "ProviderDecoder",
+    "ProviderName",
     "ProviderSpec",
     "ScriptedShape",
     "StopReasons",
 ]
+
+
+# The one type of a provider's name, for the whole package (re-exported by the registry
+# and by railings.transport.config).
+ProviderName = Literal["openai", "anthropic", "openai-responses"]
 
 
 class ProviderDecoder(Protocol):
@@ -179,7 +185,7 @@ class ProviderSpec:
       ``scripted``: see their classes.
     """
 
-    name: str
+    name: ProviderName
     title: str
     request_path: str
     path_suffixes: tuple[str, ...]

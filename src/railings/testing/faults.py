@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from railings.errors import ConfigurationError
+from railings.providers import SPECS
 
 __all__ = [
     "FAULTS",
@@ -420,33 +421,37 @@ def _lines(block: bytes) -> list[bytes]:
     return [line for line in _EOL.split(block) if line]
 
 
-_RESPONSES_PROOFS = (b"response.completed", b"response.incomplete")
+# Every provider's proof, from its spec: data values (``[DONE]``), ``event:`` names
+# (``message_stop``, ``response.completed`` ...) and the data's ``"type"`` values that
+# stand for a missing ``event:`` line (OpenRouter's Responses stream).
+_PROOF_DATA = frozenset(d.encode() for s in SPECS for d in s.proof.data)
+_PROOF_EVENTS = frozenset(e.encode() for s in SPECS for e in s.proof.events)
+_PROOF_TYPES = frozenset(t for s in SPECS for t in s.proof.types)
+_PROOF_TYPE_BYTES = tuple(t.encode() for t in sorted(_PROOF_TYPES))
 
 
 def is_terminator(block: bytes) -> bool:
-    """True for the termination proof: ``data: [DONE]``, the ``message_stop`` event, or
-    a Responses ``response.completed`` / ``response.incomplete`` event."""
+    """True for a termination proof of any provider spec: ``data: [DONE]``, the
+    ``message_stop`` event, or a Responses ``response.completed`` /
+    ``response.incomplete`` event."""
     data: list[bytes] = []
     for line in _lines(block):
         field, _, value = line.partition(b":")
         value = value[1:] if value.startswith(b" ") else value
-        if (field == b"data" and value.strip() == b"[DONE]") or (
-            field == b"event" and (value == b"message_stop" or value in _RESPONSES_PROOFS)
+        if (field == b"data" and value.strip() in _PROOF_DATA) or (
+            field == b"event" and value in _PROOF_EVENTS
         ):
             return True
         if field == b"data":
             data.append(value)
-    # Without an event: line (OpenRouter), the data's "type" names a Responses event.
+    # Without an event: line (OpenRouter), the data's "type" names the proof.
     # Parsed only when the name is in the block at all: most blocks are never parsed.
-    if data and any(proof in block for proof in _RESPONSES_PROOFS):
+    if data and any(proof in block for proof in _PROOF_TYPE_BYTES):
         try:
             obj = json.loads(b"\n".join(data))
         except ValueError:
             return False
-        return isinstance(obj, dict) and obj.get("type") in (
-            "response.completed",
-            "response.incomplete",
-        )
+        return isinstance(obj, dict) and obj.get("type") in _PROOF_TYPES
     return False
 
 

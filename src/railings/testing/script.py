@@ -103,6 +103,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from railings.errors import ConfigurationError
+from railings.providers import anthropic, openai_chat, openai_responses
 from railings.turn.repair import RepairPolicy, parse_arguments
 
 __all__ = [
@@ -455,45 +456,20 @@ def plan_turn(turn: ScriptTurn, max_tokens: int | None, new_id: Callable[[], str
     )
 
 
-_TO_OPENAI = {
-    "end_turn": "stop",
-    "tool_use": "tool_calls",
-    "max_tokens": "length",
-    "stop_sequence": "stop",
-    "refusal": "content_filter",
-    "pause_turn": "stop",
-}
-_TO_ANTHROPIC = {
-    "stop": "end_turn",
-    "tool_calls": "tool_use",
-    "length": "max_tokens",
-    "content_filter": "refusal",
-    "function_call": "tool_use",
-}
-
-
 def openai_finish_reason(stop: str) -> str:
     """The Chat Completions ``finish_reason`` for a stop reason of either vocabulary; an
-    unknown one verbatim."""
-    return _TO_OPENAI.get(stop, stop)
-
-
-_COMPLETED = frozenset(
-    {"end_turn", "tool_use", "stop_sequence", "pause_turn", "stop", "tool_calls", "function_call"}
-)
-_TO_INCOMPLETE = {
-    "max_tokens": "max_output_tokens",
-    "length": "max_output_tokens",
-    "refusal": "content_filter",
-    "content_filter": "content_filter",
-}
+    unknown one verbatim (the inverse of the spec's stop-reason map)."""
+    return openai_chat.SPEC.stop_reasons.to_wire(stop) or stop
 
 
 def responses_status(stop: str) -> tuple[str, str | None]:
-    """The Responses API's ``(status, incomplete_details.reason)`` for a stop reason."""
-    if stop in _COMPLETED:
-        return "completed", None
-    return "incomplete", _TO_INCOMPLETE.get(stop, stop)
+    """The Responses API's ``(status, incomplete_details.reason)`` for a stop reason (the
+    inverse of the spec's stop-reason map); an unknown one is an incomplete with that
+    reason verbatim."""
+    wire = openai_responses.SPEC.stop_reasons.to_wire(stop)
+    if wire == openai_responses.COMPLETED_STATUS:
+        return wire, None
+    return "incomplete", wire or stop
 
 
 def _assistant_item(item: Any) -> bool:
@@ -523,5 +499,5 @@ def assistant_turns(items: Any) -> int:
 
 def anthropic_stop_reason(stop: str) -> str:
     """The Messages API ``stop_reason`` for a stop reason of either vocabulary; an unknown
-    one verbatim."""
-    return _TO_ANTHROPIC.get(stop, stop)
+    one verbatim (the inverse of the spec's stop-reason map)."""
+    return anthropic.SPEC.stop_reasons.to_wire(stop) or stop
