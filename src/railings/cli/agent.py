@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
-import os
 import sys
-import tempfile
 import threading
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,25 +17,24 @@ from railings.agent.journal import default_path
 from railings.agent.loop import Agent, RunResult, RunStatus
 from railings.agent.view import TerminalView
 from railings.cli._common import UsageError, console, positive
+from railings.cli.endpoint import (
+    DEFAULT_MODELS,
+    DEMO_MAX_TOKENS,
+    PROVIDER_CHOICE,
+    Endpoint,
+    endpoint_for,
+)
 from railings.cli.journal import open_journal
 from railings.dispatch import Denied, Invocation, Tool, ToolRegistry, builtin_tools
 from railings.dispatch.shell import protect_process
-from railings.errors import ConfigurationError
-from railings.providers import (
-    FALLBACK,
-    NAMES,
-    ProviderName,
-    anthropic,
-    openai_chat,
-    openai_responses,
-    spec,
-)
-from railings.redact import redact, redact_json
+from railings.providers import NAMES
+from railings.redact import redact_json
 from railings.replay import Replay, to_json
-from railings.transport import AsyncProviderClient, ClientConfig, Timeouts
+from railings.transport import AsyncProviderClient
 from railings.turn.verdict import judge
 
-__all__ = ["register"]
+# DEFAULT_MODELS and DEMO_MAX_TOKENS live in railings.cli.endpoint, importable here too.
+__all__ = ["DEFAULT_MODELS", "DEMO_MAX_TOKENS", "register"]
 
 EXIT_CODES = """\
 exit codes:
@@ -49,19 +43,6 @@ exit codes:
   2  usage error (bad flag, bad value, unreadable workdir)
   3  the run ended on an interrupted (Partial) turn: what arrived is shown, nothing ran
   4  stopped by the turn limit or the circuit breaker
-"""
-
-PROVIDER_CHOICE = """\
-which endpoint: --demo forces the embedded scripted model; else --provider /
---base-url / --model first; else an API key in the environment picks the real API
-(ANTHROPIC_API_KEY -> anthropic, OPENAI_API_KEY -> openai; OPENAI_BASE_URL /
-ANTHROPIC_BASE_URL are honoured); else the embedded scripted model server starts
-in-process with a demonstration script (no key, no network) in a fresh temporary
-working directory. Either way, one line on stderr says where the turns go before
-the first request. A provider's public API without its key is refused at once.
-
-shell commands ask for confirmation on a terminal; --yes allows all; without a
-terminal nothing is confirmed unless --yes is given.
 """
 
 RUN_HELP = (
@@ -78,17 +59,7 @@ CHAT_COMMANDS = """\
 /exit, /quit  end the chat (so do Ctrl-D and Ctrl-C)
 anything else is sent to the model"""
 
-# The CLI's default model for each wire, keyed from the provider registry.
-DEFAULT_MODELS: dict[str, str] = {
-    openai_chat.SPEC.name: "gpt-4.1-mini",
-    anthropic.SPEC.name: "claude-sonnet-4-5",
-    openai_responses.SPEC.name: "gpt-4.1-mini",
-}
-# Which wire a key in the environment picks, first found first (both OpenAI wires read
-# OPENAI_API_KEY: it picks Chat Completions).
-KEY_PICKS = (anthropic.SPEC, openai_chat.SPEC)
 BUILTIN_NAMES = ("shell", "read_file", "write_file", "list_dir")
-DEMO_MAX_TOKENS = 1024
 
 
 # A turn of `railings run` never hangs forever, whatever the server does: 30 minutes is
@@ -215,87 +186,6 @@ def register(commands: Any) -> None:
     chat.set_defaults(run=run_chat)
 
 
-# -- choosing the endpoint -----------------------------------------------------------------
-
-
-@dataclass
-class _Endpoint:
-    config: ClientConfig
-    workdir: Path
-    note: str | None
-
-
-@contextlib.contextmanager
-def _endpoint(args: argparse.Namespace) -> Iterator[_Endpoint]:
-    """The endpoint the flags and environment choose, with the embedded server if none."""
-    if args.demo and (args.provider or args.base_url or args.model):
-        raise UsageError(
-            "--demo uses the embedded scripted model: drop --provider/--base-url/--model"
-        )
-    explicit = args.provider or args.base_url or args.model
-    provider: ProviderName | None = args.provider
-    if provider is None and not explicit and not args.demo:
-        picked = next((s for s in KEY_PICKS if os.environ.get(s.api_key_env)), None)
-        provider = None if picked is None else picked.name
-    timeouts = Timeouts(
-        idle=args.idle_timeout, content_idle=args.content_idle, total=args.total_timeout
-    )
-    if provider is None and not explicit:
-        from railings.testing import Script, ScriptedServer
-
-        with ScriptedServer(Script.demo()) as server, contextlib.ExitStack() as stack:
-            if args.workdir:
-                workdir = _workdir(args.workdir)
-            else:
-                workdir = Path(
-                    stack.enter_context(tempfile.TemporaryDirectory(prefix="railings-demo-"))
-                )
-            config = ClientConfig(
-                provider=FALLBACK.name,  # the server's Chat Completions
-                model="railings-scripted-1",
-                base_url=server.openai_base_url,
-                api_key="demo",
-                max_tokens=args.max_tokens or DEMO_MAX_TOKENS,
-                timeouts=timeouts,
-            )
-            why = "--demo" if args.demo else "no API key in the environment"
-            note = (
-                f"{why}: using the embedded scripted model "
-                f"(a demonstration, no network) at {server.url}, workdir {workdir}"
-            )
-            yield _Endpoint(config, workdir, note)
-        return
-    provider = provider or FALLBACK.name
-    try:
-        config = ClientConfig(
-            provider=provider,
-            model=args.model or DEFAULT_MODELS[provider],
-            base_url=args.base_url,
-            max_tokens=args.max_tokens or 4096,
-            timeouts=timeouts,
-        )
-    except ConfigurationError as exc:
-        raise UsageError(str(exc)) from None
-    if not config.api_key and config.base_url == spec(provider).default_base_url:
-        # The public API answers 401 without a key: say so now, not after the network.
-        raise UsageError(
-            f"--provider {provider} needs {config.key_variable} in the environment "
-            f"(for {config.base_url}); --demo runs the embedded scripted model instead"
-        )
-    where = redact(
-        f"{provider} model {config.model} at {config.base_url}"
-        + (f" (key from {config.key_variable})" if config.api_key else " (no key)")
-    )
-    yield _Endpoint(config, _workdir(args.workdir or "."), where)
-
-
-def _workdir(path: str) -> Path:
-    workdir = Path(path).expanduser()
-    if not workdir.is_dir():
-        raise UsageError(f"--workdir {path}: not a directory")
-    return workdir.resolve()
-
-
 def _tool_names(args: argparse.Namespace) -> tuple[str, ...]:
     """The tools ``--tools`` asks for, checked before anything starts."""
     if args.tools is None:
@@ -395,7 +285,7 @@ def _exit_code(result: RunResult) -> int:
     }[result.status]
 
 
-def _transcript(results: list[tuple[str, RunResult]], endpoint: _Endpoint) -> dict[str, Any]:
+def _transcript(results: list[tuple[str, RunResult]], endpoint: Endpoint) -> dict[str, Any]:
     runs = []
     for task, result in results:
         runs.append(
@@ -428,7 +318,7 @@ async def _session(args: argparse.Namespace, tasks: Any, *, interactive_session:
     names = _tool_names(args)
     pass_env = _pass_env(args)
     with (
-        _endpoint(args) as endpoint,
+        endpoint_for(args) as endpoint,
         open_journal(args.journal, create=True) as journal,
         TerminalView(out) as view,
     ):
