@@ -214,6 +214,17 @@ def test_error_types_agree_and_are_classifications_table() -> None:
     assert classify.class_for_provider_type("insufficient_quota").__name__ == "QuotaExceeded"
 
 
+def test_the_test_kit_speaks_every_spec() -> None:
+    from railings.testing.wires import WIRES, kit_wire
+
+    assert [w.spec for w in WIRES] == list(SPECS)
+    for s in SPECS:
+        wire = kit_wire(s)
+        assert wire.spec is s
+        assert any(path.endswith(s.request_path) for path in wire.paths)
+        assert all(spec_for_path(path) is s for path in wire.paths)
+
+
 def test_telemetry_names_come_from_the_specs() -> None:
     assert {s.name: s.gen_ai_name for s in SPECS} == telemetry.GEN_AI_PROVIDERS
     assert telemetry.GEN_AI_PROVIDERS["openai-responses"] == "openai"
@@ -303,10 +314,6 @@ ALLOWED: dict[str, str] = {
     "transport/client.py": "request encoder and include_usage fallback by provider",
     "gateway/judge.py": "Responses-only reading by provider name",
     "gateway/shapes.py": "error shapes by provider",
-    # The test kit's emulation of each wire (request ids, error bodies, auth checks):
-    # not yet moved behind a per-wire table of the test kit.
-    "testing/server.py": "scripted server's per-wire answers",
-    "testing/proxy.py": "fault proxy's per-wire error shapes",
 }
 
 

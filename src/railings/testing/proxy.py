@@ -37,10 +37,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from railings.errors import ConfigurationError
+from railings.providers import FALLBACK, spec_for_path
 from railings.testing import faults as F
-from railings.testing import wire_anthropic as wa
 from railings.testing import wire_openai as wo
-from railings.testing import wire_responses as wr
 from railings.testing.faults import EventSplitter, Fault
 from railings.testing.http import (
     LAST_CHUNK,
@@ -59,7 +58,7 @@ from railings.testing.http import (
 )
 from railings.testing.ids import Ids
 from railings.testing.service import Service
-from railings.transport.config import provider_for_path
+from railings.testing.wires import KitWire, kit_wire
 from railings.wire.openai_responses import SEQUENCE_NUMBER
 
 LOG = logging.getLogger("railings.testing.proxy")
@@ -262,8 +261,8 @@ class FaultProxy(Service):
     async def _proxy(
         self, request: Request, writer: asyncio.StreamWriter, record: ProxyRecord
     ) -> None:
-        wire = provider_for_path(request.path) or "openai"  # the guard's rule
-        anthropic = wire == "anthropic"
+        # The guard's rule: the wire a path ends with, else Chat Completions.
+        wire = kit_wire(spec_for_path(request.path) or FALLBACK)
         try:
             fault = self._choose(request, record)
         except ConfigurationError as exc:
@@ -272,7 +271,7 @@ class FaultProxy(Service):
             await send_json(writer, 400, wo.status_error(400, str(exc)))
             return
         if isinstance(fault, F.Status):
-            await self._answer_status(writer, fault, anthropic, record)
+            await self._answer_status(writer, fault, wire, record)
             return
         try:
             up_reader, up_writer = await asyncio.wait_for(
@@ -286,13 +285,7 @@ class FaultProxy(Service):
         except (OSError, TimeoutError) as exc:
             record.status, record.error = 502, f"upstream unreachable: {exc}"
             record.done = True
-            await send_json(
-                writer,
-                502,
-                wa.status_error(502, "upstream unreachable")
-                if anthropic
-                else wo.status_error(502, "upstream unreachable"),
-            )
+            await send_json(writer, 502, wire.status_error(502, "upstream unreachable"))
             return
         try:
             up_writer.write(self._forward_head(request) + request.body)
@@ -318,29 +311,20 @@ class FaultProxy(Service):
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
     async def _answer_status(
-        self, writer: asyncio.StreamWriter, fault: F.Status, anthropic: bool, record: ProxyRecord
+        self, writer: asyncio.StreamWriter, fault: F.Status, wire: KitWire, record: ProxyRecord
     ) -> None:
-        headers: list[tuple[str, str]] = []
-        if anthropic:
-            request_id = self._ids.anthropic_request()
-            body = wa.status_error(fault.code, fault.message, request_id)
-            headers.append(("request-id", request_id))
-        else:
-            message = fault.message
-            if (
-                message is None
-                and fault.code == 429
-                and (fault.retry_after or fault.retry_after_ms)
-            ):
-                # OpenAI's 429 text names the wait: the same wait the headers give.
-                wait = (
-                    f"{fault.retry_after:g}s"
-                    if fault.retry_after is not None
-                    else f"{fault.retry_after_ms}ms"
-                )
-                message = f"Rate limit reached for requests. Please try again in {wait}."
-            body = wo.status_error(fault.code, message)
-            headers.append(("x-request-id", self._ids.openai_request()))
+        request_id = wire.request_id(self._ids)
+        message = fault.message
+        if message is None and fault.code == 429 and (fault.retry_after or fault.retry_after_ms):
+            # OpenAI's 429 text names the wait: the same wait the headers give.
+            wait = (
+                f"{fault.retry_after:g}s"
+                if fault.retry_after is not None
+                else f"{fault.retry_after_ms}ms"
+            )
+            message = wire.rate_limit_message(wait)
+        body = wire.status_error(fault.code, message, request_id)
+        headers = [(wire.spec.request_id_header, request_id)]
         if fault.retry_after is not None:
             headers.append(("retry-after", f"{fault.retry_after:g}"))
         if fault.retry_after_ms is not None:
@@ -356,7 +340,7 @@ class FaultProxy(Service):
         writer: asyncio.StreamWriter,
         fault: Fault,
         record: ProxyRecord,
-        wire: str,
+        wire: KitWire,
     ) -> None:
         content_type = (head.headers.get("content-type") or "").lower()
         sse = content_type.startswith("text/event-stream")
@@ -410,7 +394,12 @@ class FaultProxy(Service):
         await out.finish("clean")
 
     async def _pump_events(
-        self, body: AsyncIterator[bytes], out: _Out, fault: Fault, record: ProxyRecord, wire: str
+        self,
+        body: AsyncIterator[bytes],
+        out: _Out,
+        fault: Fault,
+        record: ProxyRecord,
+        wire: KitWire,
     ) -> None:
         splitter = EventSplitter()
         if isinstance(fault, F.Passthrough):
@@ -440,7 +429,7 @@ class FaultProxy(Service):
         out: _Out,
         fault: Fault,
         record: ProxyRecord,
-        wire: str,
+        wire: KitWire,
         stream: _Seen,
     ) -> None:
         async for data in body:
@@ -491,7 +480,7 @@ class FaultProxy(Service):
                         out.send(block, event=True)
             await out.flush()
 
-    async def _before_first(self, out: _Out, fault: Fault, wire: str, stream: _Seen) -> None:
+    async def _before_first(self, out: _Out, fault: Fault, wire: KitWire, stream: _Seen) -> None:
         """Faults set to act after zero events act before the first one."""
         match fault:
             case F.Truncate(events=0, end=end):
@@ -504,19 +493,10 @@ class FaultProxy(Service):
             case F.ErrorEvent(events=0) as error:
                 self._inject_error(out, error, wire, stream)
 
-    def _inject_error(self, out: _Out, fault: F.ErrorEvent, wire: str, stream: _Seen) -> None:
-        what = fault.type
-        if wire == "anthropic":
-            event = wa.error_event(
-                fault.type, _MESSAGES.get(fault.type, "Overloaded"), self._ids.anthropic_request()
-            )
-        elif wire == "openai-responses" and fault.type == "response.failed":
-            # Its response must be the stream's own: the SDK's stream helper checks the id.
-            event = wr.failed_event(stream.created(), stream.next_sequence())
-        elif wire == "openai-responses":
-            event, what = wr.error_event(stream.next_sequence()), "an error event (server_error)"
-        else:
-            event = wo.error_event()
+    def _inject_error(self, out: _Out, fault: F.ErrorEvent, wire: KitWire, stream: _Seen) -> None:
+        created = stream.created() if wire.spec.numbered else {}
+        sequence = stream.next_sequence() if wire.spec.numbered else 0
+        event, what = wire.error_event(fault.type, self._ids, created, sequence)
         out.send(event, event=True)
         raise _Stop(
             fault.end, f"injected {what} after {out.record.events_in} events ({fault.end} end)"
@@ -531,13 +511,6 @@ async def _send_rest(out: _Out, splitter: EventSplitter, stream: _Seen) -> None:
         stream.held = None
     out.send(splitter.close())
     await out.flush()
-
-
-_MESSAGES = {
-    "overloaded_error": "Overloaded",
-    "api_error": "Internal server error",
-    "rate_limit_error": "Rate limited",
-}
 
 
 class _Seen:
