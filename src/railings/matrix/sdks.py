@@ -32,7 +32,11 @@ from railings.matrix.observation import (
     raised,
     shared_ssl_context,
 )
-from railings.providers import anthropic, openai_chat, openai_responses
+
+# The specs by value: inside the adapters, ``openai`` and ``anthropic`` are the SDKs.
+from railings.providers.anthropic import SPEC as ANTHROPIC_SPEC
+from railings.providers.openai_chat import SPEC as CHAT_SPEC
+from railings.providers.openai_responses import SPEC as RESPONSES_SPEC
 
 __all__ = ["SHELL_DESCRIPTION", "AnthropicSDK", "OpenAISDK"]
 
@@ -78,7 +82,7 @@ class OpenAISDK:
     ``openai-responses`` (deltas joined as the docs show, in both)."""
 
     kind: Literal["railings", "sdk"] = "sdk"
-    providers = frozenset({openai_chat.SPEC.name, openai_responses.SPEC.name})
+    providers = frozenset({CHAT_SPEC.name, RESPONSES_SPEC.name})
     requires: tuple[str, ...] = ("openai",)
 
     def __init__(self, *, guarded: bool = False) -> None:
@@ -97,9 +101,9 @@ class OpenAISDK:
                 base_url=target.base_url,
                 http_client=http,
                 timeout=_timeout(target),
-                **_key(target, openai_chat.SPEC.api_key_env),
+                **_key(target, CHAT_SPEC.api_key_env),
             ) as client:
-                if target.provider.name == openai_responses.SPEC.name:
+                if target.provider.name == RESPONSES_SPEC.name:
                     await _responses(client, target, seen)
                 else:
                     await _chat(client, target, seen)
@@ -220,7 +224,7 @@ class AnthropicSDK:
     """The official ``anthropic`` package, optionally over the guard transport."""
 
     kind: Literal["railings", "sdk"] = "sdk"
-    providers = frozenset({anthropic.SPEC.name})
+    providers = frozenset({ANTHROPIC_SPEC.name})
     requires: tuple[str, ...] = ("anthropic",)
 
     def __init__(self, *, guarded: bool = False) -> None:
@@ -240,7 +244,7 @@ class AnthropicSDK:
                 base_url=target.base_url,
                 http_client=http,
                 timeout=_timeout(target),
-                **_key(target, anthropic.SPEC.api_key_env),
+                **_key(target, ANTHROPIC_SPEC.api_key_env),
             ) as client:
                 inputs = await _messages(client, target, seen)
         except Exception as exc:
