@@ -285,6 +285,26 @@ def test_a_stream_of_unknown_events_only_is_read_as_the_fallback() -> None:
     assert result.turn.termination is Termination.ABRUPT  # no proof: interrupted
 
 
+def test_held_events_are_bounded_then_the_fallback_reads_them() -> None:
+    # Past the bound the stream is read as undetected streams always were: Chat
+    # Completions from its first event (whose unknown data ends it abruptly there).
+    many = b'data: {"type":"future_event_type"}\n\n' * 65
+    reader = StreamReader("auto")
+    reader.feed(many + _ANTHROPIC_TURN)
+    reader.close()
+    assert reader.provider == FALLBACK.name
+    big = b"event: completion\ndata: " + b"x" * 200 + b"\n\n"
+    reader = StreamReader("auto", max_event_size=300)
+    reader.feed(big + big + _ANTHROPIC_TURN)  # 400 bytes to hold > one event's 300
+    assert reader.provider == FALLBACK.name
+
+
+def test_every_spec_is_asked_by_detection() -> None:
+    from railings.providers import DETECTION_ORDER
+
+    assert sorted(s.name for s in DETECTION_ORDER) == sorted(NAMES)
+
+
 def test_detection_hints_per_event() -> None:
     def sse(event: str, data: str) -> ServerSentEvent:
         return ServerSentEvent(event=event, data=data, id="", retry=None)

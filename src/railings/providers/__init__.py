@@ -33,6 +33,7 @@ from railings.providers.base import (
 from railings.wire.sse import ServerSentEvent
 
 __all__ = [
+    "DETECTION_ORDER",
     "FALLBACK",
     "NAMES",
     "SPECS",
@@ -89,7 +90,18 @@ def provider_for_path(path: str) -> str | None:
     return None if found is None else found.name
 
 
-def detect(sse: ServerSentEvent, specs: Iterable[ProviderSpec] = SPECS) -> ProviderSpec | None:
+# The order detection asks the specs in: the wires whose events are named or typed first
+# (their hints are specific), Chat Completions (a ``choices`` key, ``[DONE]``) last.
+DETECTION_ORDER: tuple[ProviderSpec, ...] = (
+    anthropic.SPEC,
+    openai_responses.SPEC,
+    openai_chat.SPEC,
+)
+
+
+def detect(
+    sse: ServerSentEvent, specs: Iterable[ProviderSpec] = DETECTION_ORDER
+) -> ProviderSpec | None:
     """The first spec whose detection hints recognise ``sse``; None when none does (an
     event of a type no spec knows: the reader waits for the next one)."""
     for candidate in specs:

@@ -31,8 +31,9 @@ __all__ = ["PROVIDERS", "Provider", "StreamReader", "detect_provider", "provider
 Provider = ProviderName
 PROVIDERS: tuple[str, ...] = NAMES
 
-# How many events an ``auto`` stream may open with before one is recognised: past it,
-# the stream is read as the fallback wire (Chat Completions) from its first event.
+# How many events an ``auto`` stream may open with before one is recognised (and how
+# much data they may hold together: one event's limit): past either, the stream is read
+# as the fallback wire (Chat Completions) from its first event, as if undetected.
 _UNRECOGNISED_LIMIT = 64
 
 
@@ -83,6 +84,7 @@ class StreamReader:
         # ``auto``: the events read before one said which wire this is (with whether
         # the chunk that brought each held invalid UTF-8).
         self._held: list[tuple[ServerSentEvent, bool]] = []
+        self._held_room = max_event_size  # data the held events may still hold
         if provider != "auto":
             self._start(provider)
 
@@ -144,7 +146,8 @@ class StreamReader:
         for sse in events:
             if self._decoder is None:
                 found = detect(sse)
-                if found is None and len(self._held) < _UNRECOGNISED_LIMIT:
+                self._held_room -= len(sse.data)
+                if found is None and len(self._held) < _UNRECOGNISED_LIMIT and self._held_room > 0:
                     # Not yet known (an event type no spec recognises): decided by the
                     # first event that is, then read from the first event on.
                     self._held.append((sse, corrupted))
