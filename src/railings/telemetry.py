@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 # railings' wire names -> the GenAI conventions' ``gen_ai.provider.name`` values.
-GEN_AI_PROVIDERS = {s.name: s.gen_ai_name for s in SPECS}
+GEN_AI_PROVIDERS: dict[str, str] = {s.name: s.gen_ai_name for s in SPECS}
 _AVAILABLE = not missing("opentelemetry")
 
 

@@ -82,7 +82,7 @@ class OpenAISDK:
     ``openai-responses`` (deltas joined as the docs show, in both)."""
 
     kind: Literal["railings", "sdk"] = "sdk"
-    providers = frozenset({CHAT_SPEC.name, RESPONSES_SPEC.name})
+    providers: frozenset[str] = frozenset({CHAT_SPEC.name, RESPONSES_SPEC.name})
     requires: tuple[str, ...] = ("openai",)
 
     def __init__(self, *, guarded: bool = False) -> None:
@@ -224,7 +224,7 @@ class AnthropicSDK:
     """The official ``anthropic`` package, optionally over the guard transport."""
 
     kind: Literal["railings", "sdk"] = "sdk"
-    providers = frozenset({ANTHROPIC_SPEC.name})
+    providers: frozenset[str] = frozenset({ANTHROPIC_SPEC.name})
     requires: tuple[str, ...] = ("anthropic",)
 
     def __init__(self, *, guarded: bool = False) -> None:
