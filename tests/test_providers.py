@@ -200,6 +200,8 @@ def test_the_encoders_are_the_messages_modules(s: ProviderSpec) -> None:
         "openai-responses": openai_responses_body,
     }[s.name]("m", history, max_tokens=7)
     assert s.encode(request) == expected
+    # Only a wire that asks for usage carries the option (and only it may drop it).
+    assert ("stream_options" in s.encode(request)) == s.asks_for_usage
     result = s.tool_result(ToolResult("call_1", "42", is_error=True), "function")
     assert result and "call_1" in repr(result) and "42" in repr(result)
 

@@ -121,6 +121,7 @@ SPEC = ProviderSpec(
     decoder=_decoder,
     encode=_encode,
     tool_result=_tool_result,
+    asks_for_usage=False,
     proof=Proof(
         markers=frozenset({MESSAGE_STOP}),
         events=frozenset({MESSAGE_STOP}),

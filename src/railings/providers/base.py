@@ -180,6 +180,9 @@ class ProviderSpec:
     * ``encode``: the request encoder (conversation -> JSON body).
     * ``tool_result``: how one tool result goes back: the wire values (messages, items
       or blocks) it becomes, given the type of the call it answers.
+    * ``asks_for_usage``: the stream reports usage only when the request asks for it
+      (Chat Completions' ``stream_options.include_usage``, which some compatible
+      servers reject: the client drops it for them).
     * ``proof``, ``stop_reasons``, ``error_types`` (provider error type or code -> error
       class), ``detection``, ``numbered`` (events carry sequence numbers),
       ``scripted``: see their classes.
@@ -199,6 +202,7 @@ class ProviderSpec:
     decoder: Callable[[int], ProviderDecoder]
     encode: Callable[[EncodeRequest], dict[str, Any]]
     tool_result: Callable[[ToolResult, str], list[dict[str, Any]]]
+    asks_for_usage: bool
     proof: Proof
     stop_reasons: StopReasons
     error_types: Mapping[str, type[ProviderError]]

@@ -103,6 +103,7 @@ SPEC = ProviderSpec(
     decoder=_decoder,
     encode=_encode,
     tool_result=_tool_result,
+    asks_for_usage=True,
     proof=Proof(markers=frozenset({DONE}), data=frozenset({DONE}), proven_by_tail=proven_by_tail),
     stop_reasons=StopReasons(
         # The first spelling of a stop reason is the one the scripted server sends.

@@ -141,6 +141,7 @@ SPEC = ProviderSpec(
     decoder=_decoder,
     encode=_encode,
     tool_result=_tool_result,
+    asks_for_usage=False,
     proof=Proof(
         markers=_PROOFS,
         events=_PROOFS,
