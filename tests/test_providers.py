@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import typing
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -20,7 +22,7 @@ import pytest
 import railings
 from conftest import REAL, RESPONSES, manifest
 from railings import classify, telemetry
-from railings.conversation import ToolResult, User
+from railings.conversation import Message, ToolResult, User
 from railings.errors import ConfigurationError, ProviderError
 from railings.events import TerminationProof, Unknown
 from railings.messages import anthropic_messages_body, openai_chat_body, openai_responses_body
@@ -29,6 +31,7 @@ from railings.providers import (
     NAMES,
     SPECS,
     EncodeRequest,
+    ProviderName,
     ProviderSpec,
     anthropic,
     detect,
@@ -62,6 +65,7 @@ def own_captures(name: str) -> list[Path]:
 
 def test_the_registry_lists_each_provider_once_in_its_module() -> None:
     assert NAMES == ("openai", "anthropic", "openai-responses")
+    assert typing.get_args(ProviderName) == NAMES  # the one name type lists them all
     assert [s.name for s in SPECS] == list(NAMES)
     for s in SPECS:
         assert MODULES[s.name].SPEC is s  # one module, one spec
@@ -192,7 +196,7 @@ def test_detection_recognises_each_providers_own_captures(s: ProviderSpec) -> No
 
 @pytest.mark.parametrize("s", SPECS, ids=NAMES)
 def test_the_encoders_are_the_messages_modules(s: ProviderSpec) -> None:
-    history = [User("hi"), ToolResult("call_1", "42")]
+    history: list[Message] = [User("hi"), ToolResult("call_1", "42")]
     request = EncodeRequest(model="m", messages=history, max_tokens=7)
     expected = {
         "openai": openai_chat_body,
@@ -339,7 +343,7 @@ ALLOWED: dict[str, str] = {
 }
 
 
-def _names(nodes: list[ast.expr | None]) -> set[str]:
+def _names(nodes: Sequence[ast.expr | None]) -> set[str]:
     return {
         n.value
         for n in nodes
@@ -352,7 +356,7 @@ def provider_tables(source: str) -> list[tuple[int, str]]:
     collection naming two or more of them, or a comparison or ``case`` with one."""
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Dict) and len(_names(list(node.keys))) >= 2:
+        if isinstance(node, ast.Dict) and len(_names(node.keys)) >= 2:
             found.append((node.lineno, "a dict keyed by provider names"))
         elif isinstance(node, ast.Tuple | ast.List | ast.Set) and len(_names(node.elts)) >= 2:
             found.append((node.lineno, "a Literal or collection of provider names"))

@@ -9,9 +9,11 @@
 Each module exports one frozen :class:`~railings.providers.base.ProviderSpec`;
 every other layer reads the specs through this registry (by name, by request path,
 or by the first event of a stream) instead of keeping its own table. Adding a wire
-format is one module here, its line in :data:`SPECS` and its name in
-:data:`~railings.providers.base.ProviderName`,
-and its tests (``tests/test_providers.py`` checks every spec whole).
+format is one module here, its name in :data:`~railings.providers.base.ProviderName`,
+its line in :data:`SPECS` and :data:`DETECTION_ORDER`, and its tests
+(``tests/test_providers.py`` checks every spec whole, and that none of these lists
+misses one); the test kit speaks it once ``railings.testing.wires`` has its
+``KitWire``.
 """
 
 from __future__ import annotations
