@@ -152,8 +152,9 @@ class ClientConfig:
         wire = spec(self.provider)
         out = {"accept": "text/event-stream", "content-type": "application/json"}
         if wire.version_header is not None:
-            name, _default = wire.version_header
-            out[name] = self.anthropic_version  # the one version header: Anthropic's
+            name, value = wire.version_header
+            # Anthropic's version may be pinned per client (``anthropic_version``).
+            out[name] = self.anthropic_version if name == "anthropic-version" else value
         if self.api_key:
             bearer = wire.auth_header == "authorization"
             out[wire.auth_header] = f"Bearer {self.api_key}" if bearer else self.api_key
