@@ -4,7 +4,7 @@ Three inputs arrive from the outside world, and each has one table here:
 
 * an HTTP status (``STATUS_TABLE``),
 * a provider's error ``type`` / ``code`` inside a body or a stream event
-  (``PROVIDER_TYPE_TABLE``),
+  (``PROVIDER_TYPE_TABLE``, the union of the provider specs' error maps),
 * only text, when another library wrapped the cause (``classify_text``, with the
   exact phrases in ``RETRYABLE_NETWORK_PHRASES``).
 
@@ -33,6 +33,7 @@ from railings.errors import (
     ServerError,
     TransportError,
 )
+from railings.providers import error_types
 
 __all__ = [
     "CONTENT_IDLE_MESSAGE",
@@ -76,27 +77,10 @@ STATUS_TABLE: dict[int, type[ProviderError]] = {
     529: Overloaded,
 }
 
-PROVIDER_TYPE_TABLE: dict[str, type[ProviderError]] = {
-    # Anthropic
-    "overloaded_error": Overloaded,
-    "rate_limit_error": RateLimited,
-    "api_error": ServerError,
-    "timeout_error": ServerError,
-    "invalid_request_error": BadRequest,
-    "authentication_error": AuthenticationError,
-    "permission_error": AuthenticationError,
-    "billing_error": QuotaExceeded,
-    "not_found_error": BadRequest,
-    "request_too_large": BadRequest,
-    # OpenAI and compatible services
-    "server_error": ServerError,
-    "internal_error": ServerError,
-    "rate_limit_exceeded": RateLimited,
-    "insufficient_quota": QuotaExceeded,  # sent with 429, yet it does not pass with time
-    "context_length_exceeded": ContextWindowExceeded,
-    "invalid_api_key": AuthenticationError,
-    "tool_use_failed": BadRequest,  # Groq: the model's call failed the tool schema
-}
+# Each provider's error types and codes are its spec's (railings.providers): Anthropic's
+# (overloaded_error, billing_error ...), OpenAI's and compatible services' (server_error,
+# insufficient_quota, Groq's tool_use_failed ...), in one map.
+PROVIDER_TYPE_TABLE: dict[str, type[ProviderError]] = error_types()
 
 # Provider types that arrive with a retryable status (429) but do not pass with time:
 # the account is out of quota. Resending only burns the retry budget.

@@ -52,6 +52,7 @@ from railings.events import (
     Unknown,
     UsageUpdate,
 )
+from railings.providers import anthropic, openai_chat, openai_responses
 from railings.replay import Replay
 from railings.turn.assembler import TurnAssembler
 from railings.turn.verdict import judge
@@ -65,11 +66,11 @@ def inspect(obj: Any, *, max_tokens: int | None = None, service: str | None = No
     """The turn verdict for an SDK response object (see the module docstring)."""
     data = _as_dict(obj)
     if "choices" in data:
-        provider, events = "openai", _chat_completion(data)
+        provider, events = openai_chat.SPEC.name, _chat_completion(data)
     elif data.get("object") == "response" or ("output" in data and "status" in data):
-        provider, events = "openai-responses", _response(data)
+        provider, events = openai_responses.SPEC.name, _response(data)
     elif data.get("type") == "message" or ("content" in data and data.get("role") == "assistant"):
-        provider, events = "anthropic", _message(data)
+        provider, events = anthropic.SPEC.name, _message(data)
     else:
         raise ConfigurationError(
             "inspect() takes an openai ChatCompletion or Response, or an anthropic Message "

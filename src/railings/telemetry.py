@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from railings._extras import missing
+from railings.providers import SPECS
 from railings.turn.model import Turn
 
 __all__ = [
@@ -34,7 +35,7 @@ __all__ = [
 ]
 
 # railings' wire names -> the GenAI conventions' ``gen_ai.provider.name`` values.
-GEN_AI_PROVIDERS = {"openai": "openai", "openai-responses": "openai", "anthropic": "anthropic"}
+GEN_AI_PROVIDERS: dict[str, str] = {s.name: s.gen_ai_name for s in SPECS}
 _AVAILABLE = not missing("opentelemetry")
 
 

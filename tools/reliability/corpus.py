@@ -26,6 +26,7 @@ from functools import cache
 from pathlib import Path
 
 from railings.errors import ConfigurationError
+from railings.providers import SPECS
 from railings.testing.faults import EventSplitter
 
 __all__ = [
@@ -39,8 +40,15 @@ __all__ = [
 ]
 
 ENV_VAR = "RAILINGS_CORPUS"
-# Byte strings without which no stream can be clean: the proofs of all three wire formats.
-PROOF_MARKERS = (b"[DONE]", b"message_stop", b"response.completed", b"response.incomplete")
+# Byte strings without which no stream can be clean: the proofs of every provider spec
+# (data values, event names, the data's "type" values), each once.
+PROOF_MARKERS = tuple(
+    dict.fromkeys(
+        marker.encode()
+        for spec in SPECS
+        for marker in (*sorted(spec.proof.data), *sorted(spec.proof.events | spec.proof.types))
+    )
+)
 
 _EOL = re.compile(rb"\r\n|\r|\n")
 _PROVIDERS = {
@@ -48,7 +56,7 @@ _PROVIDERS = {
     "anthropic-messages": "anthropic",
     "openai-responses": "openai-responses",
 }
-_TYPED_PROOFS = frozenset({"message_stop", "response.completed", "response.incomplete"})
+_TYPED_PROOFS = frozenset(n for spec in SPECS for n in spec.proof.events | spec.proof.types)
 
 
 REPOSITORY_CORPUS = Path(__file__).resolve().parents[2] / "tests" / "corpus"

@@ -4,16 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
-import os
 import sys
-import tempfile
 import threading
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -22,17 +17,24 @@ from railings.agent.journal import default_path
 from railings.agent.loop import Agent, RunResult, RunStatus
 from railings.agent.view import TerminalView
 from railings.cli._common import UsageError, console, positive
+from railings.cli.endpoint import (
+    DEFAULT_MODELS,
+    DEMO_MAX_TOKENS,
+    PROVIDER_CHOICE,
+    Endpoint,
+    endpoint_for,
+)
 from railings.cli.journal import open_journal
 from railings.dispatch import Denied, Invocation, Tool, ToolRegistry, builtin_tools
 from railings.dispatch.shell import protect_process
-from railings.errors import ConfigurationError
-from railings.redact import redact, redact_json
+from railings.providers import NAMES
+from railings.redact import redact_json
 from railings.replay import Replay, to_json
-from railings.transport import AsyncProviderClient, ClientConfig, Timeouts
-from railings.transport.config import DEFAULT_BASE_URLS
+from railings.transport import AsyncProviderClient
 from railings.turn.verdict import judge
 
-__all__ = ["register"]
+# DEFAULT_MODELS and DEMO_MAX_TOKENS live in railings.cli.endpoint, importable here too.
+__all__ = ["DEFAULT_MODELS", "DEMO_MAX_TOKENS", "register"]
 
 EXIT_CODES = """\
 exit codes:
@@ -41,19 +43,6 @@ exit codes:
   2  usage error (bad flag, bad value, unreadable workdir)
   3  the run ended on an interrupted (Partial) turn: what arrived is shown, nothing ran
   4  stopped by the turn limit or the circuit breaker
-"""
-
-PROVIDER_CHOICE = """\
-which endpoint: --demo forces the embedded scripted model; else --provider /
---base-url / --model first; else an API key in the environment picks the real API
-(ANTHROPIC_API_KEY -> anthropic, OPENAI_API_KEY -> openai; OPENAI_BASE_URL /
-ANTHROPIC_BASE_URL are honoured); else the embedded scripted model server starts
-in-process with a demonstration script (no key, no network) in a fresh temporary
-working directory. Either way, one line on stderr says where the turns go before
-the first request. A provider's public API without its key is refused at once.
-
-shell commands ask for confirmation on a terminal; --yes allows all; without a
-terminal nothing is confirmed unless --yes is given.
 """
 
 RUN_HELP = (
@@ -70,13 +59,7 @@ CHAT_COMMANDS = """\
 /exit, /quit  end the chat (so do Ctrl-D and Ctrl-C)
 anything else is sent to the model"""
 
-DEFAULT_MODELS = {
-    "openai": "gpt-4.1-mini",
-    "anthropic": "claude-sonnet-4-5",
-    "openai-responses": "gpt-4.1-mini",
-}
 BUILTIN_NAMES = ("shell", "read_file", "write_file", "list_dir")
-DEMO_MAX_TOKENS = 1024
 
 
 # A turn of `railings run` never hangs forever, whatever the server does: 30 minutes is
@@ -102,7 +85,7 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--provider",
-        choices=("openai", "anthropic", "openai-responses"),
+        choices=NAMES,
         help="wire format of the endpoint (openai: Chat Completions; openai-responses: the "
         "Responses API)",
     )
@@ -201,89 +184,6 @@ def register(commands: Any) -> None:
     )
     _agent_options(chat)
     chat.set_defaults(run=run_chat)
-
-
-# -- choosing the endpoint -----------------------------------------------------------------
-
-
-@dataclass
-class _Endpoint:
-    config: ClientConfig
-    workdir: Path
-    note: str | None
-
-
-@contextlib.contextmanager
-def _endpoint(args: argparse.Namespace) -> Iterator[_Endpoint]:
-    """The endpoint the flags and environment choose, with the embedded server if none."""
-    if args.demo and (args.provider or args.base_url or args.model):
-        raise UsageError(
-            "--demo uses the embedded scripted model: drop --provider/--base-url/--model"
-        )
-    explicit = args.provider or args.base_url or args.model
-    provider: Literal["openai", "anthropic", "openai-responses"] | None = args.provider
-    if provider is None and not explicit and not args.demo:
-        if os.environ.get("ANTHROPIC_API_KEY"):
-            provider = "anthropic"
-        elif os.environ.get("OPENAI_API_KEY"):
-            provider = "openai"
-    timeouts = Timeouts(
-        idle=args.idle_timeout, content_idle=args.content_idle, total=args.total_timeout
-    )
-    if provider is None and not explicit:
-        from railings.testing import Script, ScriptedServer
-
-        with ScriptedServer(Script.demo()) as server, contextlib.ExitStack() as stack:
-            if args.workdir:
-                workdir = _workdir(args.workdir)
-            else:
-                workdir = Path(
-                    stack.enter_context(tempfile.TemporaryDirectory(prefix="railings-demo-"))
-                )
-            config = ClientConfig(
-                provider="openai",
-                model="railings-scripted-1",
-                base_url=server.openai_base_url,
-                api_key="demo",
-                max_tokens=args.max_tokens or DEMO_MAX_TOKENS,
-                timeouts=timeouts,
-            )
-            why = "--demo" if args.demo else "no API key in the environment"
-            note = (
-                f"{why}: using the embedded scripted model "
-                f"(a demonstration, no network) at {server.url}, workdir {workdir}"
-            )
-            yield _Endpoint(config, workdir, note)
-        return
-    provider = provider or "openai"
-    try:
-        config = ClientConfig(
-            provider=provider,
-            model=args.model or DEFAULT_MODELS[provider],
-            base_url=args.base_url,
-            max_tokens=args.max_tokens or 4096,
-            timeouts=timeouts,
-        )
-    except ConfigurationError as exc:
-        raise UsageError(str(exc)) from None
-    if not config.api_key and config.base_url == DEFAULT_BASE_URLS[provider]:
-        # The public API answers 401 without a key: say so now, not after the network.
-        raise UsageError(
-            f"--provider {provider} needs {config.key_variable} in the environment "
-            f"(for {config.base_url}); --demo runs the embedded scripted model instead"
-        )
-    where = redact(
-        f"{provider} model {config.model} at {config.base_url}"
-        + (f" (key from {config.key_variable})" if config.api_key else " (no key)")
-    )
-    yield _Endpoint(config, _workdir(args.workdir or "."), where)
-
-
-def _workdir(path: str) -> Path:
-    workdir = Path(path).expanduser()
-    if not workdir.is_dir():
-        raise UsageError(f"--workdir {path}: not a directory")
-    return workdir.resolve()
 
 
 def _tool_names(args: argparse.Namespace) -> tuple[str, ...]:
@@ -385,7 +285,7 @@ def _exit_code(result: RunResult) -> int:
     }[result.status]
 
 
-def _transcript(results: list[tuple[str, RunResult]], endpoint: _Endpoint) -> dict[str, Any]:
+def _transcript(results: list[tuple[str, RunResult]], endpoint: Endpoint) -> dict[str, Any]:
     runs = []
     for task, result in results:
         runs.append(
@@ -418,7 +318,7 @@ async def _session(args: argparse.Namespace, tasks: Any, *, interactive_session:
     names = _tool_names(args)
     pass_env = _pass_env(args)
     with (
-        _endpoint(args) as endpoint,
+        endpoint_for(args) as endpoint,
         open_journal(args.journal, create=True) as journal,
         TerminalView(out) as view,
     ):

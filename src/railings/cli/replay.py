@@ -11,8 +11,8 @@ from typing import Any
 from rich.markup import escape
 
 from railings.cli._common import UsageError, console, positive
+from railings.providers import NAMES
 from railings.replay import Replay, replay, to_json
-from railings.turn.reader import PROVIDERS
 from railings.turn.verdict import CallVerdict, RejectReason
 
 __all__ = ["register", "run"]
@@ -46,7 +46,7 @@ def register(commands: Any) -> None:
     )
     parser.add_argument(
         "--provider",
-        choices=(*PROVIDERS, "auto"),
+        choices=(*NAMES, "auto"),
         default="auto",
         help="wire format (default: detected from the first event)",
     )

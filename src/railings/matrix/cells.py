@@ -54,7 +54,9 @@ import json
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
+from railings.providers import SPECS
 from railings.testing.script import Plan, Script, ScriptTurn, filler, plan_turn
 
 __all__ = [
@@ -242,17 +244,18 @@ class Provider:
     seams: int = 1
 
 
-# Adding a wire format is one line here, once the transport (ClientConfig.provider),
-# the scripted server and the fault proxy speak it (and, for an SDK column, an adapter
-# in clients.py).
+# Every wire format of the provider registry, as the matrix drives it: the path its
+# base URL adds (OpenAI's ``/v1``), whether its events are numbered, and how the
+# scripted server shapes its stream. A new provider spec adds its column here.
 PROVIDERS: dict[str, Provider] = {
-    p.name: p
-    for p in (
-        Provider("openai", "/v1", lead=1, seams=1),
-        Provider("anthropic", "", lead=3, seams=3),
-        # Issue 7 item 7: the Responses API, POST {base_url}/responses.
-        Provider("openai-responses", "/v1", numbered=True, lead=4, seams=4),
+    s.name: Provider(
+        s.name,
+        urlsplit(s.default_base_url).path.rstrip("/"),
+        numbered=s.numbered,
+        lead=s.scripted.lead,
+        seams=s.scripted.seams,
     )
+    for s in SPECS
 }
 
 # -- the payloads ------------------------------------------------------------------------

@@ -33,6 +33,11 @@ from railings.matrix.observation import (
     shared_ssl_context,
 )
 
+# The specs by value: inside the adapters, ``openai`` and ``anthropic`` are the SDKs.
+from railings.providers.anthropic import SPEC as ANTHROPIC_SPEC
+from railings.providers.openai_chat import SPEC as CHAT_SPEC
+from railings.providers.openai_responses import SPEC as RESPONSES_SPEC
+
 __all__ = ["SHELL_DESCRIPTION", "AnthropicSDK", "OpenAISDK"]
 
 SHELL_DESCRIPTION = "Run one shell command and return its output."
@@ -77,7 +82,7 @@ class OpenAISDK:
     ``openai-responses`` (deltas joined as the docs show, in both)."""
 
     kind: Literal["railings", "sdk"] = "sdk"
-    providers = frozenset({"openai", "openai-responses"})
+    providers: frozenset[str] = frozenset({CHAT_SPEC.name, RESPONSES_SPEC.name})
     requires: tuple[str, ...] = ("openai",)
 
     def __init__(self, *, guarded: bool = False) -> None:
@@ -96,9 +101,9 @@ class OpenAISDK:
                 base_url=target.base_url,
                 http_client=http,
                 timeout=_timeout(target),
-                **_key(target, "OPENAI_API_KEY"),
+                **_key(target, CHAT_SPEC.api_key_env),
             ) as client:
-                if target.provider.name == "openai-responses":
+                if target.provider.name == RESPONSES_SPEC.name:
                     await _responses(client, target, seen)
                 else:
                     await _chat(client, target, seen)
@@ -219,7 +224,7 @@ class AnthropicSDK:
     """The official ``anthropic`` package, optionally over the guard transport."""
 
     kind: Literal["railings", "sdk"] = "sdk"
-    providers = frozenset({"anthropic"})
+    providers: frozenset[str] = frozenset({ANTHROPIC_SPEC.name})
     requires: tuple[str, ...] = ("anthropic",)
 
     def __init__(self, *, guarded: bool = False) -> None:
@@ -239,7 +244,7 @@ class AnthropicSDK:
                 base_url=target.base_url,
                 http_client=http,
                 timeout=_timeout(target),
-                **_key(target, "ANTHROPIC_API_KEY"),
+                **_key(target, ANTHROPIC_SPEC.api_key_env),
             ) as client:
                 inputs = await _messages(client, target, seen)
         except Exception as exc:

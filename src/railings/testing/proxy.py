@@ -26,31 +26,25 @@ body bytes that went in and out.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import ssl
 import threading
 from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
 from railings.errors import ConfigurationError
+from railings.providers import FALLBACK, spec_for_path
 from railings.testing import faults as F
-from railings.testing import wire_anthropic as wa
 from railings.testing import wire_openai as wo
-from railings.testing import wire_responses as wr
-from railings.testing.faults import EventSplitter, Fault
+from railings.testing.faults import Fault
 from railings.testing.http import (
-    LAST_CHUNK,
     Headers,
     HTTPFault,
     Request,
     ResponseHead,
-    abort_with_reset,
     close_writer,
-    encode_chunk,
     iter_body,
     read_request,
     read_response_head,
@@ -58,9 +52,9 @@ from railings.testing.http import (
     send_json,
 )
 from railings.testing.ids import Ids
+from railings.testing.proxy_events import Out, Stop, pump_events
 from railings.testing.service import Service
-from railings.transport.config import provider_for_path
-from railings.wire.openai_responses import SEQUENCE_NUMBER
+from railings.testing.wires import KitWire, kit_wire
 
 LOG = logging.getLogger("railings.testing.proxy")
 
@@ -101,84 +95,6 @@ class ProxyRecord:
     action: str = "passed through"
     done: bool = False
     error: str | None = None
-
-
-class _Stop(Exception):
-    """The fault ends the response here, the way ``end`` says."""
-
-    def __init__(self, end: str, action: str) -> None:
-        self.end, self.action = end, action
-
-
-class _Out:
-    """The client side of the response body, chunked or raw.
-
-    ``send`` queues, ``flush`` writes what is queued with one ``write`` and one
-    ``drain``: one system call per upstream read instead of one per event. In
-    chunked mode each ``send`` is its own HTTP chunk, so a fault's events keep
-    one chunk each. ``record.bytes_out`` counts what was handed to the socket.
-    """
-
-    def __init__(
-        self,
-        writer: asyncio.StreamWriter,
-        record: ProxyRecord,
-        *,
-        chunked: bool,
-        limit: int | None,
-        limit_end: str,
-        drip: F.Drip | None,
-    ) -> None:
-        self.writer, self.record, self.chunked = writer, record, chunked
-        self.limit, self.limit_end, self.drip = limit, limit_end, drip
-        self._pending: list[bytes] = []
-        self._queued = 0  # body bytes sent or queued, for the byte limit
-
-    def send(self, data: bytes, *, event: bool = False) -> None:
-        if self.limit is not None and self._queued + len(data) >= self.limit:
-            self._queue(data[: self.limit - self._queued])
-            verb = "reset" if self.limit_end == "reset" else "cut"
-            raise _Stop(self.limit_end, f"{verb} after {self.limit} body bytes")
-        self._queue(data)
-        if event:
-            self.record.events_out += 1
-
-    def _queue(self, data: bytes) -> None:
-        if data:
-            self._pending.append(data)
-            self._queued += len(data)
-
-    async def flush(self) -> None:
-        pending, self._pending = self._pending, []
-        if self.drip:
-            await self._drip(b"".join(pending), self.drip)
-            return
-        if not pending:
-            return
-        frame = encode_chunk if self.chunked else bytes
-        self.writer.write(b"".join([frame(data) for data in pending]))
-        await self.writer.drain()
-        self.record.bytes_out += sum(map(len, pending))
-
-    async def _drip(self, data: bytes, drip: F.Drip) -> None:
-        for start in range(0, len(data), drip.size):
-            piece = data[start : start + drip.size]
-            self.writer.write(encode_chunk(piece) if self.chunked else piece)
-            await self.writer.drain()
-            self.record.bytes_out += len(piece)
-            if drip.delay:
-                await asyncio.sleep(drip.delay)
-
-    async def finish(self, end: str) -> None:
-        await self.flush()
-        self.record.done = True  # before the last bytes: a client that saw the end sees it
-        if end == "reset":
-            abort_with_reset(self.writer)
-            return
-        if end == "clean" and self.chunked:
-            self.writer.write(LAST_CHUNK)
-            await self.writer.drain()
-        self.writer.transport.close()  # "abrupt": FIN without the chunked terminator
 
 
 class FaultProxy(Service):
@@ -262,8 +178,8 @@ class FaultProxy(Service):
     async def _proxy(
         self, request: Request, writer: asyncio.StreamWriter, record: ProxyRecord
     ) -> None:
-        wire = provider_for_path(request.path) or "openai"  # the guard's rule
-        anthropic = wire == "anthropic"
+        # The guard's rule: the wire a path ends with, else Chat Completions.
+        wire = kit_wire(spec_for_path(request.path) or FALLBACK)
         try:
             fault = self._choose(request, record)
         except ConfigurationError as exc:
@@ -272,7 +188,7 @@ class FaultProxy(Service):
             await send_json(writer, 400, wo.status_error(400, str(exc)))
             return
         if isinstance(fault, F.Status):
-            await self._answer_status(writer, fault, anthropic, record)
+            await self._answer_status(writer, fault, wire, record)
             return
         try:
             up_reader, up_writer = await asyncio.wait_for(
@@ -286,13 +202,7 @@ class FaultProxy(Service):
         except (OSError, TimeoutError) as exc:
             record.status, record.error = 502, f"upstream unreachable: {exc}"
             record.done = True
-            await send_json(
-                writer,
-                502,
-                wa.status_error(502, "upstream unreachable")
-                if anthropic
-                else wo.status_error(502, "upstream unreachable"),
-            )
+            await send_json(writer, 502, wire.status_error(502, "upstream unreachable"))
             return
         try:
             up_writer.write(self._forward_head(request) + request.body)
@@ -318,29 +228,20 @@ class FaultProxy(Service):
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
     async def _answer_status(
-        self, writer: asyncio.StreamWriter, fault: F.Status, anthropic: bool, record: ProxyRecord
+        self, writer: asyncio.StreamWriter, fault: F.Status, wire: KitWire, record: ProxyRecord
     ) -> None:
-        headers: list[tuple[str, str]] = []
-        if anthropic:
-            request_id = self._ids.anthropic_request()
-            body = wa.status_error(fault.code, fault.message, request_id)
-            headers.append(("request-id", request_id))
-        else:
-            message = fault.message
-            if (
-                message is None
-                and fault.code == 429
-                and (fault.retry_after or fault.retry_after_ms)
-            ):
-                # OpenAI's 429 text names the wait: the same wait the headers give.
-                wait = (
-                    f"{fault.retry_after:g}s"
-                    if fault.retry_after is not None
-                    else f"{fault.retry_after_ms}ms"
-                )
-                message = f"Rate limit reached for requests. Please try again in {wait}."
-            body = wo.status_error(fault.code, message)
-            headers.append(("x-request-id", self._ids.openai_request()))
+        request_id = wire.request_id(self._ids)
+        message = fault.message
+        if message is None and fault.code == 429 and (fault.retry_after or fault.retry_after_ms):
+            # OpenAI's 429 text names the wait: the same wait the headers give.
+            wait = (
+                f"{fault.retry_after:g}s"
+                if fault.retry_after is not None
+                else f"{fault.retry_after_ms}ms"
+            )
+            message = wire.rate_limit_message(wait)
+        body = wire.status_error(fault.code, message, request_id)
+        headers = [(wire.spec.request_id_header, request_id)]
         if fault.retry_after is not None:
             headers.append(("retry-after", f"{fault.retry_after:g}"))
         if fault.retry_after_ms is not None:
@@ -356,7 +257,7 @@ class FaultProxy(Service):
         writer: asyncio.StreamWriter,
         fault: Fault,
         record: ProxyRecord,
-        wire: str,
+        wire: KitWire,
     ) -> None:
         content_type = (head.headers.get("content-type") or "").lower()
         sse = content_type.startswith("text/event-stream")
@@ -379,7 +280,7 @@ class FaultProxy(Service):
             limit, limit_end = fault.bytes, fault.end
         elif isinstance(fault, F.Reset) and fault.bytes is not None:
             limit, limit_end = fault.bytes, "reset"
-        out = _Out(
+        out = Out(
             writer,
             record,
             chunked=chunked,
@@ -391,7 +292,7 @@ class FaultProxy(Service):
             record.action = f"dripped {fault.size} byte(s) every {fault.delay:g}s"
         try:
             if sse:
-                await self._pump_events(body, out, fault, record, wire)
+                await pump_events(body, out, fault, record, wire, self._ids)
             else:
                 if not sse and fault.__class__ not in (F.Passthrough, F.Drip) and limit is None:
                     record.action = f"passed through ({fault.spec} needs an event stream)"
@@ -399,7 +300,7 @@ class FaultProxy(Service):
                     record.bytes_in += len(data)
                     out.send(data)
                     await out.flush()
-        except _Stop as stop:
+        except Stop as stop:
             record.action = stop.action
             await out.finish(stop.end)
             return
@@ -408,165 +309,3 @@ class FaultProxy(Service):
             await out.finish("abrupt")
             return
         await out.finish("clean")
-
-    async def _pump_events(
-        self, body: AsyncIterator[bytes], out: _Out, fault: Fault, record: ProxyRecord, wire: str
-    ) -> None:
-        splitter = EventSplitter()
-        if isinstance(fault, F.Passthrough):
-            # Nothing to act on: each upstream piece goes on as it came, in one chunk,
-            # the upstream's framing kept; the splitter only counts the events.
-            async for data in body:
-                record.bytes_in += len(data)
-                events = len(splitter.feed(data))
-                record.events_in += events
-                out.send(data)
-                record.events_out += events
-                await out.flush()
-            return
-        stream = _Seen()
-        await self._before_first(out, fault, wire, stream)
-        try:
-            await self._act(body, splitter, out, fault, record, wire, stream)
-        except (ConnectionError, HTTPFault):
-            await _send_rest(out, splitter, stream)  # the upstream broke: what it sent goes on
-            raise
-        await _send_rest(out, splitter, stream)
-
-    async def _act(
-        self,
-        body: AsyncIterator[bytes],
-        splitter: EventSplitter,
-        out: _Out,
-        fault: Fault,
-        record: ProxyRecord,
-        wire: str,
-        stream: _Seen,
-    ) -> None:
-        async for data in body:
-            record.bytes_in += len(data)
-            for block in splitter.feed(data):
-                record.events_in += 1
-                n = record.events_in
-                stream.saw(block)
-                match fault:
-                    case F.Truncate(events=int() as limit, end=end) if n >= limit:
-                        out.send(block, event=True)
-                        raise _Stop(end, f"cut after {limit} events ({end} end)")
-                    case F.DropTerminator(end=end) if F.is_terminator(block):
-                        raise _Stop(end, f"dropped the terminator (event {n}, {end} end)")
-                    case F.Idle(events=after, seconds=seconds) if n == after:
-                        out.send(block, event=True)
-                        await out.flush()
-                        record.action = f"silent for {seconds:g}s after {after} events"
-                        await asyncio.sleep(seconds)
-                    case F.Reorder(event=at) if n == at:
-                        stream.held = block
-                    case F.Reorder(event=at) if n == at + 1 and stream.held is not None:
-                        out.send(block, event=True)
-                        out.send(stream.held, event=True)
-                        stream.held = None
-                        record.action = f"swapped events {at} and {at + 1}"
-                    case F.Duplicate(event=at, count=count) if n == at:
-                        for _ in range(count + 1):
-                            out.send(block, event=True)
-                        record.action = f"sent event {at} {count + 1} times"
-                    case F.Reset(events=int() as limit) if n >= limit:
-                        out.send(block, event=True)
-                        raise _Stop("reset", f"reset after {limit} events")
-                    case F.CloseAfterTerminator() if F.is_terminator(block):
-                        out.send(block, event=True)
-                        raise _Stop(
-                            "abrupt",
-                            f"closed without the chunked terminator after "
-                            f"the terminator (event {n})",
-                        )
-                    case F.ErrorEvent(events=after) as error if n == after:
-                        out.send(block, event=True)
-                        self._inject_error(out, error, wire, stream)
-                    case F.Corrupt(event=at, kind=kind) if n == at:
-                        out.send(F.corrupt_event(block, kind), event=True)
-                        record.action = f"corrupted event {at} ({kind})"
-                    case _:
-                        out.send(block, event=True)
-            await out.flush()
-
-    async def _before_first(self, out: _Out, fault: Fault, wire: str, stream: _Seen) -> None:
-        """Faults set to act after zero events act before the first one."""
-        match fault:
-            case F.Truncate(events=0, end=end):
-                raise _Stop(end, f"cut before the first event ({end} end)")
-            case F.Reset(events=0):
-                raise _Stop("reset", "reset before the first event")
-            case F.Idle(events=0, seconds=seconds):
-                out.record.action = f"silent for {seconds:g}s before the first event"
-                await asyncio.sleep(seconds)
-            case F.ErrorEvent(events=0) as error:
-                self._inject_error(out, error, wire, stream)
-
-    def _inject_error(self, out: _Out, fault: F.ErrorEvent, wire: str, stream: _Seen) -> None:
-        what = fault.type
-        if wire == "anthropic":
-            event = wa.error_event(
-                fault.type, _MESSAGES.get(fault.type, "Overloaded"), self._ids.anthropic_request()
-            )
-        elif wire == "openai-responses" and fault.type == "response.failed":
-            # Its response must be the stream's own: the SDK's stream helper checks the id.
-            event = wr.failed_event(stream.created(), stream.next_sequence())
-        elif wire == "openai-responses":
-            event, what = wr.error_event(stream.next_sequence()), "an error event (server_error)"
-        else:
-            event = wo.error_event()
-        out.send(event, event=True)
-        raise _Stop(
-            fault.end, f"injected {what} after {out.record.events_in} events ({fault.end} end)"
-        )
-
-
-async def _send_rest(out: _Out, splitter: EventSplitter, stream: _Seen) -> None:
-    """The end of the upstream's body: the event ``reorder`` still holds, then an
-    unterminated last block, as it came."""
-    if stream.held is not None:
-        out.send(stream.held, event=True)
-        stream.held = None
-    out.send(splitter.close())
-    await out.flush()
-
-
-_MESSAGES = {
-    "overloaded_error": "Overloaded",
-    "api_error": "Internal server error",
-    "rate_limit_error": "Rate limited",
-}
-
-
-class _Seen:
-    """What an injected Responses event must agree with: the stream's own response
-    (its ``response.created``) and the next ``sequence_number``. Keeps two blocks,
-    and the one ``reorder`` holds back."""
-
-    __slots__ = ("first", "held", "last")
-
-    def __init__(self) -> None:
-        self.first: bytes | None = None
-        self.last: bytes | None = None
-        self.held: bytes | None = None
-
-    def saw(self, block: bytes) -> None:
-        if self.first is None:
-            self.first = block
-        self.last = block
-
-    def next_sequence(self) -> int:
-        m = SEQUENCE_NUMBER.search(self.last) if self.last is not None else None
-        return int(m.group(1)) + 1 if m is not None else 0
-
-    def created(self) -> dict[str, Any]:
-        for line in (self.first or b"").splitlines():
-            if line.startswith(b"data:"):
-                try:
-                    obj = json.loads(line[5:])
-                except ValueError:
-                    break
-                return obj if isinstance(obj, dict) else {}
-        return {}

@@ -95,15 +95,24 @@ input, tools).
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 from railings.errors import ConfigurationError
-from railings.turn.repair import RepairPolicy, parse_arguments
+from railings.testing.plan import (
+    TOKEN_CHARS,
+    Plan,
+    PlannedCall,
+    anthropic_stop_reason,
+    assistant_turns,
+    count_tokens,
+    openai_finish_reason,
+    plan_turn,
+    responses_status,
+)
 
 __all__ = [
     "TOKEN_CHARS",
@@ -121,7 +130,6 @@ __all__ = [
     "responses_status",
 ]
 
-TOKEN_CHARS = 4
 DEFAULT_CHUNK_SIZE = 16
 
 _PROSE = (
@@ -144,11 +152,6 @@ def filler(n: int) -> str:
         size += len(word)
         i += 1
     return "".join(out)[:n]
-
-
-def count_tokens(chars: int) -> int:
-    """How many tokens ``chars`` characters count as: ``ceil(chars / 4)`` (module docstring)."""
-    return math.ceil(chars / TOKEN_CHARS)
 
 
 def _expand(value: Any, where: str) -> Any:
@@ -378,150 +381,3 @@ class Script:
         if index < 0 or self.on_exhausted == "error":
             return None
         return self.turns[-1]
-
-
-@dataclass(frozen=True, slots=True)
-class PlannedCall:
-    """One call as the response sends it: ``arguments`` as far as the output limit let
-    them go, ``complete`` False when it cut them; ``id`` the script's or a fresh one."""
-
-    index: int
-    id: str
-    name: str
-    arguments: str
-    complete: bool
-    type: str = "function"
-    object_arguments: bool = False
-
-    def parsed_arguments(self) -> dict[str, Any]:
-        """The arguments as a server that parses the model's text sends them: the text
-        parsed, and a cut one *repaired* (closed) the way such servers do -- which is
-        exactly why an object on the wire proves nothing about completeness."""
-        parsed = parse_arguments(self.arguments, RepairPolicy.REPAIR_ALLOWED)
-        return {} if parsed is None else parsed.value
-
-
-@dataclass(frozen=True, slots=True)
-class Plan:
-    """What one response carries once ``max_tokens`` has been applied (provider-neutral)."""
-
-    thinking: str
-    text: str
-    calls: tuple[PlannedCall, ...]
-    stop_reason: str  # Anthropic vocabulary, or a forced value sent verbatim
-    output_tokens: int
-    truncated: bool
-    thinking_complete: bool = True
-    text_complete: bool = True
-
-
-def plan_turn(turn: ScriptTurn, max_tokens: int | None, new_id: Callable[[], str]) -> Plan:
-    """Apply the token rule (module docstring) to ``turn``."""
-    budget = None if max_tokens is None else max(0, max_tokens) * TOKEN_CHARS
-    used = 0
-    truncated = False
-
-    def take(s: str) -> tuple[str, bool]:
-        nonlocal used, truncated
-        if budget is None or used + len(s) <= budget:
-            used += len(s)
-            return s, True
-        room = budget - used
-        used = budget
-        truncated = True
-        return s[:room], False
-
-    thinking, thinking_done = take(turn.thinking)
-    text, text_done = ("", False) if truncated else take(turn.text)
-    calls: list[PlannedCall] = []
-    for i, spec in enumerate(turn.tool_calls):
-        if truncated or (budget is not None and used >= budget and spec.arguments):
-            truncated = True  # no room left to start this call: it is never sent
-            break
-        args, done = take(spec.arguments)
-        calls.append(
-            PlannedCall(
-                i, spec.id or new_id(), spec.name, args, done, spec.type, spec.object_arguments
-            )
-        )
-    if turn.stop_reason is not None:
-        stop = turn.stop_reason
-    elif truncated:
-        stop = "max_tokens"
-    else:
-        stop = "tool_use" if calls else "end_turn"
-    return Plan(
-        thinking, text, tuple(calls), stop, count_tokens(used), truncated, thinking_done, text_done
-    )
-
-
-_TO_OPENAI = {
-    "end_turn": "stop",
-    "tool_use": "tool_calls",
-    "max_tokens": "length",
-    "stop_sequence": "stop",
-    "refusal": "content_filter",
-    "pause_turn": "stop",
-}
-_TO_ANTHROPIC = {
-    "stop": "end_turn",
-    "tool_calls": "tool_use",
-    "length": "max_tokens",
-    "content_filter": "refusal",
-    "function_call": "tool_use",
-}
-
-
-def openai_finish_reason(stop: str) -> str:
-    """The Chat Completions ``finish_reason`` for a stop reason of either vocabulary; an
-    unknown one verbatim."""
-    return _TO_OPENAI.get(stop, stop)
-
-
-_COMPLETED = frozenset(
-    {"end_turn", "tool_use", "stop_sequence", "pause_turn", "stop", "tool_calls", "function_call"}
-)
-_TO_INCOMPLETE = {
-    "max_tokens": "max_output_tokens",
-    "length": "max_output_tokens",
-    "refusal": "content_filter",
-    "content_filter": "content_filter",
-}
-
-
-def responses_status(stop: str) -> tuple[str, str | None]:
-    """The Responses API's ``(status, incomplete_details.reason)`` for a stop reason."""
-    if stop in _COMPLETED:
-        return "completed", None
-    return "incomplete", _TO_INCOMPLETE.get(stop, stop)
-
-
-def _assistant_item(item: Any) -> bool:
-    if not isinstance(item, Mapping):
-        return False
-    if item.get("role") == "assistant":
-        return True
-    kind = item.get("type")
-    return isinstance(kind, str) and (
-        kind in ("reasoning", "mcp_approval_request") or kind.endswith("_call")
-    )
-
-
-def assistant_turns(items: Any) -> int:
-    """How many assistant turns a Responses ``input`` holds: runs of consecutive
-    assistant items (module docstring). A string ``input`` is one user message."""
-    if not isinstance(items, list):
-        return 0
-    turns, inside = 0, False
-    for item in items:
-        assistant = _assistant_item(item)
-        if assistant and not inside:
-            turns += 1
-        inside = assistant
-    return turns
-
-
-def anthropic_stop_reason(stop: str) -> str:
-    """The Messages API ``stop_reason`` for a stop reason of either vocabulary; an unknown
-    one verbatim."""
-    return _TO_ANTHROPIC.get(stop, stop)

@@ -12,8 +12,9 @@ Endpoints: ``POST /v1/chat/completions`` (also ``/chat/completions``),
 ``POST /v1/responses`` (also ``/responses``) and ``POST /v1/messages``, streamed
 (``"stream": true``) or not. What the model says comes from a
 :class:`~railings.testing.script.Script`; the wire shapes from
-:mod:`~railings.testing.wire_openai`, :mod:`~railings.testing.wire_responses`
-and :mod:`~railings.testing.wire_anthropic`. The server is stateless: a
+:mod:`~railings.testing.wires`, one per provider spec (:mod:`~railings.testing.wire_openai`,
+:mod:`~railings.testing.wire_responses`, :mod:`~railings.testing.wire_anthropic`). The
+server is stateless: a
 Responses request must carry the whole conversation in ``input`` (``store``
 is echoed but nothing is stored; a ``previous_response_id`` is answered 400),
 and which turn answers it is counted from its ``input`` items (see
@@ -35,15 +36,12 @@ import dataclasses
 import json
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from railings.testing import wire_anthropic as wa
 from railings.testing import wire_openai as wo
-from railings.testing import wire_responses as wr
 from railings.testing.http import (
     LAST_CHUNK,
     Headers,
@@ -55,8 +53,9 @@ from railings.testing.http import (
     send_json,
 )
 from railings.testing.ids import Ids
-from railings.testing.script import Script, ScriptTurn, plan_turn
+from railings.testing.script import Script, ScriptTurn
 from railings.testing.service import Service
+from railings.testing.wires import Answer, KitWire, wire_for_request
 
 LOG = logging.getLogger("railings.testing.server")
 
@@ -66,9 +65,6 @@ SECRET_HEADERS = frozenset(
     {"authorization", "x-api-key", "api-key", "cookie", "proxy-authorization", "x-goog-api-key"}
 )
 SSE_CONTENT_TYPE = "text/event-stream; charset=utf-8"
-OPENAI_PATHS = ("/v1/chat/completions", "/chat/completions")
-RESPONSES_PATHS = ("/v1/responses", "/responses")
-ANTHROPIC_PATHS = ("/v1/messages",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,12 +90,6 @@ class ReceivedRequest:
 
 def _redact(headers: Headers) -> dict[str, str]:
     return {k: ("<redacted>" if k in SECRET_HEADERS else v) for k, v in headers.as_dict().items()}
-
-
-def _bearer(headers: Headers) -> str | None:
-    value = headers.get("authorization") or ""
-    scheme, _, token = value.partition(" ")
-    return token.strip() or None if scheme.lower() == "bearer" else None
 
 
 class _Reply(Exception):
@@ -171,19 +161,17 @@ class ScriptedServer(Service):
         except HTTPFault as fault:
             await send_json(writer, fault.status, wo.status_error(fault.status, fault.message))
             return
-        provider = self._provider_for(request)
-        request_id = (
-            self._ids.anthropic_request() if provider == "anthropic" else self._ids.openai_request()
-        )
-        id_headers = [("request-id" if provider == "anthropic" else "x-request-id", request_id)]
+        wire, known = wire_for_request(request.path, request.headers)
+        request_id = wire.request_id(self._ids)
+        id_headers = [(wire.spec.request_id_header, request_id)]
         body: Any = None
         with contextlib.suppress(ValueError):
             body = json.loads(request.body) if request.body else None
         record = ReceivedRequest(
-            request.method, request.path, _redact(request.headers), body, provider
+            request.method, request.path, _redact(request.headers), body, wire.spec.name
         )
         try:
-            turn_index, events, delay = self._respond(request, provider, body, request_id)
+            turn_index, events, delay = self._respond(request, wire, known, body, request_id)
         except _Reply as reply:
             self._record(dataclasses.replace(record, status=reply.status))
             await send_json(writer, reply.status, reply.body, id_headers)
@@ -193,144 +181,45 @@ class ScriptedServer(Service):
         if isinstance(events, dict):
             await send_json(writer, 200, events, id_headers)
             return
-        await self._send_stream(writer, events, id_headers, provider, delay)
-
-    def _provider_for(self, request: Request) -> str:
-        if request.path in ANTHROPIC_PATHS:
-            return "anthropic"
-        if request.path in OPENAI_PATHS:
-            return "openai"
-        if request.path in RESPONSES_PATHS:
-            return "openai-responses"
-        return (
-            "anthropic"
-            if ("anthropic-version" in request.headers or "x-api-key" in request.headers)
-            else "openai"
-        )
-
-    def _error(
-        self, provider: str, status: int, message: str | None = None, request_id: str | None = None
-    ) -> _Reply:
-        if provider == "anthropic":
-            return _Reply(status, wa.status_error(status, message, request_id))
-        return _Reply(status, wo.status_error(status, message))
+        await self._send_stream(writer, events, [*id_headers, *wire.stream_headers], delay)
 
     def _respond(
-        self, request: Request, provider: str, body: Any, request_id: str
+        self, request: Request, wire: KitWire, known: bool, body: Any, request_id: str
     ) -> tuple[int, dict[str, Any] | Iterator[bytes], float]:
-        if request.path not in OPENAI_PATHS + RESPONSES_PATHS + ANTHROPIC_PATHS:
-            message = (
-                f"Invalid URL ({request.method} {request.path})"
-                if provider != "anthropic"
-                else "Not Found"
+        if not known:
+            raise _Reply(
+                404,
+                wire.status_error(404, wire.not_found(request.method, request.path), request_id),
             )
-            raise self._error(provider, 404, message, request_id)
         if request.method != "POST":
-            raise self._error(provider, 405, f"Method {request.method} not allowed", request_id)
-        self._check_key(request.headers, provider, request_id)
-        if provider == "anthropic" and "anthropic-version" not in request.headers:
-            raise self._error(provider, 400, "anthropic-version: header is required", request_id)
-        if body is None:
-            raise self._error(
-                provider,
-                400,
-                "We could not parse the JSON body of your request."
-                if provider != "anthropic"
-                else "Invalid JSON body",
-                request_id,
+            raise _Reply(
+                405, wire.status_error(405, f"Method {request.method} not allowed", request_id)
             )
-        ask: wa.AnthropicAsk | wo.OpenAIAsk | wr.ResponsesAsk | str
-        if provider == "anthropic":
-            ask = wa.parse_ask(body)
-        elif provider == "openai-responses":
-            ask = wr.parse_ask(body, self._reasoned)
-        else:
-            ask = wo.parse_ask(body)
+        self._check_key(request.headers, wire, request_id)
+        missing = wire.missing_header(request.headers)
+        if missing is not None:
+            raise _Reply(400, wire.status_error(400, missing, request_id))
+        if body is None:
+            raise _Reply(400, wire.status_error(400, wire.invalid_json, request_id))
+        ask = wire.parse_ask(body, self._reasoned)
         if isinstance(ask, str):
-            raise self._error(provider, 400, ask, request_id)
-        counted = (
-            ask.turns if isinstance(ask, wr.ResponsesAsk) else self.script.turn_index(ask.messages)
-        )
-        turn_index, turn = self._select(request.headers, counted, provider, request_id)
+            raise _Reply(400, wire.status_error(400, ask, request_id))
+        counted = wire.turn_index(ask, self.script)
+        turn_index, turn = self._select(request.headers, counted, wire, request_id)
         chunk_size = (
             _header_int(request.headers, "x-railings-chunk-size")
             or turn.chunk_size
             or self.script.chunk_size
         )
-        model = self.script.model or ask.model
         delay = turn.delay if turn.delay is not None else self.script.delay
-        if isinstance(ask, wa.AnthropicAsk):
-            plan = plan_turn(turn, ask.max_tokens, self._ids.anthropic_tool)
-            message_id, signature = self._ids.message(), self._ids.signature()
-            if not ask.stream:
-                return (
-                    turn_index,
-                    wa.message(plan, ask, message_id=message_id, model=model, signature=signature),
-                    delay,
-                )
-            return (
-                turn_index,
-                wa.events(
-                    plan,
-                    ask,
-                    message_id=message_id,
-                    model=model,
-                    chunk_size=chunk_size,
-                    signature=signature,
-                    ping=self.script.ping,
-                ),
-                delay,
-            )
-        if isinstance(ask, wr.ResponsesAsk):
-            plan = plan_turn(turn, ask.max_tokens, self._ids.openai_call)
-            response_id, created = self._ids.response(), int(time.time())
-            new_item_id = self._item_ids()
-            if not ask.stream:
-                return (
-                    turn_index,
-                    wr.response(
-                        plan,
-                        ask,
-                        response_id=response_id,
-                        created=created,
-                        model=model,
-                        new_item_id=new_item_id,
-                    ),
-                    delay,
-                )
-            return (
-                turn_index,
-                wr.events(
-                    plan,
-                    ask,
-                    response_id=response_id,
-                    created=created,
-                    model=model,
-                    chunk_size=chunk_size,
-                    new_item_id=new_item_id,
-                ),
-                delay,
-            )
-        plan = plan_turn(turn, ask.max_tokens, self._ids.openai_call)
-        completion_id, created = self._ids.chat_completion(), int(time.time())
-        if not ask.stream:
-            return (
-                turn_index,
-                wo.completion(plan, ask, completion_id=completion_id, created=created, model=model),
-                delay,
-            )
-        return (
-            turn_index,
-            wo.chunks(
-                plan,
-                ask,
-                completion_id=completion_id,
-                created=created,
-                model=model,
-                chunk_size=chunk_size,
-            ),
-            delay,
+        at = Answer(
+            ids=self._ids,
+            model=self.script.model or ask.model,
+            chunk_size=chunk_size,
+            ping=self.script.ping,
+            new_item_ids=self._item_ids,
         )
+        return turn_index, wire.answer(ask, turn, at), delay
 
     def _item_ids(self) -> Callable[[str], str]:
         """Item ids for one response, remembering what its reasoning item produced: a
@@ -347,45 +236,18 @@ class ScriptedServer(Service):
 
         return new_item_id
 
-    def _check_key(self, headers: Headers, provider: str, request_id: str) -> None:
+    def _check_key(self, headers: Headers, wire: KitWire, request_id: str) -> None:
         script = self.script
         if not script.key_required:
             return
-        if provider == "anthropic":
-            key = headers.get("x-api-key") or _bearer(headers)
-            if not key:
-                raise self._error(provider, 401, "x-api-key header is required", request_id)
-        else:
-            key = _bearer(headers)
-            if not key:
-                raise _Reply(
-                    401,
-                    wo.error_body(
-                        "You didn't provide an API key. You need to provide your API key in an "
-                        "Authorization header using Bearer auth (i.e. Authorization: Bearer "
-                        "YOUR_KEY), or as the password field (with blank username) if you're "
-                        "accessing the API from your browser and are prompted for a username "
-                        "and password. You can obtain an API key from "
-                        "https://platform.openai.com/account/api-keys.",
-                        "invalid_request_error",
-                    ),
-                )
+        key = wire.key(headers)
+        if not key:
+            raise _Reply(401, wire.missing_key(request_id))
         if script.api_key is not None and key != script.api_key:
-            if provider == "anthropic":
-                raise self._error(provider, 401, "invalid x-api-key", request_id)
-            shown = f"{key[:3]}*****{key[-4:]}" if len(key) > 8 else "*****"
-            raise _Reply(
-                401,
-                wo.error_body(
-                    f"Incorrect API key provided: {shown}. You can find your API key at "
-                    "https://platform.openai.com/account/api-keys.",
-                    "invalid_request_error",
-                    "invalid_api_key",
-                ),
-            )
+            raise _Reply(401, wire.wrong_key(key, request_id))
 
     def _select(
-        self, headers: Headers, counted: int, provider: str, request_id: str
+        self, headers: Headers, counted: int, wire: KitWire, request_id: str
     ) -> tuple[int, ScriptTurn]:
         """The turn to answer: ``x-railings-turn``, else ``counted`` (the assistant turns
         the request's conversation holds)."""
@@ -393,15 +255,11 @@ class ScriptedServer(Service):
         index = forced if forced is not None else counted
         turn = self.script.select(index)
         if turn is None:
-            raise self._error(
-                provider,
-                400,
-                (
-                    f"railings scripted server: the script has {len(self.script.turns)} turns and "
-                    f"this request asks for turn {index}"
-                ),
-                request_id,
+            message = (
+                f"railings scripted server: the script has {len(self.script.turns)} turns and "
+                f"this request asks for turn {index}"
             )
+            raise _Reply(400, wire.status_error(400, message, request_id))
         return index, turn
 
     # -- writing --------------------------------------------------------------------
@@ -410,14 +268,8 @@ class ScriptedServer(Service):
         writer: asyncio.StreamWriter,
         events: Iterable[bytes],
         headers: list[tuple[str, str]],
-        provider: str,
         delay: float,
     ) -> None:
-        extra = (
-            [("openai-version", "2020-10-01"), ("openai-processing-ms", "1")]
-            if provider != "anthropic"
-            else []
-        )
         writer.write(
             render_head(
                 200,
@@ -426,7 +278,6 @@ class ScriptedServer(Service):
                     ("cache-control", "no-cache"),
                     ("transfer-encoding", "chunked"),
                     *headers,
-                    *extra,
                     ("connection", "close"),
                 ],
             )

@@ -7,7 +7,8 @@ API, provider ``"openai-responses"``); Anthropic's does not
 (``https://api.anthropic.com``, requests go to ``{base_url}/v1/messages``).
 ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` and ``OPENAI_API_KEY`` /
 ``ANTHROPIC_API_KEY`` fill what the caller leaves out, as in the SDKs (both
-OpenAI wire formats read the ``OPENAI_`` ones: one SDK, one endpoint).
+OpenAI wire formats read the ``OPENAI_`` ones: one SDK, one endpoint). Each of these
+is a field of the provider's spec (:mod:`railings.providers`).
 """
 
 from __future__ import annotations
@@ -20,57 +21,21 @@ from typing import Any, Literal
 
 from railings.errors import ConfigurationError
 from railings.limits import TurnLimits
+from railings.providers import SPECS, ProviderName, provider_for_path, spec
+from railings.providers.anthropic import ANTHROPIC_VERSION
 from railings.transport.retry import RetryPolicy
 
 __all__ = [
     "ANTHROPIC_VERSION",
     "DEFAULT_BASE_URLS",
     "ClientConfig",
+    "ProviderName",
     "Timeouts",
+    "provider_for_path",
 ]
 
-ProviderName = Literal["openai", "anthropic", "openai-responses"]
-
-DEFAULT_BASE_URLS: dict[str, str] = {
-    "openai": "https://api.openai.com/v1",
-    "anthropic": "https://api.anthropic.com",
-    "openai-responses": "https://api.openai.com/v1",
-}
-_ENV_BASE_URL = {
-    "openai": "OPENAI_BASE_URL",
-    "anthropic": "ANTHROPIC_BASE_URL",
-    "openai-responses": "OPENAI_BASE_URL",
-}
-_ENV_API_KEY = {
-    "openai": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "openai-responses": "OPENAI_API_KEY",
-}
-# Where each wire format is POSTed, after the base URL.
-_PATHS = {
-    "openai": "/chat/completions",
-    "anthropic": "/v1/messages",
-    "openai-responses": "/responses",
-}
-# How a request path says its wire format, whatever prefix a gateway puts before it.
-_PATH_ENDS = (
-    ("/chat/completions", "openai"),
-    ("/responses", "openai-responses"),
-    ("/messages", "anthropic"),
-)
-
-
-def provider_for_path(path: str) -> str | None:
-    """The wire format a request path speaks, by how it ends; None for any other path.
-    The guard watches these paths, and the fault proxy shapes its errors by them."""
-    path = path.partition("?")[0].rstrip("/")
-    for end, provider in _PATH_ENDS:
-        if path.endswith(end):
-            return provider
-    return None
-
-
-ANTHROPIC_VERSION = "2023-06-01"
+# Base URLs by provider name, for callers that compare against the default.
+DEFAULT_BASE_URLS: dict[str, str] = {s.name: s.default_base_url for s in SPECS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,11 +123,7 @@ class ClientConfig:
     limits: TurnLimits = field(default_factory=TurnLimits)
 
     def __post_init__(self) -> None:
-        if self.provider not in DEFAULT_BASE_URLS:
-            raise ConfigurationError(
-                f"unknown provider {self.provider!r}: expected one of "
-                + ", ".join(repr(name) for name in DEFAULT_BASE_URLS)
-            )
+        wire = spec(self.provider)  # an unknown name: ConfigurationError
         if not self.model:
             raise ConfigurationError("model is required")
         if not isinstance(self.max_tokens, int) or self.max_tokens < 1:
@@ -173,37 +134,34 @@ class ClientConfig:
             raise ConfigurationError(
                 f"max_connections must be a positive integer, not {self.max_connections!r}"
             )
-        base = (
-            self.base_url
-            or os.environ.get(_ENV_BASE_URL[self.provider])
-            or (DEFAULT_BASE_URLS[self.provider])
-        )
+        base = self.base_url or os.environ.get(wire.base_url_env) or wire.default_base_url
         if not base.startswith(("http://", "https://")):
             raise ConfigurationError(f"base_url must start with http:// or https://, not {base!r}")
         # Frozen: fill the environment defaults once, at construction.
         object.__setattr__(self, "base_url", base.rstrip("/"))
         if self.api_key is None:
-            object.__setattr__(self, "api_key", os.environ.get(_ENV_API_KEY[self.provider]) or None)
+            object.__setattr__(self, "api_key", os.environ.get(wire.api_key_env) or None)
 
     @property
     def url(self) -> str:
         """Where the turn is POSTed."""
-        return f"{self.base_url}{_PATHS[self.provider]}"
+        return f"{self.base_url}{spec(self.provider).request_path}"
 
     def request_headers(self) -> dict[str, str]:
         """Authentication and protocol headers, then the caller's extra headers."""
+        wire = spec(self.provider)
         out = {"accept": "text/event-stream", "content-type": "application/json"}
-        if self.provider != "anthropic":  # both OpenAI wire formats: Bearer auth
-            if self.api_key:
-                out["authorization"] = f"Bearer {self.api_key}"
-        else:
-            out["anthropic-version"] = self.anthropic_version
-            if self.api_key:
-                out["x-api-key"] = self.api_key
+        if wire.version_header is not None:
+            name, value = wire.version_header
+            # Anthropic's version may be pinned per client (``anthropic_version``).
+            out[name] = self.anthropic_version if name == "anthropic-version" else value
+        if self.api_key:
+            bearer = wire.auth_header == "authorization"
+            out[wire.auth_header] = f"Bearer {self.api_key}" if bearer else self.api_key
         out.update({k.lower(): v for k, v in self.headers.items()})
         return out
 
     @property
     def key_variable(self) -> str:
         """The environment variable that holds this provider's key (for error messages)."""
-        return _ENV_API_KEY[self.provider]
+        return spec(self.provider).api_key_env

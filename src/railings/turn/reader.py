@@ -15,64 +15,42 @@ exception: the caller gets a turn with an error, and only an oversized event
 from __future__ import annotations
 
 from collections.abc import Set
-from typing import Literal, Protocol
 
 from railings.errors import ConfigurationError, EventTooLarge, IllegalTransition, MalformedStream
 from railings.events import StreamEvent
+from railings.providers import FALLBACK, NAMES, ProviderDecoder, ProviderName, detect, spec
 from railings.turn.assembler import TurnAssembler
 from railings.turn.model import Turn
 from railings.turn.stop_reason import DEFAULT_EXEMPTIONS
-from railings.wire.anthropic import AnthropicDecoder
 from railings.wire.openai_chat import OpenAIChatDecoder
-from railings.wire.openai_responses import OpenAIResponsesDecoder
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE, ServerSentEvent, SSEDecoder
 
 __all__ = ["PROVIDERS", "Provider", "StreamReader", "detect_provider", "provider_decoder"]
 
-Provider = Literal["openai", "anthropic", "openai-responses"]
-PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "openai-responses")
+# The provider names (one type for the package: railings.providers.ProviderName).
+Provider = ProviderName
+PROVIDERS: tuple[str, ...] = NAMES
 
-_ANTHROPIC_EVENTS = frozenset(
-    {
-        "message_start",
-        "content_block_start",
-        "content_block_delta",
-        "content_block_stop",
-        "message_delta",
-        "message_stop",
-        "ping",
-    }
-)
-
-
-class ProviderDecoder(Protocol):
-    def feed(self, sse: ServerSentEvent) -> list[StreamEvent]: ...
-    def close(self) -> list[StreamEvent]: ...
+# How many events an ``auto`` stream may open with before one is recognised (and how
+# much data they may hold together: one event's limit): past either, the stream is read
+# as the fallback wire (Chat Completions) from its first event, as if undetected.
+_UNRECOGNISED_LIMIT = 64
 
 
 def provider_decoder(provider: str, *, choice: int = 0) -> ProviderDecoder:
     """A fresh decoder for ``provider``; ``choice`` picks the Chat Completions choice read."""
-    if provider == "openai":
-        return OpenAIChatDecoder(choice=choice)
-    if provider == "anthropic":
-        return AnthropicDecoder()
-    if provider == "openai-responses":
-        return OpenAIResponsesDecoder()
-    raise ConfigurationError(
-        f"unknown provider {provider!r}: expected one of {', '.join(PROVIDERS)}"
-    )
+    if provider not in NAMES:
+        raise ConfigurationError(
+            f"unknown provider {provider!r}: expected one of {', '.join(PROVIDERS)}"
+        )
+    return spec(provider).decoder(choice)
 
 
 def detect_provider(sse: ServerSentEvent) -> str:
-    """Guess the wire format from the first event of a stream."""
-    data = sse.data.replace(" ", "")
-    if sse.event in _ANTHROPIC_EVENTS or '"type":"message_start"' in data:
-        return "anthropic"
-    # Every Responses API stream opens with a typed ``response.*`` event (``response.created``);
-    # OpenRouter's carries no ``event:`` line, so the data's ``type`` is checked too.
-    if sse.event.startswith("response.") or '"type":"response.' in data:
-        return "openai-responses"
-    return "openai"
+    """Guess the wire format from one event of a stream: the first provider whose
+    detection hints recognise it, else Chat Completions (the fallback)."""
+    found = detect(sse)
+    return (found or FALLBACK).name
 
 
 class StreamReader:
@@ -103,6 +81,10 @@ class StreamReader:
         self._assembler: TurnAssembler | None = None
         self._options = (max_tokens, service, exemptions)
         self._closed = False
+        # ``auto``: the events read before one said which wire this is (with whether
+        # the chunk that brought each held invalid UTF-8).
+        self._held: list[tuple[ServerSentEvent, bool]] = []
+        self._held_room = max_event_size  # data the held events may still hold
         if provider != "auto":
             self._start(provider)
 
@@ -117,9 +99,15 @@ class StreamReader:
 
     @property
     def assembler(self) -> TurnAssembler:
-        """The turn's assembler; an ``auto`` stream that ended before its first event is
-        read as OpenAI Chat Completions."""
-        return self._assembler or self._start("openai")[1]
+        """The turn's assembler; an ``auto`` stream that ended before any event said its
+        wire is read as the fallback (OpenAI Chat Completions), its events applied."""
+        if self._assembler is not None:
+            return self._assembler
+        _, assembler = self._start(FALLBACK.name)
+        if self._held:
+            assembler.received()
+            self._release([])
+        return assembler
 
     @property
     def terminated(self) -> bool:
@@ -156,24 +144,46 @@ class StreamReader:
         self.events_seen += len(events)
         out: list[StreamEvent] = []
         for sse in events:
-            decoder, assembler = self._decoder, self._assembler
-            if decoder is None or assembler is None:
-                decoder, assembler = self._start(detect_provider(sse))
-                assembler.received()
-            if corrupted and "\ufffd" in sse.data:
-                assembler.fault("invalid UTF-8 in the stream")
-                return out
-            try:
-                normalized = decoder.feed(sse)
-            except MalformedStream as exc:
-                assembler.fault(str(exc))
-                return out
-            for event in normalized:
-                assembler.apply(event)
-                out.append(event)
-                if assembler.machine.terminated:
+            if self._decoder is None:
+                found = detect(sse)
+                self._held_room -= len(sse.data)
+                if found is None and len(self._held) < _UNRECOGNISED_LIMIT and self._held_room > 0:
+                    # Not yet known (an event type no spec recognises): decided by the
+                    # first event that is, then read from the first event on.
+                    self._held.append((sse, corrupted))
+                    continue
+                self._start((found or FALLBACK).name)[1].received()
+                if self._release(out):
                     return out
+            if self._apply(sse, corrupted, out):
+                return out
         return out
+
+    def _release(self, out: list[StreamEvent]) -> bool:
+        """Apply the events held before the wire was known; True once the turn ended."""
+        held, self._held = self._held, []
+        return any(self._apply(sse, corrupted, out) for sse, corrupted in held)
+
+    def _apply(self, sse: ServerSentEvent, corrupted: bool, out: list[StreamEvent]) -> bool:
+        """Decode one event and apply what it says, appending to ``out``; True once the
+        turn has ended (with its proof or abruptly)."""
+        decoder, assembler = self._decoder, self._assembler
+        if decoder is None or assembler is None:
+            raise IllegalTransition("undetected", "apply")
+        if corrupted and "\ufffd" in sse.data:
+            assembler.fault("invalid UTF-8 in the stream")
+            return True
+        try:
+            normalized = decoder.feed(sse)
+        except MalformedStream as exc:
+            assembler.fault(str(exc))
+            return True
+        for event in normalized:
+            assembler.apply(event)
+            out.append(event)
+            if assembler.machine.terminated:
+                return True
+        return False
 
     def close(self) -> list[StreamEvent]:
         """EOF. Without the proof, the turn is interrupted (Empty or Partial)."""

@@ -1,0 +1,144 @@
+"""Which endpoint ``railings run`` and ``railings chat`` talk to (see PROVIDER_CHOICE):
+the flags, else a key in the environment, else the embedded scripted model server."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from railings.cli._common import UsageError
+from railings.errors import ConfigurationError
+from railings.providers import (
+    FALLBACK,
+    ProviderName,
+    anthropic,
+    openai_chat,
+    openai_responses,
+    spec,
+)
+from railings.redact import redact
+from railings.transport import ClientConfig, Timeouts
+
+__all__ = [
+    "DEFAULT_MODELS",
+    "DEMO_MAX_TOKENS",
+    "KEY_PICKS",
+    "PROVIDER_CHOICE",
+    "Endpoint",
+    "endpoint_for",
+    "workdir_of",
+]
+
+PROVIDER_CHOICE = """\
+which endpoint: --demo forces the embedded scripted model; else --provider /
+--base-url / --model first; else an API key in the environment picks the real API
+(ANTHROPIC_API_KEY -> anthropic, OPENAI_API_KEY -> openai; OPENAI_BASE_URL /
+ANTHROPIC_BASE_URL are honoured); else the embedded scripted model server starts
+in-process with a demonstration script (no key, no network) in a fresh temporary
+working directory. Either way, one line on stderr says where the turns go before
+the first request. A provider's public API without its key is refused at once.
+
+shell commands ask for confirmation on a terminal; --yes allows all; without a
+terminal nothing is confirmed unless --yes is given.
+"""
+
+# The CLI's default model for each wire, keyed from the provider registry.
+DEFAULT_MODELS: dict[str, str] = {
+    openai_chat.SPEC.name: "gpt-4.1-mini",
+    anthropic.SPEC.name: "claude-sonnet-4-5",
+    openai_responses.SPEC.name: "gpt-4.1-mini",
+}
+# Which wire a key in the environment picks, first found first (both OpenAI wires read
+# OPENAI_API_KEY: it picks Chat Completions).
+KEY_PICKS = (anthropic.SPEC, openai_chat.SPEC)
+DEMO_MAX_TOKENS = 1024
+
+
+# -- choosing the endpoint -----------------------------------------------------------------
+
+
+@dataclass
+class Endpoint:
+    """Where the turns go: the client's configuration, the tools' working directory,
+    and the line that tells the user (None: nothing to say)."""
+
+    config: ClientConfig
+    workdir: Path
+    note: str | None
+
+
+@contextlib.contextmanager
+def endpoint_for(args: argparse.Namespace) -> Iterator[Endpoint]:
+    """The endpoint the flags and environment choose, with the embedded server if none."""
+    if args.demo and (args.provider or args.base_url or args.model):
+        raise UsageError(
+            "--demo uses the embedded scripted model: drop --provider/--base-url/--model"
+        )
+    explicit = args.provider or args.base_url or args.model
+    provider: ProviderName | None = args.provider
+    if provider is None and not explicit and not args.demo:
+        picked = next((s for s in KEY_PICKS if os.environ.get(s.api_key_env)), None)
+        provider = None if picked is None else picked.name
+    timeouts = Timeouts(
+        idle=args.idle_timeout, content_idle=args.content_idle, total=args.total_timeout
+    )
+    if provider is None and not explicit:
+        from railings.testing import Script, ScriptedServer
+
+        with ScriptedServer(Script.demo()) as server, contextlib.ExitStack() as stack:
+            if args.workdir:
+                workdir = workdir_of(args.workdir)
+            else:
+                workdir = Path(
+                    stack.enter_context(tempfile.TemporaryDirectory(prefix="railings-demo-"))
+                )
+            config = ClientConfig(
+                provider=FALLBACK.name,  # the server's Chat Completions
+                model="railings-scripted-1",
+                base_url=server.openai_base_url,
+                api_key="demo",
+                max_tokens=args.max_tokens or DEMO_MAX_TOKENS,
+                timeouts=timeouts,
+            )
+            why = "--demo" if args.demo else "no API key in the environment"
+            note = (
+                f"{why}: using the embedded scripted model "
+                f"(a demonstration, no network) at {server.url}, workdir {workdir}"
+            )
+            yield Endpoint(config, workdir, note)
+        return
+    provider = provider or FALLBACK.name
+    try:
+        config = ClientConfig(
+            provider=provider,
+            model=args.model or DEFAULT_MODELS[provider],
+            base_url=args.base_url,
+            max_tokens=args.max_tokens or 4096,
+            timeouts=timeouts,
+        )
+    except ConfigurationError as exc:
+        raise UsageError(str(exc)) from None
+    if not config.api_key and config.base_url == spec(provider).default_base_url:
+        # The public API answers 401 without a key: say so now, not after the network.
+        raise UsageError(
+            f"--provider {provider} needs {config.key_variable} in the environment "
+            f"(for {config.base_url}); --demo runs the embedded scripted model instead"
+        )
+    where = redact(
+        f"{provider} model {config.model} at {config.base_url}"
+        + (f" (key from {config.key_variable})" if config.api_key else " (no key)")
+    )
+    yield Endpoint(config, workdir_of(args.workdir or "."), where)
+
+
+def workdir_of(path: str) -> Path:
+    """``--workdir`` as a resolved directory; anything else is a usage error."""
+    workdir = Path(path).expanduser()
+    if not workdir.is_dir():
+        raise UsageError(f"--workdir {path}: not a directory")
+    return workdir.resolve()

@@ -1,0 +1,121 @@
+"""The provider registry: every wire format railings speaks, one module each.
+
+::
+
+    openai_chat.SPEC        "openai"            OpenAI Chat Completions
+    anthropic.SPEC          "anthropic"         Anthropic Messages
+    openai_responses.SPEC   "openai-responses"  OpenAI Responses
+
+Each module exports one frozen :class:`~railings.providers.base.ProviderSpec`;
+every other layer reads the specs through this registry (by name, by request path,
+or by the first event of a stream) instead of keeping its own table. Adding a wire
+format is one module here, its name in :data:`~railings.providers.base.ProviderName`,
+its line in :data:`SPECS` and :data:`DETECTION_ORDER`, and its tests
+(``tests/test_providers.py`` checks every spec whole, and that none of these lists
+misses one); the test kit speaks it once ``railings.testing.wires`` has its
+``KitWire``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from railings.errors import ConfigurationError, ProviderError
+from railings.providers import anthropic, openai_chat, openai_responses
+from railings.providers.base import (
+    Detection,
+    EncodeRequest,
+    Proof,
+    ProviderDecoder,
+    ProviderName,
+    ProviderSpec,
+    ScriptedShape,
+    StopReasons,
+)
+from railings.wire.sse import ServerSentEvent
+
+__all__ = [
+    "DETECTION_ORDER",
+    "FALLBACK",
+    "NAMES",
+    "SPECS",
+    "Detection",
+    "EncodeRequest",
+    "Proof",
+    "ProviderDecoder",
+    "ProviderName",
+    "ProviderSpec",
+    "ScriptedShape",
+    "StopReasons",
+    "detect",
+    "error_types",
+    "provider_for_path",
+    "spec",
+    "spec_for_path",
+]
+
+# In the order the CLI and the docs list them.
+SPECS: tuple[ProviderSpec, ...] = (openai_chat.SPEC, anthropic.SPEC, openai_responses.SPEC)
+NAMES: tuple[ProviderName, ...] = tuple(s.name for s in SPECS)
+_BY_NAME: dict[str, ProviderSpec] = {s.name: s for s in SPECS}
+
+# What a stream is read as when nothing in it says (an ``auto`` stream with no event
+# any spec recognises): Chat Completions, the wire most services speak.
+FALLBACK: ProviderSpec = openai_chat.SPEC
+
+
+def spec(name: str) -> ProviderSpec:
+    """The spec named ``name``; an unknown name is a
+    :class:`~railings.errors.ConfigurationError` listing the known ones."""
+    found = _BY_NAME.get(name)
+    if found is None:
+        raise ConfigurationError(
+            f"unknown provider {name!r}: expected one of " + ", ".join(map(repr, NAMES))
+        )
+    return found
+
+
+def spec_for_path(path: str) -> ProviderSpec | None:
+    """The spec whose request paths ``path`` ends with (whatever prefix a gateway puts
+    before it; query string and trailing slash ignored); None for any other path."""
+    for candidate in SPECS:
+        if candidate.routes(path):
+            return candidate
+    return None
+
+
+def provider_for_path(path: str) -> str | None:
+    """The name of the wire format a request path speaks, by how it ends; None for any
+    other path. The guard watches these paths, and the fault proxy shapes its errors by
+    them."""
+    found = spec_for_path(path)
+    return None if found is None else found.name
+
+
+# The order detection asks the specs in: the wires whose events are named or typed first
+# (their hints are specific), Chat Completions (a ``choices`` key, ``[DONE]``) last.
+DETECTION_ORDER: tuple[ProviderSpec, ...] = (
+    anthropic.SPEC,
+    openai_responses.SPEC,
+    openai_chat.SPEC,
+)
+
+
+def detect(
+    sse: ServerSentEvent, specs: Iterable[ProviderSpec] = DETECTION_ORDER
+) -> ProviderSpec | None:
+    """The first spec whose detection hints recognise ``sse``; None when none does (an
+    event of a type no spec knows: the reader waits for the next one)."""
+    for candidate in specs:
+        if candidate.detection.recognises(sse):
+            return candidate
+    return None
+
+
+def error_types() -> dict[str, type[ProviderError]]:
+    """Every spec's error types (provider error type or code -> error class) in one map;
+    two specs that share a type agree on its class (a test proves it)."""
+    out: dict[str, type[ProviderError]] = {}
+    for candidate in SPECS:
+        out.update(candidate.error_types)
+    return out

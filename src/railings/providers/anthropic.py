@@ -1,0 +1,149 @@
+"""Anthropic Messages (``"anthropic"``): ``POST {base_url}/v1/messages``.
+
+Every event is named (``event: message_start`` ...); the proof of termination is
+the ``message_stop`` event; the stop reason is ``message_delta.delta.stop_reason``;
+tool results go back as ``tool_result`` blocks leading a user message.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from railings.conversation import ToolResult
+from railings.errors import (
+    AuthenticationError,
+    BadRequest,
+    Overloaded,
+    ProviderError,
+    QuotaExceeded,
+    RateLimited,
+    ServerError,
+)
+from railings.messages import _anthropic_blocks, anthropic_messages_body
+from railings.providers._tail import EOL, EVENT_START, ends_with
+from railings.providers.base import (
+    Detection,
+    EncodeRequest,
+    Proof,
+    ProviderDecoder,
+    ProviderSpec,
+    ScriptedShape,
+    StopReasons,
+)
+from railings.turn.stop_reason import _TABLE as STOP_REASON_TABLE
+from railings.wire.anthropic import MESSAGE_STOP, AnthropicDecoder
+
+__all__ = ["ANTHROPIC_ERROR_TYPES", "ANTHROPIC_VERSION", "SPEC", "proven_by_tail"]
+
+ANTHROPIC_VERSION = "2023-06-01"
+
+# The proof as the body's last event alone (the rule of ``openai_chat._TAIL``). Anthropic
+# names the event (``event: message_stop``) and pads its JSON with spaces:
+# {"type":"message_stop"          }
+_TAIL = re.compile(
+    EVENT_START
+    + rb"(?:event: ?message_stop"
+    + EOL
+    + rb')?data: ?\{[ \t]*"type"[ \t]*:[ \t]*"message_stop"[ \t]*\}'
+    + EOL
+    + EOL
+    + rb"[\r\n]*\Z"
+)
+
+
+def proven_by_tail(body: bytes) -> bool:
+    """True when ``body`` ends with the ``message_stop`` event as its own last event and
+    holds no error (the guard's fast verdict; False means "ask the reader")."""
+    return ends_with(_TAIL, body)
+
+
+ANTHROPIC_ERROR_TYPES: dict[str, type[ProviderError]] = {
+    "overloaded_error": Overloaded,
+    "rate_limit_error": RateLimited,
+    "api_error": ServerError,
+    "timeout_error": ServerError,
+    "invalid_request_error": BadRequest,
+    "authentication_error": AuthenticationError,
+    "permission_error": AuthenticationError,
+    "billing_error": QuotaExceeded,
+    "not_found_error": BadRequest,
+    "request_too_large": BadRequest,
+}
+
+# Every event type of the Messages stream (their ``event:`` names).
+_EVENTS = frozenset(
+    {
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        MESSAGE_STOP,
+        "ping",
+    }
+)
+
+
+def _decoder(choice: int = 0) -> ProviderDecoder:
+    # One message per stream: no choices to pick from.
+    return AnthropicDecoder()
+
+
+def _encode(request: EncodeRequest) -> dict[str, Any]:
+    return anthropic_messages_body(
+        request.model,
+        request.messages,
+        max_tokens=request.max_tokens,
+        tools=request.tools,
+        extra=request.extra,
+    )
+
+
+def _tool_result(result: ToolResult, call_type: str) -> list[dict[str, Any]]:
+    # One ``tool_result`` block (``is_error`` kept); the encoder puts a turn's results
+    # first in one user message, as the API requires.
+    return _anthropic_blocks(result)
+
+
+SPEC = ProviderSpec(
+    name="anthropic",
+    title="Anthropic Messages",
+    request_path="/v1/messages",
+    path_suffixes=("/messages",),
+    default_base_url="https://api.anthropic.com",
+    base_url_env="ANTHROPIC_BASE_URL",
+    api_key_env="ANTHROPIC_API_KEY",
+    auth_header="x-api-key",
+    version_header=("anthropic-version", ANTHROPIC_VERSION),
+    request_id_header="request-id",
+    gen_ai_name="anthropic",
+    decoder=_decoder,
+    encode=_encode,
+    tool_result=_tool_result,
+    asks_for_usage=False,
+    proof=Proof(
+        markers=frozenset({MESSAGE_STOP}),
+        events=frozenset({MESSAGE_STOP}),
+        proven_by_tail=proven_by_tail,
+    ),
+    stop_reasons=StopReasons(
+        wire={
+            w: STOP_REASON_TABLE[w]
+            for w in (
+                "end_turn",
+                "max_tokens",
+                "tool_use",
+                "stop_sequence",
+                "refusal",
+                "pause_turn",
+            )
+        },
+        nearest={"content_filter": "refusal"},
+        table=STOP_REASON_TABLE,
+    ),
+    error_types=ANTHROPIC_ERROR_TYPES,
+    detection=Detection(events=_EVENTS, markers=('"type":"message_start"',)),
+    numbered=False,
+    scripted=ScriptedShape(lead=3, seams=3),
+)

@@ -1,0 +1,221 @@
+"""What a provider is, as one frozen value: :class:`ProviderSpec`.
+
+A spec names what every layer needs to know about one wire format and nothing
+else: where it is POSTed, how a conversation becomes its request body and a
+tool result goes back, which decoder reads its stream, what proves a turn
+finished (as the decoder's event and as the guard's byte rule), how its stop
+reasons and error types map to railings' vocabulary, and how ``replay
+--provider auto`` recognises it. The transport, the reader, the guard, the
+test kit, classification, telemetry and the CLI read these fields instead of
+keeping tables of their own; the registry is :mod:`railings.providers`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from railings.conversation import Message, ToolResult, ToolSpec
+from railings.errors import ProviderError
+from railings.events import StreamEvent, TerminationProof
+from railings.wire.sse import ServerSentEvent
+
+__all__ = [
+    "Detection",
+    "EncodeRequest",
+    "Proof",
+    "ProviderDecoder",
+    "ProviderName",
+    "ProviderSpec",
+    "ScriptedShape",
+    "StopReasons",
+]
+
+
+# The one type of a provider's name, for the whole package (re-exported by the registry
+# and by railings.transport.config).
+ProviderName = Literal["openai", "anthropic", "openai-responses"]
+
+
+class ProviderDecoder(Protocol):
+    """The provider layer of the reader: SSE events in, normalized events out."""
+
+    def feed(self, sse: ServerSentEvent) -> list[StreamEvent]:
+        """The normalized events of one SSE event."""
+        ...
+
+    def close(self) -> list[StreamEvent]:
+        """The normalized events EOF completes."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EncodeRequest:
+    """What a request encoder reads: one turn's conversation and its options.
+
+    ``include_usage`` and ``max_tokens_field`` matter to Chat Completions only (the
+    other encoders ignore them)."""
+
+    model: str
+    messages: Sequence[Message]
+    max_tokens: int
+    tools: Sequence[ToolSpec] = ()
+    extra: Mapping[str, Any] | None = None
+    include_usage: bool = True
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Proof:
+    """The termination proof, three ways.
+
+    ``markers``: the :class:`~railings.events.TerminationProof` markers the decoder
+    emits (what the termination table's PROOF signal stands for). ``data``: data
+    values that are the proof by themselves (``[DONE]``); ``events``: ``event:``
+    names that are; ``types``: the data's ``"type"`` values that are, when a server
+    leaves the ``event:`` line out (OpenRouter). ``proven_by_tail``: the guard's fast
+    byte rule over a whole body -- True only where the reader would find the turn
+    complete, False meaning "ask the reader", never "interrupted"."""
+
+    markers: frozenset[str]
+    proven_by_tail: Callable[[bytes], bool]
+    data: frozenset[str] = frozenset()
+    events: frozenset[str] = frozenset()
+    types: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StopReasons:
+    """The stop-reason maps of one wire.
+
+    ``wire``: this wire's spellings -> railings' normalized stop reason (entries of
+    the one normalization table in :mod:`railings.turn.stop_reason`, not copies).
+    ``nearest``: normalized stop reasons this wire cannot say -> the spelling a
+    server of this wire sends instead (the scripted server uses it).
+    ``derived``: spellings whose meaning the turn decides (the Responses status
+    ``completed``: ``tool_use`` with calls, else ``end_turn``), outside the table.
+    :meth:`to_wire` is the inverse the scripted server needs."""
+
+    wire: Mapping[str, str]
+    nearest: Mapping[str, str] = field(default_factory=dict)
+    derived: frozenset[str] = frozenset()
+    # The one normalization table (wire spelling of any provider -> normalized).
+    table: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def inverse(self) -> dict[str, str]:
+        """Normalized -> this wire's spelling; where two spellings normalize alike, the
+        first listed in :attr:`wire` is the one sent."""
+        out: dict[str, str] = {}
+        for spelling, normalized in self.wire.items():
+            out.setdefault(normalized, spelling)
+        return out
+
+    def to_wire(self, stop: str) -> str | None:
+        """This wire's spelling of ``stop``, a stop reason in any provider's vocabulary
+        (or normalized): a spelling of this wire stays as is, another is normalized and
+        inverted, or sent as its nearest; None when nothing here knows it."""
+        if stop in self.wire:
+            return stop
+        normalized = self.table.get(stop, stop)
+        inverse = self.inverse
+        if normalized in inverse:
+            return inverse[normalized]
+        return self.nearest.get(normalized)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Detection:
+    """How ``replay --provider auto`` recognises this wire from one SSE event.
+
+    ``events``: ``event:`` names; ``event_prefixes``: prefixes of them; ``data``: data
+    values (``[DONE]``); ``markers``: substrings of the data with its spaces removed
+    (``"type":"message_start"``)."""
+
+    events: frozenset[str] = frozenset()
+    event_prefixes: tuple[str, ...] = ()
+    data: frozenset[str] = frozenset()
+    markers: tuple[str, ...] = ()
+
+    def recognises(self, sse: ServerSentEvent) -> bool:
+        """True when ``sse`` is, by these hints, an event of this wire."""
+        if sse.event in self.events or sse.event.startswith(self.event_prefixes):
+            return True
+        if sse.data in self.data:
+            return True
+        if not self.markers:
+            return False
+        compact = sse.data.replace(" ", "")
+        return any(marker in compact for marker in self.markers)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScriptedShape:
+    """How the scripted server shapes this wire's stream (the fault matrix aims by it):
+    ``lead`` events before the first content delta, ``seams`` events that close one
+    output item and open the next."""
+
+    lead: int
+    seams: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProviderSpec:
+    """One wire format, whole. See the module docstring; each field is documented where
+    the registry's providers fill it (:mod:`railings.providers.openai_chat` ...).
+
+    * ``name``: railings' name (``ClientConfig.provider``, ``--provider``).
+    * ``title``: what a person calls it ("OpenAI Chat Completions").
+    * ``request_path``: what the client appends to the base URL.
+    * ``path_suffixes``: how any request path says this wire, whatever prefix a gateway
+      puts before it (the guard, the proxies and the scripted server route by them).
+    * ``default_base_url``, ``base_url_env``, ``api_key_env``: as in the official SDK.
+    * ``auth_header``: ``authorization`` (``Bearer <key>``) or ``x-api-key``;
+      ``version_header``: a header every request needs (name, value), or None;
+      ``request_id_header``: the response header that names the request.
+    * ``gen_ai_name``: the OpenTelemetry GenAI ``gen_ai.provider.name``.
+    * ``decoder``: a fresh stream decoder, given the Chat Completions choice to read
+      (the other wires have one message per stream and ignore it).
+    * ``encode``: the request encoder (conversation -> JSON body).
+    * ``tool_result``: how one tool result goes back: the wire values (messages, items
+      or blocks) it becomes, given the type of the call it answers.
+    * ``asks_for_usage``: the stream reports usage only when the request asks for it
+      (Chat Completions' ``stream_options.include_usage``, which some compatible
+      servers reject: the client drops it for them).
+    * ``proof``, ``stop_reasons``, ``error_types`` (provider error type or code -> error
+      class), ``detection``, ``numbered`` (events carry sequence numbers),
+      ``scripted``: see their classes.
+    """
+
+    name: ProviderName
+    title: str
+    request_path: str
+    path_suffixes: tuple[str, ...]
+    default_base_url: str
+    base_url_env: str
+    api_key_env: str
+    auth_header: Literal["authorization", "x-api-key"]
+    version_header: tuple[str, str] | None
+    request_id_header: str
+    gen_ai_name: str
+    decoder: Callable[[int], ProviderDecoder]
+    encode: Callable[[EncodeRequest], dict[str, Any]]
+    tool_result: Callable[[ToolResult, str], list[dict[str, Any]]]
+    asks_for_usage: bool
+    proof: Proof
+    stop_reasons: StopReasons
+    error_types: Mapping[str, type[ProviderError]]
+    detection: Detection
+    numbered: bool
+    scripted: ScriptedShape
+
+    def routes(self, path: str) -> bool:
+        """True when the request ``path`` (query string and trailing slash ignored)
+        speaks this wire."""
+        path = path.partition("?")[0].rstrip("/")
+        return path.endswith(self.path_suffixes)
+
+    def is_proof(self, event: StreamEvent) -> bool:
+        """True for this wire's termination proof event."""
+        return isinstance(event, TerminationProof) and event.marker in self.proof.markers

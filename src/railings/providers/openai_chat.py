@@ -1,0 +1,123 @@
+"""OpenAI Chat Completions (``"openai"``): ``POST {base_url}/chat/completions``.
+
+The wire most OpenAI-compatible services speak (DeepSeek, Groq, OpenRouter, vLLM
+...). Its proof of termination is the ``data: [DONE]`` line; its stop reason is
+each choice's ``finish_reason``; tool results go back as ``role: tool`` messages.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from railings.conversation import ToolResult
+from railings.errors import (
+    AuthenticationError,
+    BadRequest,
+    ContextWindowExceeded,
+    ProviderError,
+    QuotaExceeded,
+    RateLimited,
+    ServerError,
+)
+from railings.messages import _openai_message, openai_chat_body
+from railings.providers._tail import EOL, EVENT_START, ends_with
+from railings.providers.base import (
+    Detection,
+    EncodeRequest,
+    Proof,
+    ProviderDecoder,
+    ProviderSpec,
+    ScriptedShape,
+    StopReasons,
+)
+from railings.turn.stop_reason import _TABLE as STOP_REASON_TABLE
+from railings.wire.openai_chat import DONE, OpenAIChatDecoder
+
+__all__ = ["OPENAI_ERROR_TYPES", "SPEC", "proven_by_tail"]
+
+# The proof as the last event of the body, and that event alone: a blank line, then the
+# proof's data line on a line of its own (WHATWG: "data:" and at most one space), then the
+# blank line that dispatches it, then only blank lines. A proof line that merely ends a
+# longer event (``data: {...}`` then ``data: [DONE]`` in one event) is not the proof: that
+# event's data is neither. JSON escapes quotes and newlines in strings, so model text
+# cannot forge these bytes. Anything else (other fields, a comment inside the event)
+# goes to the reader.
+_TAIL = re.compile(EVENT_START + rb"data: ?\[DONE\]" + EOL + EOL + rb"[\r\n]*\Z")
+
+
+def proven_by_tail(body: bytes) -> bool:
+    """True when ``body`` ends with ``data: [DONE]`` as its own last event and holds no
+    error (the guard's fast verdict; False means "ask the reader")."""
+    return ends_with(_TAIL, body)
+
+
+# OpenAI's error types and codes, and those of compatible services; the Responses API
+# shares them (one platform).
+OPENAI_ERROR_TYPES: dict[str, type[ProviderError]] = {
+    "invalid_request_error": BadRequest,
+    "server_error": ServerError,
+    "internal_error": ServerError,
+    "rate_limit_exceeded": RateLimited,
+    "insufficient_quota": QuotaExceeded,  # sent with 429, yet it does not pass with time
+    "context_length_exceeded": ContextWindowExceeded,
+    "invalid_api_key": AuthenticationError,
+    "tool_use_failed": BadRequest,  # Groq: the model's call failed the tool schema
+}
+
+
+def _decoder(choice: int = 0) -> ProviderDecoder:
+    return OpenAIChatDecoder(choice=choice)
+
+
+def _encode(request: EncodeRequest) -> dict[str, Any]:
+    return openai_chat_body(
+        request.model,
+        request.messages,
+        max_tokens=request.max_tokens,
+        tools=request.tools,
+        include_usage=request.include_usage,
+        max_tokens_field=request.max_tokens_field,
+        extra=request.extra,
+    )
+
+
+def _tool_result(result: ToolResult, call_type: str) -> list[dict[str, Any]]:
+    # One ``role: tool`` message per result, whatever the call's type (every call is a
+    # function call on this wire).
+    return [_openai_message(result)]
+
+
+SPEC = ProviderSpec(
+    name="openai",
+    title="OpenAI Chat Completions",
+    request_path="/chat/completions",
+    path_suffixes=("/chat/completions",),
+    default_base_url="https://api.openai.com/v1",
+    base_url_env="OPENAI_BASE_URL",
+    api_key_env="OPENAI_API_KEY",
+    auth_header="authorization",
+    version_header=None,
+    request_id_header="x-request-id",
+    gen_ai_name="openai",
+    decoder=_decoder,
+    encode=_encode,
+    tool_result=_tool_result,
+    asks_for_usage=True,
+    proof=Proof(markers=frozenset({DONE}), data=frozenset({DONE}), proven_by_tail=proven_by_tail),
+    stop_reasons=StopReasons(
+        # The first spelling of a stop reason is the one the scripted server sends.
+        wire={
+            w: STOP_REASON_TABLE[w]
+            for w in ("stop", "length", "tool_calls", "function_call", "content_filter")
+        },
+        nearest={"stop_sequence": "stop", "refusal": "content_filter", "pause_turn": "stop"},
+        table=STOP_REASON_TABLE,
+    ),
+    error_types=OPENAI_ERROR_TYPES,
+    detection=Detection(
+        data=frozenset({DONE}), markers=('"choices":', '"object":"chat.completion')
+    ),
+    numbered=False,
+    scripted=ScriptedShape(lead=1, seams=1),
+)
