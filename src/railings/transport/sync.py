@@ -21,6 +21,7 @@ from railings.events import StreamEvent
 from railings.messages import Message, ToolSpec
 from railings.transport.client import AsyncProviderClient
 from railings.transport.config import ClientConfig
+from railings.transport.context import ClientContext
 from railings.transport.stream import RetryRecord, TurnStream
 from railings.turn.model import Turn
 from railings.turn.verdict import CallVerdict
@@ -142,13 +143,18 @@ class SyncTurnStream:
 
 
 class ProviderClient:
-    """Blocking client with the async client's behaviour. Use ``with`` or :meth:`close`."""
+    """Blocking client with the async client's behaviour (``transport`` and ``context`` as
+    there). Use ``with`` or :meth:`close`."""
 
     def __init__(
-        self, config: ClientConfig, *, transport: httpx2.AsyncBaseTransport | None = None
+        self,
+        config: ClientConfig,
+        *,
+        transport: httpx2.AsyncBaseTransport | None = None,
+        context: ClientContext | None = None,
     ) -> None:
         self._runner = _LoopThread()
-        self._client = AsyncProviderClient(config, transport=transport)
+        self._client = AsyncProviderClient(config, transport=transport, context=context)
 
     @property
     def config(self) -> ClientConfig:
