@@ -20,7 +20,7 @@ the decision out; the rules, and their tests, are the machine's.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -72,25 +72,30 @@ from railings.transport.machine import (
 from railings.transport.stream import TurnStream
 from railings.transport.tracing import traced
 
-__all__ = ["AsyncProviderClient"]
+__all__ = ["AsyncProviderClient", "TransportFactory"]
+
+# The transport for HTTP/2 (True) or HTTP/1.1 (False): the client asks once per version.
+TransportFactory = Callable[[bool], httpx2.AsyncBaseTransport]
 
 
 class AsyncProviderClient:
     """Streams turns from one OpenAI-compatible (Chat Completions or Responses) or
     Anthropic endpoint.
 
-    ``transport`` replaces the default httpx2 transports (the HTTP/2 fallback is
-    then the transport's business; ``httpx2.MockTransport`` runs a client without a
-    socket). ``context`` holds what outlives a turn -- the HTTP/2 fallback flag, the
-    retry banner, the testing switch (:mod:`~railings.transport.context`); None:
-    the process-wide default. Use ``async with`` or :meth:`aclose`.
+    ``transport`` replaces the default httpx2 transports: one transport (the HTTP/2
+    fallback is then the transport's business), or a function that returns the
+    transport for HTTP/2 (``True``) or HTTP/1.1 (``False``), which keeps the fallback
+    the client's. ``httpx2.MockTransport`` runs a client without a socket.
+    ``context`` holds what outlives a turn -- the HTTP/2 fallback flag, the retry
+    banner, the testing switch (:mod:`~railings.transport.context`); None: the
+    process-wide default. Use ``async with`` or :meth:`aclose`.
     """
 
     def __init__(
         self,
         config: ClientConfig,
         *,
-        transport: httpx2.AsyncBaseTransport | None = None,
+        transport: httpx2.AsyncBaseTransport | TransportFactory | None = None,
         tracer: Any = None,
         context: ClientContext | None = None,
     ) -> None:
@@ -140,14 +145,20 @@ class AsyncProviderClient:
         client = self._clients.get(http2)
         if client is None:
             size = self.config.max_connections
-            transport = self._transport or httpx2.AsyncHTTPTransport(
-                http2=http2,
-                verify=self.config.verify,
-                # The official SDKs' pool: 1,000 connections, 100 kept alive when idle.
-                limits=httpx2.Limits(
-                    max_connections=size, max_keepalive_connections=min(100, size)
-                ),
-            )
+            given = self._transport
+            if isinstance(given, httpx2.AsyncBaseTransport):
+                transport = given
+            elif given is not None:
+                transport = given(http2)
+            else:
+                transport = httpx2.AsyncHTTPTransport(
+                    http2=http2,
+                    verify=self.config.verify,
+                    # The official SDKs' pool: 1,000 connections, 100 kept alive when idle.
+                    limits=httpx2.Limits(
+                        max_connections=size, max_keepalive_connections=min(100, size)
+                    ),
+                )
             client = httpx2.AsyncClient(
                 transport=transport,
                 timeout=self._timeout,
@@ -161,7 +172,8 @@ class AsyncProviderClient:
         return client
 
     def _use_http2(self) -> bool:
-        return self._transport is None and self.config.http2 and not self.context.fallback.broken
+        own = not isinstance(self._transport, httpx2.AsyncBaseTransport)
+        return own and self.config.http2 and not self.context.fallback.broken
 
     # -- the turn ----------------------------------------------------------------------
 

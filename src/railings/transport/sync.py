@@ -19,7 +19,7 @@ import httpx2
 from railings.errors import StreamInterrupted
 from railings.events import StreamEvent
 from railings.messages import Message, ToolSpec
-from railings.transport.client import AsyncProviderClient
+from railings.transport.client import AsyncProviderClient, TransportFactory
 from railings.transport.config import ClientConfig
 from railings.transport.context import ClientContext
 from railings.transport.stream import RetryRecord, TurnStream
@@ -150,7 +150,7 @@ class ProviderClient:
         self,
         config: ClientConfig,
         *,
-        transport: httpx2.AsyncBaseTransport | None = None,
+        transport: httpx2.AsyncBaseTransport | TransportFactory | None = None,
         context: ClientContext | None = None,
     ) -> None:
         self._runner = _LoopThread()
