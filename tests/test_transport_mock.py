@@ -303,3 +303,11 @@ def test_a_cleartext_endpoint_is_never_taken_for_http2() -> None:
             retry=ONE_ATTEMPT,
         )
     assert not context.fallback.broken
+
+
+def test_the_testing_switch_is_the_contexts() -> None:
+    handle, seen = replies(error(429, "slow down", ("retry-after", "30")), sse(openai_text(["ok"])))
+    context = ClientContext(zero_waits=True, banner=RetryBanner())
+    ((stream, _),) = turns(httpx2.MockTransport(handle), context=context)
+    assert stream.turn.text == "ok" and len(seen) == 2
+    assert stream.retries[0].wait == 0.0  # asked for 30 s; the switch zeroes it

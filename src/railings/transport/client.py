@@ -42,13 +42,8 @@ from railings.messages import (
     openai_chat_body,
     openai_responses_body,
 )
-from railings.redact import (
-    SECRET_HEADERS,
-    install_log_redaction,
-    redact,
-    register_secret,
-    register_url_secrets,
-)
+from railings.redact import SECRET_HEADERS, redact, register_secret, register_url_secrets
+from railings.secrets import install_log_redaction
 from railings.telemetry import tracing
 from railings.transport.attempt import is_event_stream, read_bounded, within
 from railings.transport.banner import countdown
