@@ -9,7 +9,7 @@ socket and the caller); everything it does per chunk and per wait is here:
   to the content clock, which only stream events reset, never keep-alives. The
   optional total deadline bounds both.
 * **The bounds.** Every chunk is counted by the :class:`~railings.limits.TurnMeter`;
-  an error keeps at most the first 16 MiB of the body.
+  an error keeps at most the first ``keep`` bytes of the body.
 * **Held events.** Until the attempt delivers content, its events are held
   back: an Empty attempt may yet be resent, and a caller must never have to
   take back what it showed. They are released with the first content, or with
@@ -34,10 +34,6 @@ from railings.turn.reader import StreamReader
 
 __all__ = ["STOPS", "Body", "backstop"]
 
-# An error's ``received`` keeps the first 16 MiB of the body, no more: a server that
-# streams keep-alive comments until the total deadline must not grow memory with time.
-_RECEIVED_LIMIT = 16 * 1024 * 1024
-
 # What may stop the reading of a body (each becomes the attempt's Failure).
 STOPS: tuple[type[BaseException], ...] = (Silence, TurnTooLarge, EventTooLarge, *BOUNDARY)
 
@@ -50,7 +46,8 @@ def backstop(timeouts: Timeouts) -> float | None:
 
 
 class Body:
-    """The state of one attempt's body: feed it chunks, then ask for the outcome."""
+    """The state of one attempt's body: feed it chunks, then ask for the outcome.
+    ``keep``: how many of the body's first bytes an error's ``received`` holds."""
 
     __slots__ = (
         "_clock",
@@ -66,7 +63,7 @@ class Body:
         "reader",
     )
 
-    def __init__(self, config: ClientConfig, deadline: float | None) -> None:
+    def __init__(self, config: ClientConfig, deadline: float | None, *, keep: int) -> None:
         self._config = config
         self._deadline = deadline
         self.reader = StreamReader(
@@ -74,7 +71,7 @@ class Body:
         )
         self._meter = TurnMeter(config.limits, config.max_tokens)
         self._received: list[bytes] = []
-        self._room = _RECEIVED_LIMIT
+        self._room = keep  # the bytes of the body an error may carry
         self.held: list[StreamEvent] = []
         self.failure: Failure = None
         self._clock = asyncio.get_running_loop().time

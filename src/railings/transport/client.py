@@ -69,6 +69,10 @@ from railings.transport.tracing import traced
 
 __all__ = ["AsyncProviderClient", "TransportFactory"]
 
+# An error's ``received`` keeps the first 16 MiB of the body, no more: a server that
+# streams keep-alive comments until the total deadline must not grow memory with time.
+_RECEIVED_LIMIT = 16 * 1024 * 1024
+
 # The transport for HTTP/2 (True) or HTTP/1.1 (False): the client asks once per version.
 TransportFactory = Callable[[bool], httpx2.AsyncBaseTransport]
 
@@ -237,7 +241,7 @@ class AsyncProviderClient:
                 result: AttemptOutcome = Empty(error=exc, over_http2=self._maybe_h2(use_h2, None))
             else:
                 machine.responded(response.http_version)
-                body = Body(self.config, deadline)
+                body = Body(self.config, deadline, keep=_RECEIVED_LIMIT)
                 chunks = response.aiter_bytes()
                 watch = GapWatch()
                 try:
