@@ -113,7 +113,7 @@ class AsyncProviderClient:
         self._clients: dict[bool, httpx2.AsyncClient] = {}
         self._include_usage = config.include_usage is not False
         t = config.timeouts
-        # read = first_byte until the headers are in; then _next_chunk times the gaps.
+        # read = first_byte until the headers are in; then the GapWatch times the gaps.
         # Waiting for a pooled connection has its own limit: a turn queued behind
         # max_connections others is not an unreachable server.
         self._timeout = httpx2.Timeout(
