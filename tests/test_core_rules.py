@@ -132,27 +132,180 @@ def test_error_tree_has_one_root_and_remote_apart_from_local() -> None:
             assert issubclass(cls, errors.RemoteError) != issubclass(cls, errors.LocalError), name
 
 
-CORE = ["errors.py", "events.py", "classify.py", "limits.py", "replay.py", "wire", "turn"]
-FORBIDDEN = {"httpx2", "httpx", "h2", "asyncio", "socket", "ssl", "threading", "selectors"}
+# -- the import boundary: an allow-list per layer of the sans-IO core ----------------------
+#
+# Each layer names the standard-library modules it may import (PURE, plus its own extras)
+# and the railings layers it may import. Anything else fails: a lock (threading), an
+# environment read (os), a socket, an event loop, a clock, logging, the HTTP stack, or
+# any railings module outside the core (transport, secrets, agent...). The check is
+# transitive: a core layer may only import layers that are themselves checked here.
+
+# Pure computation: no I/O, no clock, no process state.
+PURE = frozenset(
+    {
+        "__future__",
+        "abc",
+        "ast",
+        "base64",
+        "binascii",
+        "codecs",
+        "collections",
+        "collections.abc",
+        "copy",
+        "dataclasses",
+        "enum",
+        "functools",
+        "itertools",
+        "json",
+        "math",
+        "operator",
+        "re",
+        "string",
+        "types",
+        "typing",
+        "unicodedata",
+    }
+)
+
+# layer -> (its standard-library extras, the railings layers it may import)
+LAYERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "events.py": (frozenset(), frozenset()),
+    "errors.py": (frozenset(), frozenset({"redact.py"})),
+    # sys: the deprecated aliases read railings.secrets from sys.modules; warnings: they warn.
+    "redact.py": (frozenset({"urllib.parse", "sys", "warnings"}), frozenset()),
+    "classify.py": (frozenset(), frozenset({"errors.py", "providers"})),
+    "limits.py": (frozenset(), frozenset({"errors.py", "events.py"})),
+    # importlib: the optional fast JSON parser (jiter) is looked up by name.
+    "wire": (frozenset({"importlib"}), frozenset({"errors.py", "events.py", "wire"})),
+    "turn": (
+        frozenset(),
+        frozenset(
+            {
+                "errors.py",
+                "events.py",
+                "classify.py",
+                "redact.py",
+                "limits.py",
+                "wire",
+                "turn",
+                "providers",
+            }
+        ),
+    ),
+    "providers": (
+        frozenset(),
+        frozenset(
+            {
+                "errors.py",
+                "events.py",
+                "classify.py",
+                "wire",
+                "turn",
+                "providers",
+                "messages.py",
+                "conversation.py",
+                "_responses_shapes.py",
+            }
+        ),
+    ),
+    "messages.py": (
+        frozenset(),
+        frozenset(
+            {"errors.py", "events.py", "conversation.py", "_responses_shapes.py", "providers"}
+        ),
+    ),
+    "conversation.py": (frozenset(), frozenset({"errors.py", "events.py", "turn", "providers"})),
+    "_responses_shapes.py": (frozenset(), frozenset()),
+    "replay.py": (
+        frozenset(),
+        frozenset({"errors.py", "events.py", "classify.py", "wire", "turn", "providers"}),
+    ),
+}
 
 
-def test_core_imports_no_io() -> None:
-    """The sans-IO boundary: the core never imports a network or event-loop module."""
-    files: list[Path] = []
-    for entry in CORE:
-        path = SRC / entry
-        files += sorted(path.rglob("*.py")) if path.is_dir() else [path]
-    assert len(files) > 8
-    for file in files:
-        tree = ast.parse(file.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            names: list[str] = []
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                names = [node.module]
-            for name in names:
-                assert name.split(".")[0] not in FORBIDDEN, f"{file.name} imports {name}"
+def layer_of(module: str) -> str:
+    """``railings.turn.model`` -> ``turn``; ``railings.errors`` -> ``errors.py``."""
+    first = module.split(".")[1]
+    return first if first in LAYERS or (SRC / first).is_dir() else f"{first}.py"
+
+
+def import_violations(source: str, layer: str) -> list[str]:
+    """Every import in ``source`` that ``layer``'s allow-list does not grant."""
+    extras, siblings = LAYERS[layer]
+    out: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level or not node.module:
+                out.append(f"relative import {'.' * node.level}{node.module or ''}")
+                continue
+            names = [node.module]
+            if node.module == "railings":  # from railings import x: x is the module
+                names = [f"railings.{alias.name}" for alias in node.names]
+        for name in names:
+            if name == "railings" or name.startswith("railings."):
+                if name == "railings" or layer_of(name) not in siblings | {layer}:
+                    out.append(name)
+            elif name not in PURE | extras:
+                out.append(name)
+    return out
+
+
+def layer_files(layer: str) -> list[Path]:
+    path = SRC / layer
+    if path.is_dir():
+        return sorted(path.rglob("*.py"))
+    return [path] if path.exists() else []
+
+
+def test_every_core_layer_imports_only_its_allow_list() -> None:
+    """The sans-IO boundary: no lock, environment read, socket or clock in the core."""
+    checked = 0
+    for layer in LAYERS:
+        for file in layer_files(layer):
+            checked += 1
+            bad = import_violations(file.read_text(encoding="utf-8"), layer)
+            assert not bad, f"{file.relative_to(SRC)} ({layer}) imports {bad}"
+    assert checked > 20
+
+
+def test_the_allow_list_is_closed_under_its_own_imports() -> None:
+    # A layer may only lean on layers that are checked too: otherwise a lock one import away
+    # would pass unseen.
+    for layer, (_, siblings) in LAYERS.items():
+        assert siblings <= LAYERS.keys(), (layer, siblings - LAYERS.keys())
+
+
+@pytest.mark.parametrize(
+    ("layer", "source"),
+    [
+        ("turn", "import threading"),
+        ("turn", "from threading import Lock"),
+        ("wire", "import os"),
+        ("errors.py", "from os import environ"),
+        ("redact.py", "import os.path"),
+        ("wire", "import socket"),
+        ("turn", "import asyncio"),
+        ("turn", "import time"),
+        ("events.py", "import logging"),
+        ("wire", "import httpx2"),
+        ("turn", "from railings.transport.fallback import FALLBACK"),
+        ("redact.py", "from railings.secrets import SECRETS"),
+        ("turn", "from railings import secrets"),
+        ("wire", "from railings.turn.model import Turn"),
+        ("turn", "from . import model"),
+        ("turn", "def f():\n    import threading\n"),
+    ],
+)
+def test_the_allow_list_refuses_process_state_and_io(layer: str, source: str) -> None:
+    assert import_violations(source, layer), f"{layer} allowed {source!r}"
+
+
+def test_the_allow_list_lets_the_core_import_what_it_needs() -> None:
+    assert import_violations("from railings.providers import PROVIDERS", "turn") == []
+    assert import_violations("import json\nfrom railings.events import TextDelta", "wire") == []
 
 
 def test_generic_server_error_type_does_not_hide_an_overload_status() -> None:

@@ -375,8 +375,8 @@ def test_a_request_target_that_names_another_host_is_refused(tmp_path: Path) -> 
 def test_keys_are_scrubbed_per_request_and_never_pile_up(
     server: ScriptedServer, tmp_path: Path
 ) -> None:
-    from railings import redact as redact_module
     from railings.gateway.record import TurnRecord
+    from railings.secrets import SECRETS
 
     # An upstream that echoes the request's key into its error: never kept as it came.
     record = TurnRecord("openai", "POST", "/v1/chat/completions", "m", stream=True)
@@ -384,12 +384,12 @@ def test_keys_are_scrubbed_per_request_and_never_pile_up(
     record.finish("partial", error="bad key sk-echoed-by-the-upstream-0001, try again")
     assert "sk-echoed" not in record.error and "sk-echoed" not in record.log_line()
     # Many clients, each with its own key: the process-wide registry does not grow.
-    before = len(redact_module._secrets)
+    before = len(SECRETS)
     with running(server.url, tmp_path) as (url, _, _):
         for n in range(5):
             key = {"authorization": f"Bearer sk-client-{n:04d}-abcdefgh"}
             raw_request(url, "/v1/models", method="GET", headers=key)
-    assert len(redact_module._secrets) == before
+    assert len(SECRETS) == before
 
 
 def test_a_relayed_body_the_upstream_broke_off_is_broken_off_for_the_client(

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+# The process's secret registry, installed for railings.redact (so for every error made).
+from railings import secrets as _secrets  # noqa: F401
 from railings.errors import (
     AuthenticationError,
     BadRequest,

@@ -20,36 +20,40 @@ text they join into, keeping one output piece per input piece.
 
 Where text leaves: every :class:`~railings.errors.RailingsError` message (redacted
 when the error is made), provider error messages kept on a turn, journal rows,
-and the log records of the HTTP stack. The last matters at DEBUG: ``hpack``
-logs each header it encodes, and ``h2`` only marks ``authorization`` as
-sensitive, so an Anthropic ``x-api-key`` sent over HTTP/2 would be logged in
-clear. :func:`install_log_redaction` (called by every client) puts a filter on
-those loggers.
+and the log records of the HTTP stack (:mod:`railings.secrets` filters those).
+
+This module is part of the sans-IO core and holds no state of its own: no lock,
+no environment read. A :class:`Redactor` is an immutable set of secrets; which
+one applies is asked of the *secret registry* installed with :func:`install`
+(railings installs the process's, :data:`railings.secrets.SECRETS`, when the
+package is imported). :func:`register_secret` and :func:`register_url_secrets`
+hand the value to that registry, which keeps it under its lock.
 """
 
 from __future__ import annotations
 
-import logging
-import os
 import re
-import threading
+import sys
 import urllib.parse
+import warnings
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 __all__ = [
-    "LOGGERS",
+    "KEY_VARIABLES",
     "MARKER",
     "SECRET_HEADERS",
     "Holdback",
-    "RedactingFilter",
-    "install_log_redaction",
+    "Redactor",
+    "SecretSource",
+    "install",
     "redact",
     "redact_headers",
     "redact_json",
     "redact_pieces",
     "register_secret",
     "register_url_secrets",
+    "url_secrets",
 ]
 
 MARKER = "[REDACTED]"
@@ -59,53 +63,92 @@ SECRET_HEADERS = frozenset(
 KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_OPENAI_API_KEY")
 _MIN_SECRET = 8  # shorter values would redact ordinary words
 
-_lock = threading.Lock()
-_secrets: set[str] = set()
-_pattern: re.Pattern[str] | None = None
-_longest = 0
-_env_loaded = False
+
+class Redactor:
+    """An immutable set of secrets (each at least 8 characters: shorter values would
+    redact ordinary words) and the pattern that finds them, longest first."""
+
+    __slots__ = ("longest", "pattern", "secrets")
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self.secrets = frozenset(s for s in secrets if s and len(s) >= _MIN_SECRET)
+        ordered = sorted(self.secrets, key=len, reverse=True)
+        self.pattern = re.compile("|".join(re.escape(s) for s in ordered)) if ordered else None
+        self.longest = len(ordered[0]) if ordered else 0
+
+    def adding(self, values: Iterable[str | None]) -> Redactor:
+        """This set with ``values`` added (``self`` when none of them is new)."""
+        new = {v for v in values if v and len(v) >= _MIN_SECRET} - self.secrets
+        return Redactor(self.secrets | new) if new else self
+
+    def redact(self, text: str) -> str:
+        """``text`` with every secret, URL userinfo and bearer token replaced by the marker."""
+        if self.pattern is not None:
+            text = self.pattern.sub(MARKER, text)
+        text = _USERINFO.sub(f"\\1{MARKER}@", text)
+        return _BEARER.sub(f"\\1{MARKER}", text)
+
+
+class SecretSource(Protocol):
+    """A secret registry: it takes new secrets and says which apply now."""
+
+    def register(self, value: str | None) -> None:
+        """Redact ``value`` from now on."""
+
+    def redactor(self) -> Redactor:
+        """The secrets that apply now."""
+
+
+class _Fixed:
+    """The source before a registry is installed: what it was given, and nothing else."""
+
+    def __init__(self) -> None:
+        self._redactor = Redactor()
+
+    def register(self, value: str | None) -> None:
+        self._redactor = self._redactor.adding([value])
+
+    def redactor(self) -> Redactor:
+        return self._redactor
+
+
+_source: SecretSource = _Fixed()
+
+
+def install(source: SecretSource) -> None:
+    """Make ``source`` the registry that :func:`redact` and every error read (railings
+    installs :data:`railings.secrets.SECRETS` at import; an application may install its
+    own)."""
+    global _source
+    _source = source
 
 
 def register_secret(value: str | None) -> None:
-    """Remember ``value`` as a secret to redact from every output from now on."""
-    global _pattern, _longest
-    if not value or len(value) < _MIN_SECRET:
-        return
-    with _lock:
-        if value in _secrets:
-            return
-        _secrets.add(value)
-        ordered = sorted(_secrets, key=len, reverse=True)
-        _pattern = re.compile("|".join(re.escape(s) for s in ordered))
-        _longest = len(ordered[0])
+    """Remember ``value`` as a secret to redact from every output from now on (in the
+    installed registry)."""
+    _source.register(value)
 
 
 def register_url_secrets(url: str | None) -> None:
     """Register the user name and password of ``url``'s userinfo, if it has any."""
+    for part in url_secrets(url):
+        register_secret(part)
+
+
+def url_secrets(url: str | None) -> list[str]:
+    """The user name and password of ``url``'s userinfo, as written and unquoted."""
     match = _USERINFO.search(url or "")
-    if match:
-        for part in match[2].split(":", 1):
-            register_secret(urllib.parse.unquote(part))
-            register_secret(part)
-
-
-def _load_env() -> None:
-    global _env_loaded
-    if _env_loaded:
-        return
-    _env_loaded = True
-    for name in KEY_VARIABLES:
-        register_secret(os.environ.get(name))
+    if not match:
+        return []
+    out: list[str] = []
+    for part in match[2].split(":", 1):
+        out += [urllib.parse.unquote(part), part]
+    return out
 
 
 def redact(text: str) -> str:
     """``text`` with every registered secret and bearer token replaced by the marker."""
-    _load_env()
-    pattern = _pattern
-    if pattern is not None:
-        text = pattern.sub(MARKER, text)
-    text = _USERINFO.sub(f"\\1{MARKER}@", text)
-    return _BEARER.sub(f"\\1{MARKER}", text)
+    return _source.redactor().redact(text)
 
 
 _BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}")
@@ -140,16 +183,20 @@ class Holdback:
         return self._release(final=True)
 
     def _release(self, *, final: bool) -> str:
-        _load_env()
-        buffer, pattern = self.pending, _pattern
-        cut = len(buffer) if final or pattern is None else max(0, len(buffer) - (_longest - 1))
+        redactor = _source.redactor()
+        buffer, pattern = self.pending, redactor.pattern
+        cut = (
+            len(buffer)
+            if final or pattern is None
+            else max(0, len(buffer) - (redactor.longest - 1))
+        )
         if not final and pattern is not None:
             for match in pattern.finditer(buffer, 0, len(buffer)):
                 if match.start() >= cut:
                     break
                 cut = max(cut, match.end())
         released, self.pending = buffer[:cut], buffer[cut:]
-        return redact(released) if released else ""
+        return redactor.redact(released) if released else ""
 
 
 def redact_pieces(pieces: list[str]) -> list[str]:
@@ -158,8 +205,8 @@ def redact_pieces(pieces: list[str]) -> list[str]:
     A secret split across pieces becomes the marker in the piece where it starts
     and is removed from the others.
     """
-    _load_env()
-    joined, pattern = "".join(pieces), _pattern
+    redactor = _source.redactor()
+    joined, pattern = "".join(pieces), redactor.pattern
     spans = [(m.start(), m.end()) for m in pattern.finditer(joined)] if pattern else []
     out: list[str] = []
     offset = 0
@@ -176,7 +223,7 @@ def redact_pieces(pieces: list[str]) -> list[str]:
                 parts.append(MARKER)
             position = max(position, min(last, end))
         parts.append(joined[position:end])
-        out.append(redact("".join(parts)))
+        out.append(redactor.redact("".join(parts)))
     return out
 
 
@@ -202,53 +249,20 @@ def redact_json(value: Any) -> Any:
     return value
 
 
-# hpack's debug lines: ``Adding b'x-api-key'=b'sk-...' to the header table`` (and the table's
-# ``Evicting b'x-api-key': b'sk-...'``). The value of a secret header goes, registered or not.
-_LOGGED_HEADER = re.compile(
-    r"(?i)(b?'(?:" + "|".join(re.escape(h) for h in sorted(SECRET_HEADERS)) + r")'\s*[=:]\s*b?')"
-    r"[^']*"
-)
-
-# The loggers of the HTTP stack that may carry a header value, a URL or an error body.
-LOGGERS = (
-    "hpack.hpack",
-    "hpack.table",
-    "h2",
-    "httpx2",
-    "httpcore2.connection",
-    "httpcore2.http11",
-    "httpcore2.http2",
-    "httpcore2.proxy",
-    "httpcore2.socks",
-    "railings",
-)
+# Deprecated aliases: the log filter moved to railings.secrets with the registry (it needs
+# the logging module, which the core does not import). The package imports railings.secrets
+# before anything else can ask, so it is read from sys.modules, not imported from here.
+_MOVED = frozenset({"LOGGERS", "RedactingFilter", "install_log_redaction"})
 
 
-class RedactingFilter(logging.Filter):
-    """Rewrites each record's message with secrets and secret header values redacted."""
+if not TYPE_CHECKING:  # type checkers see the names where they are now
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        """Always True (the record is kept); its message is replaced only if it changed."""
-        try:
-            message = record.getMessage()
-        except Exception:  # a record whose arguments do not format: leave it to logging
-            return True
-        cleaned = _LOGGED_HEADER.sub(lambda m: m[1] + MARKER, redact(message))
-        if cleaned != message:
-            record.msg, record.args = cleaned, None
-        return True
-
-
-_filter = RedactingFilter()
-
-
-def install_log_redaction() -> None:
-    """Put :class:`RedactingFilter` on every logger of :data:`LOGGERS` (idempotent).
-
-    A logger's filters see exactly the records that logger creates, whatever
-    handlers the application configured.
-    """
-    for name in LOGGERS:
-        logger = logging.getLogger(name)
-        if _filter not in logger.filters:
-            logger.addFilter(_filter)
+    def __getattr__(name: str) -> Any:
+        if name in _MOVED:
+            warnings.warn(
+                f"railings.redact.{name} moved to railings.secrets.{name}",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return getattr(sys.modules["railings.secrets"], name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

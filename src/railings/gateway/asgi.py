@@ -55,8 +55,9 @@ from railings.gateway.upstream import (
     response_headers,
     upstream_base,
 )
-from railings.redact import RedactingFilter, install_log_redaction, redact
+from railings.redact import redact
 from railings.sdk_objects import inspect
+from railings.secrets import RedactingFilter, install_log_redaction
 from railings.transport.config import Timeouts, provider_for_path
 from railings.transport.errors_map import (
     BOUNDARY,

@@ -15,11 +15,14 @@ the only network code.
 
 Layers: :mod:`.config` (endpoint, key, timeouts), :mod:`.errors_map` (every
 foreign exception and HTTP status -> railings errors), :mod:`.retry` (policy,
-full jitter, testing switch), :mod:`.banner` (the process-level retry banner),
-:mod:`.fallback` (HTTP/2 -> HTTP/1.1), :mod:`.idle` (the idle gap as a read
-timeout), :mod:`.gaps` (the connection and content clocks), :mod:`.client` (the
-attempt loop), :mod:`.attempt` (what each ending of an attempt means),
-:mod:`.stream` (``TurnStream``), :mod:`.sync` (the blocking facade). The guard's
+full jitter), :mod:`.banner` (the retry banner), :mod:`.fallback` (HTTP/2 ->
+HTTP/1.1), :mod:`.context` (what outlives a turn: the fallback flag, the banner,
+the testing switch), :mod:`.idle` (the idle gap as a read timeout), :mod:`.gaps`
+(the connection and content clocks), :mod:`.machine` (the sans-IO attempt
+machine: finish, retry, replay, raise), :mod:`.attempt` (what each ending of an
+attempt means), :mod:`.body` (one attempt's body, chunk by chunk), :mod:`.client`
+(drives the machine), :mod:`.stream` (``TurnStream``), :mod:`.sync` (the
+blocking facade). The guard's
 layers: :mod:`.coding` (content codings as httpx2 undoes them), :mod:`.watch`
 (one watched stream, bounded), :mod:`.tail` (the fast verdict from a body's end).
 """
@@ -29,6 +32,7 @@ from __future__ import annotations
 from railings.transport.banner import BANNER, BannerState, RetryBanner
 from railings.transport.client import AsyncProviderClient
 from railings.transport.config import DEFAULT_BASE_URLS, ClientConfig, Timeouts
+from railings.transport.context import DEFAULT_CONTEXT, ClientContext
 from railings.transport.errors_map import error_from_response, parse_retry_after
 from railings.transport.fallback import FALLBACK, Http2Fallback, http2_failure
 from railings.transport.retry import DEFAULT_ON, RetryPolicy, backoff, no_waits, set_testing
@@ -38,11 +42,13 @@ from railings.transport.sync import ProviderClient, SyncTurnStream
 __all__ = [
     "BANNER",
     "DEFAULT_BASE_URLS",
+    "DEFAULT_CONTEXT",
     "DEFAULT_ON",
     "FALLBACK",
     "AsyncProviderClient",
     "BannerState",
     "ClientConfig",
+    "ClientContext",
     "Http2Fallback",
     "ProviderClient",
     "RetryBanner",

@@ -1,9 +1,9 @@
 """What an attempt's ending means: the typed error or interruption for each way it ends.
 
-The client's attempt loop (:mod:`.client`) reads the stream; these functions,
-with no state of their own, turn how it ended into the railings error it raises
-or the interruption it returns with a Partial turn, and bound the waits and
-error bodies around it.
+The client (:mod:`.client`) reads the stream; these functions, with no state of
+their own, turn how it ended into the outcome the attempt machine
+(:mod:`.machine`) decides on -- each error or interruption built once, complete
+-- and bound the waits and error bodies around it.
 """
 
 from __future__ import annotations
@@ -21,11 +21,33 @@ from railings.classify import (
     classify_text,
     interrupted_message,
 )
-from railings.errors import MalformedStream, ProviderError, RailingsError, StreamInterrupted
-from railings.transport.errors_map import BOUNDARY
-from railings.turn.model import ErrorKind, Turn
+from railings.errors import (
+    LocalError,
+    MalformedStream,
+    ProviderError,
+    RailingsError,
+    StreamInterrupted,
+    TurnTooLarge,
+)
+from railings.redact import redact
+from railings.transport.errors_map import BOUNDARY, Cut
+from railings.transport.machine import AttemptOutcome, Complete, Empty, Partial
+from railings.turn.model import ErrorKind, Outcome, Turn, TurnError
 
-__all__ = ["empty_error", "interrupted", "is_event_stream", "read_bounded", "within"]
+__all__ = [
+    "Failure",
+    "empty_error",
+    "interrupted",
+    "is_event_stream",
+    "outcome",
+    "read_bounded",
+    "too_large",
+    "within",
+]
+
+# What stopped an attempt's reading: a railings error, a cut to build once the turn is
+# known, or None (the body ended).
+Failure = RailingsError | Cut | None
 
 T = TypeVar("T")
 _ERROR_BODY_LIMIT = 64 * 1024
@@ -65,10 +87,9 @@ async def read_bounded(response: httpx2.Response) -> bytes:
     return b"".join(parts)[:_ERROR_BODY_LIMIT]
 
 
-def _event_error(turn: Turn) -> ProviderError:
+def _event_error(error: TurnError) -> ProviderError:
     """The typed error for a provider error event (the turn's abrupt end)."""
-    assert turn.error is not None
-    ptype, message = turn.error.provider_type, turn.error.message
+    ptype, message = error.provider_type, error.message
     cls = class_for_provider_type(ptype)
     if cls is ProviderError:
         by_text = classify_text(message)
@@ -77,41 +98,80 @@ def _event_error(turn: Turn) -> ProviderError:
     return cls(f"provider error event: {message}", provider_type=ptype)
 
 
-def empty_error(turn: Turn, failure: RailingsError | None, received: bytes) -> RailingsError:
+def outcome(
+    turn: Turn, failure: Failure, received: bytes, *, over_http2: bool = False
+) -> AttemptOutcome:
+    """What an attempt that got an event stream amounts to, for the attempt machine.
+
+    ``turn`` is what the reader assembled, ``failure`` what stopped the reading
+    (None: the body ended), ``received`` the bytes kept. Each error is built here,
+    once, with everything it carries.
+    """
+    if isinstance(failure, LocalError):
+        return Empty(error=failure)  # misuse mid-stream (a railings bug): raised, never kept
+    if isinstance(failure, TurnTooLarge) and turn.error is not None:
+        # Resending would be answered the same way: the turn says so too.
+        turn = dataclasses.replace(turn, error=dataclasses.replace(turn.error, retryable=False))
+        failure = too_large(failure, turn)
+    if turn.outcome is Outcome.COMPLETE:
+        return Complete(turn=turn)
+    if turn.outcome is Outcome.PARTIAL:
+        turn, interruption = interrupted(turn, failure, received)
+        return Partial(turn=turn, interruption=interruption, over_http2=over_http2)
+    return Empty(error=empty_error(turn, failure, received), over_http2=over_http2)
+
+
+def too_large(error: TurnTooLarge, turn: Turn) -> TurnTooLarge:
+    """``error`` again, now with the ``turn`` it ended."""
+    out = TurnTooLarge(
+        error.message, bound=error.bound, limit=error.limit, max_tokens=error.max_tokens, turn=turn
+    )
+    out.__cause__ = error.__cause__
+    return out
+
+
+def empty_error(turn: Turn, failure: Failure, received: bytes) -> RailingsError:
     """Why an attempt that delivered no content failed."""
-    if isinstance(failure, StreamInterrupted):
-        failure.turn, failure.received = turn, received
-        return failure
+    if isinstance(failure, Cut):
+        return failure.error(empty=True, received=received, turn=turn)
     if failure is not None:
         return failure
-    assert turn.error is not None
-    if turn.error.kind is ErrorKind.PROVIDER_ERROR:
-        return _event_error(turn)
-    if turn.error.kind is ErrorKind.MALFORMED_STREAM:
-        return MalformedStream(turn.error.message, retryable=True)
+    error = turn.error
+    if error is not None and error.kind is ErrorKind.PROVIDER_ERROR:
+        return _event_error(error)
+    if error is not None and error.kind is ErrorKind.MALFORMED_STREAM:
+        return MalformedStream(error.message, retryable=True)
     return StreamInterrupted(INTERRUPTED_MESSAGE, empty=True, received=received, turn=turn)
 
 
-def interrupted(
-    turn: Turn, failure: RailingsError | None, received: bytes
-) -> tuple[Turn, StreamInterrupted]:
-    """A PARTIAL turn and the interruption that explains it (never retried)."""
-    assert turn.error is not None
+def interrupted(turn: Turn, failure: Failure, received: bytes) -> tuple[Turn, StreamInterrupted]:
+    """A PARTIAL turn and the interruption that explains it (never retried).
+
+    When something stopped the reading, the turn's error says so in the
+    interruption's words; the interruption carries that turn.
+    """
+    if isinstance(failure, Cut):
+        message = redact(failure.message)
+        turn = _with_message(turn, message)
+        return turn, failure.error(empty=False, received=received, turn=turn)
     cause: RailingsError | None = failure
-    if isinstance(failure, StreamInterrupted):
-        interruption = failure
-        interruption.turn, interruption.received = turn, received
-        interruption.empty, interruption.retryable = False, False
+    error = turn.error
+    if failure is None and error is not None and error.kind is ErrorKind.PROVIDER_ERROR:
+        cause = _event_error(error)
+    if cause is not None:
+        message = interrupted_message(cause.message)
     else:
-        if failure is None and turn.error.kind is ErrorKind.PROVIDER_ERROR:
-            cause = _event_error(turn)
-        detail = cause.message if cause is not None else turn.error.message
-        message = interrupted_message(detail)
-        interruption = StreamInterrupted(message, empty=False, received=received, turn=turn)
-        interruption.__cause__ = cause
+        message = interrupted_message(error.message) if error else INTERRUPTED_MESSAGE
     if failure is not None:
-        turn = dataclasses.replace(
-            turn, error=dataclasses.replace(turn.error, message=interruption.message)
-        )
-        interruption.turn = turn
+        turn = _with_message(turn, redact(message))
+    interruption = StreamInterrupted(message, empty=False, received=received, turn=turn)
+    if cause is not None:
+        interruption.__cause__ = cause  # what ``raise ... from cause`` would record
     return turn, interruption
+
+
+def _with_message(turn: Turn, message: str) -> Turn:
+    """``turn`` with its error's message replaced (the interruption's words)."""
+    if turn.error is None:
+        return turn
+    return dataclasses.replace(turn, error=dataclasses.replace(turn.error, message=message))

@@ -1,9 +1,11 @@
 """The retry banner: what a status bar shows while a transparent retry waits.
 
-One process-level observer, on purpose: the terminal has one
-status line, and whoever draws it subscribes here instead of threading a
-callback through every layer. Work flagged ``background`` (a sub-agent, a
-prefetch) never publishes, so its retries cannot light up the foreground bar.
+One process-level observer by default (:data:`BANNER`), on purpose: the
+terminal has one status line, and whoever draws it subscribes here instead of
+threading a callback through every layer. A client publishes to the banner of
+its context (:mod:`.context`), which is :data:`BANNER` unless it names another.
+Work flagged ``background`` (a sub-agent, a prefetch) never publishes, so its
+retries cannot light up the foreground bar.
 
 The state says which attempt comes next (*n of N*), the whole seconds left
 before it starts (a countdown, republished every second) and why. When the

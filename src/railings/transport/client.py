@@ -6,25 +6,21 @@ goes wrong before the body to a railings error (one place:
 :mod:`~railings.transport.errors_map`), then feeds every body chunk to the
 sans-IO :class:`~railings.turn.reader.StreamReader` and passes its events on.
 The reader alone decides how the stream ended; this module never makes up a
-stop event. Then:
+stop event. The per-chunk work (the clocks, the bounds, the held events) is
+:class:`~railings.transport.body.Body`'s.
 
-* **COMPLETE** (the proof arrived): the turn is the result.
-* **PARTIAL** (no proof, content arrived): the turn is returned as-is, marked
-  interrupted -- or :class:`~railings.errors.StreamInterrupted` is raised when
-  the config says so. Never resent: that content is billed.
-* **Empty** (no proof, no content) and errors before any content: resent when
-  the retry policy allows (:mod:`~railings.transport.retry`), the countdown on
-  the retry banner, counted as an attempt; else raised.
-* An HTTP/2 protocol failure (:mod:`~railings.transport.fallback`) sets the
-  sticky flag; if nothing was received the request is replayed once over
-  HTTP/1.1, free of the attempt count.
+How the attempt ended -- **COMPLETE** (the proof arrived), **PARTIAL** (content
+but no proof: kept, never resent) or **Empty** (nothing to keep) -- goes to the
+sans-IO :class:`~railings.transport.machine.AttemptMachine`, which decides:
+finish, retry after a wait (the countdown on the retry banner), replay over
+HTTP/1.1, resend without ``stream_options``, or raise. This module only carries
+the decision out; the rules, and their tests, are the machine's.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-from collections.abc import AsyncGenerator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -32,18 +28,13 @@ import httpx2
 
 from railings import __version__
 from railings.errors import (
-    BadRequest,
     ConfigurationError,
-    EventTooLarge,
-    LocalError,
     MalformedStream,
     PoolTimeout,
     RailingsError,
     TotalTimeout,
-    TurnTooLarge,
 )
-from railings.events import StreamEvent, Unknown
-from railings.limits import TurnMeter
+from railings.events import StreamEvent
 from railings.messages import (
     Message,
     ToolSpec,
@@ -51,62 +42,64 @@ from railings.messages import (
     openai_chat_body,
     openai_responses_body,
 )
-from railings.redact import (
-    SECRET_HEADERS,
-    install_log_redaction,
-    redact,
-    register_secret,
-    register_url_secrets,
-)
+from railings.redact import SECRET_HEADERS, redact, register_secret, register_url_secrets
+from railings.secrets import install_log_redaction
 from railings.telemetry import tracing
-from railings.transport.attempt import (
-    empty_error,
-    interrupted,
-    is_event_stream,
-    read_bounded,
-    within,
-)
+from railings.transport.attempt import is_event_stream, read_bounded, within
 from railings.transport.banner import countdown
+from railings.transport.body import STOPS, Body, backstop
 from railings.transport.config import ClientConfig
-from railings.transport.errors_map import (
-    BOUNDARY,
-    error_from_response,
-    idle_error,
-    map_exception,
-    map_stream_exception,
-)
-from railings.transport.fallback import FALLBACK, http2_failure
-from railings.transport.gaps import GapWatch, Silence
+from railings.transport.context import DEFAULT_CONTEXT, ClientContext
+from railings.transport.errors_map import BOUNDARY, error_from_response, map_exception
+from railings.transport.gaps import GapWatch
 from railings.transport.idle import set_read_timeout
-from railings.transport.retry import Retrier
-from railings.transport.stream import RetryRecord, TurnStream
+from railings.transport.machine import (
+    AttemptMachine,
+    AttemptOutcome,
+    Complete,
+    Decision,
+    Empty,
+    Finish,
+    Raise,
+    ResendWithoutUsage,
+    Retry,
+)
+from railings.transport.stream import TurnStream
 from railings.transport.tracing import traced
-from railings.turn.model import Outcome
-from railings.turn.reader import StreamReader
 
-__all__ = ["AsyncProviderClient"]
+__all__ = ["AsyncProviderClient", "TransportFactory"]
 
 # An error's ``received`` keeps the first 16 MiB of the body, no more: a server that
 # streams keep-alive comments until the total deadline must not grow memory with time.
 _RECEIVED_LIMIT = 16 * 1024 * 1024
+
+# The transport for HTTP/2 (True) or HTTP/1.1 (False): the client asks once per version.
+TransportFactory = Callable[[bool], httpx2.AsyncBaseTransport]
 
 
 class AsyncProviderClient:
     """Streams turns from one OpenAI-compatible (Chat Completions or Responses) or
     Anthropic endpoint.
 
-    ``transport`` replaces the default httpx2 transports (the HTTP/2 fallback is
-    then the transport's business). Use ``async with`` or :meth:`aclose`.
+    ``transport`` replaces the default httpx2 transports: one transport (the HTTP/2
+    fallback is then the transport's business), or a function that returns the
+    transport for HTTP/2 (``True``) or HTTP/1.1 (``False``), which keeps the fallback
+    the client's. ``httpx2.MockTransport`` runs a client without a socket.
+    ``context`` holds what outlives a turn -- the HTTP/2 fallback flag, the retry
+    banner, the testing switch (:mod:`~railings.transport.context`); None: the
+    process-wide default. Use ``async with`` or :meth:`aclose`.
     """
 
     def __init__(
         self,
         config: ClientConfig,
         *,
-        transport: httpx2.AsyncBaseTransport | None = None,
+        transport: httpx2.AsyncBaseTransport | TransportFactory | None = None,
         tracer: Any = None,
+        context: ClientContext | None = None,
     ) -> None:
         self.config = config
+        self.context = DEFAULT_CONTEXT if context is None else context
         self._tracer = tracer  # OpenTelemetry (railings.telemetry): None is the global one
         # Its key is a secret from now on: redacted in errors, the journal and logs; so are
         # a password in the base URL and the value of every secret header configured.
@@ -120,7 +113,7 @@ class AsyncProviderClient:
         self._clients: dict[bool, httpx2.AsyncClient] = {}
         self._include_usage = config.include_usage is not False
         t = config.timeouts
-        # read = first_byte until the headers are in; then _next_chunk times the gaps.
+        # read = first_byte until the headers are in; then the GapWatch times the gaps.
         # Waiting for a pooled connection has its own limit: a turn queued behind
         # max_connections others is not an unreachable server.
         self._timeout = httpx2.Timeout(
@@ -151,14 +144,20 @@ class AsyncProviderClient:
         client = self._clients.get(http2)
         if client is None:
             size = self.config.max_connections
-            transport = self._transport or httpx2.AsyncHTTPTransport(
-                http2=http2,
-                verify=self.config.verify,
-                # The official SDKs' pool: 1,000 connections, 100 kept alive when idle.
-                limits=httpx2.Limits(
-                    max_connections=size, max_keepalive_connections=min(100, size)
-                ),
-            )
+            given = self._transport
+            if isinstance(given, httpx2.AsyncBaseTransport):
+                transport = given
+            elif given is not None:
+                transport = given(http2)
+            else:
+                transport = httpx2.AsyncHTTPTransport(
+                    http2=http2,
+                    verify=self.config.verify,
+                    # The official SDKs' pool: 1,000 connections, 100 kept alive when idle.
+                    limits=httpx2.Limits(
+                        max_connections=size, max_keepalive_connections=min(100, size)
+                    ),
+                )
             client = httpx2.AsyncClient(
                 transport=transport,
                 timeout=self._timeout,
@@ -172,7 +171,8 @@ class AsyncProviderClient:
         return client
 
     def _use_http2(self) -> bool:
-        return self._transport is None and self.config.http2 and not FALLBACK.broken
+        own = not isinstance(self._transport, httpx2.AsyncBaseTransport)
+        return own and self.config.http2 and not self.context.fallback.broken
 
     # -- the turn ----------------------------------------------------------------------
 
@@ -185,16 +185,23 @@ class AsyncProviderClient:
     ) -> TurnStream:
         """Stream one assistant turn for ``messages``. ``background`` overrides the config:
         background work never updates the foreground retry banner."""
+        cfg = self.config
         history, specs = tuple(messages), tuple(tools)
         self._body(history, specs)  # a bad history fails here, not at the first event
-        quiet = self.config.background if background is None else background
-        if not tracing(self._tracer):  # no OpenTelemetry: no extra layer on the event path
-            return TurnStream(lambda stream: self._run(stream, history, specs, quiet))
-        return TurnStream(
-            lambda stream: traced(
-                stream, self._run(stream, history, specs, quiet), self.config, self._tracer
-            )
+        quiet = cfg.background if background is None else background
+        machine = AttemptMachine(
+            cfg.retry,
+            raise_on_partial=cfg.raise_on_partial,
+            # An endpoint that rejects stream_options gets the request again without it.
+            drop_usage=(
+                cfg.include_usage is None and self._include_usage and cfg.provider == "openai"
+            ),
+            zero_waits=self.context.zero_waits,
         )
+        events = self._run(machine, history, specs, quiet)
+        if not tracing(self._tracer):  # no OpenTelemetry: no extra layer on the event path
+            return TurnStream(machine, lambda stream: events)
+        return TurnStream(machine, lambda stream: traced(stream, events, self.config, self._tracer))
 
     def _body(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> dict[str, Any]:
         cfg = self.config
@@ -218,139 +225,68 @@ class AsyncProviderClient:
 
     async def _run(
         self,
-        stream: TurnStream,
+        machine: AttemptMachine,
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
         background: bool,
     ) -> AsyncGenerator[StreamEvent, None]:
-        cfg = self.config
-        retrier = Retrier(cfg.retry)
-        replayed = False
+        """Drive ``machine``: one attempt per turn of the loop, its events passed on, then
+        what the machine decides about the attempt's outcome done."""
         while True:
-            stream.attempts = retrier.attempt
+            machine.begin()
             use_h2 = self._use_http2()
-            reader = StreamReader(cfg.provider, max_tokens=cfg.max_tokens, service=cfg.service)
-            received: list[bytes] = []
-            room = _RECEIVED_LIMIT
-            meter = TurnMeter(cfg.limits, cfg.max_tokens)
-            held: list[StreamEvent] = []
-            failure: RailingsError | None = None
-            response: httpx2.Response | None = None
             try:
                 response, deadline = await self._open(self._body(messages, tools), use_h2)
             except RailingsError as exc:
-                failure = exc
-            if response is not None:
-                stream.http_version = response.http_version
+                result: AttemptOutcome = Empty(error=exc, over_http2=self._maybe_h2(use_h2, None))
+            else:
+                machine.responded(response.http_version)
+                body = Body(self.config, deadline, keep=_RECEIVED_LIMIT)
                 chunks = response.aiter_bytes()
                 watch = GapWatch()
-                clock = asyncio.get_running_loop().time
-                # The content clock: reset by stream events only, never by keep-alives.
-                progress = clock()
                 try:
-                    while not reader.terminated:
-                        # Before the first content a model may think in silence: the
-                        # generous first-byte limit, for any byte and for the first event.
-                        # Once content flows: the idle gap (any byte) and content_idle.
-                        t = cfg.timeouts
-                        gap = t.idle if reader.content else t.first_byte
-                        wait = t.content_idle if reader.content else t.first_byte
-                        until = deadline
-                        content_due = None if wait is None else progress + wait
-                        if content_due is not None and (until is None or content_due < until):
-                            until = content_due
+                    while not body.reader.terminated:
+                        gap, until = body.wait()
                         try:
                             chunk = await watch.read(chunks, gap, until)
                         except StopAsyncIteration:
                             break
-                        if room > 0:
-                            received.append(chunk if len(chunk) <= room else chunk[:room])
-                            room -= len(chunk)
-                        meter.received(len(chunk))
-                        events = reader.feed(chunk)
-                        if any(type(event) is not Unknown for event in events):
-                            progress = clock()
-                        meter.saw(events)
-                        if reader.content:
-                            if held:
-                                events, held = held + events, []
-                            for event in events:
-                                yield event
-                        else:
-                            held.extend(events)  # an Empty attempt may yet be resent
-                except Silence as exc:
-                    if exc.deadline_passed and until is deadline:
-                        failure = TotalTimeout(f"total timeout of {cfg.timeouts.total:g} s passed")
-                    elif exc.deadline_passed:
-                        failure = idle_error(wait or 0.0, empty=not reader.content, content=True)
-                    else:
-                        failure = idle_error(gap or 0.0, empty=not reader.content)
-                except TurnTooLarge as exc:
-                    # The provider ignored max_tokens: end the turn here, abruptly.
-                    if not reader.terminated:
-                        reader.assembler.fault(exc.message)
-                    failure = exc
-                except BOUNDARY as exc:
-                    # The socket's read timeout is only a backstop behind the GapWatch.
-                    failure = map_stream_exception(
-                        exc, empty=not reader.content, idle_seconds=self._backstop()
-                    )
-                    failure.__cause__ = exc
-                except EventTooLarge as exc:
-                    failure = exc  # the reader already ended the turn abruptly
+                        for event in body.feed(chunk):
+                            yield event
+                except STOPS as exc:
+                    body.stopped(exc)
                 finally:
                     watch.close()
                     await chunks.aclose()
                     await response.aclose()
-                reader.close()
-                if isinstance(failure, LocalError):
-                    raise failure
-                turn = reader.turn()
-                if isinstance(failure, TurnTooLarge) and turn.error is not None:
-                    # Resending would be answered the same way: the turn says so too.
-                    turn = dataclasses.replace(
-                        turn, error=dataclasses.replace(turn.error, retryable=False)
-                    )
-                    failure.turn = turn
-                if turn.outcome is Outcome.COMPLETE:
-                    for event in held:
+                result = body.outcome(over_http2=self._maybe_h2(use_h2, response))
+                if isinstance(result, Complete):
+                    for event in body.held:
                         yield event
-                    stream._finish(turn)
-                    return
-                if turn.outcome is Outcome.PARTIAL:
-                    turn, interruption = interrupted(turn, failure, b"".join(received))
-                    h2_used = response.http_version == "HTTP/2"
-                    if h2_used and (marker := http2_failure(interruption)):
-                        FALLBACK.mark(marker)  # too late to replay this one; the next goes HTTP/1.1
-                    stream._finish(turn, interruption)
-                    if cfg.raise_on_partial:
-                        raise interruption
-                    return
-                failure = empty_error(turn, failure, b"".join(received))
-            assert failure is not None
-            # Nothing reached the caller: this attempt may be replayed or retried.
-            marker = http2_failure(failure) if self._maybe_h2(use_h2, response) else None
-            if marker:
-                FALLBACK.mark(marker)
-                if not replayed:
-                    replayed = True
-                    stream.retries.append(RetryRecord(retrier.attempt, failure, 0.0, replay=True))
-                    continue
-            if self._reject_include_usage(failure):
-                stream.retries.append(RetryRecord(retrier.attempt, failure, 0.0, replay=True))
-                continue
-            wait = retrier.next_wait(failure)
-            if wait is None:
-                raise failure
-            stream.retries.append(RetryRecord(retrier.attempt, failure, wait))
-            await countdown(
-                wait,
-                attempt=retrier.attempt + 1,
-                attempts=cfg.retry.attempts,
-                reason=failure.message,
-                background=background,
-            )
-            retrier.advance()
+            if not await self._carry_out(machine.decide(result), background):
+                return
+
+    async def _carry_out(self, decision: Decision, background: bool) -> bool:
+        """Do what the attempt machine decided; True: send the request again."""
+        if decision.http2_failure is not None:
+            self.context.fallback.mark(decision.http2_failure)  # later requests: HTTP/1.1
+        match decision:
+            case Finish():
+                return False
+            case Raise(error=error):
+                raise error
+            case ResendWithoutUsage():
+                self._include_usage = False
+            case Retry(wait=wait, attempt=attempt, attempts=attempts, reason=reason):
+                await countdown(
+                    wait,
+                    attempt=attempt,
+                    attempts=attempts,
+                    reason=reason,
+                    background=background,
+                    banner=self.context.banner,
+                )
+        return True
 
     def _maybe_h2(self, use_h2: bool, response: httpx2.Response | None) -> bool:
         """Could this attempt have failed in HTTP/2? Only over TLS (h2 is negotiated by
@@ -358,26 +294,6 @@ class AsyncProviderClient:
         if not use_h2 or not self.config.url.startswith("https://"):
             return False
         return response is None or response.http_version == "HTTP/2"
-
-    def _reject_include_usage(self, error: RailingsError) -> bool:
-        """An endpoint that rejects ``stream_options`` gets the request again without it."""
-        if (
-            self.config.include_usage is None
-            and self._include_usage
-            and self.config.provider == "openai"
-            and isinstance(error, BadRequest)
-            and "stream_options" in error.message
-        ):
-            self._include_usage = False
-            return True
-        return False
-
-    def _backstop(self) -> float | None:
-        """The socket read timeout while the body streams: the longer of the two gaps."""
-        t = self.config.timeouts
-        if t.first_byte is None or t.idle is None:
-            return None
-        return max(t.first_byte, t.idle)
 
     async def _open(
         self, body: dict[str, Any], use_h2: bool
@@ -406,7 +322,7 @@ class AsyncProviderClient:
         status = response.status_code
         ctype = response.headers.get("content-type", "")
         if is_event_stream(response):
-            set_read_timeout(request.extensions, self._backstop())
+            set_read_timeout(request.extensions, backstop(cfg.timeouts))
             return response, deadline
         data = await read_bounded(response)
         if 300 <= status < 400:

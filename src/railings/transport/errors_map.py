@@ -14,11 +14,13 @@ timeout is the idle gap passing (:class:`~railings.errors.IdleTimeout`).
 
 from __future__ import annotations
 
+import dataclasses
 import email.utils
 import json
 import ssl
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -56,11 +58,14 @@ __all__ = [
     "BOUNDARY",
     "FOREIGN_ERRORS",
     "HTTPX2_ERRORS",
+    "Cut",
     "error_from_response",
+    "idle_cut",
     "idle_error",
     "map_exception",
     "map_stream_exception",
     "parse_retry_after",
+    "stream_cut",
 ]
 
 # Every httpx2 exception class -> the railings class it becomes before the response
@@ -160,6 +165,58 @@ def map_exception(exc: BaseException) -> RailingsError:
     return cls(f"{what}: {detail}")
 
 
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """How a streaming body broke off, before the turn is known: the interruption it
+    becomes is built once, complete, by :meth:`error` (an :class:`IdleTimeout` when
+    ``idle_seconds`` is set), chained to ``cause``."""
+
+    message: str
+    idle_seconds: float | None = None
+    cause: BaseException | None = None
+
+    def error(
+        self, *, empty: bool, received: bytes = b"", turn: object | None = None
+    ) -> StreamInterrupted:
+        """The interruption, with the bytes ``received`` and the ``turn`` assembled."""
+        error: StreamInterrupted
+        if self.idle_seconds is not None:
+            error = IdleTimeout(
+                self.message,
+                empty=empty,
+                idle_seconds=self.idle_seconds,
+                received=received,
+                turn=turn,
+            )
+        else:
+            error = StreamInterrupted(self.message, empty=empty, received=received, turn=turn)
+        if self.cause is not None:
+            error.__cause__ = self.cause  # what ``raise ... from cause`` would record
+        return error
+
+
+def idle_cut(seconds: float, *, content: bool = False) -> Cut:
+    """The stream went silent for ``seconds`` (the idle gap, or the wait for first content);
+    ``content``: bytes kept arriving, but only keep-alives (the content clock ran out)."""
+    message = (CONTENT_IDLE_MESSAGE if content else IDLE_MESSAGE).format(seconds=seconds)
+    return Cut(message, idle_seconds=seconds)
+
+
+def stream_cut(exc: BaseException, *, idle_seconds: float | None) -> Cut | LocalError:
+    """What ``exc``, raised while the body streamed, means.
+
+    A read timeout is the idle gap; any other remote failure is an interruption
+    (the stream ended without its proof). Local misuse stays a local error.
+    """
+    if isinstance(exc, httpx2.ReadTimeout):
+        return dataclasses.replace(idle_cut(idle_seconds or 0.0), cause=exc)
+    mapped = map_exception(exc)
+    if isinstance(mapped, LocalError):
+        mapped.__cause__ = exc
+        return mapped
+    return Cut(f"{INTERRUPTED_MESSAGE}: {mapped.message}", cause=exc)
+
+
 def idle_error(
     seconds: float, *, empty: bool, received: bytes = b"", content: bool = False
 ) -> IdleTimeout:
@@ -172,18 +229,12 @@ def idle_error(
 def map_stream_exception(
     exc: BaseException, *, empty: bool, idle_seconds: float | None, received: bytes = b""
 ) -> RailingsError:
-    """The railings error for ``exc`` raised while the body streamed.
-
-    A read timeout is the idle gap; any other remote failure is an interruption
-    (the stream ended without its proof). Local misuse stays a local error.
-    """
-    if isinstance(exc, httpx2.ReadTimeout):
-        return idle_error(idle_seconds or 0.0, empty=empty, received=received)
-    mapped = map_exception(exc)
-    if isinstance(mapped, LocalError):
-        return mapped
-    message = f"{INTERRUPTED_MESSAGE}: {mapped.message}"
-    return StreamInterrupted(message, empty=empty, received=received)
+    """The railings error for ``exc`` raised while the body streamed (:func:`stream_cut`,
+    built at once)."""
+    cut = stream_cut(exc, idle_seconds=idle_seconds)
+    if isinstance(cut, LocalError):
+        return cut
+    return cut.error(empty=empty, received=received)
 
 
 # -- HTTP error statuses ------------------------------------------------------------------

@@ -8,9 +8,11 @@ in each exception's type name and message. Matching text rather than types is
 deliberate: the markers survive any wrapping, and a false positive costs only
 one harmless HTTP/1.1 replay.
 
-One hit sets a sticky, process-wide flag (:data:`FALLBACK`): the failed request
-is replayed once over HTTP/1.1 if nothing of its response had been received,
-and every later request goes straight to HTTP/1.1.
+One hit sets a sticky flag (:class:`Http2Fallback`): the failed request is
+replayed once over HTTP/1.1 if nothing of its response had been received (the
+attempt machine, :mod:`.machine`, decides), and every later request of the
+clients sharing the flag goes straight to HTTP/1.1. The flag is the client's
+context's (:mod:`.context`); :data:`FALLBACK` is the process-wide default one.
 """
 
 from __future__ import annotations
@@ -59,7 +61,8 @@ def http2_failure(exc: BaseException) -> str | None:
 
 
 class Http2Fallback:
-    """The sticky flag. ``broken`` stays True once set (``reset`` is for tests)."""
+    """The sticky flag. ``broken`` stays True once set (``reset`` is for tests). Clients
+    share it through their :class:`~.context.ClientContext`."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -87,4 +90,5 @@ class Http2Fallback:
             self._reason = None
 
 
+# The flag of the default client context: clients given no context share it.
 FALLBACK = Http2Fallback()

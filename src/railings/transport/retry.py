@@ -20,16 +20,17 @@ The wait before retry *n* (n = 1 for the first retry) is **full jitter**::
     wait(n)    = uniform(0, backoff(n))
 
 unless the provider said how long to wait (``retry-after-ms``, ``retry-after``):
-then exactly that. ``set_testing(True)`` (or ``with no_waits():``) zeroes every
-wait, for test suites.
+then exactly that. The testing switch zeroes every wait, for test suites: a
+``Retrier(zero_waits=True)``, or, for retriers that do not say, the switch of the
+default client context (``set_testing(True)`` or ``with no_waits():``, kept here
+under their old names; see :mod:`.context`).
 """
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from railings.errors import (
@@ -43,6 +44,7 @@ from railings.errors import (
     StreamInterrupted,
     TransportError,
 )
+from railings.transport.context import DEFAULT_CONTEXT, no_waits, set_testing
 
 __all__ = [
     "DEFAULT_ON",
@@ -63,25 +65,6 @@ DEFAULT_ON: tuple[type[RailingsError], ...] = (
 )
 
 On = tuple[type[RailingsError], ...] | Callable[[RailingsError], bool]
-
-_TESTING = False
-
-
-def set_testing(on: bool) -> None:
-    """Zero every retry wait in this process (for test suites)."""
-    global _TESTING
-    _TESTING = on
-
-
-@contextmanager
-def no_waits() -> Iterator[None]:
-    """``with no_waits():`` zeroes retry waits inside the block (for tests)."""
-    before = _TESTING
-    set_testing(True)
-    try:
-        yield
-    finally:
-        set_testing(before)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,14 +103,25 @@ def backoff(policy: RetryPolicy, n: int, rng: random.Random | None = None) -> fl
 class Retrier:
     """Counts the attempts of one turn and decides each wait.
 
-    ``attempt`` is the number of the attempt running now (1-based).
+    ``attempt`` is the number of the attempt running now (1-based). ``zero_waits``
+    is the testing switch (None: the default client context's); ``clock`` is read
+    for the deadline, and only for it.
     """
 
-    def __init__(self, policy: RetryPolicy, *, rng: random.Random | None = None) -> None:
+    def __init__(
+        self,
+        policy: RetryPolicy,
+        *,
+        rng: random.Random | None = None,
+        zero_waits: bool | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.policy = policy
         self.attempt = 1
         self._rng = rng
-        self._started = time.monotonic()
+        self._zero_waits = zero_waits
+        self._clock = clock
+        self._started = clock()
 
     def next_wait(self, error: RailingsError) -> float | None:
         """Seconds to wait before the next attempt, or None: do not retry ``error``."""
@@ -141,10 +135,11 @@ class Retrier:
             wait = max(0.0, retry_after)
         else:
             wait = backoff(policy, self.attempt, self._rng)
-        if _TESTING:
+        zero = DEFAULT_CONTEXT.zero_waits if self._zero_waits is None else self._zero_waits
+        if zero:
             wait = 0.0
         if policy.deadline is not None:
-            elapsed = time.monotonic() - self._started
+            elapsed = self._clock() - self._started
             if elapsed + wait > policy.deadline:
                 return None
         return wait

@@ -13,6 +13,12 @@
 Events of an attempt that is resent (an **Empty** interruption) are never seen:
 they are held back until the attempt delivers content or its proof, so a caller
 never has to take back what it showed.
+
+The stream only reads: its events come from the generator it is given, and
+what it says about the attempts (their number, the retries, the HTTP version,
+the turn at the end) from the :class:`Attempts` record that the attempt loop
+keeps (:class:`~railings.transport.machine.AttemptMachine`). Nothing outside
+writes into a stream.
 """
 
 from __future__ import annotations
@@ -20,13 +26,14 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Protocol
 
 from railings.errors import RailingsError, StreamInterrupted, StreamNotRead
 from railings.events import StreamEvent
 from railings.turn.model import Outcome, Turn
 from railings.turn.verdict import CallVerdict, judge
 
-__all__ = ["RetryRecord", "TurnStream"]
+__all__ = ["Attempts", "Ending", "RetryRecord", "TurnStream"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +47,38 @@ class RetryRecord:
     replay: bool = False
 
 
+class Ending(Protocol):
+    """How a turn ended: its ``turn``, and the ``interruption`` of a Partial one."""
+
+    @property
+    def turn(self) -> Turn:
+        """The turn as it ended."""
+
+    @property
+    def interruption(self) -> StreamInterrupted | None:
+        """Why a Partial turn stopped; None for a complete one."""
+
+
+class Attempts(Protocol):
+    """What a stream reads about its attempts while they run and once they ended."""
+
+    @property
+    def attempt(self) -> int:
+        """The number of the attempt running or last run (1-based)."""
+
+    @property
+    def retries(self) -> list[RetryRecord]:
+        """Each failed attempt that was retried or replayed, in order."""
+
+    @property
+    def http_version(self) -> str | None:
+        """The HTTP version of the latest response; None before one."""
+
+    @property
+    def result(self) -> Ending | None:
+        """How the turn ended; None until it did."""
+
+
 class TurnStream:
     """An async iterator of :data:`~railings.events.StreamEvent`, and then the turn.
 
@@ -49,13 +88,14 @@ class TurnStream:
     or :meth:`aclose` to abandon a stream early and release its connection.
     """
 
-    def __init__(self, run: Callable[[TurnStream], AsyncGenerator[StreamEvent, None]]) -> None:
+    def __init__(
+        self,
+        attempts: Attempts,
+        run: Callable[[TurnStream], AsyncGenerator[StreamEvent, None]],
+    ) -> None:
+        self._attempts = attempts
+        self._started = False
         self._events = run(self)
-        self._turn: Turn | None = None
-        self.interruption: StreamInterrupted | None = None
-        self.attempts = 0
-        self.retries: list[RetryRecord] = []
-        self.http_version: str | None = None
 
     # -- iteration ---------------------------------------------------------------------
 
@@ -63,6 +103,7 @@ class TurnStream:
         return self
 
     async def __anext__(self) -> StreamEvent:
+        self._started = True
         return await self._events.__anext__()
 
     async def result(self) -> Turn:
@@ -89,22 +130,41 @@ class TurnStream:
 
     # -- the result --------------------------------------------------------------------
 
-    def _finish(self, turn: Turn, interruption: StreamInterrupted | None = None) -> None:
-        self._turn = turn
-        self.interruption = interruption
+    @property
+    def attempts(self) -> int:
+        """The number of the attempt running or last run (1-based; 0 before the stream starts)."""
+        return self._attempts.attempt if self._started else 0
+
+    @property
+    def retries(self) -> list[RetryRecord]:
+        """Each failed attempt that was retried or replayed, in order."""
+        return self._attempts.retries
+
+    @property
+    def http_version(self) -> str | None:
+        """The HTTP version of the latest response (``HTTP/1.1``, ``HTTP/2``); None before one."""
+        return self._attempts.http_version
 
     @property
     def done(self) -> bool:
         """True once the stream has ended and :attr:`turn` can be read."""
-        return self._turn is not None
+        return self._attempts.result is not None
 
     @property
     def turn(self) -> Turn:
         """The turn; only once the stream has been read to its end (else
         :class:`~railings.errors.StreamNotRead`)."""
-        if self._turn is None:
+        result = self._attempts.result
+        if result is None:
             raise StreamNotRead
-        return self._turn
+        return result.turn
+
+    @property
+    def interruption(self) -> StreamInterrupted | None:
+        """Why a PARTIAL turn was interrupted, with the bytes received (raised instead when
+        the config says ``raise_on_partial``); None otherwise."""
+        result = self._attempts.result
+        return None if result is None else result.interruption
 
     @property
     def interrupted(self) -> bool:

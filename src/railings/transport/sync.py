@@ -1,9 +1,17 @@
 """The sync facade: the async client, driven from a private event loop thread.
 
 No logic lives here. :class:`ProviderClient` owns one event loop running in a
-daemon thread and one :class:`AsyncProviderClient` on it; each step of a
-:class:`SyncTurnStream` is a coroutine handed to that loop. Retries, timeouts,
+daemon thread and one :class:`AsyncProviderClient` on it. Retries, timeouts,
 the fallback and the banner are the async client's, unchanged.
+
+Events cross the threads in batches, not one per hop: a hop (a coroutine handed
+to the loop, and the wait for its result) costs more than an event. Once a
+:class:`SyncTurnStream` is first read, a task on the loop (:class:`_Pump`)
+iterates the async stream and collects its events; each ``next()`` that finds
+its batch used up takes everything collected so far in one hop. The task stops
+reading while :data:`_AHEAD` events wait unread, so a slow consumer holds the
+stream back as it would in the async client (and the idle gap is timed only
+while a read waits, as there).
 """
 
 from __future__ import annotations
@@ -19,8 +27,9 @@ import httpx2
 from railings.errors import StreamInterrupted
 from railings.events import StreamEvent
 from railings.messages import Message, ToolSpec
-from railings.transport.client import AsyncProviderClient
+from railings.transport.client import AsyncProviderClient, TransportFactory
 from railings.transport.config import ClientConfig
+from railings.transport.context import ClientContext
 from railings.transport.stream import RetryRecord, TurnStream
 from railings.turn.model import Turn
 from railings.turn.verdict import CallVerdict
@@ -51,17 +60,83 @@ class _LoopThread:
     def close(self) -> None:
         if self.loop.is_closed():
             return
+        self.run(_cancel_tasks())  # the pumps of streams never read to their end nor closed
         self.run(self.loop.shutdown_asyncgens())
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join()
         self.loop.close()
 
 
-async def _step(stream: TurnStream) -> tuple[bool, StreamEvent | None]:
-    try:
-        return True, await stream.__anext__()
-    except StopAsyncIteration:
-        return False, None
+async def _cancel_tasks() -> None:
+    """Cancel every other task on the running loop and wait until they have ended."""
+    tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks)
+
+
+# How many events the pump collects before it waits for the consumer to take them.
+_AHEAD = 4096
+
+
+class _Pump:
+    """Reads one :class:`TurnStream` on the loop, ahead of the thread that consumes it.
+
+    Lives on the loop: every method runs there. :meth:`take` returns the events
+    collected since the last call (waiting for at least one), an empty list once
+    the stream ended, and raises what ended it, after the events before it.
+    """
+
+    def __init__(self, stream: TurnStream) -> None:
+        self._stream = stream
+        self._events: list[StreamEvent] = []
+        self._error: BaseException | None = None
+        self._ended = False
+        self._ready = asyncio.Event()  # events or the end are there to take
+        self._room = asyncio.Event()  # fewer than _AHEAD events wait
+        self._room.set()
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        try:
+            async for event in self._stream:
+                self._events.append(event)
+                self._ready.set()
+                if len(self._events) >= _AHEAD:
+                    self._room.clear()
+                    await self._room.wait()
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # handed to the consumer, after the events before it
+            self._error = exc
+        finally:
+            self._ended = True
+            self._ready.set()
+
+    async def take(self) -> list[StreamEvent]:
+        """The next batch (at least one event), or [] at the end; raises the stream's error."""
+        while not self._events and not self._ended:
+            self._ready.clear()
+            await self._ready.wait()
+        batch, self._events = self._events, []
+        self._room.set()
+        if not batch and self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        return batch
+
+    async def close(self) -> None:
+        """Stop reading, and release the stream's connection."""
+        if not self._task.done():
+            self._task.cancel()
+            await asyncio.wait([self._task])  # its cancellation, not ours: nothing raised
+        await self._stream.aclose()
+
+
+async def _start(stream: TurnStream) -> tuple[_Pump, list[StreamEvent]]:
+    pump = _Pump(stream)
+    return pump, await pump.take()
 
 
 class SyncTurnStream:
@@ -70,23 +145,48 @@ class SyncTurnStream:
     def __init__(self, stream: TurnStream, runner: _LoopThread) -> None:
         self._stream = stream
         self._runner = runner
+        self._pump: _Pump | None = None
+        self._batch: list[StreamEvent] = []
+        self._next = 0  # the index of the next event of the batch to hand out
+        self._ended = False
 
     def __iter__(self) -> Iterator[StreamEvent]:
         return self
 
     def __next__(self) -> StreamEvent:
-        more, event = self._runner.run(_step(self._stream))
-        if not more or event is None:
+        if self._next < len(self._batch):
+            event = self._batch[self._next]
+            self._next += 1
+            return event
+        if self._ended:
             raise StopIteration
-        return event
+        if self._pump is None:
+            self._pump, batch = self._runner.run(_start(self._stream))
+        else:
+            batch = self._runner.run(self._pump.take())
+        if not batch:
+            self._ended = True
+            raise StopIteration
+        self._batch, self._next = batch, 1
+        return batch[0]
 
     def result(self) -> Turn:
         """Read what is left of the stream and return the turn."""
-        return self._runner.run(self._stream.result())
+        if self._pump is None:
+            self._ended = True
+            return self._runner.run(self._stream.result())
+        for _ in self:
+            pass
+        return self.turn
 
     def close(self) -> None:
         """Abandon the stream early and release its connection."""
-        self._runner.run(self._stream.aclose())
+        self._ended = True
+        self._batch, self._next = [], 0
+        if self._pump is None:
+            self._runner.run(self._stream.aclose())
+        else:
+            self._runner.run(self._pump.close())
 
     def __enter__(self) -> SyncTurnStream:
         return self
@@ -142,13 +242,18 @@ class SyncTurnStream:
 
 
 class ProviderClient:
-    """Blocking client with the async client's behaviour. Use ``with`` or :meth:`close`."""
+    """Blocking client with the async client's behaviour (``transport`` and ``context`` as
+    there). Use ``with`` or :meth:`close`."""
 
     def __init__(
-        self, config: ClientConfig, *, transport: httpx2.AsyncBaseTransport | None = None
+        self,
+        config: ClientConfig,
+        *,
+        transport: httpx2.AsyncBaseTransport | TransportFactory | None = None,
+        context: ClientContext | None = None,
     ) -> None:
         self._runner = _LoopThread()
-        self._client = AsyncProviderClient(config, transport=transport)
+        self._client = AsyncProviderClient(config, transport=transport, context=context)
 
     @property
     def config(self) -> ClientConfig:
