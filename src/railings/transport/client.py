@@ -35,13 +35,8 @@ from railings.errors import (
     TotalTimeout,
 )
 from railings.events import StreamEvent
-from railings.messages import (
-    Message,
-    ToolSpec,
-    anthropic_messages_body,
-    openai_chat_body,
-    openai_responses_body,
-)
+from railings.messages import Message, ToolSpec
+from railings.providers import EncodeRequest, spec
 from railings.redact import SECRET_HEADERS, redact, register_secret, register_url_secrets
 from railings.secrets import install_log_redaction
 from railings.telemetry import tracing
@@ -194,7 +189,9 @@ class AsyncProviderClient:
             raise_on_partial=cfg.raise_on_partial,
             # An endpoint that rejects stream_options gets the request again without it.
             drop_usage=(
-                cfg.include_usage is None and self._include_usage and cfg.provider == "openai"
+                cfg.include_usage is None
+                and self._include_usage
+                and spec(cfg.provider).asks_for_usage
             ),
             zero_waits=self.context.zero_waits,
         )
@@ -205,22 +202,16 @@ class AsyncProviderClient:
 
     def _body(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> dict[str, Any]:
         cfg = self.config
-        if cfg.provider == "openai":
-            return openai_chat_body(
-                cfg.model,
-                messages,
+        return spec(cfg.provider).encode(
+            EncodeRequest(
+                model=cfg.model,
+                messages=messages,
                 max_tokens=cfg.max_tokens,
                 tools=tools,
+                extra=cfg.extra_body,
                 include_usage=self._include_usage,
                 max_tokens_field=cfg.max_tokens_field,
-                extra=cfg.extra_body,
             )
-        if cfg.provider == "openai-responses":
-            return openai_responses_body(
-                cfg.model, messages, max_tokens=cfg.max_tokens, tools=tools, extra=cfg.extra_body
-            )
-        return anthropic_messages_body(
-            cfg.model, messages, max_tokens=cfg.max_tokens, tools=tools, extra=cfg.extra_body
         )
 
     async def _run(
