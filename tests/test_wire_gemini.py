@@ -19,7 +19,7 @@ from _formats import (
     proofs_at_every_cut,
     turn_of,
 )
-from railings.errors import EventTooLarge, MalformedStream
+from railings.errors import EventTooLarge, MalformedStream, RailingsError
 from railings.events import (
     MessageStart,
     ProviderErrorEvent,
@@ -373,3 +373,17 @@ def test_detection() -> None:
     assert not is_gemini(first('{"id":"chatcmpl-1","choices":[]}'))
     assert not is_gemini(first('{"type":"message_start","message":{}}'))
     assert not is_gemini(first("[DONE]"))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_only_railings_errors_escape_on_damaged_bytes(data: st.DataObject) -> None:
+    body = bytearray(body_of("gemini", data.draw(st.sampled_from(ROWS))))
+    for _ in range(data.draw(st.integers(1, 4))):
+        body[data.draw(st.integers(0, len(body) - 1))] = data.draw(st.integers(0, 255))
+    stream = GeminiStream()
+    try:
+        stream.feed(bytes(body))
+        stream.close()
+    except RailingsError:
+        pass  # a typed error: malformed, or too large

@@ -19,7 +19,13 @@ from _formats import (
     proofs_at_every_cut,
     turn_of,
 )
-from railings.errors import ConfigurationError, EventTooLarge, IllegalTransition, MalformedStream
+from railings.errors import (
+    ConfigurationError,
+    EventTooLarge,
+    IllegalTransition,
+    MalformedStream,
+    RailingsError,
+)
 from railings.events import (
     MessageStart,
     ProviderErrorEvent,
@@ -209,3 +215,17 @@ def test_detection() -> None:
     assert all(is_ollama("application/json", body_of("ollama", r).split(b"\n")[0]) for r in ROWS)
     assert not is_ollama("text/event-stream", b'data: {"model":"x"}')
     assert not is_ollama("application/json", b'{"id":"chatcmpl-1"}')
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_only_railings_errors_escape_on_damaged_bytes(data: st.DataObject) -> None:
+    body = bytearray(body_of("ollama", data.draw(st.sampled_from(ROWS))))
+    for _ in range(data.draw(st.integers(1, 4))):
+        body[data.draw(st.integers(0, len(body) - 1))] = data.draw(st.integers(0, 255))
+    stream = OllamaStream()
+    try:
+        stream.feed(bytes(body))
+        stream.close()
+    except RailingsError:
+        pass  # a typed error: malformed, or too large
