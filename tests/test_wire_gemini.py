@@ -227,7 +227,7 @@ def test_the_part_table() -> None:
 
 def test_the_data_done_trailer_is_read_past() -> None:
     decoder = GeminiDecoder()
-    assert decoder.feed(ServerSentEvent("message", "[DONE]", "", None)) == []
+    assert decoder.feed(ServerSentEvent(event="message", data="[DONE]", id="", retry=None)) == []
 
 
 def test_other_candidates_are_counted_not_read() -> None:
@@ -367,7 +367,7 @@ def test_stop_reason_maps() -> None:
 
 def test_detection() -> None:
     def first(data: str) -> ServerSentEvent:
-        return ServerSentEvent("message", data, "", None)
+        return ServerSentEvent(event="message", data=data, id="", retry=None)
 
     assert all(is_gemini(first(body_of("gemini", r).decode().split("\n")[0][6:])) for r in ROWS)
     assert not is_gemini(first('{"id":"chatcmpl-1","choices":[]}'))

@@ -20,10 +20,9 @@ Each frame's ``:message-type`` header says what it is:
   - ``contentBlockStop`` -- closes a call's argument block.
   - ``messageStop`` -- **the termination proof**, with ``stopReason``
     (:data:`STOP_REASONS`).
-  - ``metadata`` -- usage and metrics. It follows ``messageStop`` on the wire, and
-    alone it is no proof: a stream cut after ``metadata`` but without
-    ``messageStop`` never happens in order, and one cut before ``messageStop`` is
-    interrupted whatever usage said.
+  - ``metadata`` -- usage and metrics. It comes *after* ``messageStop`` on the wire, and
+    alone it is no proof: a stream with ``metadata`` but no ``messageStop`` is
+    interrupted, whatever usage it reports.
 * ``exception`` -- ``:exception-type`` (``throttlingException`` ...): a provider error,
   typed so classification can retry what passes with time (:data:`ERROR_CLASSES`).
 * ``error`` -- the older ``:error-code`` / ``:error-message`` pair: a provider error.

@@ -26,18 +26,20 @@ model's word that it stopped (``STOP``, ``MAX_TOKENS`` -- the output-limit cut -
 without candidates is the API's word that the prompt was refused. Either is the proof
 **only on the stream's last event**: the decoder holds it, a later event that carries
 content withdraws it, and :meth:`GeminiDecoder.close` (EOF after a whole event)
-emits :class:`StopReason` and :class:`TerminationProof`. Why not at once: translation
-proxies stamp ``finishReason: "STOP"`` on chunks that are not the last --
-router-for-me/CLIProxyAPI#5640 and #5651 (OpenAI -> Gemini: every contentless chunk,
-including the ones *before* the text, gets ``STOP``; Chevey339/kelivo#1003 lost whole
-replies to it), and one-api and simple-one-api saw ``STOP`` on every Gemini chunk
-(songquanpeng/one-api#1477, fruitbars/simple-one-api#32). Trusting the first ``STOP``
-would report those turns finished after their first chunk -- the silent truncation
-this library exists to refuse. Trusting only the last costs nothing on the real API,
-whose ``finishReason`` comes on its final chunk (with ``usageMetadata``) and is
-followed by the end of the body. What it cannot catch: a proxy that stamps ``STOP``
-everywhere *and* a cut right after one of those chunks -- indistinguishable from a
-real end on the wire.
+emits :class:`StopReason` and :class:`TerminationProof`.
+
+Why not at once: ``finishReason: "STOP"`` has been seen on chunks that are not the
+last. The Gemini API itself sent it on every chunk of a stream in 2024 (gemini-pro;
+songquanpeng/one-api#1477 removed the field from its translation because "you cannot
+know in advance which message is the last", fruitbars/simple-one-api#32 likewise), and
+translation proxies still do: router-for-me/CLIProxyAPI#5640 and #5651 (OpenAI ->
+Gemini) stamp ``STOP`` on every contentless chunk, including the ones *before* the
+text, and Chevey339/kelivo#1003 lost whole replies to that. Trusting the first ``STOP``
+would report such turns finished after their first chunk -- the silent truncation this
+library exists to refuse. Trusting only the last costs nothing on today's API, whose
+``finishReason`` comes on its final chunk (with ``usageMetadata``) right before the end
+of the body. What it cannot catch: ``STOP`` on every chunk *and* a cut right after one
+of them -- indistinguishable from a real end on the wire.
 
 The other way round is known too: for a turn of pure thinking the API has been seen
 omitting ``finishReason`` from its last chunk (CLIProxyAPI#5226). Such a turn has no
@@ -132,7 +134,7 @@ def is_gemini(first: ServerSentEvent) -> bool:
     """Detection from a stream's first event: a GenerateContentResponse object (its
     camelCase top-level keys), not an OpenAI chunk or a typed Anthropic/Responses event."""
     data = first.data.lstrip()
-    if not data.startswith("{") or '"type"' in data[:40]:
+    if not data.startswith("{") or '"type"' in data[:40] or '"choices"' in data:
         return False
     return any(f'"{key}"' in data for key in ("candidates", "promptFeedback", "usageMetadata"))
 
