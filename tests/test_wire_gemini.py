@@ -284,6 +284,25 @@ def test_streamed_arguments_cut_mid_call_leave_the_call_open() -> None:
     assert not call.closed and call.arguments is None and turn.outcome is Outcome.PARTIAL
 
 
+def test_a_streamed_call_never_ended_is_never_run() -> None:
+    opened = chunk({"functionCall": {"name": "w", "willContinue": True}})
+    fragment = {"jsonPath": "$.path", "stringValue": "/tmp", "willContinue": True}
+    for last in (
+        # The stop arrives while the call still says it continues.
+        chunk({"functionCall": {"partialArgs": [fragment], "willContinue": True}}, finish="STOP"),
+        # The call ends, but a string value was left waiting for its continuation.
+        chunk({"functionCall": {"partialArgs": [fragment]}}, finish="STOP"),
+    ):
+        events = events_of(sse(opened, last))
+        turn = turn_of("gemini", events)
+        assert turn.outcome is Outcome.COMPLETE
+        (call,) = turn.tool_calls
+        assert call.closed and call.arguments is None
+        assert json.loads(call.raw_arguments) == [fragment]
+        (verdict,) = judge(turn)
+        assert verdict.verdict is Verdict.REJECT and verdict.reason is RejectReason.MALFORMED
+
+
 def test_unreadable_streamed_arguments_are_never_guessed() -> None:
     for fragment in (
         {"jsonPath": "a.b", "stringValue": "x"},  # not a JSONPath from the root

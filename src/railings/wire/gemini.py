@@ -214,9 +214,20 @@ class GeminiDecoder:
         carried a terminal ``finishReason`` (or a prompt block), else nothing."""
         pending, self._pending = self._pending, None
         if pending is None:
-            return []
+            return []  # no proof: a call still streaming stays open (interrupted)
+        out: list[StreamEvent] = []
+        if self._call is not None:
+            # The model stopped with a call whose fragments never said they ended: its
+            # arguments are not known whole, so they are kept as the fragments, unrunnable.
+            position, arguments = self._call
+            self._call = None
+            out += [
+                Unknown(name="gemini:functionCall:unended"),
+                ToolArgumentsDelta(index=position, fragment=arguments.raw(), parsed=True),
+                ToolCallEnd(index=position),
+            ]
         reason, marker = pending
-        return [StopReason(wire=reason), TerminationProof(marker=marker)]
+        return [*out, StopReason(wire=reason), TerminationProof(marker=marker)]
 
     # -- parts ------------------------------------------------------------------------------
 

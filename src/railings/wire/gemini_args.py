@@ -67,8 +67,9 @@ class PartialArguments:
                 self._broken = True
 
     def json(self) -> str | None:
-        """The rebuilt object as JSON text, or None when a fragment could not be read."""
-        if self._broken:
+        """The rebuilt object as JSON text, or None when a fragment could not be read or
+        a string value was left waiting for its continuation."""
+        if self._broken or self._continuing:
             return None
         return json.dumps(self._root, ensure_ascii=False)
 
