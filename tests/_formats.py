@@ -117,3 +117,17 @@ def turn_of(provider: str, events: list[StreamEvent], *, max_tokens: int | None 
         assembler.apply(event)
     assembler.eof()
     return assembler.turn()
+
+
+def assert_every_file_listed_once(folder: str) -> None:
+    """Provenance: each capture on disk has exactly one manifest row, with its source."""
+    rows = manifest(folder)
+    listed = [row["file"] for row in rows]
+    assert len(listed) == len(set(listed))
+    on_disk = sorted(
+        p.name for p in (CORPUS / folder).iterdir() if p.name not in ("MANIFEST.tsv", "README.md")
+    )
+    assert sorted(listed) == on_disk
+    for row in rows:
+        body_of(folder, row)
+        assert row["source_repo"] and row["source_path"] and len(row["source_commit"]) == 40

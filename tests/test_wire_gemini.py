@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _formats import (
+    assert_every_file_listed_once,
     body_of,
     byte_by_byte,
     decode,
@@ -406,3 +407,7 @@ def test_only_railings_errors_escape_on_damaged_bytes(data: st.DataObject) -> No
         stream.close()
     except RailingsError:
         pass  # a typed error: malformed, or too large
+
+
+def test_every_capture_is_listed_once_with_its_source() -> None:
+    assert_every_file_listed_once("gemini")
