@@ -411,3 +411,28 @@ def test_only_railings_errors_escape_on_damaged_bytes(data: st.DataObject) -> No
 
 def test_every_capture_is_listed_once_with_its_source() -> None:
     assert_every_file_listed_once("gemini")
+
+
+def test_fields_beyond_the_tables_are_counted_never_dropped_silently() -> None:
+    body = sse(
+        {
+            "responseId": "r",
+            "somethingNew": 1,
+            "candidates": [
+                {
+                    "index": 0,
+                    "content": {"parts": [{"text": "a"}]},
+                    "safetyRatings": [],
+                    "groundingMetadata": {},
+                    "newCandidateField": {},
+                    "finishReason": "STOP",
+                }
+            ],
+        }
+    )
+    events = events_of(body)
+    assert [e.name for e in events if isinstance(e, Unknown)] == [
+        "gemini:somethingNew",
+        "gemini:candidate:newCandidateField",
+    ]
+    assert turn_of("gemini", events).unknown_events == 2

@@ -234,3 +234,9 @@ def test_only_railings_errors_escape_on_damaged_bytes(data: st.DataObject) -> No
 
 def test_every_capture_is_listed_once_with_its_source() -> None:
     assert_every_file_listed_once("ollama")
+
+
+def test_fields_beyond_the_tables_are_counted_never_dropped_silently() -> None:
+    body = ndjson({**line(True, content="a"), "eval_duration": 1, "brand_new": 2})
+    events = decode(OllamaStream, [body])
+    assert [e.name for e in events if isinstance(e, Unknown)] == ["ollama:brand_new"]

@@ -77,9 +77,11 @@ from railings.wire.gemini_args import PartialArguments
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE, ServerSentEvent, SSEDecoder
 
 __all__ = [
+    "CANDIDATE_READ_PAST",
     "FINISH_REASON",
     "PART_HANDLERS",
     "PROMPT_BLOCKED",
+    "READ_PAST",
     "STOP_REASONS",
     "STOP_REASONS_WIRE",
     "UNSPECIFIED",
@@ -124,6 +126,27 @@ STOP_REASONS_WIRE: Final[dict[str, str]] = {
 }
 
 _DONE: Final = "[DONE]"
+# Fields read past on purpose: identity and timing, and metadata that is no content of
+# the turn (safety ratings, citations, grounding and URL-context sources, log
+# probabilities). Any other field is counted as Unknown.
+READ_PAST: Final = frozenset(
+    {"createTime", "modelVersion", "responseId", "modelStatus", "sdkHttpResponse"}
+)
+CANDIDATE_READ_PAST: Final = frozenset(
+    {
+        "index",
+        "safetyRatings",
+        "citationMetadata",
+        "groundingMetadata",
+        "urlContextMetadata",
+        "avgLogprobs",
+        "logprobsResult",
+        "finishMessage",
+        "tokenCount",
+    }
+)
+_TOP_READ: Final = frozenset({"candidates", "usageMetadata", "promptFeedback", "error"})
+_CANDIDATE_READ: Final = frozenset({"content", FINISH_REASON})
 # Keys a part may carry beside its one kind key.
 _PART_METADATA: Final = frozenset(
     {"thought", "thoughtSignature", "partMetadata", "videoMetadata", "mediaResolution"}
@@ -176,6 +199,11 @@ class GeminiDecoder:
         if isinstance(error, dict):
             out.append(_error_event(error))
             return out
+        out += [
+            Unknown(name=f"gemini:{key}")
+            for key in obj
+            if key not in _TOP_READ and key not in READ_PAST
+        ]
         content = False
         reason: tuple[str, str] | None = None
         candidates = obj.get("candidates")
@@ -188,6 +216,11 @@ class GeminiDecoder:
                 self.candidates.add(index)
                 if index != self.candidate:
                     continue
+                out += [
+                    Unknown(name=f"gemini:candidate:{key}")
+                    for key in candidate
+                    if key not in _CANDIDATE_READ and key not in CANDIDATE_READ_PAST
+                ]
                 parts = _dict(candidate.get("content")).get("parts")
                 if isinstance(parts, list):
                     for part in parts:

@@ -66,6 +66,7 @@ __all__ = [
     "DEFAULT_HOST",
     "DONE",
     "MESSAGE_HANDLERS",
+    "READ_PAST",
     "STOP_REASONS",
     "STOP_REASONS_WIRE",
     "NDJSONDecoder",
@@ -91,6 +92,27 @@ STOP_REASONS_WIRE: Final[dict[str, str]] = {
     "tool_use": "stop",  # Ollama has no tool stop: a turn with calls ends in "stop"
     "max_tokens": "length",
 }
+
+
+# Top-level fields read past on purpose (identity, timings, token ids); any other is
+# counted as Unknown.
+READ_PAST: Final = frozenset(
+    {
+        "model",
+        "created_at",
+        "total_duration",
+        "load_duration",
+        "prompt_eval_duration",
+        "eval_duration",
+        "context",
+        "logprobs",
+        "remote_model",
+        "remote_host",
+    }
+)
+_READ: Final = frozenset(
+    {"message", DONE, "done_reason", "prompt_eval_count", "eval_count", "error"}
+)
 
 
 def is_ollama(content_type: str, first_line: bytes = b"") -> bool:
@@ -200,6 +222,7 @@ class OllamaDecoder:
         if error is not None:
             text = error if isinstance(error, str) else json.dumps(error)
             return [*out, ProviderErrorEvent(message=text or "provider error", provider_type=None)]
+        out += [Unknown(name=f"ollama:{k}") for k in obj if k not in _READ and k not in READ_PAST]
         message = obj.get("message")
         if isinstance(message, dict):
             for key, value in message.items():
