@@ -38,6 +38,8 @@ def captures() -> list[tuple[str, str]]:
         header = lines[0].split("\t")
         for line in lines[1:]:
             row = dict(zip(header, line.split("\t"), strict=False))
+            if row.get("provider") not in PROVIDERS:
+                continue  # a format `replay` does not read yet (gemini, bedrock, ollama ...)
             path = manifest.parent / row["file"]
             found.append((str(path.relative_to(CORPUS)), PROVIDERS[row["provider"]]))
     return found

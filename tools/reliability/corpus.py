@@ -174,12 +174,14 @@ def _read_set(directory: Path, prefix: str) -> list[Capture]:
         rows = list(csv.DictReader(fh, delimiter="\t"))
     captures = []
     for row in rows:
+        if row.get("provider") not in _PROVIDERS:
+            continue  # not an SSE format the reader reads (gemini, bedrock, ollama, vectors)
         body = (directory / row["file"]).read_bytes()
         blocks, tail = split_blocks(body)
         captures.append(
             Capture(
                 name=prefix + row["file"],
-                provider=_PROVIDERS.get(row["provider"], "auto"),
+                provider=_PROVIDERS[row["provider"]],
                 body=body,
                 blocks=tuple(blocks),
                 tail=tail,

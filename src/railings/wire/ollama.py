@@ -1,0 +1,329 @@
+"""Ollama native ``/api/chat`` decoder: NDJSON lines in, normalized events out.
+
+Theory of operation. ``POST /api/chat`` (default ``http://127.0.0.1:11434``,
+``OLLAMA_HOST``) streams ``application/x-ndjson``: one JSON object per line, no
+``data:`` framing and no sentinel. Every line carries ``model``, ``created_at``,
+``message`` and ``done``; its ``message`` keys are read by :data:`MESSAGE_HANDLERS`:
+
+* ``content`` -- answer text; ``thinking`` -- reasoning text (``think: true``).
+* ``tool_calls`` -- calls arrive **whole**, arguments already parsed into objects
+  (``function.arguments``): railings' serialization of them is marked ``parsed``, so
+  a call in a turn cut by ``num_predict`` is never executed on its own say-so.
+  Newer servers give each call an ``id`` (and ``function.index``).
+* ``role`` (always ``assistant``) carries nothing; ``images`` and anything else is
+  :class:`Unknown`.
+
+**The proof is the line with ``done: true``**: it also carries ``done_reason``
+(``stop``, ``length`` -- the ``num_predict`` output-limit cut -- and ``load`` /
+``unload`` for the model lifecycle; older servers omit it, and the stop reason is
+then derived) and the usage, ``prompt_eval_count`` and ``eval_count``. A line with
+an ``error`` field is a provider error; a line that is not a JSON object is a
+:class:`~railings.errors.MalformedStream`.
+
+The OpenAI-compatible endpoint (``/v1/chat/completions``) is a different wire: the
+``openai`` decoder reads it, and its proof is ``data: [DONE]``, which Ollama has
+written at the end of every stream since that endpoint first shipped
+(ollama/ollama ``middleware/openai.go``, 2024-02, #2376). Its ``finish_reason`` is
+copied from ``done_reason`` and is ``null`` when the native line has none: until
+ollama/ollama#17485 (2026-08, which sends ``cmp.Or(done_reason, "stop")`` on a
+dedicated finish chunk) a complete stream from a server or model that sets no
+``done_reason`` ended with ``finish_reason: null`` and then ``[DONE]``, and
+non-streaming answers still carry ``finish_reason: null`` in that case (seen with
+gemma3, docling-project/docling#1647). This is why pydantic-ai declined to make a
+missing finish reason an error (pydantic/pydantic-ai#2996, #3045). railings has no
+such dilemma: a missing finish reason is not a missing proof. ``[DONE]`` ends the
+turn cleanly, the stop reason is derived (``max_tokens`` when the billed output
+reached the requested limit, ``tool_use`` with calls, else ``end_turn``), and a
+stream cut before ``[DONE]`` is interrupted whatever ``finish_reason`` said.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Final
+
+from railings.errors import ConfigurationError, EventTooLarge, IllegalTransition, MalformedStream
+from railings.events import (
+    MessageStart,
+    ProviderErrorEvent,
+    StopReason,
+    StreamEvent,
+    TerminationProof,
+    TextDelta,
+    ThinkingDelta,
+    ToolArgumentsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    Unknown,
+    UsageUpdate,
+)
+from railings.wire._json import as_int, load_object
+from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
+
+__all__ = [
+    "CONTENT_TYPE",
+    "DEFAULT_HOST",
+    "DONE",
+    "MESSAGE_HANDLERS",
+    "READ_PAST",
+    "STOP_REASONS",
+    "STOP_REASONS_WIRE",
+    "NDJSONDecoder",
+    "OllamaDecoder",
+    "OllamaStream",
+    "is_ollama",
+]
+
+CONTENT_TYPE: Final = "application/x-ndjson"
+DEFAULT_HOST: Final = "http://127.0.0.1:11434"
+DONE: Final = "done"
+
+# done_reason -> railings' normalized stop reason. ``load`` / ``unload`` answer an empty
+# request (the model was loaded or unloaded): kept as they are, they are not a chat stop.
+STOP_REASONS: Final[dict[str, str]] = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "load": "load",
+    "unload": "unload",
+}
+STOP_REASONS_WIRE: Final[dict[str, str]] = {
+    "end_turn": "stop",
+    "tool_use": "stop",  # Ollama has no tool stop: a turn with calls ends in "stop"
+    "max_tokens": "length",
+}
+
+
+# Top-level fields read past on purpose (identity, timings, token ids); any other is
+# counted as Unknown.
+READ_PAST: Final = frozenset(
+    {
+        "model",
+        "created_at",
+        "total_duration",
+        "load_duration",
+        "prompt_eval_duration",
+        "eval_duration",
+        "context",
+        "logprobs",
+        "remote_model",
+        "remote_host",
+    }
+)
+_READ: Final = frozenset(
+    {"message", DONE, "done_reason", "prompt_eval_count", "eval_count", "error"}
+)
+
+
+def is_ollama(content_type: str, first_line: bytes = b"") -> bool:
+    """Detection: the NDJSON media type, or a first line holding the native chat keys."""
+    if content_type.split(";")[0].strip().lower() == CONTENT_TYPE:
+        return True
+    line = first_line.lstrip()
+    return line.startswith(b"{") and all(
+        key in line for key in (b'"model"', b'"created_at"', b'"done"')
+    )
+
+
+class NDJSONDecoder:
+    """Bytes to lines of newline-delimited JSON: ``feed(bytes) -> list[str]``.
+
+    Lines end at LF (a CR before it is dropped); blank lines are skipped. No line may
+    be longer than ``max_line_size`` bytes: past it
+    :class:`~railings.errors.EventTooLarge` is raised at once and the decoder refuses
+    further input. Each line is decoded as UTF-8, strictly. At :meth:`close`, a last
+    line without its LF is returned too: a complete JSON object proves itself by its
+    closing brace, and one cut short fails to parse in the next layer.
+    """
+
+    __slots__ = ("_failed", "_max", "_open", "_parts", "_size")
+
+    def __init__(self, *, max_line_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
+        if max_line_size < 1:
+            raise ConfigurationError(f"max_line_size must be positive, got {max_line_size}")
+        self._max = max_line_size
+        self._parts: list[bytes] = []  # the line not yet ended, in pieces
+        self._size = 0
+        self._open = True
+        self._failed = False
+
+    @property
+    def pending(self) -> bool:
+        """True while a line has begun and no LF has ended it."""
+        return self._size > 0
+
+    def feed(self, chunk: bytes) -> list[str]:
+        """The lines ``chunk`` completed."""
+        if not self._open:
+            raise IllegalTransition("failed" if self._failed else "closed", "feed")
+        pieces = chunk.split(b"\n")
+        tail = pieces.pop()
+        out: list[str] = []
+        for index, piece in enumerate(pieces):
+            if index == 0 and self._parts:
+                self._check(self._size + len(piece))
+                self._parts.append(piece)
+                piece = b"".join(self._parts)
+                self._parts, self._size = [], 0
+            else:
+                self._check(len(piece))
+            line = _decode(piece[:-1] if piece.endswith(b"\r") else piece)
+            if line.strip():
+                out.append(line)
+        if tail:
+            self._check(self._size + len(tail))
+            self._parts.append(tail)
+            self._size += len(tail)
+        return out
+
+    def close(self) -> list[str]:
+        """EOF: the last line if it had no LF (see the class docstring), else nothing."""
+        if not self._open:
+            return []
+        self._open = False
+        piece = b"".join(self._parts)
+        self._parts, self._size = [], 0
+        line = _decode(piece[:-1] if piece.endswith(b"\r") else piece)
+        return [line] if line.strip() else []
+
+    def _check(self, size: int) -> None:
+        if size > self._max:
+            self._open, self._failed = False, True
+            self._parts, self._size = [], 0
+            raise EventTooLarge(f"NDJSON line longer than {self._max} bytes", limit=self._max)
+
+
+def _decode(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise MalformedStream("ollama: a line is not UTF-8") from None
+
+
+class OllamaDecoder:
+    """Turns the lines of one ``/api/chat`` stream into normalized events."""
+
+    __slots__ = ("_next", "_started")
+
+    def __init__(self) -> None:
+        self._started = False
+        self._next = 0  # position of the next call
+
+    def feed(self, line: str) -> list[StreamEvent]:
+        """The normalized events of one line: ``done: true`` carries the termination
+        proof. A line that is not a JSON object raises
+        :class:`~railings.errors.MalformedStream`."""
+        obj = load_object(line, where="ollama line")
+        out: list[StreamEvent] = []
+        if not self._started:
+            self._started = True
+            out.append(MessageStart(id="", model=_str(obj.get("model"))))
+        error = obj.get("error")
+        if error is not None:
+            text = error if isinstance(error, str) else json.dumps(error)
+            return [*out, ProviderErrorEvent(message=text or "provider error", provider_type=None)]
+        out += [Unknown(name=f"ollama:{k}") for k in obj if k not in _READ and k not in READ_PAST]
+        message = obj.get("message")
+        if isinstance(message, dict):
+            for key, value in message.items():
+                handler = MESSAGE_HANDLERS.get(key)
+                if handler is not None:
+                    out += handler(self, value)
+                elif value not in (None, "", []):
+                    out.append(Unknown(name=f"ollama:message:{key}"))
+        elif message is not None:
+            out.append(Unknown(name="ollama:message"))
+        if obj.get(DONE) is True:
+            prompt = as_int(obj.get("prompt_eval_count"))
+            output = as_int(obj.get("eval_count"))
+            if prompt is not None or output is not None:
+                out.append(UsageUpdate(input_tokens=prompt, output_tokens=output))
+            reason = _str(obj.get("done_reason"))
+            if reason:
+                out.append(StopReason(wire=reason))
+            out.append(TerminationProof(marker=DONE))
+        return out
+
+    def close(self) -> list[StreamEvent]:
+        """No events: each line was decoded whole as it came."""
+        return []
+
+    def _tool_calls(self, value: object) -> list[StreamEvent]:
+        if not isinstance(value, list):
+            return [Unknown(name="ollama:message:tool_calls")] if value else []
+        out: list[StreamEvent] = []
+        for call in value:
+            function = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+                out.append(Unknown(name="ollama:tool_call"))
+                continue
+            position = self._next
+            self._next += 1
+            arguments = function.get("arguments")
+            if isinstance(arguments, str):
+                whole = arguments  # some compatible servers send the text: it is not parsed
+                parsed = False
+            else:
+                whole = json.dumps(
+                    arguments if isinstance(arguments, dict) else {}, ensure_ascii=False
+                )
+                parsed = True
+            ident = call.get("id") if isinstance(call, dict) else None
+            out += [
+                ToolCallStart(index=position, id=_str(ident), name=function["name"]),
+                ToolArgumentsDelta(index=position, fragment=whole, parsed=parsed),
+                ToolCallEnd(index=position),
+            ]
+        return out
+
+
+def _content(_: OllamaDecoder, value: object) -> list[StreamEvent]:
+    return [TextDelta(text=value)] if isinstance(value, str) and value else []
+
+
+def _thinking(_: OllamaDecoder, value: object) -> list[StreamEvent]:
+    return [ThinkingDelta(text=value)] if isinstance(value, str) and value else []
+
+
+def _silent(_: OllamaDecoder, value: object) -> list[StreamEvent]:
+    return []
+
+
+_Handler = Callable[[OllamaDecoder, object], list[StreamEvent]]
+
+MESSAGE_HANDLERS: Final[dict[str, _Handler]] = {
+    "content": _content,
+    "thinking": _thinking,
+    "tool_calls": OllamaDecoder._tool_calls,
+    "role": _silent,
+}
+
+
+class OllamaStream:
+    """Bytes in, normalized events out: :class:`NDJSONDecoder` and :class:`OllamaDecoder`."""
+
+    __slots__ = ("_decoder", "_lines", "lines_seen")
+
+    def __init__(self, *, max_line_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
+        self._lines = NDJSONDecoder(max_line_size=max_line_size)
+        self._decoder = OllamaDecoder()
+        self.lines_seen = 0
+
+    def feed(self, chunk: bytes) -> list[StreamEvent]:
+        """The normalized events of the lines ``chunk`` completed."""
+        return self._events(self._lines.feed(chunk))
+
+    def close(self) -> list[StreamEvent]:
+        """EOF: a last line without its LF is decoded too (a cut one raises)."""
+        return self._events(self._lines.close()) + self._decoder.close()
+
+    def _events(self, lines: list[str]) -> list[StreamEvent]:
+        out: list[StreamEvent] = []
+        for line in lines:
+            self.lines_seen += 1
+            out += self._decoder.feed(line)
+        return out
+
+
+def _str(value: object) -> str:
+    return value if isinstance(value, str) else ""
