@@ -176,7 +176,11 @@ LAYERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "classify.py": (frozenset(), frozenset({"errors.py", "providers"})),
     "limits.py": (frozenset(), frozenset({"errors.py", "events.py"})),
     # importlib: the optional fast JSON parser (jiter) is looked up by name.
-    "wire": (frozenset({"importlib"}), frozenset({"errors.py", "events.py", "wire"})),
+    # struct, zlib, uuid: the event-stream frame decoder (lengths, CRC32, UUID header values).
+    "wire": (
+        frozenset({"importlib", "struct", "zlib", "uuid"}),
+        frozenset({"errors.py", "events.py", "wire"}),
+    ),
     "turn": (
         frozenset(),
         frozenset(
