@@ -334,9 +334,7 @@ class Agent:
                     },
                 )
             case ToolArgumentsDelta(index=index, fragment=fragment):
-                self._delta(
-                    number, {"kind": DeltaKind.TOOL_ARGS, "index": index, "text": fragment}
-                )
+                self._delta(number, {"kind": DeltaKind.TOOL_ARGS, "index": index, "text": fragment})
 
     def _delta(self, number: int, data: dict[str, Any]) -> None:
         self._journal(EntryKind.DELTA, data, turn=number)

@@ -103,7 +103,11 @@ class TurnAssembler:
         match event:
             case TextDelta(text=text):
                 if text:
-                    self._parts.text(text)
+                    pieces = self._parts.open_text  # the text part being written, if any
+                    if pieces is None:
+                        self._parts.text(text)
+                    else:
+                        pieces.append(text)
                     self.content = True
             case ToolArgumentsDelta(index=index, fragment=fragment, parsed=parsed):
                 if self._parts.call_arguments(index, fragment, parsed):

@@ -22,7 +22,7 @@ sentinel the verdicts read.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from railings.events import CallType, ServerToolResult, ToolCallStart, ToolKind
 from railings.turn.parts import (
@@ -148,12 +148,13 @@ class _Call:
 
 
 _Entry = _Pieces | _Thought | _Call | ServerToolResultPart
+_E = TypeVar("_E", bound=_Entry)
 
 
 class PartsManager:
     """Collects a turn's content in arrival order (see the module docstring)."""
 
-    __slots__ = ("_calls", "_entries", "_items", "_local", "_open_thought")
+    __slots__ = ("_calls", "_entries", "_items", "_local", "_open_thought", "open_text")
 
     def __init__(self) -> None:
         self._entries: list[_Entry] = []  # every part being written, in the order it began
@@ -161,6 +162,9 @@ class PartsManager:
         self._local = 0  # local calls so far
         self._open_thought: _Thought | None = None
         self._items: tuple[Mapping[str, Any], ...] = ()
+        # The pieces of the text part being written while it is the latest part, else None:
+        # the assembler appends most text deltas to it directly (one list append, no call).
+        self.open_text: list[str] | None = None
 
     @property
     def local_calls(self) -> int:
@@ -171,9 +175,16 @@ class PartsManager:
         """A non-empty piece of answer (or refusal) text."""
         last = self._entries[-1] if self._entries else None
         if type(last) is not _Pieces or last.refusal is not refusal:
-            last = _Pieces(refusal)
-            self._entries.append(last)
+            last = self._begin(_Pieces(refusal))
+            if not refusal:
+                self.open_text = last.pieces
         last.pieces.append(text)
+
+    def _begin(self, entry: _E) -> _E:
+        """A new part begins: the open text part, if any, ends."""
+        self.open_text = None
+        self._entries.append(entry)
+        return entry
 
     def thinking(self, text: str, signature: str, redacted: str) -> None:
         """A thinking delta: text, a signature that closes the open block, or a whole
@@ -181,12 +192,11 @@ class PartsManager:
         block against its own signature."""
         if redacted:
             self._open_thought = None
-            self._entries.append(_Thought(redacted))
+            self._begin(_Thought(redacted))
             return
         thought = self._open_thought
         if thought is None:
-            thought = self._open_thought = _Thought()
-            self._entries.append(thought)
+            thought = self._open_thought = self._begin(_Thought())
         if text:
             thought.texts.append(text)
         if signature:
@@ -201,7 +211,7 @@ class PartsManager:
         else:
             call = _Call(start, len(self._calls))
         self._calls.append(call)
-        self._entries.append(call)
+        self._begin(call)
 
     def call_arguments(self, index: int, fragment: str, parsed: bool) -> bool:
         """One argument fragment of call ``index``; False when no such call started."""
@@ -224,7 +234,7 @@ class PartsManager:
             if call.id == event.tool_use_id:
                 call.results.append(event.type)
         if event.block is not None:
-            self._entries.append(
+            self._begin(
                 ServerToolResultPart(
                     tool_use_id=event.tool_use_id, type=event.type, block=event.block
                 )

@@ -108,6 +108,9 @@ class AnthropicDecoder:
         if not isinstance(delta, dict):
             return [Unknown(name="anthropic:content_block_delta")]
         kind = delta.get("type")
+        if kind == "text_delta":  # nearly every event of a text stream: no second call
+            text = delta.get("text")
+            return [TextDelta(text=text)] if isinstance(text, str) and text else []
         handler = _DELTAS.get(kind) if isinstance(kind, str) else None
         if handler is None:
             return [Unknown(name=f"anthropic:delta:{kind}")]
@@ -220,11 +223,6 @@ def _tool_result(_: AnthropicDecoder, block: dict[str, Any], __: int) -> list[St
     ]
 
 
-def _text_delta(_: AnthropicDecoder, delta: dict[str, Any], __: object) -> list[StreamEvent]:
-    text = delta.get("text")
-    return [TextDelta(text=text)] if isinstance(text, str) and text else []
-
-
 def _thinking_delta(_: AnthropicDecoder, delta: dict[str, Any], __: object) -> list[StreamEvent]:
     text = delta.get("thinking")
     return [ThinkingDelta(text=text)] if isinstance(text, str) and text else []
@@ -262,8 +260,8 @@ _BLOCKS: dict[str, _BlockHandler] = {
 }
 
 # The delta type -> its handler; ``citations_delta`` is metadata on a text block, read past.
+# ``text_delta`` is read first, in _delta itself (bench/instructions.py, W3).
 _DELTAS: dict[str, _DeltaHandler] = {
-    "text_delta": _text_delta,
     "input_json_delta": AnthropicDecoder._arguments,
     "thinking_delta": _thinking_delta,
     "signature_delta": _signature_delta,
