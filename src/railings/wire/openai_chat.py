@@ -54,56 +54,18 @@ from railings.events import (
     UsageUpdate,
 )
 from railings.wire._json import as_int, load_object
+from railings.wire.chat_fields import (
+    CALL_FIELDS,
+    CHOICE_FIELDS,
+    CHUNK_FIELDS,
+    FUNCTION_FIELDS,
+    unknown_fields,
+)
 from railings.wire.sse import ServerSentEvent
 
 __all__ = ["DONE", "OpenAIChatDecoder", "error_event"]
 
 DONE = "[DONE]"
-
-# Fields known and read past on purpose, by level (who sends them): anything else is Unknown.
-#
-# _FIELD_CHECK: a stream repeats one chunk shape thousands of times, and checking every key
-# of every chunk against its table costs a sixth of the decoder's time (bench/instructions.py,
-# W1). So the fields of a chunk (a choice, a tool call, its function) are checked when they
-# are not, in the same order, those of the last one checked at that level: comparing two
-# short tuples of the same keys costs a fraction of a lookup per key, and a chunk that
-# repeats the last shape has nothing new.
-_CHUNK_FIELDS = frozenset(
-    {
-        "id",
-        "object",
-        "created",
-        "model",
-        "choices",
-        "usage",
-        "error",
-        "system_fingerprint",
-        "service_tier",
-        "obfuscation",  # OpenAI: random padding against length side channels
-        "prompt_filter_results",  # Azure
-        "provider",  # OpenRouter
-        "citations",  # Perplexity
-        "x_groq",  # Groq
-        "moderation",  # Mistral
-        "prompt_text",  # vLLM-based servers (Crusoe)
-        "prompt_token_ids",
-        "sla_metrics",  # Snowflake
-    }
-)
-_CHOICE_FIELDS = frozenset(
-    {
-        "index",
-        "delta",
-        "finish_reason",
-        "logprobs",
-        "content_filter_results",  # Azure
-        "native_finish_reason",  # OpenRouter: the upstream's own spelling
-        "stop_reason",  # vLLM: the stop token or string that matched
-        "token_ids",  # vLLM
-    }
-)
-_CALL_FIELDS = frozenset({"index", "id", "type", "function"})
-_FUNCTION_FIELDS = frozenset({"name", "arguments"})
 
 
 class OpenAIChatDecoder:
@@ -133,7 +95,7 @@ class OpenAIChatDecoder:
         self._by_id: dict[str, int] = {}  # id -> position
         self._last: int | None = None  # position of the latest call
         self._open: set[int] = set()  # positions whose argument block is not closed yet
-        # The fields of the last chunk and choice checked against their tables (_FIELD_CHECK).
+        # The fields last checked at each level against its table (see wire/chat_fields.py).
         self._chunk_keys: tuple[str, ...] = ()
         self._choice_keys: tuple[str, ...] = ()
         self._call_keys: tuple[str, ...] = ()
@@ -182,9 +144,9 @@ class OpenAIChatDecoder:
                 )
             )
         keys = tuple(obj)
-        if keys != self._chunk_keys:  # see _FIELD_CHECK
+        if keys != self._chunk_keys:  # see railings.wire.chat_fields
             self._chunk_keys = keys
-            _unknown_fields("chunk", obj, _CHUNK_FIELDS, out)
+            unknown_fields("chunk", obj, CHUNK_FIELDS, out)
         if obj.get("error"):
             out.append(error_event(obj))
         return out
@@ -215,11 +177,11 @@ class OpenAIChatDecoder:
                     if value is not None:
                         handle(self, value, out)
                 if not _DELTA_KEYS.issuperset(delta):
-                    _unknown_fields("delta", delta, _DELTA_KEYS, out)
+                    unknown_fields("delta", delta, _DELTA_KEYS, out)
         keys = tuple(choice)
         if keys != self._choice_keys:
             self._choice_keys = keys
-            _unknown_fields("choice", choice, _CHOICE_FIELDS, out)
+            unknown_fields("choice", choice, CHOICE_FIELDS, out)
         finish = choice.get("finish_reason")
         if isinstance(finish, str) and finish:
             for position in sorted(self._open):
@@ -275,13 +237,13 @@ class OpenAIChatDecoder:
         if not isinstance(function, dict):
             function = {}
         keys = tuple(call)
-        if keys != self._call_keys:  # see _FIELD_CHECK
+        if keys != self._call_keys:  # see railings.wire.chat_fields
             self._call_keys = keys
-            _unknown_fields("tool_call", call, _CALL_FIELDS, out)
+            unknown_fields("tool_call", call, CALL_FIELDS, out)
         keys = tuple(function)
         if keys != self._function_keys:
             self._function_keys = keys
-            _unknown_fields("function", function, _FUNCTION_FIELDS, out)
+            unknown_fields("function", function, FUNCTION_FIELDS, out)
         wire_index = call.get("index")
         position = self._position(wire_index if isinstance(wire_index, int) else None, ident)
         if position is None:
@@ -359,12 +321,6 @@ _DELTA: tuple[tuple[str, _DeltaHandler], ...] = (
 )
 _DELTA_HANDLERS = dict(_DELTA)
 _DELTA_KEYS = frozenset(_DELTA_HANDLERS)
-
-
-def _unknown_fields(
-    level: str, obj: dict[str, Any], known: frozenset[str], out: list[StreamEvent]
-) -> None:
-    out.extend(Unknown(name=f"openai:{level}:{key}") for key in obj if key not in known)
 
 
 def _content_parts(parts: list[Any], out: list[StreamEvent]) -> None:
