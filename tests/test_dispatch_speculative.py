@@ -421,7 +421,9 @@ def test_leaving_the_runner_cancels_what_it_started() -> None:
 def test_the_runner_needs_a_running_event_loop() -> None:
     probe = Probe()
     runner = SpeculativeRunner(ToolRegistry([probe.make("slow_read")]))
-    start = ToolCallStart(0, "call_0", "slow_read", initial_arguments=json.dumps({"path": "a"}))
+    start = ToolCallStart(
+        index=0, id="call_0", name="slow_read", initial_arguments=json.dumps({"path": "a"})
+    )
     runner.feed(start)
     with pytest.raises(ConfigurationError, match="running event loop"):
-        runner.feed(ToolCallEnd(0))
+        runner.feed(ToolCallEnd(index=0))

@@ -16,6 +16,7 @@ from railings.dispatch import ToolRegistry, builtin_tools
 from railings.messages import Assistant, User, anthropic_messages_body
 from railings.testing import Script, ScriptedServer
 from railings.transport import AsyncProviderClient, ClientConfig
+from railings.turn.parts import TextPart, ThinkingPart
 from streams import anthropic_event, openai_chunk
 
 SERVER_TOOL_CAPTURES = {
@@ -261,5 +262,6 @@ def test_two_thinking_blocks_before_a_local_call_stay_two() -> None:
 def test_one_thinking_block_is_sent_back_as_before() -> None:
     text = {"type": "text", "text": "Done."}
     body = blocks_stream([THINK_A, text])
-    assert replay(body).turn.segments == ()
+    parts = replay(body).turn.parts
+    assert [type(p) for p in parts] == [ThinkingPart, TextPart]
     assert sent_back(body) == [THINK_A, text]

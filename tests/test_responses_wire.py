@@ -274,17 +274,26 @@ def test_any_split_of_a_capture_gives_the_same_verdict(name: str, data: st.DataO
 def test_function_call_capture_decodes_to_the_expected_events() -> None:
     events = decode(_body({"file": "swiftagent_function_call_gpt5.sse"}))
     assert events[0] == MessageStart(
-        "resp_68d9303e0ef4819e9abaed38fac5de4f03aa6e5a972b3b23", "gpt-5-2025-08-07"
+        id="resp_68d9303e0ef4819e9abaed38fac5de4f03aa6e5a972b3b23", model="gpt-5-2025-08-07"
     )
-    assert events[1] == ToolCallStart(0, "call_5dp5Uj0Loqn1YcyIpqSq6sLX", "get_weather")
+    assert events[1] == ToolCallStart(
+        index=0, id="call_5dp5Uj0Loqn1YcyIpqSq6sLX", name="get_weather"
+    )
     fragments = [e.fragment for e in events if isinstance(e, ToolArgumentsDelta)]
     # The .done events repeat the whole arguments: after deltas they add nothing.
     assert "".join(fragments) == '{ "location": "New York City, USA" }' and len(fragments) == 12
-    assert events[-5:-2] == [ToolCallEnd(0), UsageUpdate(75, 155), events[-3]]
-    assert events[-2:] == [StopReason("completed"), TerminationProof("response.completed")]
+    assert events[-5:-2] == [
+        ToolCallEnd(index=0),
+        UsageUpdate(input_tokens=75, output_tokens=155),
+        events[-3],
+    ]
+    assert events[-2:] == [
+        StopReason(wire="completed"),
+        TerminationProof(marker="response.completed"),
+    ]
     items = events[-3]
     assert isinstance(items, OutputItems)  # the response's own output, to send back
-    reasoning, call = json.loads(items.raw)
+    reasoning, call = items.items
     assert reasoning["type"] == "reasoning" and reasoning["encrypted_content"].startswith("gAAAAA")
     assert call["id"].startswith("fc_") and call["call_id"] == "call_5dp5Uj0Loqn1YcyIpqSq6sLX"
 
@@ -366,8 +375,12 @@ def test_response_failed_is_a_typed_provider_error_keeping_usage() -> None:
 def test_error_event_is_a_typed_provider_error() -> None:
     flat = ev("error", code="rate_limit_exceeded", message="Slow down.", param=None)
     nested = ev("error", error={"type": "invalid_request_error", "message": "Bad input."})
-    assert decode(flat) == [ProviderErrorEvent("Slow down.", "rate_limit_exceeded")]
-    assert decode(nested) == [ProviderErrorEvent("Bad input.", "invalid_request_error")]
+    assert decode(flat) == [
+        ProviderErrorEvent(message="Slow down.", provider_type="rate_limit_exceeded")
+    ]
+    assert decode(nested) == [
+        ProviderErrorEvent(message="Bad input.", provider_type="invalid_request_error")
+    ]
     turn = three_ways(created() + text(["Hi"]) + flat).turn
     assert turn.termination is Termination.ABRUPT and turn.text == "Hi"
     assert turn.error is not None and turn.error.provider_type == "rate_limit_exceeded"
@@ -387,7 +400,7 @@ def test_empty_string_deltas_are_not_content() -> None:
 def test_empty_argument_fragment_is_no_event() -> None:
     events = decode(created() + function_call(["", '{"a":1}', ""]))
     assert [e for e in events if isinstance(e, ToolArgumentsDelta)] == [
-        ToolArgumentsDelta(0, '{"a":1}')
+        ToolArgumentsDelta(index=0, fragment='{"a":1}')
     ]
 
 
@@ -448,8 +461,9 @@ def test_provider_run_calls_are_kept_and_never_dispatched() -> None:
     body += ev("response.output_item.done", output_index=0, item=done)
     body += text(["News."], index=1) + terminal()
     events = decode(body)
-    assert ToolCallStart(0, "ws_1", "web_search", "server_tool_use") in events
-    assert ServerToolResult("ws_1", "web_search_call.completed") in events
+    start = ToolCallStart(index=0, id="ws_1", name="web_search", kind="server_tool_use")
+    assert start in events
+    assert ServerToolResult(tool_use_id="ws_1", type="web_search_call.completed") in events
     result = three_ways(body)
     assert result.verdicts == () and result.turn.tool_calls == ()
     (call,) = result.turn.server_tool_calls
@@ -461,7 +475,7 @@ def test_provider_run_calls_are_kept_and_never_dispatched() -> None:
 def test_client_run_items_are_calls_not_server_calls() -> None:
     item = {"id": "cu_1", "type": "computer_call", "call_id": "call_c", "status": "in_progress"}
     events = decode(ev("response.output_item.added", output_index=0, item=item))
-    assert events == [ToolCallStart(0, "call_c", "computer", "function", "", "computer")]
+    assert events == [ToolCallStart(index=0, id="call_c", name="computer", call_type="computer")]
     body = created() + ev("response.output_item.added", output_index=0, item=item)
     body += ev("response.output_item.done", output_index=0, item=item) + terminal()
     result = three_ways(body)
@@ -481,7 +495,11 @@ def test_refusal_and_reasoning_summary_deltas() -> None:
         ev("response.reasoning_summary_text.delta", item_id="rs_1", summary_index=0, delta="Hm."),
         ev("response.reasoning_text.delta", item_id="rs_1", output_index=0, delta="Raw."),
     )
-    assert events == [RefusalDelta("I can't."), ThinkingDelta("Hm."), ThinkingDelta("Raw.")]
+    assert events == [
+        RefusalDelta(text="I can't."),
+        ThinkingDelta(text="Hm."),
+        ThinkingDelta(text="Raw."),
+    ]
 
 
 def test_unknown_events_are_counted_not_fatal() -> None:
@@ -493,7 +511,10 @@ def test_unknown_events_are_counted_not_fatal() -> None:
 
 def test_incomplete_without_a_reason_is_still_not_a_finished_turn() -> None:
     events = decode(ev("response.incomplete", response={"incomplete_details": None}))
-    assert events == [StopReason("incomplete"), TerminationProof("response.incomplete")]
+    assert events == [
+        StopReason(wire="incomplete"),
+        TerminationProof(marker="response.incomplete"),
+    ]
 
 
 def test_invalid_json_is_a_malformed_stream() -> None:

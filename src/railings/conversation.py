@@ -13,7 +13,15 @@ from typing import Any
 
 from railings.errors import ToolDefinitionError
 from railings.events import CallType
-from railings.turn.model import Segment, Turn
+from railings.turn.model import Turn
+from railings.turn.parts import (
+    Part,
+    RedactedThinkingPart,
+    ServerToolCall,
+    ServerToolResultPart,
+    TextPart,
+    ThinkingPart,
+)
 
 __all__ = [
     "Assistant",
@@ -135,25 +143,26 @@ class Assistant:
 
     @classmethod
     def from_turn(cls, turn: Turn) -> Assistant:
-        """The assistant message for a streamed turn, to append to the history.
+        """The assistant message for a streamed turn, to append to the history, read from
+        the turn's parts (:mod:`railings.turn.parts`).
 
         Thinking comes first (Anthropic requires it before text and tool use),
         then text (a refusal counts as text), then the local tool calls. A turn that
         used provider-run tools, or thought in several blocks, keeps its text, its
         thinking blocks (each with its own signature) and the provider's blocks in
-        arrival order (``turn.segments``), sent back verbatim: that is how Anthropic
-        continues a ``pause_turn``, and how it verifies each thinking block.
+        the order they arrived, sent back verbatim: that is how Anthropic continues a
+        ``pause_turn``, and how it verifies each thinking block.
         """
         blocks: list[Block] = []
-        segments = turn.segments
-        if not any(s.kind in ("thinking", "redacted_thinking") for s in segments):
+        ordered = _in_order(turn.parts)
+        if ordered:
+            blocks.extend(ordered)
+        else:
             if turn.thinking or turn.thinking_signature:
                 blocks.append(Thinking(turn.thinking, turn.thinking_signature))
             blocks.extend(RedactedThinking(data) for data in turn.redacted_thinking)
-        if segments:
-            blocks.extend(_block_of(segment) for segment in segments)
-        elif turn.text or turn.refusal:
-            blocks.append(Text(turn.text or turn.refusal))
+            if turn.text or turn.refusal:
+                blocks.append(Text(turn.text or turn.refusal))
         blocks.extend(
             ToolUse(call.id, call.name, call.arguments, call.raw_arguments, call.type)
             for call in turn.tool_calls
@@ -174,36 +183,44 @@ class Assistant:
         return tuple(block for block in self.blocks if isinstance(block, ToolUse))
 
 
-def _reasoned_items(raw: str) -> tuple[Mapping[str, Any], ...]:
+def _reasoned_items(items: tuple[Mapping[str, Any], ...]) -> tuple[Mapping[str, Any], ...]:
     """The output items to send back as they are: only when the model reasoned and
     every reasoning item carries its encrypted content. Without it a reasoning item
     cannot be sent (``store: false`` keeps nothing server-side), and the items it
     produced cannot be sent with their ids either: the API refuses a call whose
     reasoning is missing. Then the turn is rebuilt from its text and calls."""
-    if not raw:
-        return ()
-    try:
-        items = json.loads(raw)
-    except ValueError:
-        return ()
-    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
-        return ()
     reasoning = [i for i in items if i.get("type") == "reasoning"]
     if not reasoning or not all(i.get("encrypted_content") for i in reasoning):
         return ()
-    return tuple(items)
+    return items
 
 
-def _block_of(segment: Segment) -> Block:
-    match segment.kind:
-        case "text":
-            return Text(segment.value)
-        case "thinking":
-            block = json.loads(segment.value)
-            return Thinking(block["thinking"], block["signature"])
-        case "redacted_thinking":
-            return RedactedThinking(json.loads(segment.value)["data"])
-    return ServerBlock(json.loads(segment.value))
+def _in_order(parts: tuple[Part, ...]) -> list[Block]:
+    """Text, thinking and provider-run blocks in arrival order, or nothing when the order
+    says no more than "thinking, then text": a turn without provider-run parts and with
+    at most one thinking block. Local calls go after them (Anthropic wants every
+    ``tool_use`` last), so the text around one is one block; refusal is not sent here."""
+    thoughts = sum(1 for p in parts if isinstance(p, ThinkingPart | RedactedThinkingPart))
+    provider_run = any(isinstance(p, ServerToolCall | ServerToolResultPart) for p in parts)
+    if not provider_run and thoughts <= 1:
+        return []
+    out: list[Block] = []
+    for part in parts:
+        match part:
+            case TextPart(text=text):
+                if out and isinstance(out[-1], Text):
+                    out[-1] = Text(out[-1].text + text)
+                else:
+                    out.append(Text(text))
+            case ThinkingPart(text=text, signature=signature):
+                out.append(Thinking(text, signature))
+            case RedactedThinkingPart(data=data):
+                out.append(RedactedThinking(data))
+            case ServerToolCall():
+                out.append(ServerBlock(part.block()))
+            case ServerToolResultPart(block=block):
+                out.append(ServerBlock(block))
+    return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,12 +15,18 @@ Tool calls are addressed by ``index``: their position among the turn's calls,
 in the order they started (0, 1, 2 ...), whatever key the wire used (OpenAI's
 ``tool_calls[].index`` or ``id``, Anthropic's content block index, the
 Responses API's output index).
+
+Every event is keyword-only (``TextDelta(text="hi")``): a field added later cannot shift
+the meaning of a positional argument. Mappings an event carries (a result block, output
+items) hold the provider's JSON as parsed, typed ``Mapping`` because they are not to be
+mutated: the turn keeps them and the conversation sends them back as they came.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = [
     "CallType",
@@ -55,7 +61,7 @@ CallType = Literal[
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MessageStart:
     """The response began: its id and model, as the provider named them."""
 
@@ -63,14 +69,14 @@ class MessageStart:
     model: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TextDelta:
     """Visible answer text."""
 
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ThinkingDelta:
     """Reasoning text (Anthropic ``thinking``, OpenAI-compatible ``reasoning_content``).
 
@@ -83,14 +89,14 @@ class ThinkingDelta:
     redacted: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RefusalDelta:
     """OpenAI ``delta.refusal`` text: the model declined, in words."""
 
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallStart:
     """A tool call began. ``kind`` tells local calls from provider-run ones; ``call_type``
     what a local call asks the client to do (:data:`CallType`).
@@ -110,7 +116,7 @@ class ToolCallStart:
     initial_parsed: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolArgumentsDelta:
     """One fragment of a call's argument JSON. Fragments are joined, never parsed alone.
 
@@ -122,7 +128,7 @@ class ToolArgumentsDelta:
     parsed: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallEnd:
     """The provider closed the call's argument block (Anthropic ``content_block_stop``,
     OpenAI when a later call starts or the finish reason arrives)."""
@@ -130,29 +136,30 @@ class ToolCallEnd:
     index: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ServerToolResult:
-    """A result block of a provider-run tool (``web_search_tool_result``, ...).
+    """A result of a provider-run tool (``web_search_tool_result``, ...).
 
-    ``raw`` is the block's JSON exactly as the provider sent it (Anthropic), so the
-    conversation can send it back verbatim; empty where the wire has no such block."""
+    ``block`` is the result block as the provider sent it, parsed (Anthropic), so the
+    conversation can send it back verbatim; ``None`` where the wire has no such block
+    (the Responses API reports a provider-run call's result as its item's status)."""
 
     tool_use_id: str
     type: str
-    raw: str = ""
+    block: Mapping[str, Any] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class OutputItems:
     """The Responses API's own list of a finished response's output items (the
     ``output`` of ``response.completed``): reasoning with its encrypted content,
-    messages and calls, with their item ids. ``raw`` is the list as JSON text, so
-    the conversation can send the items back as they are to that API."""
+    messages and calls, with their item ids, as parsed, so the conversation can send
+    the items back as they are to that API."""
 
-    raw: str
+    items: tuple[Mapping[str, Any], ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class UsageUpdate:
     """Token usage as last reported; ``None`` where the provider said nothing."""
 
@@ -160,14 +167,14 @@ class UsageUpdate:
     output_tokens: int | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StopReason:
     """The stop reason exactly as the wire spelled it (``length``, ``end_turn`` ...)."""
 
     wire: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TerminationProof:
     """The provider's own proof that the turn finished: ``[DONE]``, ``message_stop``,
     ``response.completed`` ..."""
@@ -175,7 +182,7 @@ class TerminationProof:
     marker: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ProviderErrorEvent:
     """An error the provider reported inside the stream."""
 
@@ -184,7 +191,7 @@ class ProviderErrorEvent:
     status: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Unknown:
     """An event or delta type this version does not know; counted, never fatal."""
 

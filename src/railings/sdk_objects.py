@@ -100,23 +100,28 @@ def _as_dict(obj: Any) -> dict[str, Any]:
 def _usage(usage: Any, input_key: str, output_key: str) -> list[StreamEvent]:
     if not isinstance(usage, dict):
         return []
-    return [UsageUpdate(as_int(usage.get(input_key)), as_int(usage.get(output_key)))]
+    return [
+        UsageUpdate(
+            input_tokens=as_int(usage.get(input_key)),
+            output_tokens=as_int(usage.get(output_key)),
+        )
+    ]
 
 
 def _chat_completion(data: dict[str, Any]) -> list[StreamEvent]:
     events: list[StreamEvent] = [
-        MessageStart(str(data.get("id") or ""), str(data.get("model") or ""))
+        MessageStart(id=str(data.get("id") or ""), model=str(data.get("model") or ""))
     ]
     choices = [c for c in data.get("choices") or [] if isinstance(c, dict)]
     choice = next((c for c in choices if c.get("index", 0) == 0), None)
     if choice is not None:
         message = choice.get("message") or {}
         if isinstance(message.get("reasoning_content"), str):
-            events.append(ThinkingDelta(message["reasoning_content"]))
+            events.append(ThinkingDelta(text=message["reasoning_content"]))
         if isinstance(message.get("content"), str):
-            events.append(TextDelta(message["content"]))
+            events.append(TextDelta(text=message["content"]))
         if isinstance(message.get("refusal"), str):
-            events.append(RefusalDelta(message["refusal"]))
+            events.append(RefusalDelta(text=message["refusal"]))
         for position, call in enumerate(message.get("tool_calls") or []):
             function = call.get("function") or {}
             arguments = function.get("arguments")
@@ -124,21 +129,27 @@ def _chat_completion(data: dict[str, Any]) -> list[StreamEvent]:
             if parsed:
                 arguments = json.dumps(arguments)  # an object: parsed upstream, proves nothing
             events.append(
-                ToolCallStart(position, str(call.get("id") or ""), str(function.get("name") or ""))
+                ToolCallStart(
+                    index=position,
+                    id=str(call.get("id") or ""),
+                    name=str(function.get("name") or ""),
+                )
             )
             if arguments:
-                events.append(ToolArgumentsDelta(position, str(arguments), parsed))
-            events.append(ToolCallEnd(position))
+                events.append(
+                    ToolArgumentsDelta(index=position, fragment=str(arguments), parsed=parsed)
+                )
+            events.append(ToolCallEnd(index=position))
         if choice.get("finish_reason"):
-            events.append(StopReason(str(choice["finish_reason"])))
+            events.append(StopReason(wire=str(choice["finish_reason"])))
     events += _usage(data.get("usage"), "prompt_tokens", "completion_tokens")
-    events.append(TerminationProof("chat.completion"))
+    events.append(TerminationProof(marker="chat.completion"))
     return events
 
 
 def _response(data: dict[str, Any]) -> list[StreamEvent]:
     events: list[StreamEvent] = [
-        MessageStart(str(data.get("id") or ""), str(data.get("model") or ""))
+        MessageStart(id=str(data.get("id") or ""), model=str(data.get("model") or ""))
     ]
     position = 0
     for item in data.get("output") or []:
@@ -146,51 +157,61 @@ def _response(data: dict[str, Any]) -> list[StreamEvent]:
         if kind == "message":
             for part in item.get("content") or []:
                 if part.get("type") == "output_text" and isinstance(part.get("text"), str):
-                    events.append(TextDelta(part["text"]))
+                    events.append(TextDelta(text=part["text"]))
                 elif part.get("type") == "refusal" and isinstance(part.get("refusal"), str):
-                    events.append(RefusalDelta(part["refusal"]))
+                    events.append(RefusalDelta(text=part["refusal"]))
         elif kind == "reasoning":
             for part in item.get("summary") or []:
                 if isinstance(part.get("text"), str):
-                    events.append(ThinkingDelta(part["text"]))
+                    events.append(ThinkingDelta(text=part["text"]))
         elif kind in LOCAL_ITEMS:
             local = LOCAL_ITEMS[kind]
             ident = str(item.get("call_id") or item.get("id") or "")
             name = str(item.get("name") or local.name)
-            events.append(ToolCallStart(position, ident, name, call_type=local.call_type))
+            events.append(
+                ToolCallStart(index=position, id=ident, name=name, call_type=local.call_type)
+            )
             raw, parsed = final_input(kind, item)
             if raw:
-                events.append(ToolArgumentsDelta(position, raw, parsed))
+                events.append(ToolArgumentsDelta(index=position, fragment=raw, parsed=parsed))
             if item.get("status") != "incomplete":
-                events.append(ToolCallEnd(position))
+                events.append(ToolCallEnd(index=position))
             position += 1
         elif kind in SERVER_ITEMS:
             ident = str(item.get("id") or "")
             tool_kind, name = SERVER_ITEMS[kind]
             events.append(
-                ToolCallStart(position, ident, name or str(item.get("name") or kind), tool_kind)
+                ToolCallStart(
+                    index=position,
+                    id=ident,
+                    name=name or str(item.get("name") or kind),
+                    kind=tool_kind,
+                )
             )
             raw, _ = final_input(kind, item)
             if raw:
-                events.append(ToolArgumentsDelta(position, raw))
-            events.append(ToolCallEnd(position))
-            events.append(ServerToolResult(ident, kind))
+                events.append(ToolArgumentsDelta(index=position, fragment=raw))
+            events.append(ToolCallEnd(index=position))
+            events.append(ServerToolResult(tool_use_id=ident, type=kind))
             position += 1
         elif kind not in ("mcp_list_tools",):
-            events.append(Unknown(f"openai-responses:item:{kind}"))  # counted, never dropped
+            events.append(Unknown(name=f"openai-responses:item:{kind}"))  # counted, never dropped
     events += _usage(data.get("usage"), "input_tokens", "output_tokens")
     status = data.get("status")
     if status == "completed":
-        events.append(TerminationProof("response.completed"))
+        events.append(TerminationProof(marker="response.completed"))
     elif status == "incomplete":
         details = data.get("incomplete_details") or {}
         if details.get("reason"):
-            events.append(StopReason(str(details["reason"])))
-        events.append(TerminationProof("response.incomplete"))
+            events.append(StopReason(wire=str(details["reason"])))
+        events.append(TerminationProof(marker="response.incomplete"))
     elif status == "failed":
         error = data.get("error") or {}
         events.append(
-            ProviderErrorEvent(str(error.get("message") or "response failed"), error.get("code"))
+            ProviderErrorEvent(
+                message=str(error.get("message") or "response failed"),
+                provider_type=error.get("code"),
+            )
         )
     return events
 
@@ -204,38 +225,40 @@ _ANTHROPIC_TOOLS: dict[str, ToolKind] = {
 
 def _message(data: dict[str, Any]) -> list[StreamEvent]:
     events: list[StreamEvent] = [
-        MessageStart(str(data.get("id") or ""), str(data.get("model") or ""))
+        MessageStart(id=str(data.get("id") or ""), model=str(data.get("model") or ""))
     ]
     blocks = [b for b in data.get("content") or [] if isinstance(b, dict)]
     position = 0
     for block in blocks:
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str):
-            events.append(TextDelta(block["text"]))
+            events.append(TextDelta(text=block["text"]))
         elif kind == "thinking" and isinstance(block.get("thinking"), str):
             events.append(
-                ThinkingDelta(block["thinking"], signature=str(block.get("signature") or ""))
+                ThinkingDelta(text=block["thinking"], signature=str(block.get("signature") or ""))
             )
         elif kind == "redacted_thinking":
-            events.append(ThinkingDelta("", redacted=str(block.get("data") or "")))
+            events.append(ThinkingDelta(text="", redacted=str(block.get("data") or "")))
         elif kind in _ANTHROPIC_TOOLS:
             # The raw input is gone: the SDK's parse of it is all there is (module docstring).
             events.append(
                 ToolCallStart(
-                    position,
-                    str(block.get("id") or ""),
-                    str(block.get("name") or ""),
-                    _ANTHROPIC_TOOLS[kind],
-                    json.dumps(block.get("input") or {}),
+                    index=position,
+                    id=str(block.get("id") or ""),
+                    name=str(block.get("name") or ""),
+                    kind=_ANTHROPIC_TOOLS[kind],
+                    initial_arguments=json.dumps(block.get("input") or {}),
                     initial_parsed=True,
                 )
             )
-            events.append(ToolCallEnd(position))
+            events.append(ToolCallEnd(index=position))
             position += 1
         elif isinstance(kind, str) and kind.endswith("_tool_result"):
-            events.append(ServerToolResult(str(block.get("tool_use_id") or ""), kind))
+            events.append(
+                ServerToolResult(tool_use_id=str(block.get("tool_use_id") or ""), type=kind)
+            )
     if data.get("stop_reason"):
-        events.append(StopReason(str(data["stop_reason"])))
+        events.append(StopReason(wire=str(data["stop_reason"])))
     events += _usage(data.get("usage"), "input_tokens", "output_tokens")
-    events.append(TerminationProof("message"))
+    events.append(TerminationProof(marker="message"))
     return events

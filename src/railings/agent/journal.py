@@ -21,11 +21,12 @@ A damaged file is read, not fatal: a file that is not a usable database is a
 a row whose data is not a JSON object comes back as an :class:`Entry` with
 ``damaged`` saying why, while the rest of the session reads as usual.
 
-Entry kinds: ``session`` (start, with provider/model/base URL), ``user``
-(a task or chat line), ``turn_start``, ``delta`` (``{"kind": "text"|"thinking"|
-"refusal"|"tool_start"|"tool_args", ...}``), ``turn_end`` (the verdict of the
-turn), ``tool_call`` (a call and its verdict), ``tool_result``, ``retry``,
-``error``, ``end`` (how the session ended).
+Entry kinds (:class:`EntryKind`): ``session`` (start, with provider/model/base URL),
+``user`` (a task or chat line), ``turn_start``, ``delta`` (``{"kind": ...}``, one of
+:class:`DeltaKind`: ``text``, ``thinking``, ``refusal``, ``tool_start``, ``tool_args``),
+``turn_end`` (the verdict of the turn, with its calls), ``tool_result``, ``error``,
+``run_end`` (how a run ended) and ``end`` (how the session ended). Both are ``StrEnum``:
+each member is the very string stored, so the file format is the strings above.
 """
 
 from __future__ import annotations
@@ -39,13 +40,39 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from railings.errors import ConfigurationError
 from railings.redact import redact_json
 
-__all__ = ["Entry", "Journal", "SessionInfo", "default_path"]
+__all__ = ["DeltaKind", "Entry", "EntryKind", "Journal", "SessionInfo", "default_path"]
+
+
+class EntryKind(StrEnum):
+    """The kind of a journal entry, as stored (see the module docstring)."""
+
+    SESSION = "session"
+    USER = "user"
+    TURN_START = "turn_start"
+    DELTA = "delta"
+    TURN_END = "turn_end"
+    TOOL_RESULT = "tool_result"
+    ERROR = "error"
+    RUN_END = "run_end"
+    END = "end"
+
+
+class DeltaKind(StrEnum):
+    """What a ``delta`` entry streamed, as stored in its ``kind`` field."""
+
+    TEXT = "text"
+    THINKING = "thinking"
+    REFUSAL = "refusal"
+    TOOL_START = "tool_start"
+    TOOL_ARGS = "tool_args"
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -163,7 +190,9 @@ class Journal:
                 " VALUES (?, ?, ?, ?, ?)",
                 (session_id, now, redact_json(title), provider, model),
             )
-            self._insert(session_id, None, "session", {"title": title, **(details or {})}, now)
+            self._insert(
+                session_id, None, EntryKind.SESSION, {"title": title, **(details or {})}, now
+            )
             self._db.execute("COMMIT")
         return session_id
 
@@ -180,7 +209,7 @@ class Journal:
         now = time.time()
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
-            self._insert(session_id, None, "end", {"status": status, **(data or {})}, now)
+            self._insert(session_id, None, EntryKind.END, {"status": status, **(data or {})}, now)
             self._db.execute(
                 "UPDATE sessions SET status = ?, ended_at = ? WHERE id = ?",
                 (status, now, session_id),

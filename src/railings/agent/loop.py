@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from railings.agent.journal import Journal
+from railings.agent.journal import DeltaKind, EntryKind, Journal
 from railings.agent.release import StreamRelease
 from railings.dispatch import (
     Approver,
@@ -215,7 +215,7 @@ class Agent:
         a blocking client runs through :meth:`run`)."""
         self._streaming  # noqa: B018 -- refuse a blocking client here, before anything runs
         self._start_session(task)
-        self._journal("user", {"text": task})
+        self._journal(EntryKind.USER, {"text": task})
         self.messages.append(User(task))
         turns: list[Turn] = []
         try:
@@ -225,9 +225,9 @@ class Agent:
         except CircuitOpen as exc:
             result = RunResult(RunStatus.CIRCUIT_OPEN, tuple(turns), self.session_id, exc)
         except RailingsError as exc:
-            self._journal("error", {"type": type(exc).__name__, "message": str(exc)})
+            self._journal(EntryKind.ERROR, {"type": type(exc).__name__, "message": str(exc)})
             result = RunResult(RunStatus.ERROR, tuple(turns), self.session_id, exc)
-        self._journal("run_end", {"status": result.status.value})
+        self._journal(EntryKind.RUN_END, {"status": result.status.value})
         self._emit(RunEnded(result))
         return result
 
@@ -255,7 +255,7 @@ class Agent:
             batch = await self._dispatcher.dispatch_turn(turn, speculative=runner)
             for outcome in batch.outcomes:
                 self._journal(
-                    "tool_result",
+                    EntryKind.TOOL_RESULT,
                     {
                         "call_id": outcome.call_id,
                         "name": outcome.name,
@@ -270,7 +270,7 @@ class Agent:
         return RunResult(RunStatus.TURN_LIMIT, tuple(turns), self.session_id)
 
     async def _stream_turn(self, number: int) -> tuple[Turn, SpeculativeRunner]:
-        self._journal("turn_start", {}, turn=number)
+        self._journal(EntryKind.TURN_START, {}, turn=number)
         self._emit(TurnStarted(number))
         runner = SpeculativeRunner(self.tools)
         release = StreamRelease()
@@ -285,7 +285,7 @@ class Agent:
             raise
         self._publish(number, release.flush())
         turn = stream.turn
-        self._journal("turn_end", _turn_record(turn, stream.attempts), turn=number)
+        self._journal(EntryKind.TURN_END, _turn_record(turn, stream.attempts), turn=number)
         return turn, runner
 
     # -- journal and events --------------------------------------------------------------
@@ -305,7 +305,7 @@ class Agent:
             },
         )
 
-    def _journal(self, kind: str, data: dict[str, Any], *, turn: int | None = None) -> None:
+    def _journal(self, kind: EntryKind, data: dict[str, Any], *, turn: int | None = None) -> None:
         if self.journal is not None and self.session_id is not None:
             self.journal.write(self.session_id, kind, data, turn=turn)
 
@@ -317,27 +317,27 @@ class Agent:
     def _journal_delta(self, number: int, event: StreamEvent) -> None:
         match event:
             case TextDelta(text=text):
-                self._journal("delta", {"kind": "text", "text": text}, turn=number)
+                self._delta(number, {"kind": DeltaKind.TEXT, "text": text})
             case ThinkingDelta(text=text) if text:
-                self._journal("delta", {"kind": "thinking", "text": text}, turn=number)
+                self._delta(number, {"kind": DeltaKind.THINKING, "text": text})
             case RefusalDelta(text=text):
-                self._journal("delta", {"kind": "refusal", "text": text}, turn=number)
+                self._delta(number, {"kind": DeltaKind.REFUSAL, "text": text})
             case ToolCallStart(index=index, id=ident, name=name, kind=kind):
-                self._journal(
-                    "delta",
+                self._delta(
+                    number,
                     {
-                        "kind": "tool_start",
+                        "kind": DeltaKind.TOOL_START,
                         "index": index,
                         "id": ident,
                         "name": name,
                         "tool_kind": kind,
                     },
-                    turn=number,
                 )
             case ToolArgumentsDelta(index=index, fragment=fragment):
-                self._journal(
-                    "delta", {"kind": "tool_args", "index": index, "text": fragment}, turn=number
-                )
+                self._delta(number, {"kind": DeltaKind.TOOL_ARGS, "index": index, "text": fragment})
+
+    def _delta(self, number: int, data: dict[str, Any]) -> None:
+        self._journal(EntryKind.DELTA, data, turn=number)
 
     def _emit(self, event: AgentEvent) -> None:
         if self.on_event is not None:

@@ -49,12 +49,12 @@ def _with_text(event: StreamEvent, text: str) -> StreamEvent:
 def _bare(key: _Key, text: str) -> StreamEvent:
     kind, index = key
     if kind == "arguments":
-        return ToolArgumentsDelta(index, text)
+        return ToolArgumentsDelta(index=index, fragment=text)
     if kind == "thinking":
-        return ThinkingDelta(text)
+        return ThinkingDelta(text=text)
     if kind == "refusal":
-        return RefusalDelta(text)
-    return TextDelta(text)
+        return RefusalDelta(text=text)
+    return TextDelta(text=text)
 
 
 class StreamRelease:

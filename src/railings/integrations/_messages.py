@@ -143,34 +143,42 @@ def find_message(messages: Sequence[Any], call_id: str) -> Any | None:
 def _events(message: Any, metadata: Mapping[str, Any], wire: str | None) -> list[StreamEvent]:
     events: list[StreamEvent] = [
         MessageStart(
-            str(metadata.get("id") or getattr(message, "id", None) or ""),
-            str(metadata.get("model_name") or metadata.get("model") or ""),
+            id=str(metadata.get("id") or getattr(message, "id", None) or ""),
+            model=str(metadata.get("model_name") or metadata.get("model") or ""),
         )
     ]
     text = _text(getattr(message, "content", None))
     if text:
-        events.append(TextDelta(text))
+        events.append(TextDelta(text=text))
     for position, call in enumerate(_calls(message)):
         if call.raw is not None:
-            events.append(ToolCallStart(position, call.id, call.name))
+            events.append(ToolCallStart(index=position, id=call.id, name=call.name))
             if call.raw:
-                events.append(ToolArgumentsDelta(position, call.raw))
+                events.append(ToolArgumentsDelta(index=position, fragment=call.raw))
         else:
             # The raw text is gone: LangChain's parse is all there is, and proves nothing.
             initial = json.dumps(call.parsed if isinstance(call.parsed, dict) else {})
             events.append(
                 ToolCallStart(
-                    position, call.id, call.name, "function", initial, initial_parsed=True
+                    index=position,
+                    id=call.id,
+                    name=call.name,
+                    initial_arguments=initial,
+                    initial_parsed=True,
                 )
             )
-        events.append(ToolCallEnd(position))
+        events.append(ToolCallEnd(index=position))
     if wire is not None:
-        events.append(StopReason(wire))
+        events.append(StopReason(wire=wire))
     usage = _mapping(getattr(message, "usage_metadata", None))
     if usage:
-        tokens = as_int(usage.get("input_tokens")), as_int(usage.get("output_tokens"))
-        events.append(UsageUpdate(*tokens))
-    events.append(TerminationProof("langchain"))
+        events.append(
+            UsageUpdate(
+                input_tokens=as_int(usage.get("input_tokens")),
+                output_tokens=as_int(usage.get("output_tokens")),
+            )
+        )
+    events.append(TerminationProof(marker="langchain"))
     return events
 
 

@@ -1,20 +1,40 @@
-"""What a turn is once its stream has been read: frozen values, no behaviour."""
+"""What a turn is once its stream has been read: frozen values, no behaviour.
+
+A turn's content is its ordered tuple of typed parts (:mod:`railings.turn.parts`);
+``text``, ``thinking``, ``refusal`` and the call lists are read from the parts, so
+there is one record of what the model produced, not two.
+"""
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from railings.events import CallType, ToolKind
+from railings.turn.parts import (
+    JSON_TEXT_TYPES,
+    ArgumentOrigin,
+    Part,
+    ProviderItem,
+    RedactedThinkingPart,
+    RefusalPart,
+    ServerToolCall,
+    TextPart,
+    ThinkingPart,
+    ToolCall,
+)
+from railings.turn.stop_reason import Stop, StopSource
 
 __all__ = [
     "JSON_TEXT_TYPES",
     "ArgumentOrigin",
     "ErrorKind",
     "Outcome",
-    "Segment",
+    "Part",
     "ServerToolCall",
+    "Stop",
+    "StopSource",
     "Termination",
     "ToolCall",
     "Turn",
@@ -49,7 +69,7 @@ class ErrorKind(enum.Enum):
     MALFORMED_STREAM = "malformed_stream"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TurnError:
     """Why a turn terminated abruptly."""
 
@@ -59,7 +79,7 @@ class TurnError:
     retryable: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Usage:
     """The token counts the provider reported; None for a count it did not send."""
 
@@ -67,107 +87,72 @@ class Usage:
     output_tokens: int | None
 
 
-ArgumentOrigin = Literal["raw", "parsed"]
-
-# Call types whose arguments are JSON text the model wrote: a strict parse of that text
-# is the proof the call is whole. A freeform input (``custom``) has no closing brace to
-# prove it, and the structured items carry objects the provider already parsed.
-JSON_TEXT_TYPES: frozenset[str] = frozenset({"function", "mcp_approval"})
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """A local tool call as the stream delivered it.
-
-    ``arguments`` is the strict parse of ``raw_arguments`` (a JSON object) or
-    ``None``: the truncation sentinel. A ``custom`` call's freeform input is not
-    JSON: its arguments are ``{"input": raw_arguments}`` once its item closed.
-    ``closed`` is True when the provider closed the call's argument block.
-
-    ``type`` is what the call asks the client to do (:data:`~railings.events.CallType`).
-    ``origin`` is ``raw`` when ``raw_arguments`` is the text the model wrote, and
-    ``parsed`` when it is railings' serialization of an object someone parsed before
-    railings saw it (an object in Chat ``function.arguments``, an Anthropic
-    ``Message``'s ``tool_use.input``, a LangChain call, a Responses item's ``action``).
-    """
-
-    index: int
-    id: str
-    name: str
-    raw_arguments: str
-    arguments: dict[str, Any] | None
-    closed: bool
-    type: CallType = "function"
-    origin: ArgumentOrigin = "raw"
-
-    @property
-    def provable(self) -> bool:
-        """True when the call's completeness can be proven from its raw text: the
-        model's own JSON, which parses strictly only if it was written to the end."""
-        return self.origin == "raw" and self.type in JSON_TEXT_TYPES
-
-
-@dataclass(frozen=True, slots=True)
-class ServerToolCall:
-    """A tool the provider runs itself (Anthropic ``server_tool_use`` / ``mcp_tool_use``).
-
-    Kept for display and history; never dispatched locally."""
-
-    index: int
-    id: str
-    name: str
-    kind: ToolKind
-    raw_input: str
-    input: dict[str, Any] | None
-    result_arrived: bool
-    result_types: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Segment:
-    """One piece of a turn whose blocks must go back in the order they arrived.
-
-    ``kind`` is ``text`` (``value`` is the text), ``thinking`` /
-    ``redacted_thinking`` (``value`` is the block's JSON, with its own signature),
-    ``server_tool_use`` / ``mcp_tool_use`` (``value`` is the block's JSON) or
-    ``server_tool_result`` (``value`` is the result block's JSON exactly as
-    received). Anthropic asks for these blocks back in this order to continue a
-    paused turn, and checks each thinking block against its own signature.
-    """
-
-    kind: str
-    value: str
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Turn:
-    """One assistant turn, with the evidence of how it ended."""
+    """One assistant turn, with the evidence of how it ended.
+
+    ``parts`` is what the model produced, in the order each piece began
+    (:mod:`railings.turn.parts`); the other content fields are read from it.
+    ``stop_reason`` is a :class:`Stop` for every spelling the stop-reason table knows,
+    and an unknown wire spelling lowercased as is; ``stop_reason_source`` says whether
+    the wire said it or railings derived it (``None`` when the turn has no stop reason).
+    """
 
     provider: str
     termination: Termination
     outcome: Outcome
-    text: str
-    thinking: str
-    refusal: str
-    tool_calls: tuple[ToolCall, ...]
-    server_tool_calls: tuple[ServerToolCall, ...]
+    parts: tuple[Part, ...]
     usage: Usage | None
     stop_reason: str | None
     stop_reason_wire: str | None
-    stop_reason_source: str | None  # "wire" | "derived" | None
+    stop_reason_source: StopSource | None
     truncated: bool
     error: TurnError | None
     message_id: str = ""
     model: str = ""
-    thinking_signature: str = ""
-    redacted_thinking: tuple[str, ...] = ()
     unknown_events: int = 0
-    # Only for turns with provider-run tools or several thinking blocks (see Segment).
-    segments: tuple[Segment, ...] = ()
-    # The Responses API's output items of a completed response, as a JSON list (OutputItems).
-    output_items: str = ""
 
     @property
     def complete(self) -> bool:
         """True when the termination proof arrived (``outcome`` is COMPLETE)."""
         return self.outcome is Outcome.COMPLETE
+
+    @property
+    def text(self) -> str:
+        """The visible answer text, every text part joined."""
+        return "".join(p.text for p in self.parts if type(p) is TextPart)
+
+    @property
+    def thinking(self) -> str:
+        """All the reasoning text in one string, every thinking block joined."""
+        return "".join(p.text for p in self.parts if type(p) is ThinkingPart)
+
+    @property
+    def thinking_signature(self) -> str:
+        """The thinking blocks' signatures joined (one block: its signature)."""
+        return "".join(p.signature for p in self.parts if type(p) is ThinkingPart)
+
+    @property
+    def redacted_thinking(self) -> tuple[str, ...]:
+        """The data of each ``redacted_thinking`` block, in order."""
+        return tuple(p.data for p in self.parts if type(p) is RedactedThinkingPart)
+
+    @property
+    def refusal(self) -> str:
+        """The refusal text, every refusal part joined."""
+        return "".join(p.text for p in self.parts if type(p) is RefusalPart)
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The local calls, in the order they started."""
+        return tuple(p for p in self.parts if type(p) is ToolCall)
+
+    @property
+    def server_tool_calls(self) -> tuple[ServerToolCall, ...]:
+        """The provider-run calls, in the order they started."""
+        return tuple(p for p in self.parts if type(p) is ServerToolCall)
+
+    @property
+    def output_items(self) -> tuple[Mapping[str, Any], ...]:
+        """The Responses API's own output items of a completed response (else empty)."""
+        return tuple(p.item for p in self.parts if type(p) is ProviderItem)

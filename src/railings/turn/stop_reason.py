@@ -23,30 +23,56 @@ an agent told "finished" would leave the model waiting for results.
 from __future__ import annotations
 
 from collections.abc import Set
+from enum import StrEnum
 
 __all__ = [
     "DEFAULT_EXEMPTIONS",
     "MAX_TOKENS",
+    "Stop",
+    "StopSource",
     "derive_stop_reason",
     "is_truncated",
     "normalize_stop_reason",
 ]
 
-MAX_TOKENS = "max_tokens"
 
-_TABLE: dict[str, str] = {
-    "length": MAX_TOKENS,
-    "max_tokens": MAX_TOKENS,
-    "max_output_tokens": MAX_TOKENS,
-    "stop": "end_turn",
-    "end_turn": "end_turn",
-    "tool_calls": "tool_use",
-    "function_call": "tool_use",
-    "tool_use": "tool_use",
-    "content_filter": "content_filter",
-    "stop_sequence": "stop_sequence",
-    "refusal": "refusal",
-    "pause_turn": "pause_turn",
+class Stop(StrEnum):
+    """A normalized stop reason (the right column of the module table). A ``StrEnum``:
+    each member is its string, so ``turn.stop_reason == "max_tokens"`` and the JSON
+    report read the same as before the enum."""
+
+    MAX_TOKENS = "max_tokens"
+    END_TURN = "end_turn"
+    TOOL_USE = "tool_use"
+    CONTENT_FILTER = "content_filter"
+    STOP_SEQUENCE = "stop_sequence"
+    REFUSAL = "refusal"
+    PAUSE_TURN = "pause_turn"
+
+
+class StopSource(StrEnum):
+    """Where a turn's stop reason came from: the WIRE said it, or railings DERIVED it
+    from the turn (the derivation rule, :func:`derive_stop_reason`)."""
+
+    WIRE = "wire"
+    DERIVED = "derived"
+
+
+MAX_TOKENS = Stop.MAX_TOKENS
+
+_TABLE: dict[str, Stop] = {
+    "length": Stop.MAX_TOKENS,
+    "max_tokens": Stop.MAX_TOKENS,
+    "max_output_tokens": Stop.MAX_TOKENS,
+    "stop": Stop.END_TURN,
+    "end_turn": Stop.END_TURN,
+    "tool_calls": Stop.TOOL_USE,
+    "function_call": Stop.TOOL_USE,
+    "tool_use": Stop.TOOL_USE,
+    "content_filter": Stop.CONTENT_FILTER,
+    "stop_sequence": Stop.STOP_SEQUENCE,
+    "refusal": Stop.REFUSAL,
+    "pause_turn": Stop.PAUSE_TURN,
 }
 
 # Providers known to report a length stop on turns that ended normally. The truncation
@@ -56,19 +82,20 @@ DEFAULT_EXEMPTIONS: frozenset[str] = frozenset()
 
 
 def normalize_stop_reason(wire: str, *, saw_tool_use: bool = False) -> str:
-    """The railings spelling of a wire stop reason (see the module table)."""
+    """The railings spelling of a wire stop reason (see the module table): a :class:`Stop`
+    for every spelling the table knows, an unknown one lowercased as is."""
     lowered = wire.strip().lower()
     if lowered == "completed":
-        return "tool_use" if saw_tool_use else "end_turn"
+        return Stop.TOOL_USE if saw_tool_use else Stop.END_TURN
     normalized = _TABLE.get(lowered, lowered)
-    if normalized == "end_turn" and saw_tool_use:
-        return "tool_use"  # the turn asks the client to act (module docstring)
+    if normalized == Stop.END_TURN and saw_tool_use:
+        return Stop.TOOL_USE  # the turn asks the client to act (module docstring)
     return normalized
 
 
 def derive_stop_reason(
     *, saw_tool_use: bool, output_tokens: int | None, max_tokens: int | None
-) -> str:
+) -> Stop:
     """What this layer can prove when the wire said nothing (the derivation rule, in order).
 
     Billed output at or above the requested limit is hard evidence of truncation,
@@ -78,10 +105,10 @@ def derive_stop_reason(
     do not parse.
     """
     if max_tokens and max_tokens > 0 and output_tokens is not None and output_tokens >= max_tokens:
-        return MAX_TOKENS
+        return Stop.MAX_TOKENS
     if saw_tool_use:
-        return "tool_use"
-    return "end_turn"
+        return Stop.TOOL_USE
+    return Stop.END_TURN
 
 
 def is_truncated(

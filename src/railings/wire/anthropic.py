@@ -15,11 +15,17 @@ proof. Content arrives in indexed blocks: ``content_block_start`` opens one,
   ``content_block_stop``, yet ``message_stop`` still comes.
 * ``ping`` is a keep-alive; ``citations_delta`` is metadata on a text block.
   Both carry no content and are read past on purpose.
+
+One handler table per level, as in the other two decoders: the event type
+(:data:`_EVENTS`), the content block type (:data:`_BLOCKS`) and the delta type
+(:data:`_DELTAS`). A type outside its table becomes :class:`Unknown` (counted in
+the turn), never a silent drop.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from railings.events import (
@@ -50,7 +56,6 @@ _TOOL_KINDS: dict[str, ToolKind] = {
     "server_tool_use": "server_tool_use",
     "mcp_tool_use": "mcp_tool_use",
 }
-_SILENT_DELTAS = frozenset({"citations_delta"})
 
 
 class AnthropicDecoder:
@@ -70,128 +75,195 @@ class AnthropicDecoder:
         kind = obj.get("type")
         if not isinstance(kind, str):
             kind = sse.event
-        if kind == "content_block_delta":
-            return self._delta(obj)
-        if kind == "ping":
-            return []
-        if kind == "content_block_start":
-            return self._block_start(obj)
-        if kind == "content_block_stop":
-            position = self._blocks.get(as_int(obj.get("index")) or 0)
-            return [] if position is None else [ToolCallEnd(position)]
-        if kind == "message_delta":
-            return _message_delta(obj)
-        if kind == MESSAGE_STOP:
-            return [TerminationProof(MESSAGE_STOP)]
-        if kind == "message_start":
-            return _message_start(obj)
-        if kind == "error":
-            error = obj.get("error")
-            if not isinstance(error, dict):
-                error = {}
-            return [
-                ProviderErrorEvent(
-                    str(error.get("message") or "provider error"),
-                    error.get("type") if isinstance(error.get("type"), str) else None,
-                )
-            ]
-        return [Unknown(f"anthropic:{kind}")]
+        handler = _EVENTS.get(kind)
+        if handler is None:
+            return [Unknown(name=f"anthropic:{kind}")]
+        return handler(self, obj)
 
     def close(self) -> list[StreamEvent]:
         """No events: each SSE event was decoded whole as it came. Whether the end was
         proven is the assembler's to judge."""
         return []
 
+    # -- events ------------------------------------------------------------------------------
+
     def _block_start(self, obj: dict[str, Any]) -> list[StreamEvent]:
         block = obj.get("content_block")
         if not isinstance(block, dict):
-            return [Unknown("anthropic:content_block_start")]
+            return [Unknown(name="anthropic:content_block_start")]
         kind = block.get("type")
-        index = as_int(obj.get("index")) or 0
-        if kind == "text":
-            text = block.get("text")
-            return [TextDelta(text)] if isinstance(text, str) and text else []
-        if kind == "thinking":
-            text = block.get("thinking")
-            return [ThinkingDelta(text)] if isinstance(text, str) and text else []
-        if kind == "redacted_thinking":
-            return [ThinkingDelta("", redacted=str(block.get("data") or ""))]
-        if isinstance(kind, str) and kind in _TOOL_KINDS:
-            position = self._next
-            self._next += 1
-            self._blocks[index] = position
-            start_input = block.get("input")
-            initial = json.dumps(start_input) if start_input is not None else ""
-            return [
-                ToolCallStart(
-                    position,
-                    str(block.get("id") or ""),
-                    str(block.get("name") or ""),
-                    _TOOL_KINDS[kind],
-                    initial,
-                    # An object on the wire, not text the model wrote: used only when no
-                    # partial_json carried anything, and then it proves nothing (events.py).
-                    initial_parsed=True,
-                )
-            ]
+        handler = _BLOCKS.get(kind) if isinstance(kind, str) else None
+        if handler is not None:
+            return handler(self, block, as_int(obj.get("index")) or 0)
         if isinstance(kind, str) and kind.endswith("_tool_result"):
-            raw = json.dumps(block, ensure_ascii=False, separators=(",", ":"))
-            return [ServerToolResult(str(block.get("tool_use_id") or ""), kind, raw)]
-        return [Unknown(f"anthropic:block:{kind}")]
+            return _tool_result(self, block, 0)
+        return [Unknown(name=f"anthropic:block:{kind}")]
+
+    def _block_stop(self, obj: dict[str, Any]) -> list[StreamEvent]:
+        position = self._blocks.get(as_int(obj.get("index")) or 0)
+        return [] if position is None else [ToolCallEnd(index=position)]
 
     def _delta(self, obj: dict[str, Any]) -> list[StreamEvent]:
         delta = obj.get("delta")
         if not isinstance(delta, dict):
-            return [Unknown("anthropic:content_block_delta")]
+            return [Unknown(name="anthropic:content_block_delta")]
         kind = delta.get("type")
-        if kind == "text_delta":
+        if kind == "text_delta":  # nearly every event of a text stream: no second call
             text = delta.get("text")
-            return [TextDelta(text)] if isinstance(text, str) and text else []
-        if kind == "input_json_delta":
-            position = self._blocks.get(as_int(obj.get("index")) or 0)
-            fragment = delta.get("partial_json")
-            if position is None or not isinstance(fragment, str):
-                return [Unknown("anthropic:input_json_delta")]
-            return [ToolArgumentsDelta(position, fragment)] if fragment else []
-        if kind == "thinking_delta":
-            text = delta.get("thinking")
-            return [ThinkingDelta(text)] if isinstance(text, str) and text else []
-        if kind == "signature_delta":
-            return [ThinkingDelta("", signature=str(delta.get("signature") or ""))]
-        if kind in _SILENT_DELTAS:
-            return []
-        return [Unknown(f"anthropic:delta:{kind}")]
+            return [TextDelta(text=text)] if isinstance(text, str) and text else []
+        handler = _DELTAS.get(kind) if isinstance(kind, str) else None
+        if handler is None:
+            return [Unknown(name=f"anthropic:delta:{kind}")]
+        return handler(self, delta, obj)
+
+    # -- content blocks ----------------------------------------------------------------------
+
+    def _tool_use(self, block: dict[str, Any], index: int) -> list[StreamEvent]:
+        position = self._next
+        self._next += 1
+        self._blocks[index] = position
+        start_input = block.get("input")
+        return [
+            ToolCallStart(
+                index=position,
+                id=str(block.get("id") or ""),
+                name=str(block.get("name") or ""),
+                kind=_TOOL_KINDS[str(block["type"])],
+                initial_arguments=json.dumps(start_input) if start_input is not None else "",
+                # An object on the wire, not text the model wrote: used only when no
+                # partial_json carried anything, and then it proves nothing (events.py).
+                initial_parsed=True,
+            )
+        ]
+
+    # -- deltas ------------------------------------------------------------------------------
+
+    def _arguments(self, delta: dict[str, Any], obj: dict[str, Any]) -> list[StreamEvent]:
+        position = self._blocks.get(as_int(obj.get("index")) or 0)
+        fragment = delta.get("partial_json")
+        if position is None or not isinstance(fragment, str):
+            return [Unknown(name="anthropic:input_json_delta")]
+        return [ToolArgumentsDelta(index=position, fragment=fragment)] if fragment else []
 
 
-def _message_start(obj: dict[str, Any]) -> list[StreamEvent]:
+def _message_start(_: AnthropicDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
     message = obj.get("message")
     if not isinstance(message, dict):
-        return [Unknown("anthropic:message_start")]
+        return [Unknown(name="anthropic:message_start")]
     out: list[StreamEvent] = [
-        MessageStart(str(message.get("id") or ""), str(message.get("model") or ""))
+        MessageStart(id=str(message.get("id") or ""), model=str(message.get("model") or ""))
     ]
-    usage = message.get("usage")
-    if isinstance(usage, dict):
-        out.append(
-            UsageUpdate(as_int(usage.get("input_tokens")), as_int(usage.get("output_tokens")))
-        )
+    out.extend(_usage(message))
     reason = message.get("stop_reason")
     if isinstance(reason, str) and reason:
-        out.append(StopReason(reason))
+        out.append(StopReason(wire=reason))
     return out
 
 
-def _message_delta(obj: dict[str, Any]) -> list[StreamEvent]:
+def _message_delta(_: AnthropicDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
     out: list[StreamEvent] = []
     delta = obj.get("delta")
     if isinstance(delta, dict):
         reason = delta.get("stop_reason")
         if isinstance(reason, str) and reason:
-            out.append(StopReason(reason))
-    usage = obj.get("usage")
-    if isinstance(usage, dict):
-        # output_tokens is cumulative in message_delta; input_tokens appears in newer versions.
-        out.append(
-            UsageUpdate(as_int(usage.get("input_tokens")), as_int(usage.get("output_tokens")))
-        )
+            out.append(StopReason(wire=reason))
+    # output_tokens is cumulative in message_delta; input_tokens appears in newer versions.
+    out.extend(_usage(obj))
     return out
+
+
+def _usage(obj: dict[str, Any]) -> list[StreamEvent]:
+    usage = obj.get("usage")
+    if not isinstance(usage, dict):
+        return []
+    return [
+        UsageUpdate(
+            input_tokens=as_int(usage.get("input_tokens")),
+            output_tokens=as_int(usage.get("output_tokens")),
+        )
+    ]
+
+
+def _error(_: AnthropicDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
+    error = obj.get("error")
+    if not isinstance(error, dict):
+        error = {}
+    return [
+        ProviderErrorEvent(
+            message=str(error.get("message") or "provider error"),
+            provider_type=error.get("type") if isinstance(error.get("type"), str) else None,
+        )
+    ]
+
+
+def _nothing(*_: object) -> list[StreamEvent]:
+    return []
+
+
+def _text_block(_: AnthropicDecoder, block: dict[str, Any], __: int) -> list[StreamEvent]:
+    text = block.get("text")
+    return [TextDelta(text=text)] if isinstance(text, str) and text else []
+
+
+def _thinking_block(_: AnthropicDecoder, block: dict[str, Any], __: int) -> list[StreamEvent]:
+    text = block.get("thinking")
+    return [ThinkingDelta(text=text)] if isinstance(text, str) and text else []
+
+
+def _redacted_block(_: AnthropicDecoder, block: dict[str, Any], __: int) -> list[StreamEvent]:
+    return [ThinkingDelta(text="", redacted=str(block.get("data") or ""))]
+
+
+def _tool_result(_: AnthropicDecoder, block: dict[str, Any], __: int) -> list[StreamEvent]:
+    # The block as parsed: the conversation sends it back as it came (events.py).
+    return [
+        ServerToolResult(
+            tool_use_id=str(block.get("tool_use_id") or ""), type=str(block["type"]), block=block
+        )
+    ]
+
+
+def _thinking_delta(_: AnthropicDecoder, delta: dict[str, Any], __: object) -> list[StreamEvent]:
+    text = delta.get("thinking")
+    return [ThinkingDelta(text=text)] if isinstance(text, str) and text else []
+
+
+def _signature_delta(_: AnthropicDecoder, delta: dict[str, Any], __: object) -> list[StreamEvent]:
+    return [ThinkingDelta(text="", signature=str(delta.get("signature") or ""))]
+
+
+_Handler = Callable[[AnthropicDecoder, dict[str, Any]], list[StreamEvent]]
+_BlockHandler = Callable[[AnthropicDecoder, dict[str, Any], int], list[StreamEvent]]
+_DeltaHandler = Callable[[AnthropicDecoder, dict[str, Any], dict[str, Any]], list[StreamEvent]]
+
+# The event type -> its handler; ``ping`` is a keep-alive, read past.
+_EVENTS: dict[str, _Handler] = {
+    "content_block_delta": AnthropicDecoder._delta,
+    "ping": _nothing,
+    "content_block_start": AnthropicDecoder._block_start,
+    "content_block_stop": AnthropicDecoder._block_stop,
+    "message_delta": _message_delta,
+    MESSAGE_STOP: lambda _, __: [TerminationProof(marker=MESSAGE_STOP)],
+    "message_start": _message_start,
+    "error": _error,
+}
+
+# The content block type -> its handler. Besides these, every ``*_tool_result`` block
+# (web search, code execution, MCP ...) is a provider-run call's result.
+_BLOCKS: dict[str, _BlockHandler] = {
+    "text": _text_block,
+    "thinking": _thinking_block,
+    "redacted_thinking": _redacted_block,
+    "tool_use": AnthropicDecoder._tool_use,
+    "server_tool_use": AnthropicDecoder._tool_use,
+    "mcp_tool_use": AnthropicDecoder._tool_use,
+}
+
+# The delta type -> its handler; ``citations_delta`` is metadata on a text block, read past.
+# ``text_delta`` is read first, in _delta itself (bench/instructions.py, W3).
+_DELTAS: dict[str, _DeltaHandler] = {
+    "input_json_delta": AnthropicDecoder._arguments,
+    "thinking_delta": _thinking_delta,
+    "signature_delta": _signature_delta,
+    "citations_delta": _nothing,
+}

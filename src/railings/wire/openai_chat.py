@@ -22,11 +22,20 @@ it is handled here (see ``tests/corpus/README.md``):
 * an ``error`` object inside a chunk (OpenRouter) or an ``event: error`` SSE
   event (Groq): a provider error, reported *after* whatever else the same
   chunk carried (its finish reason and usage are kept).
+
+One handler table per level, as in the other two decoders: the SSE event name
+(:data:`_EVENTS`), the delta's keys (:data:`_DELTA`, walked in table order, so
+text, reasoning, refusal and tool calls come out in that order whatever the JSON's
+key order), and the known fields of a chunk, a choice and a tool call. Fields that
+carry nothing for the turn are listed as read past, with who sends them; any event
+name, delta key, content part or field outside the tables becomes :class:`Unknown`
+(counted in the turn), never a silent drop.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from railings.events import (
@@ -41,9 +50,17 @@ from railings.events import (
     ToolArgumentsDelta,
     ToolCallEnd,
     ToolCallStart,
+    Unknown,
     UsageUpdate,
 )
 from railings.wire._json import as_int, load_object
+from railings.wire.chat_fields import (
+    CALL_FIELDS,
+    CHOICE_FIELDS,
+    CHUNK_FIELDS,
+    FUNCTION_FIELDS,
+    unknown_fields,
+)
 from railings.wire.sse import ServerSentEvent
 
 __all__ = ["DONE", "OpenAIChatDecoder", "error_event"]
@@ -54,7 +71,20 @@ DONE = "[DONE]"
 class OpenAIChatDecoder:
     """Turns the SSE events of one Chat Completions stream into normalized events."""
 
-    __slots__ = ("_by_id", "_by_index", "_last", "_next", "_open", "_started", "choice", "choices")
+    __slots__ = (
+        "_by_id",
+        "_by_index",
+        "_call_keys",
+        "_choice_keys",
+        "_chunk_keys",
+        "_function_keys",
+        "_last",
+        "_next",
+        "_open",
+        "_started",
+        "choice",
+        "choices",
+    )
 
     def __init__(self, *, choice: int = 0) -> None:
         self.choice = choice  # the choice read (``n`` > 1 streams several, each by its index)
@@ -65,23 +95,37 @@ class OpenAIChatDecoder:
         self._by_id: dict[str, int] = {}  # id -> position
         self._last: int | None = None  # position of the latest call
         self._open: set[int] = set()  # positions whose argument block is not closed yet
+        # The fields last checked at each level against its table (see wire/chat_fields.py).
+        self._chunk_keys: tuple[str, ...] = ()
+        self._choice_keys: tuple[str, ...] = ()
+        self._call_keys: tuple[str, ...] = ()
+        self._function_keys: tuple[str, ...] = ()
 
     def feed(self, sse: ServerSentEvent) -> list[StreamEvent]:
         """The normalized events of one chunk, for the choice read: ``data: [DONE]`` is the
-        termination proof, an ``error`` event or field is a provider error. Data that is
-        not a JSON object raises :class:`~railings.errors.MalformedStream`."""
+        termination proof, an ``error`` event or field is a provider error, an event name
+        the table does not know is :class:`Unknown`. Data that is not a JSON object raises
+        :class:`~railings.errors.MalformedStream`."""
         data = sse.data
         if data == DONE:
-            return [TerminationProof(DONE)]
-        obj = load_object(data, where="openai chunk")
-        if sse.event == "error":
-            return [error_event(obj)]
+            return [TerminationProof(marker=DONE)]
+        handler = _EVENTS.get(sse.event)
+        if handler is None:
+            return [Unknown(name=f"openai:event:{sse.event}")]
+        return handler(self, load_object(data, where="openai chunk"))
+
+    def close(self) -> list[StreamEvent]:
+        """No events: each SSE event was decoded whole as it came. Whether the end was
+        proven is the assembler's to judge."""
+        return []
+
+    def _chunk(self, obj: dict[str, Any]) -> list[StreamEvent]:
         out: list[StreamEvent] = []
         if not self._started:
             self._started = True
             ident = obj.get("id")
             if ident or obj.get("model"):
-                out.append(MessageStart(str(ident or ""), str(obj.get("model") or "")))
+                out.append(MessageStart(id=str(ident or ""), model=str(obj.get("model") or "")))
         choices = obj.get("choices")
         if isinstance(choices, list):
             for choice in choices:
@@ -95,52 +139,95 @@ class OpenAIChatDecoder:
         if isinstance(usage, dict):
             out.append(
                 UsageUpdate(
-                    as_int(usage.get("prompt_tokens")), as_int(usage.get("completion_tokens"))
+                    input_tokens=as_int(usage.get("prompt_tokens")),
+                    output_tokens=as_int(usage.get("completion_tokens")),
                 )
             )
+        keys = tuple(obj)
+        if keys != self._chunk_keys:  # see railings.wire.chat_fields
+            self._chunk_keys = keys
+            unknown_fields("chunk", obj, CHUNK_FIELDS, out)
         if obj.get("error"):
             out.append(error_event(obj))
         return out
 
-    def close(self) -> list[StreamEvent]:
-        """No events: each SSE event was decoded whole as it came. Whether the end was
-        proven is the assembler's to judge."""
-        return []
+    def _error(self, obj: dict[str, Any]) -> list[StreamEvent]:
+        return [error_event(obj)]
 
     def _choice(self, choice: dict[str, Any], out: list[StreamEvent]) -> None:
         delta = choice.get("delta")
         if isinstance(delta, dict):
             content = delta.get("content")
-            if isinstance(content, str):
+            if type(content) is str and len(delta) == 1:
+                # Nearly every chunk of a text stream is {"content": "..."} and nothing else.
                 if content:
-                    out.append(TextDelta(content))
-            elif isinstance(content, list):
-                _content_parts(content, out)
-            # Nearly every chunk of a text stream is {"content": "..."} and nothing else:
-            # then reasoning, refusal and tool calls need no lookups.
-            if len(delta) > 1 or content is None:
-                self._other_fields(delta, out)
+                    out.append(TextDelta(text=content))
+            elif len(delta) == 1:
+                # One key alone (a tool call's fragment, a reasoning piece): the table's
+                # order cannot matter, so its handler is looked up directly.
+                for key, value in delta.items():
+                    handle = _DELTA_HANDLERS.get(key)
+                    if handle is None:
+                        out.append(Unknown(name=f"openai:delta:{key}"))
+                    elif value is not None:
+                        handle(self, value, out)
+            else:
+                for key, handle in _DELTA:
+                    value = delta.get(key)
+                    if value is not None:
+                        handle(self, value, out)
+                if not _DELTA_KEYS.issuperset(delta):
+                    unknown_fields("delta", delta, _DELTA_KEYS, out)
+        keys = tuple(choice)
+        if keys != self._choice_keys:
+            self._choice_keys = keys
+            unknown_fields("choice", choice, CHOICE_FIELDS, out)
         finish = choice.get("finish_reason")
         if isinstance(finish, str) and finish:
             for position in sorted(self._open):
-                out.append(ToolCallEnd(position))
+                out.append(ToolCallEnd(index=position))
             self._open.clear()
-            out.append(StopReason(finish))
+            out.append(StopReason(wire=finish))
 
-    def _other_fields(self, delta: dict[str, Any], out: list[StreamEvent]) -> None:
-        """Reasoning, refusal and tool calls, in this order whatever the JSON's key order."""
-        for key in ("reasoning_content", "reasoning"):
-            reasoning = delta.get(key)
-            if isinstance(reasoning, str) and reasoning:
-                out.append(ThinkingDelta(reasoning))
-        refusal = delta.get("refusal")
-        if isinstance(refusal, str) and refusal:
-            out.append(RefusalDelta(refusal))
-        calls = delta.get("tool_calls")
-        if isinstance(calls, list):
-            for call in calls:
-                if isinstance(call, dict):
-                    self._tool_call(call, out)
+    # -- the delta's keys, one handler each ------------------------------------------------
+
+    def _content(self, content: object, out: list[StreamEvent]) -> None:
+        if isinstance(content, str):
+            if content:
+                out.append(TextDelta(text=content))
+        elif isinstance(content, list):
+            _content_parts(content, out)
+        else:
+            out.append(Unknown(name="openai:delta:content"))
+
+    def _reasoning(self, reasoning: object, out: list[StreamEvent]) -> None:
+        if isinstance(reasoning, str):
+            if reasoning:
+                out.append(ThinkingDelta(text=reasoning))
+        else:
+            out.append(Unknown(name="openai:delta:reasoning"))
+
+    def _refusal(self, refusal: object, out: list[StreamEvent]) -> None:
+        if isinstance(refusal, str):
+            if refusal:
+                out.append(RefusalDelta(text=refusal))
+        else:
+            out.append(Unknown(name="openai:delta:refusal"))
+
+    def _tool_calls(self, calls: object, out: list[StreamEvent]) -> None:
+        if not isinstance(calls, list):
+            out.append(Unknown(name="openai:delta:tool_calls"))
+            return
+        for call in calls:
+            if isinstance(call, dict):
+                self._tool_call(call, out)
+            else:
+                out.append(Unknown(name="openai:tool_call"))
+
+    def _read_past(self, value: object, out: list[StreamEvent]) -> None:
+        pass
+
+    # -- tool calls --------------------------------------------------------------------------
 
     def _tool_call(self, call: dict[str, Any], out: list[StreamEvent]) -> None:
         ident = call.get("id") or ""
@@ -149,21 +236,31 @@ class OpenAIChatDecoder:
         function = call.get("function")
         if not isinstance(function, dict):
             function = {}
+        keys = tuple(call)
+        if keys != self._call_keys:  # see railings.wire.chat_fields
+            self._call_keys = keys
+            unknown_fields("tool_call", call, CALL_FIELDS, out)
+        keys = tuple(function)
+        if keys != self._function_keys:
+            self._function_keys = keys
+            unknown_fields("function", function, FUNCTION_FIELDS, out)
         wire_index = call.get("index")
         position = self._position(wire_index if isinstance(wire_index, int) else None, ident)
         if position is None:
             position = self._start(wire_index if isinstance(wire_index, int) else None, ident)
             name = function.get("name") or ""
             out.extend(self._close_others(position))
-            out.append(ToolCallStart(position, ident, str(name)))
+            out.append(ToolCallStart(index=position, id=ident, name=str(name)))
         arguments = function.get("arguments")
         if arguments is not None and not isinstance(arguments, str):
             # Some servers send the arguments as an object rather than a JSON string. The
             # server parsed (often repaired) the model's text: serialized here, it parses
             # strictly whatever the model wrote, so it is marked as proving nothing.
-            out.append(ToolArgumentsDelta(position, json.dumps(arguments), parsed=True))
+            out.append(
+                ToolArgumentsDelta(index=position, fragment=json.dumps(arguments), parsed=True)
+            )
         elif arguments:
-            out.append(ToolArgumentsDelta(position, arguments))
+            out.append(ToolArgumentsDelta(index=position, fragment=arguments))
 
     def _position(self, wire_index: int | None, ident: str) -> int | None:
         """The position of the call this delta continues, or None for a new call."""
@@ -195,40 +292,71 @@ class OpenAIChatDecoder:
         ended = [p for p in sorted(self._open) if p != started]
         for position in ended:
             self._open.discard(position)
-        return [ToolCallEnd(p) for p in ended]
+        return [ToolCallEnd(index=p) for p in ended]
+
+
+_Handler = Callable[[OpenAIChatDecoder, dict[str, Any]], list[StreamEvent]]
+_DeltaHandler = Callable[[OpenAIChatDecoder, Any, list[StreamEvent]], None]
+
+# The SSE event name -> its handler. A chunk carries no ``event:`` line ("message");
+# Groq reports a mid-stream error as ``event: error``.
+_EVENTS: dict[str, _Handler] = {
+    "message": OpenAIChatDecoder._chunk,
+    "error": OpenAIChatDecoder._error,
+}
+
+# The delta's keys, in the order their events are emitted. A null value is no value.
+_DELTA: tuple[tuple[str, _DeltaHandler], ...] = (
+    ("content", OpenAIChatDecoder._content),
+    ("reasoning_content", OpenAIChatDecoder._reasoning),  # DeepSeek, xAI, Z.ai
+    ("reasoning", OpenAIChatDecoder._reasoning),  # Groq, OpenRouter
+    ("refusal", OpenAIChatDecoder._refusal),
+    ("tool_calls", OpenAIChatDecoder._tool_calls),
+    # Read past: the role of the message (first chunk); Groq's gpt-oss channel name
+    # ("analysis" beside ``reasoning``); OpenRouter's ``reasoning_details``, the same
+    # reasoning as ``reasoning`` in structured form.
+    ("role", OpenAIChatDecoder._read_past),
+    ("channel", OpenAIChatDecoder._read_past),
+    ("reasoning_details", OpenAIChatDecoder._read_past),
+)
+_DELTA_HANDLERS = dict(_DELTA)
+_DELTA_KEYS = frozenset(_DELTA_HANDLERS)
 
 
 def _content_parts(parts: list[Any], out: list[StreamEvent]) -> None:
     """``delta.content`` given as a list of parts (Mistral Magistral)."""
     for part in parts:
         if not isinstance(part, dict):
+            out.append(Unknown(name="openai:content"))
             continue
         kind = part.get("type")
         if kind == "text":
             text = part.get("text")
             if isinstance(text, str) and text:
-                out.append(TextDelta(text))
+                out.append(TextDelta(text=text))
         elif kind == "thinking":
             inner = part.get("thinking")
             if isinstance(inner, str):
                 if inner:
-                    out.append(ThinkingDelta(inner))
+                    out.append(ThinkingDelta(text=inner))
             elif isinstance(inner, list):
                 for sub in inner:
                     if isinstance(sub, dict) and isinstance(sub.get("text"), str) and sub["text"]:
-                        out.append(ThinkingDelta(sub["text"]))
+                        out.append(ThinkingDelta(text=sub["text"]))
+        else:
+            out.append(Unknown(name=f"openai:content:{kind}"))
 
 
 def error_event(obj: dict[str, Any]) -> ProviderErrorEvent:
     """An OpenAI-style error object (``{"error": {...}}``) as a normalized event."""
     error = obj.get("error", obj)
     if not isinstance(error, dict):
-        return ProviderErrorEvent(str(error), None)
+        return ProviderErrorEvent(message=str(error), provider_type=None)
     kind = error.get("code") if isinstance(error.get("code"), str) else None
     kind = kind or (error.get("type") if isinstance(error.get("type"), str) else None)
     status = error.get("status_code", error.get("code"))
     return ProviderErrorEvent(
-        str(error.get("message") or "provider error"),
-        kind,
-        status if isinstance(status, int) else None,
+        message=str(error.get("message") or "provider error"),
+        provider_type=kind,
+        status=status if isinstance(status, int) else None,
     )

@@ -54,14 +54,15 @@ and by ``item_id`` (deltas carry both; the id is looked up first).
   item id. Other items become :class:`Unknown`.
 
 A delta whose text is the empty string is no event at all: it is not content
-(a stream cut after it is Empty and may be resent). Events that carry nothing
-the turn needs (:data:`READ_PAST`) are read past on purpose; any other event
-type becomes :class:`Unknown`.
+(a stream cut after it is Empty and may be resent). The decoder is one handler
+table keyed by the event type (:data:`_HANDLERS`; the lifecycle events' handlers
+are in :mod:`railings.wire.responses_lifecycle`). Events that carry nothing the
+turn needs (:data:`READ_PAST`) are read past on purpose; any other event type,
+and any item type outside the item tables, becomes :class:`Unknown`.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -69,14 +70,9 @@ from typing import Any
 from railings.errors import MalformedStream
 from railings.events import (
     CallType,
-    MessageStart,
-    OutputItems,
-    ProviderErrorEvent,
     RefusalDelta,
     ServerToolResult,
-    StopReason,
     StreamEvent,
-    TerminationProof,
     TextDelta,
     ThinkingDelta,
     ToolArgumentsDelta,
@@ -84,10 +80,11 @@ from railings.events import (
     ToolCallStart,
     ToolKind,
     Unknown,
-    UsageUpdate,
 )
 from railings.wire._json import as_int, load_object
 from railings.wire.responses_items import LOCAL_ITEMS, SERVER_ITEMS, final_input
+from railings.wire.responses_lifecycle import COMPLETED, FAILED, INCOMPLETE, LIFECYCLE
+from railings.wire.responses_lifecycle import as_str as _str
 from railings.wire.sse import ServerSentEvent
 
 __all__ = [
@@ -105,10 +102,6 @@ __all__ = [
 # (the guard, the fault proxy). Model text cannot forge one: in a JSON string the quote
 # before the colon would be escaped.
 SEQUENCE_NUMBER = re.compile(rb'"sequence_number"[ \t]*:[ \t]*(\d+)')
-
-COMPLETED = "response.completed"
-INCOMPLETE = "response.incomplete"
-FAILED = "response.failed"
 
 # Items whose content arrives as deltas (message, reasoning) or that carry nothing a
 # turn needs (the MCP server's tool listing).
@@ -205,11 +198,9 @@ class OpenAIResponsesDecoder:
         if not isinstance(kind, str):
             kind = sse.event
         handler = _HANDLERS.get(kind)
-        if handler is not None:
-            return handler(self, obj)
-        if kind in READ_PAST:
-            return []
-        return [Unknown(f"openai-responses:{kind}")]
+        if handler is None:
+            return [Unknown(name=f"openai-responses:{kind}")]
+        return handler(self, obj)
 
     def close(self) -> list[StreamEvent]:
         """No events: each SSE event was decoded whole as it came. Whether the end was
@@ -221,12 +212,12 @@ class OpenAIResponsesDecoder:
     def _item_added(self, obj: dict[str, Any]) -> list[StreamEvent]:
         item = obj.get("item")
         if not isinstance(item, dict):
-            return [Unknown("openai-responses:response.output_item.added")]
+            return [Unknown(name="openai-responses:response.output_item.added")]
         kind = item.get("type")
         if not isinstance(kind, str) or not (kind in LOCAL_ITEMS or kind in SERVER_ITEMS):
             if kind in _PLAIN_ITEMS:
                 return []
-            return [Unknown(f"openai-responses:item:{kind}")]
+            return [Unknown(name=f"openai-responses:item:{kind}")]
         return [self._start(item, as_int(obj.get("output_index")))[1]]
 
     def _start(self, item: dict[str, Any], output_index: int | None) -> tuple[_Call, ToolCallStart]:
@@ -253,13 +244,20 @@ class OpenAIResponsesDecoder:
             self._by_item[item_id] = call
         if output_index is not None:
             self._by_output[output_index] = call
-        start = ToolCallStart(call.position, ident, name, tool_kind, initial, call_type)
+        start = ToolCallStart(
+            index=call.position,
+            id=ident,
+            name=name,
+            kind=tool_kind,
+            initial_arguments=initial,
+            call_type=call_type,
+        )
         return call, start
 
     def _item_done(self, obj: dict[str, Any]) -> list[StreamEvent]:
         item = obj.get("item")
         if not isinstance(item, dict):
-            return [Unknown("openai-responses:response.output_item.done")]
+            return [Unknown(name="openai-responses:response.output_item.done")]
         kind = item.get("type")
         output_index = as_int(obj.get("output_index"))
         out: list[StreamEvent] = []
@@ -275,11 +273,11 @@ class OpenAIResponsesDecoder:
             raw, parsed = final_input(call.item_type, item)
             if raw:
                 call.fed = True
-                out.append(ToolArgumentsDelta(call.position, raw, parsed))
-        out.append(ToolCallEnd(call.position))
+                out.append(ToolArgumentsDelta(index=call.position, fragment=raw, parsed=parsed))
+        out.append(ToolCallEnd(index=call.position))
         if call.item_type in SERVER_ITEMS:
             status = _str(item.get("status")) or "done"
-            out.append(ServerToolResult(call.id, f"{call.item_type}.{status}"))
+            out.append(ServerToolResult(tool_use_id=call.id, type=f"{call.item_type}.{status}"))
         return out
 
     def _find(self, item_id: object, output_index: int | None) -> _Call | None:
@@ -295,96 +293,58 @@ class OpenAIResponsesDecoder:
         call = self._find(obj.get("item_id"), as_int(obj.get("output_index")))
         fragment = obj.get("delta")
         if call is None or not isinstance(fragment, str):
-            return [Unknown(f"openai-responses:{obj.get('type')}:unmatched")]
+            return [Unknown(name=f"openai-responses:{obj.get('type')}:unmatched")]
         if not fragment:
             return []  # an empty fragment is not content
         call.fed = True
-        return [ToolArgumentsDelta(call.position, fragment)]
+        return [ToolArgumentsDelta(index=call.position, fragment=fragment)]
 
     def _arguments_done(self, obj: dict[str, Any], field: str) -> list[StreamEvent]:
         call = self._find(obj.get("item_id"), as_int(obj.get("output_index")))
         if call is None:
-            return [Unknown(f"openai-responses:{obj.get('type')}:unmatched")]
+            return [Unknown(name=f"openai-responses:{obj.get('type')}:unmatched")]
         whole = obj.get(field)
         if call.fed or not isinstance(whole, str) or not whole:
             return []  # the deltas already are the arguments
         call.fed = True
-        return [ToolArgumentsDelta(call.position, whole)]
+        return [ToolArgumentsDelta(index=call.position, fragment=whole)]
 
 
 # -- one handler per event type that carries something for the turn --------------------------
 
 
-def _created(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
-    response = _dict(obj.get("response"))
-    return [MessageStart(_str(response.get("id")), _str(response.get("model")))]
-
-
 def _text(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
     delta = obj.get("delta")
-    return [TextDelta(delta)] if isinstance(delta, str) and delta else []
+    return [TextDelta(text=delta)] if isinstance(delta, str) and delta else []
 
 
 def _refusal(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
     delta = obj.get("delta")
-    return [RefusalDelta(delta)] if isinstance(delta, str) and delta else []
+    return [RefusalDelta(text=delta)] if isinstance(delta, str) and delta else []
 
 
 def _thinking(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
     delta = obj.get("delta")
-    return [ThinkingDelta(delta)] if isinstance(delta, str) and delta else []
+    return [ThinkingDelta(text=delta)] if isinstance(delta, str) and delta else []
 
 
-def _completed(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
-    output = _dict(obj.get("response")).get("output")
-    # The finished items, to go back verbatim (see railings.messages): only these carry a
-    # reasoning item's encrypted content whole, and the ids that pair it with its call.
-    items = (
-        [OutputItems(json.dumps(output, ensure_ascii=False))] if isinstance(output, list) else []
-    )
-    return [*_usage(obj), *items, StopReason("completed"), TerminationProof(COMPLETED)]
-
-
-def _incomplete(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
-    details = _dict(_dict(obj.get("response")).get("incomplete_details"))
-    # The API documents a reason on every incomplete response; without one, the stop is
-    # still not a finished turn, so it is reported as such rather than derived.
-    reason = _str(details.get("reason")) or "incomplete"
-    return [*_usage(obj), StopReason(reason), TerminationProof(INCOMPLETE)]
-
-
-def _failed(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
-    error = _dict(_dict(obj.get("response")).get("error"))
-    return [*_usage(obj), _error_event(error, "response failed")]
-
-
-def _error(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
-    # Documented flat ({"type": "error", "code", "message", "param"}); some servers nest
-    # the same fields under "error".
-    nested = obj.get("error")
-    return [_error_event(nested if isinstance(nested, dict) else obj, "provider error")]
-
-
-def _error_event(error: dict[str, Any], fallback: str) -> ProviderErrorEvent:
-    code = error.get("code")
-    kind = error.get("type")
-    provider_type = code if isinstance(code, str) and code else None
-    if provider_type is None and isinstance(kind, str) and kind and kind != "error":
-        provider_type = kind
-    return ProviderErrorEvent(_str(error.get("message")) or fallback, provider_type, as_int(code))
-
-
-def _usage(obj: dict[str, Any]) -> list[StreamEvent]:
-    usage = _dict(obj.get("response")).get("usage")
-    if not isinstance(usage, dict):
-        return []
-    return [UsageUpdate(as_int(usage.get("input_tokens")), as_int(usage.get("output_tokens")))]
+def _read_past(_: OpenAIResponsesDecoder, __: dict[str, Any]) -> list[StreamEvent]:
+    return []
 
 
 _Handler = Callable[[OpenAIResponsesDecoder, dict[str, Any]], list[StreamEvent]]
 
+
+def _whole(handle: Callable[[dict[str, Any]], list[StreamEvent]]) -> _Handler:
+    """A lifecycle handler, which needs no decoder state, as an entry of the table."""
+
+    def run(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
+        return handle(obj)
+
+    return run
+
+
 _HANDLERS: dict[str, _Handler] = {
-    "response.created": _created,
     "response.output_item.added": OpenAIResponsesDecoder._item_added,
     "response.output_item.done": OpenAIResponsesDecoder._item_done,
     "response.output_text.delta": _text,
@@ -397,16 +357,6 @@ _HANDLERS: dict[str, _Handler] = {
     "response.function_call_arguments.done": lambda d, o: d._arguments_done(o, "arguments"),
     "response.custom_tool_call_input.done": lambda d, o: d._arguments_done(o, "input"),
     "response.mcp_call_arguments.done": lambda d, o: d._arguments_done(o, "arguments"),
-    COMPLETED: _completed,
-    INCOMPLETE: _incomplete,
-    FAILED: _failed,
-    "error": _error,
+    **{kind: _whole(handle) for kind, handle in LIFECYCLE.items()},
+    **dict.fromkeys(READ_PAST, _read_past),
 }
-
-
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _str(value: object) -> str:
-    return value if isinstance(value, str) else ""
