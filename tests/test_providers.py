@@ -281,7 +281,10 @@ def test_the_unknown_events_before_detection_come_out_in_order() -> None:
     assert reader.feed(_UNKNOWN_FIRST) == []  # undecided: held, not guessed
     assert not reader.terminated
     events = reader.feed(_ANTHROPIC_TURN)
-    assert events[:2] == [Unknown("anthropic:completion"), Unknown("anthropic:future_event_type")]
+    assert events[:2] == [
+        Unknown(name="anthropic:completion"),
+        Unknown(name="anthropic:future_event_type"),
+    ]
     assert reader.terminated and reader.provider == "anthropic"
 
 
