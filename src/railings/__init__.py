@@ -43,17 +43,21 @@ from railings.errors import (
 )
 from railings.replay import Replay, replay, to_json
 from railings.sdk_objects import inspect
-from railings.turn.model import (
-    Outcome,
+from railings.turn.model import Outcome, Termination, Turn, TurnError, Usage
+from railings.turn.parts import (
+    Part,
+    ProviderItem,
+    RedactedThinkingPart,
+    RefusalPart,
     ServerToolCall,
-    Termination,
+    ServerToolResultPart,
+    TextPart,
+    ThinkingPart,
     ToolCall,
-    Turn,
-    TurnError,
-    Usage,
 )
 from railings.turn.reader import StreamReader
 from railings.turn.repair import Arguments, RepairPolicy, Rung, parse_arguments
+from railings.turn.stop_reason import Stop, StopSource
 from railings.turn.verdict import CallVerdict, RejectReason, Verdict, judge, judge_call
 
 try:  # one version, in pyproject.toml; the installed metadata carries it
@@ -80,11 +84,15 @@ __all__ = [
     "MissingDependency",
     "Outcome",
     "Overloaded",
+    "Part",
     "PoolTimeout",
     "ProviderError",
+    "ProviderItem",
     "QuotaExceeded",
     "RailingsError",
     "RateLimited",
+    "RedactedThinkingPart",
+    "RefusalPart",
     "RejectReason",
     "RemoteError",
     "RepairPolicy",
@@ -92,10 +100,15 @@ __all__ = [
     "Rung",
     "ServerError",
     "ServerToolCall",
+    "ServerToolResultPart",
+    "Stop",
+    "StopSource",
     "StreamInterrupted",
     "StreamNotRead",
     "StreamReader",
     "Termination",
+    "TextPart",
+    "ThinkingPart",
     "ToolCall",
     "ToolDefinitionError",
     "TotalTimeout",
