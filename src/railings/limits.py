@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from railings.errors import ConfigurationError, TurnTooLarge
 from railings.events import RefusalDelta, StreamEvent, TextDelta, ThinkingDelta, ToolArgumentsDelta
 
-__all__ = ["UNKNOWN_MAX_TOKENS", "TurnLimits", "TurnMeter"]
+__all__ = ["UNKNOWN_MAX_TOKENS", "Bounds", "TurnLimits", "TurnMeter"]
 
 # When the request named no output limit (the guard reads it from the request body):
 # the largest output limit of current models, so the bounds stay generous.
@@ -60,8 +60,13 @@ class TurnLimits:
 
     def resolve(self, max_tokens: int | None) -> TurnLimits:
         """Every field filled: the given ones kept, the others derived from ``max_tokens``."""
+        b = self.bounds(max_tokens)
+        return TurnLimits(bytes=b.bytes, events=b.events, text=b.text, arguments=b.arguments)
+
+    def bounds(self, max_tokens: int | None) -> Bounds:
+        """The four bounds as numbers: the given ones kept, the others derived."""
         n = max_tokens if max_tokens is not None and max_tokens > 0 else UNKNOWN_MAX_TOKENS
-        return TurnLimits(
+        return Bounds(
             bytes=self.bytes if self.bytes is not None else 16 * 2**20 + 4096 * n,
             events=self.events if self.events is not None else 10_000 + 8 * n,
             text=self.text if self.text is not None else 256 * 1024 + 64 * n,
@@ -69,13 +74,24 @@ class TurnLimits:
         )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Bounds:
+    """One turn's resolved bounds (:meth:`TurnLimits.bounds`): every one a number."""
+
+    bytes: int
+    events: int
+    text: int
+    arguments: int
+
+
 class TurnMeter:
     """Counts one turn against its resolved limits; raises :class:`TurnTooLarge` past one."""
 
-    __slots__ = ("_limits", "arguments", "bytes", "events", "max_tokens", "text")
+    __slots__ = ("_bounds", "_limits", "arguments", "bytes", "events", "max_tokens", "text")
 
     def __init__(self, limits: TurnLimits | None, max_tokens: int | None) -> None:
         self._limits = (limits or TurnLimits()).resolve(max_tokens)
+        self._bounds = (limits or TurnLimits()).bounds(max_tokens)
         self.max_tokens = max_tokens
         self.bytes = self.events = self.text = self.arguments = 0
 
@@ -87,8 +103,7 @@ class TurnMeter:
     def received(self, size: int) -> None:
         """``size`` more bytes arrived (after content decoding)."""
         self.bytes += size
-        limit = self._limits.bytes
-        assert limit is not None
+        limit = self._bounds.bytes
         if self.bytes > limit:
             raise self._exceeded("bytes", limit, f"{self.bytes:,} bytes received")
 
@@ -106,9 +121,7 @@ class TurnMeter:
         self.events += count
         self.text += text
         self.arguments += arguments
-        limits = self._limits
-        assert limits.events is not None and limits.text is not None
-        assert limits.arguments is not None
+        limits = self._bounds
         if self.events > limits.events:
             raise self._exceeded("events", limits.events, f"{self.events:,} events")
         if self.text > limits.text:
