@@ -307,6 +307,7 @@ def _gc_figures(pauses: list[list[float]], run: dict[str, Any], p99: float) -> d
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """One measured run: the figures as a dict."""
+    load_before = os.getloadavg()[0]
     upstream, up_port = _spawn_upstream(args.events, args.interval)
     tmp = tempfile.mkdtemp(prefix="gw-bench-")
     trace = tmp + "/gc.json"
@@ -334,7 +335,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     figures: dict[str, Any] = {
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
-        f"{platform.python_version()}, load average {os.getloadavg()[0]:.2f} at the end",
+        f"{platform.python_version()}, load average {load_before:.2f} at the start, "
+        f"{os.getloadavg()[0]:.2f} at the end",
         "gc": args.gc,
         "server": "uvicorn, "
         + ("uvloop" if importlib.util.find_spec("uvloop") else "asyncio")
@@ -435,13 +437,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     p.add_argument("--write-docs", action="store_true", help="replace the block in docs/")
+    p.add_argument("--docs-from", type=Path, help="write the docs' block from a saved --json run")
     p.add_argument("--upstream-only", nargs=3, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.docs_from:
+        saved = json.loads(args.docs_from.read_text())
+        write_docs(table(saved, saved.get("command", "bench/gateway.py")))
+        return 0
     if args.upstream_only:
         port_file, events, interval = args.upstream_only
         asyncio.run(_upstream_main(port_file, int(events), float(interval)))
         return 0
     figures = run(args)
+    figures["command"] = " ".join(["bench/gateway.py", *argv])
     if args.json:
         print(json.dumps(figures))
     else:
@@ -450,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
             text = f"{value:.3f}" if isinstance(value, float) else str(value)
             print(f"{key:>26}: {text}")
     if args.write_docs:
-        write_docs(table(figures, " ".join(["bench/gateway.py", *argv])))
+        write_docs(table(figures, figures["command"]))
     return 0 if figures["failures_gateway"] == 0 and figures["failures_direct"] == 0 else 1
 
 
