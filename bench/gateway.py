@@ -199,6 +199,14 @@ async def _one(
     return ok and seen == events and data.endswith(b"0\r\n\r\n")
 
 
+def _waited(pid: int) -> float:
+    """Seconds a process's main thread spent runnable but waiting for a core."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return float("nan")  # a kernel without schedstat
+
+
 def _stat(pid: int) -> tuple[float, int]:
     """A process's CPU seconds (user + system) and resident KiB."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -221,15 +229,16 @@ async def _load(
         tasks.append(asyncio.create_task(_one(gw_port, i, events, via[i], start)))
     window = (began + ramp + 2 * interval, began + events * interval)
     cpu: dict[str, float] = {}
+    waited: dict[str, float] = {}
     rss_open = 0
     if window[1] > window[0]:
         await asyncio.sleep(window[0] - time.monotonic())
-        before = {name: _stat(pid)[0] for name, pid in pids.items()}
-        mine = time.process_time()
-        rss_open = _stat(pids["gateway"])[1]
+        everyone = {**pids, "load generator": os.getpid()} if pids else {}
+        before = {name: (_stat(pid)[0], _waited(pid)) for name, pid in everyone.items()}
+        rss_open = _stat(pids["gateway"])[1] if pids else 0
         await asyncio.sleep(max(0.0, window[1] - time.monotonic()))
-        cpu = {name: _stat(pid)[0] - before[name] for name, pid in pids.items()}
-        cpu["load generator"] = time.process_time() - mine
+        cpu = {name: _stat(pid)[0] - before[name][0] for name, pid in everyone.items()}
+        waited = {name: _waited(pid) - before[name][1] for name, pid in everyone.items()}
     results = await asyncio.gather(*tasks, return_exceptions=True)
     samples = []  # (sent, direct latency, gateway latency), steady window only
     for d, v in zip(direct, via, strict=True):
@@ -243,6 +252,7 @@ async def _load(
         "samples": samples,
         "window": window,
         "cpu": cpu,
+        "waited": waited,
         "rss_open": rss_open,
     }
 
@@ -363,6 +373,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "kib_per_open_stream": (result["rss_open"] - idle) / args.streams,
         "gateway_cpu_us_per_event": result["cpu"].get("gateway", 0) / max(1, len(v)) * 1e6,
         "cpu_share": {k: round(c / seconds, 3) for k, c in result["cpu"].items()},
+        "waited_for_a_core_ms": {k: round(w * 1e3) for k, w in result["waited"].items()},
     }
     figures.update(_gc_figures(pauses, result, _pct(added, 0.99) / 1e3))
     return figures
@@ -371,6 +382,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def table(f: dict[str, Any], command: str) -> str:
     """The figures as the Markdown block of the docs."""
     cpu = ", ".join(f"{k} {v * 100:.0f}%" for k, v in f["cpu_share"].items())
+    waited = ", ".join(f"{k} {v:,} ms" for k, v in f["waited_for_a_core_ms"].items())
     gcs = ", ".join(f"{n} {k}" for k, n in f["gc_collections"].items())
     rows = [
         ("concurrent streams through the gateway (+ as many direct twins)", f"{f['streams']:,}"),
@@ -396,6 +408,7 @@ def table(f: dict[str, Any], command: str) -> str:
         ("**memory per open stream**", f"**{f['kib_per_open_stream']:.0f} KiB**"),
         ("gateway CPU per event", f"{f['gateway_cpu_us_per_event']:.0f} µs"),
         ("CPU in the window (of one core)", cpu),
+        ("time runnable but waiting for a core, in the window", waited),
         (
             "gateway GC in the window: collections; pause total / max",
             f"{gcs}; {f['gc_pause_total_ms']:.0f} / {f['gc_pause_max_ms']:.1f} ms",

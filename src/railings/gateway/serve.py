@@ -24,31 +24,27 @@ from typing import Any
 
 from railings._extras import require
 
-__all__ = ["GC_THRESHOLD", "ServingThread", "bind", "is_loopback", "serve", "tune_gc", "url_of"]
+__all__ = ["ServingThread", "bind", "is_loopback", "serve", "tune_gc", "url_of"]
 
 _START_TIMEOUT = 30.0
-# CPython's default is (700, 10, 10). Each collection of the young generation scans
-# every object allocated since the last one that is still alive, and under load most
-# of those are the suspended reads of the open streams: collecting 7x as often keeps
-# each pause 7x shorter for the same total work. Survivors move on after 2 young
-# collections, and the full collection waits for 1,000 of those (about a minute
-# under 1,000 streams) instead of 10, so it no longer comes every few seconds: the
-# cyclic garbage it frees waits that long, which is the memory this trades.
-GC_THRESHOLD = (100, 2, 1000)
 
 
-def tune_gc(threshold: tuple[int, int, int] = GC_THRESHOLD) -> None:
+def tune_gc(threshold: tuple[int, int, int] | None = None) -> None:
     """Set up the garbage collector of a process that serves the gateway (and nothing else).
 
     Everything alive now (the modules, the app, the server) is collected once and then
     frozen (:func:`gc.freeze`): it is never scanned again, so a full collection scans
-    only what the open streams hold. Then ``threshold`` (:func:`gc.set_threshold`).
-    A process that embeds the app among other work can call this at its own startup,
-    or not at all: it changes how often the collector pauses, never what it frees.
+    only what the open streams hold. ``threshold``, when given, is passed on to
+    :func:`gc.set_threshold`; the default keeps CPython's (700, 10, 10), which measured
+    best on uvloop (lower ones collected more often for more pause time in all:
+    docs/GATEWAY.md). A process that embeds the app among other work can call this at
+    its own startup, or not at all: it changes what each collection scans, never what
+    it frees.
     """
     gc.collect()
     gc.freeze()
-    gc.set_threshold(*threshold)
+    if threshold is not None:
+        gc.set_threshold(*threshold)
 
 
 def is_loopback(host: str) -> bool:
