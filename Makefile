@@ -36,10 +36,11 @@ lint: $(STAMP) ## ruff check, ruff format --check and mypy --strict only (about 
 demo: $(STAMP) ## railings beside the plain official SDKs on the main faults (about 10 s)
 	$(BIN)/railings demo
 
-bench: $(BENCH_STAMP) ## benchmarks against the SDKs, httpx-sse and the naive floor (about 4 min)
+bench: $(BENCH_STAMP) ## benchmarks against the SDKs, httpx-sse and the floor, then the gateway load (about 5 min)
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
+	$(BIN)/python bench/gateway.py $(if $(findstring --write-docs,$(BENCH_ARGS)),--write-docs) $(GATEWAY_BENCH_ARGS)
 
-gateway-bench: $(STAMP) ## 1,000 concurrent streams through railings gateway: failures, added latency, memory (about 1 min)
+gateway-bench: $(STAMP) ## the gateway load alone: 1,000 streams, failures, added latency, memory (about 1 min)
 	$(BIN)/python bench/gateway.py $(GATEWAY_BENCH_ARGS)
 
 fuzz: $(STAMP) ## fuzz campaigns over every capture of tests/corpus (about 2 min)

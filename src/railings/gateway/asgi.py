@@ -14,7 +14,7 @@ uvicorn, and any ASGI server can run it too. What it does with each request:
   client's own retry logic sees it.
 * Anything else: passed through untouched, body and headers.
 
-The app keeps no state shared between requests but its pooled upstream client,
+The app keeps no state shared between requests but its pooled upstream clients,
 its counters and its journal writer: replicas behind a load balancer need nothing
 in common.
 """
@@ -49,7 +49,7 @@ from railings.gateway.shapes import CUT_CODE, INTERRUPTED_CODE, error_body
 from railings.gateway.streaming import forward_stream, is_event_stream
 from railings.gateway.telemetry import record_span
 from railings.gateway.upstream import (
-    client,
+    Clients,
     header_secrets,
     request_headers,
     response_headers,
@@ -137,7 +137,7 @@ class Gateway:
         self.timeouts = timeouts
         self.tracer = tracer
         self.metrics = Metrics()
-        self.client = client(timeouts, transport=transport)
+        self.clients = Clients(timeouts, transport)
         self._closed = False
         install_log_redaction()
         # A logger's filters see only its own records: the gateway's lines get their own.
@@ -154,7 +154,7 @@ class Gateway:
         if self._closed:
             return
         self._closed = True
-        await self.client.aclose()
+        await self.clients.aclose()
         if self.journal is not None:
             await asyncio.to_thread(self.journal.close)
 
@@ -223,12 +223,13 @@ class Gateway:
     async def _upstream(
         self, method: str, url: str, headers: list[tuple[bytes, bytes]], body: bytes
     ) -> httpx2.Response:
-        request = self.client.build_request(method, url, headers=headers, content=body)
+        pool = self.clients.next()
+        request = pool.build_request(method, url, headers=headers, content=body)
         sent = {name.lower() for name, _ in headers}
         for default in (b"accept", b"accept-encoding", b"user-agent"):  # httpx2's own
             if default not in sent and default.decode() in request.headers:
                 del request.headers[default.decode()]
-        return await self.client.send(request, stream=True)
+        return await pool.send(request, stream=True)
 
     async def _pass_through(
         self, method: str, url: str, headers: list[tuple[bytes, bytes]], body: bytes, send: Send

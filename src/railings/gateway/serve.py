@@ -1,12 +1,19 @@
-"""Running the gateway app on uvicorn: in the foreground (the CLI) or in a thread (tests,
-the benchmark). Needs the ``gateway`` extra.
+"""Running the gateway app on uvicorn: in the foreground (the CLI) or in a thread (tests).
+Needs the ``gateway`` extra, which brings uvloop and httptools where they build
+(CPython on Linux and macOS): uvicorn then runs on them, and does without them elsewhere.
 
 The listening socket is bound first, so ``port=0`` gets a free port that is known
 (and already accepting connections into the backlog) before the server starts.
+
+The process the CLI runs is the gateway's own, so :func:`serve` also tunes its
+garbage collector (:func:`tune_gc`): with a thousand streams open the heap holds
+a few hundred thousand objects, most of them the suspended reads of the streams,
+and each collection pauses every stream at once.
 """
 
 from __future__ import annotations
 
+import gc
 import ipaddress
 import logging
 import socket
@@ -17,9 +24,27 @@ from typing import Any
 
 from railings._extras import require
 
-__all__ = ["ServingThread", "bind", "is_loopback", "serve", "url_of"]
+__all__ = ["ServingThread", "bind", "is_loopback", "serve", "tune_gc", "url_of"]
 
 _START_TIMEOUT = 30.0
+
+
+def tune_gc(threshold: tuple[int, int, int] | None = None) -> None:
+    """Set up the garbage collector of a process that serves the gateway (and nothing else).
+
+    Everything alive now (the modules, the app, the server) is collected once and then
+    frozen (:func:`gc.freeze`): it is never scanned again, so a full collection scans
+    only what the open streams hold. ``threshold``, when given, is passed on to
+    :func:`gc.set_threshold`; the default keeps CPython's (700, 10, 10), which measured
+    best on uvloop (lower ones collected more often for more pause time in all:
+    docs/GATEWAY.md). A process that embeds the app among other work can call this at
+    its own startup, or not at all: it changes what each collection scans, never what
+    it frees.
+    """
+    gc.collect()
+    gc.freeze()
+    if threshold is not None:
+        gc.set_threshold(*threshold)
 
 
 def is_loopback(host: str) -> bool:
@@ -87,9 +112,14 @@ def _server(app: Any, **options: Any) -> Any:
     return uvicorn.Server(config)
 
 
-def serve(app: Any, sock: socket.socket) -> None:
-    """Serve ``app`` on ``sock`` until interrupted (SIGINT / SIGTERM)."""
-    _server(app).run(sockets=[sock])
+def serve(app: Any, sock: socket.socket, *, gc_tuning: bool = True) -> None:
+    """Serve ``app`` on ``sock`` until interrupted (SIGINT / SIGTERM); with ``gc_tuning``,
+    the process's collector is tuned (:func:`tune_gc`) once the server is loaded."""
+    server = _server(app)
+    server.config.load()
+    if gc_tuning:
+        tune_gc()
+    server.run(sockets=[sock])
 
 
 class ServingThread:
