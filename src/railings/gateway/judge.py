@@ -34,6 +34,7 @@ import enum
 from railings.classify import INTERRUPTED_MESSAGE
 from railings.errors import EventTooLarge
 from railings.gateway.shapes import CUT_CODE, INTERRUPTED_CODE, error_event
+from railings.providers import spec
 from railings.testing.faults import EventSplitter
 from railings.turn.model import ErrorKind, Outcome, Turn
 from railings.turn.reader import StreamReader
@@ -190,7 +191,7 @@ class StreamJudge:
     def error_event(self, code: str, message: str) -> bytes:
         """The provider-shaped error event that follows what was passed on."""
         sequence = None
-        if self.provider == "openai-responses":
+        if spec(self.provider).numbered:
             numbers = SEQUENCE_NUMBER.findall(self._last)
             sequence = int(numbers[-1]) + 1 if numbers else 0
         return error_event(self.provider, code, message, sequence_number=sequence)
