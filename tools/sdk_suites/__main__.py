@@ -68,30 +68,24 @@ TEST_DEPS = (
 )
 SELECT = re.compile(rb"text/event-stream|stream=True|\.stream\(")
 
-# Tests whose outcome may change, by name, and why. Two reasons only:
-TRANSPORT_CLASS = "asserts the class of the client's transport, which the guard wraps"
-UNPROVEN = "serves a stream without a termination proof railings accepts: the guard raises"
-_CIPHERTEXT = (
-    "tests.lib.test_responses_tool_runner::"
-    "test_reasoning_ciphertext_reconciliation_preserves_terminal_history"
-)
-ALLOWED: dict[str, str] = {
-    # openai: _get_open_connections() asserts type(transport).__module__ == "httpx2".
-    **{
-        f"tests.test_client.{cls}::test_retrying_{kind}_errors_doesnt_leak": TRANSPORT_CLASS
-        for cls in ("TestOpenAI", "TestAsyncOpenAI")
-        for kind in ("timeout", "status")
-    },
-    # openai: a Responses stream of response.created alone, no response.completed.
-    "tests.lib.test_bedrock::test_allows_sse_and_response_wrappers": UNPROVEN,
-    # openai: sequence_number 0..5, then response.completed numbered 99: events 6..98
-    # are missing by the Responses API's own numbering (railings: out of sequence).
-    **{
-        f"{_CIPHERTEXT}[{change}-{lane}]": UNPROVEN
-        for change in ("ciphertext", "id", "summary", "arguments", "missing-ciphertext")
-        for lane in ("sync", "async")
-    },
+REASONS = {
+    "transport-class": "asserts the class of the client's transport, which the guard wraps",
+    "unproven": "its stream has no termination proof railings accepts: the guard raises",
+    "bound": "streams more text than its max_tokens allows: the guard's turn bound ends it",
 }
+
+
+def allowed() -> dict[str, str]:
+    """The tests whose outcome may change, by name (``allowed.tsv``), and why."""
+    found = {}
+    for line in (HERE / "allowed.tsv").read_text().splitlines():
+        if line and not line.startswith("#"):
+            _sdk, reason, key = line.split("\t")
+            found[key] = REASONS[reason]
+    return found
+
+
+ALLOWED = allowed()
 
 
 @dataclass
@@ -100,6 +94,7 @@ class Run:
 
     outcomes: dict[str, str] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
+    verdicts: dict[str, list[str]] = field(default_factory=dict)  # test file::name -> said
     seconds: float = 0.0
 
 
@@ -180,11 +175,22 @@ def run(python: Path, tree: Path, tests: list[str], guarded: bool, jobs: int, ta
     started = time.monotonic()
     with (out / "pytest.log").open("w") as log:
         subprocess.run([str(a) for a in [*argv, *tests]], cwd=tree, env=env, stdout=log, stderr=log)
-    result = Run(seconds=time.monotonic() - started)
-    result.outcomes = outcomes(junit)
+    (out / "seconds").write_text(f"{time.monotonic() - started:.1f}")
+    return load(tag)
+
+
+def load(tag: str) -> Run:
+    """A run's result, from what it left in ``build/sdk-suites/runs/TAG``."""
+    out = BUILD / "runs" / tag
+    seconds = out / "seconds"
+    result = Run(seconds=float(seconds.read_text()) if seconds.exists() else 0.0)
+    result.outcomes = outcomes(out / "junit.xml")
     for part in out.glob("*.json"):
         for key, value in json.loads(part.read_text()).items():
-            result.counts[key] = result.counts.get(key, 0) + value
+            if key == "verdicts":
+                result.verdicts.update(value)
+            else:
+                result.counts[key] = result.counts.get(key, 0) + value
     return result
 
 
@@ -230,6 +236,14 @@ def node_files(keys: list[str]) -> list[str]:
     return sorted(files)
 
 
+def test_id(key: str) -> str:
+    """``tests.test_x.TestY::name`` -> ``tests/test_x.py::TestY::name`` (pytest's id)."""
+    dotted, name = key.split("::", 1)
+    parts = dotted.split(".")
+    cut = max(i for i, part in enumerate(parts) if part.startswith("test_")) + 1
+    return "::".join(["/".join(parts[:cut]) + ".py", *parts[cut:], name])
+
+
 @dataclass
 class Suite:
     sdk: str
@@ -241,11 +255,15 @@ class Suite:
     unstable: dict[str, tuple[str, str]]
 
 
-def campaign(sdk: str, version: str, python: Path, jobs: int) -> Suite:
-    tree = sdist(python, sdk, version)
+def campaign(sdk: str, version: str, python: Path, jobs: int, again: bool = True) -> Suite:
+    """Run one SDK's suite plain and guarded (``again=False``: only compare the runs
+    already in ``build/sdk-suites/runs``)."""
+    tree = sdist(python, sdk, version) if again else BUILD / "sdists" / f"{sdk}-{version}"
     tests = streaming_tests(tree)
-    plain = run(python, tree, tests, False, jobs, f"{sdk}-plain")
-    guarded = run(python, tree, tests, True, jobs, f"{sdk}-guarded")
+    if again:
+        run(python, tree, tests, False, jobs, f"{sdk}-plain")
+        run(python, tree, tests, True, jobs, f"{sdk}-guarded")
+    plain, guarded = load(f"{sdk}-plain"), load(f"{sdk}-guarded")
     changed = {
         key: (plain.outcomes.get(key, "absent"), guarded.outcomes.get(key, "absent"))
         for key in sorted(set(plain.outcomes) | set(guarded.outcomes))
@@ -255,9 +273,11 @@ def campaign(sdk: str, version: str, python: Path, jobs: int) -> Suite:
     if changed:
         # Run the files of the changed tests again, both ways: a change that does not
         # repeat, or a test that changes between two plain runs, is not the guard's.
-        again = node_files(list(changed))
-        plain2 = run(python, tree, again, False, jobs, f"{sdk}-plain-again")
-        guarded2 = run(python, tree, again, True, jobs, f"{sdk}-guarded-again")
+        if again:
+            files = node_files(list(changed))
+            run(python, tree, files, False, jobs, f"{sdk}-plain-again")
+            run(python, tree, files, True, jobs, f"{sdk}-guarded-again")
+        plain2, guarded2 = load(f"{sdk}-plain-again"), load(f"{sdk}-guarded-again")
         for key, (before, after) in list(changed.items()):
             if plain2.outcomes.get(key) != before or guarded2.outcomes.get(key) != after:
                 unstable[key] = changed.pop(key)
@@ -279,7 +299,11 @@ def report(suites: list[Suite], started: datetime.datetime) -> str:
         "Written by `make sdk-suites` (`tools/sdk_suites/`): each SDK's streaming-related "
         "tests, from its sdist, run plain and then with `railings.guard.install` called on "
         "every client the SDK builds; every test whose outcome changed is listed. "
-        "The only allowed changes are tests that assert the class of the transport.",
+        "A change is allowed only for a test named in `tools/sdk_suites/allowed.tsv`, "
+        "for one of three reasons: it asserts the class of the client's transport (the "
+        "guard wraps it); its stream has no termination proof railings accepts (raising "
+        "there is the guard's job); it streams more text than its `max_tokens` allows "
+        "(the guard's turn bound ends it). What the guard said is shown under each.",
         "",
         f"- run: {started:%Y-%m-%d %H:%M} UTC, Python {platform.python_version()}, "
         f"httpx2 {importlib.metadata.version('httpx2')}, "
@@ -300,7 +324,14 @@ def report(suites: list[Suite], started: datetime.datetime) -> str:
                 f"| {suite.sdk} {suite.version} | {name} | {tally(run_)} | {clients} | "
                 f"{streams} | {run_.seconds:.0f} s |"
             )
+    reasons: dict[str, int] = {}
+    for suite in suites:
+        for key in suite.changed:
+            why = ALLOWED.get(key, "not allowed")
+            reasons[why] = reasons.get(why, 0) + 1
     lines += ["", "## Tests whose outcome changed with the guard", ""]
+    lines += [f"- {count}: {why}" for why, count in sorted(reasons.items())]
+    lines.append("")
     any_change = False
     for suite in suites:
         for key, (before, after) in suite.changed.items():
@@ -308,6 +339,8 @@ def report(suites: list[Suite], started: datetime.datetime) -> str:
             why = ALLOWED.get(key)
             verdict = f"allowed: {why}" if why else "**not allowed**"
             lines.append(f"- {suite.sdk}: `{key}`: {before} -> {after} ({verdict})")
+            said = suite.guarded.verdicts.get(test_id(key), [])
+            lines.extend(f"  - the guard: {message}" for message in said[:2])
     if not any_change:
         lines.append("None: every test has the same outcome plain and guarded.")
     unstable = [(s.sdk, k, v) for s in suites for k, v in s.unstable.items()]
@@ -329,11 +362,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sdk", choices=SDKS, action="append", help="one SDK (default: both)")
     parser.add_argument("--jobs", type=int, default=2, help="pytest-xdist workers (default 2)")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "sdk-suites.md")
+    parser.add_argument(
+        "--report-only", action="store_true", help="write the report of the last runs"
+    )
     args = parser.parse_args(argv)
-    started = datetime.datetime.now(datetime.UTC)
+    stamp = BUILD / "runs" / "started"
+    if args.report_only and stamp.exists():
+        started = datetime.datetime.fromisoformat(stamp.read_text())
+    else:
+        started = datetime.datetime.now(datetime.UTC)
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(started.isoformat())
     versions = {sdk: importlib.metadata.version(sdk) for sdk in SDKS}
-    python = venv(versions)
-    suites = [campaign(sdk, versions[sdk], python, args.jobs) for sdk in (args.sdk or list(SDKS))]
+    python = BUILD / "venv" / "bin" / "python" if args.report_only else venv(versions)
+    suites = [
+        campaign(sdk, versions[sdk], python, args.jobs, again=not args.report_only)
+        for sdk in (args.sdk or list(SDKS))
+    ]
     text = report(suites, started)
     args.out.write_text(text)
     print(text)

@@ -8,7 +8,8 @@ client as its last step: the httpx2 client it holds, built by the SDK or handed
 in by the test, is guarded in place, transport and every mount.
 
 ``RAILINGS_SUITE_COUNTS`` names a folder where each test process writes how many
-clients it guarded and how many streams the guard watched.
+clients it guarded, how many streams the guard watched, and, per test, what the
+guard said where it raised or attached a verdict (the evidence in the report).
 """
 
 from __future__ import annotations
@@ -21,9 +22,35 @@ from typing import Any
 
 import railings.guard
 import railings.transport.guarded as guarded
+import railings.transport.watch as watch
 from railings.errors import ConfigurationError
 
 COUNTS = {"clients": 0, "not_httpx2": 0, "streams": 0}
+VERDICTS: dict[str, list[str]] = {}
+
+
+def _said(message: str) -> None:
+    test = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" (", 1)[0]
+    said = VERDICTS.setdefault(test, [])
+    if message not in said and len(said) < 5:
+        said.append(message)
+
+
+def _record(name: str) -> None:
+    method = getattr(watch.StreamWatch, name)
+
+    @functools.wraps(method)
+    def recorded(self: Any, *args: Any) -> Any:
+        result = method(self, *args)
+        if result is not None:
+            _said(getattr(result.__cause__, "message", None) or getattr(result, "message", ""))
+        return result
+
+    setattr(watch.StreamWatch, name, recorded)
+
+
+for _name in ("refused", "take", "ended", "broke"):
+    _record(_name)
 
 
 def _guard_after(init: Any) -> Any:
@@ -68,4 +95,4 @@ def pytest_sessionfinish(session: Any) -> None:
     folder = os.environ.get("RAILINGS_SUITE_COUNTS")
     if folder:
         with open(os.path.join(folder, f"{os.getpid()}.json"), "w") as out:
-            json.dump(COUNTS, out)
+            json.dump({**COUNTS, "verdicts": VERDICTS}, out)
