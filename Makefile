@@ -8,7 +8,7 @@ LINTED := src tests tools bench
 # pytest-xdist workers: one per core by default; PYTEST_ARGS adds options (e.g. -k NAME, -n 0).
 JOBS ?= auto
 
-.PHONY: help test lint demo bench gateway-bench fuzz soak measure clean
+.PHONY: help test lint demo bench gateway-bench fuzz soak measure sdk-suites clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -51,6 +51,9 @@ soak: $(STAMP) ## many concurrent agent turns under random faults (about 1 min)
 
 measure: $(STAMP) ## what each SDK and framework does with a cut tool call, with and without railings (about 20 s)
 	$(BIN)/python -m tools.measure_integrations $(MEASURE_ARGS)
+
+sdk-suites: $(STAMP) ## the openai and anthropic SDKs' own streaming tests, plain and guarded: docs/sdk-suites.md (about 10 min)
+	$(BIN)/python -m tools.sdk_suites $(SDK_SUITES_ARGS)
 
 clean: ## remove the venv and the caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

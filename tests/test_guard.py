@@ -153,7 +153,7 @@ def test_anthropic_idle_stream(server: CannedServer) -> None:
     server.push(Reply(chunks=[*events[:4], 5.0, *events[4:]], end="hang"))
     with anthropic_client(server, idle=0.3) as client, pytest.raises(httpx2.ReadTimeout) as raised:
         anthropic_text_of(client)
-    assert isinstance(raised.value.__cause__, IdleTimeout)
+    assert isinstance(guard.interruption(raised.value), IdleTimeout)
 
 
 # -- nothing else changes -------------------------------------------------------------------

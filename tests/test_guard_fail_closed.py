@@ -300,7 +300,7 @@ def test_anthropic_pings_do_not_reset_the_guards_content_clock(server: CannedSer
         with stream:
             for _ in stream:
                 pass
-    assert isinstance(raised.value.__cause__, IdleTimeout)
+    assert isinstance(guard.interruption(raised.value), IdleTimeout)
 
 
 def test_content_split_anywhere_keeps_the_content_clock_alive(server: CannedServer) -> None:

@@ -2,16 +2,19 @@
 
 ::
 
-    import httpx2, openai, railings.guard
-    client = openai.OpenAI(http_client=httpx2.Client(transport=railings.guard.transport()))
+    import anthropic, openai, railings.guard
+    client = railings.guard.install(openai.OpenAI())
+    aclient = railings.guard.install(anthropic.AsyncAnthropic())
 
-    import anthropic
-    client = anthropic.AsyncAnthropic(
-        http_client=httpx2.AsyncClient(transport=railings.guard.async_transport()))
-
-To keep every other SDK default (timeouts, connection limits, redirects), build
-the client with the SDK's own factory: ``openai.DefaultHttpx2Client(transport=...)``,
-``anthropic.DefaultHttpxClient(transport=...)``.
+:func:`install` guards a client that is already built -- an ``openai`` or
+``anthropic`` client, sync or async, or an ``httpx2.Client`` /
+``httpx2.AsyncClient`` -- in place: it wraps the client's transport and every
+one of its mounts (the proxies from ``HTTPS_PROXY`` and the like, ``proxy=``,
+``mounts=``), so the SDK's connection limits, timeouts, HTTP/2 setting,
+proxies and custom transports all stay, and no mount is left unguarded.
+:func:`transport` / :func:`async_transport` build one guarding transport for
+a client you build yourself (``httpx2.Client(transport=...)``: httpx2 then
+reads no proxy from the environment, as it never does with ``transport=``).
 
 The guard wraps an httpx2 transport and watches one kind of response: a
 successful ``text/event-stream`` answer to ``.../chat/completions`` (OpenAI wire
@@ -24,73 +27,64 @@ soon as their decoders are importable (``zstd`` is in the standard library
 from Python 3.14), and a stream in a coding the guard cannot read could not be
 judged.
 
-Fail closed. The guard decodes exactly the codings httpx2 decodes, normalised
-the way httpx2 normalises them (:mod:`railings.transport.coding`: repeated
-headers, mixed case, ``identity`` and values httpx2 does not know, such as
-``utf-8``, all as httpx2 reads them), so it judges the bytes the SDK reads. A
+What the SDK sees. When the inner transport raises while the body streams
+(a reset, a read timeout, a TLS error), the SDK gets that very exception, as
+it would without the guard; the guard only attaches its verdict (a note, and
+an attribute :func:`interruption` reads). Where the stream ended *without*
+raising but without its provider's proof (``data: [DONE]``,
+``response.completed`` / ``response.incomplete``, ``message_stop``), the guard
+raises: :class:`httpx2.RemoteProtocolError`, the class the SDK already handles
+for a broken connection (the openai SDK raises ``APIConnectionError`` from it),
+whose ``__cause__`` is :class:`~railings.errors.StreamInterrupted`. A proof
+followed by a connection break is a complete answer: the body ends at the break.
+
+The idle clock starts at the first content (:mod:`railings.transport.watch`):
+before it the SDK's own read timeout governs (600 s for both SDKs), so a model
+that sends its headers, or ``response.created``, and then thinks for minutes is
+never cut. From the first content, a silence of ``idle`` seconds (default 30)
+is a read timeout: :class:`httpx2.ReadTimeout`, from which
+:func:`interruption` finds :class:`~railings.errors.IdleTimeout`. Keep-alives
+keep that clock alive but not the content clock: ``content_idle`` seconds
+(default 300; 600 before the first content) of nothing but comments and pings
+raise :class:`httpx2.ReadTimeout` from :class:`~railings.errors.IdleTimeout`.
+
+Fail closed. The guard decodes exactly the codings httpx2 decodes
+(:mod:`railings.transport.coding`), so it judges the bytes the SDK reads. A
 stream it cannot read -- a coding httpx2 would decode and the guard cannot, more
 than five codings, a body that does not decode -- raises
 :class:`httpx2.DecodingError` (from :class:`~railings.errors.StreamInterrupted`)
 instead of passing unjudged.
 
 Bounded. The guard decodes incrementally, in pieces of at most 1 MiB, and never
-holds a whole body (:mod:`railings.transport.watch`): it keeps at most a few MiB
-unread, and reads anything longer with the core reader as it passes. One turn
-is bounded as in the client (:mod:`railings.limits`, derived from the
-``max_tokens`` the request body carries, or ``limits=``): past a bound it raises
+holds a whole body (:mod:`railings.transport.watch`). One turn is bounded as in
+the client (:mod:`railings.limits`, derived from the ``max_tokens`` the request
+body carries, or ``limits=``): past a bound it raises
 :class:`httpx2.RemoteProtocolError` from ``StreamInterrupted`` from
 :class:`~railings.errors.TurnTooLarge`.
 
-When such a stream ends without its provider's proof (``data: [DONE]``,
-``response.completed`` / ``response.incomplete``, ``message_stop``), reading it
-raises instead of ending quietly. The exception is
-the httpx2 error the SDK already handles for a broken connection
-(:class:`httpx2.RemoteProtocolError`, or the class of the httpx2 error that
-broke the stream), and its ``__cause__`` is
-:class:`~railings.errors.StreamInterrupted`. So existing handlers keep working
-(the openai SDK raises ``APIConnectionError`` from it, and
-``APITimeoutError`` for an idle stream), and :func:`interruption` finds the
-railings error in any wrapping.
-
-An idle stream: once the headers of a watched stream are in, the read timeout
-becomes the idle gap (:mod:`railings.transport.idle`), and a silence that long
-raises :class:`httpx2.ReadTimeout` from :class:`~railings.errors.IdleTimeout`.
-The SDK's own timeout still governs the wait for the headers. Keep-alives keep
-that clock alive but not the content clock (:mod:`railings.transport.watch`):
-``content_idle`` seconds (default 300; 600 before the first content) of nothing
-but comments and pings raise :class:`httpx2.ReadTimeout` from
-:class:`~railings.errors.IdleTimeout` too.
-
-Cost. The SDKs spend some 20 us per event; running every event through the
-JSON-parsing core as it passes would add a quarter to that. So while a body is
-short enough to keep (see :func:`railings.transport.watch.keep_for`: 4 MiB at
-most, less for a small ``max_tokens``) the guard keeps each decoded piece (one
-list append) and judges once, at the end: a
-stream whose last event is the canonical proof, with no error anywhere in it,
-is complete (:func:`proven_by_tail`, a test proves it never disagrees with the
-core; for the Responses API, whose terminal event repeats the whole response and
-so is too long for a fixed-size tail, the check walks back over that one event,
-and the events' ``sequence_number`` fields, read in one regular-expression pass
-over the body, must count up to it without a gap); any other stream is read by
-the core
-:class:`~railings.turn.reader.StreamReader`, which decides Complete, Empty or
-Partial. A stream that is abandoned early (the openai SDK stops at ``[DONE]``)
-is not judged: the reader stopped, not the stream.
+Cost. While a body is short enough to keep (4 MiB at most) the guard keeps each
+decoded piece and judges once, at the end (:func:`proven_by_tail`, which a test
+proves never disagrees with the core); a longer one is read by the core
+:class:`~railings.turn.reader.StreamReader` as it passes. A stream that is
+abandoned early (the openai SDK stops at ``[DONE]``) is not judged: the reader
+stopped, not the stream.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import Callable
+from types import TracebackType
+from typing import Self, TypeVar
 
 import httpx2
 
-from railings.errors import StreamInterrupted
+from railings.errors import ConfigurationError, StreamInterrupted
 from railings.limits import TurnLimits
 from railings.transport.attempt import is_event_stream
 from railings.transport.coding import Unreadable, codings
 from railings.transport.config import provider_for_path
-from railings.transport.idle import arm_idle
+from railings.transport.guarded import VERDICT, AsyncGuardStream, GuardStream
 from railings.transport.tail import proven_by_tail
 from railings.transport.watch import StreamWatch
 
@@ -100,6 +94,7 @@ __all__ = [
     "AsyncGuardTransport",
     "GuardTransport",
     "async_transport",
+    "install",
     "interruption",
     "proven_by_tail",
     "transport",
@@ -109,6 +104,9 @@ DEFAULT_IDLE = 30.0
 DEFAULT_CONTENT_IDLE = 300.0
 # Before the first content the content clock waits as long as the client's first_byte.
 _FIRST_CONTENT = 600.0
+
+_Watch = Callable[[], StreamWatch]
+C = TypeVar("C")
 
 
 def transport(
@@ -135,13 +133,83 @@ def async_transport(
     return AsyncGuardTransport(inner, idle=idle, limits=limits, content_idle=content_idle)
 
 
+def install(
+    client: C,
+    *,
+    idle: float | None = DEFAULT_IDLE,
+    limits: TurnLimits | None = None,
+    content_idle: float | None = DEFAULT_CONTENT_IDLE,
+) -> C:
+    """Guard ``client`` in place and return it: an ``openai`` / ``anthropic`` client
+    (sync or async; the httpx2 client it holds), or an ``httpx2.Client`` /
+    ``httpx2.AsyncClient``.
+
+    Its transport and every mount are wrapped where they are, so everything the
+    client was built with stays: proxies (from the environment or ``proxy=``),
+    connection limits, HTTP/2, custom transports. A mount that routes to no proxy
+    (``NO_PROXY``) uses the guarded transport. Installing twice changes nothing.
+    Raises :class:`~railings.errors.ConfigurationError` for anything else.
+    """
+    http = _http_client(client)
+    settings = {"idle": idle, "limits": limits, "content_idle": content_idle}
+    guard: Callable[[object], object]
+    if isinstance(http, httpx2.Client):
+
+        def guard(inner: object) -> object:
+            if isinstance(inner, GuardTransport) or not isinstance(inner, httpx2.BaseTransport):
+                return inner
+            return GuardTransport(inner, **settings)  # type: ignore[arg-type]
+
+    else:
+
+        def guard(inner: object) -> object:
+            if isinstance(inner, AsyncGuardTransport) or not isinstance(
+                inner, httpx2.AsyncBaseTransport
+            ):
+                return inner
+            return AsyncGuardTransport(inner, **settings)  # type: ignore[arg-type]
+
+    # httpx2 keeps the default transport and the mounts (URL pattern -> transport, or
+    # None for "no proxy here": the default) in these two attributes.
+    http._transport = guard(http._transport)  # type: ignore[assignment]
+    http._mounts = {  # type: ignore[assignment]
+        pattern: None if mounted is None else guard(mounted)
+        for pattern, mounted in http._mounts.items()
+    }
+    return client
+
+
+def _http_client(client: object) -> httpx2.Client | httpx2.AsyncClient:
+    """The httpx2 client ``client`` is, or holds (the SDKs keep theirs in ``_client``)."""
+    http = client if isinstance(client, httpx2.Client | httpx2.AsyncClient) else None
+    if http is None:
+        held = getattr(client, "_client", None)
+        http = held if isinstance(held, httpx2.Client | httpx2.AsyncClient) else None
+    if http is None:
+        raise ConfigurationError(
+            f"railings.guard.install takes an openai or anthropic client or an httpx2 "
+            f"client, not {type(client).__name__}"
+        )
+    if not (hasattr(http, "_transport") and isinstance(getattr(http, "_mounts", None), dict)):
+        raise ConfigurationError(
+            "this httpx2 keeps its transports where railings.guard.install cannot find "
+            "them: build the client with transport=railings.guard.transport()"
+        )
+    return http
+
+
 def interruption(exc: BaseException) -> StreamInterrupted | None:
-    """The :class:`StreamInterrupted` behind ``exc``, however the SDK wrapped it."""
+    """The :class:`StreamInterrupted` behind ``exc``, however the SDK wrapped it: the
+    railings error in its chain of causes, or the verdict the guard attached to the
+    transport error that broke the stream."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         if isinstance(current, StreamInterrupted):
             return current
+        attached = getattr(current, VERDICT, None)
+        if isinstance(attached, StreamInterrupted):
+            return attached
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return None
@@ -195,8 +263,9 @@ def _watch(
     idle: float | None,
     limits: TurnLimits | None,
     content_idle: float | None,
-) -> StreamWatch | None:
-    """A watch for a response the guard understands, or None: pass it through."""
+) -> Callable[[], StreamWatch] | None:
+    """How to watch a response the guard understands (a fresh watch per reading of
+    its body), or None: pass it through."""
     if not is_event_stream(response):
         return None
     provider = provider_for_path(request.url.path)
@@ -209,88 +278,48 @@ def _watch(
         applied = codings(response.headers.get_list("content-encoding"))
     except Unreadable as exc:
         applied = exc
-    return StreamWatch(
-        provider,
-        arm_idle(request.extensions, idle),
-        applied,
-        max_tokens=_max_tokens(request),
-        limits=limits,
-        content_idle=content_idle,
-        first_content=None if content_idle is None else max(content_idle, _FIRST_CONTENT),
-    )
+    timeouts = request.extensions.get("timeout")
+    max_tokens = _max_tokens(request)
+    first_content = None if content_idle is None else max(content_idle, _FIRST_CONTENT)
+
+    def watch() -> StreamWatch:
+        return StreamWatch(
+            provider,
+            timeouts if isinstance(timeouts, dict) else None,
+            idle,
+            applied,
+            max_tokens=max_tokens,
+            limits=limits,
+            content_idle=content_idle,
+            first_content=first_content,
+        )
+
+    return watch
 
 
-class _GuardStream(httpx2.SyncByteStream):
-    def __init__(self, inner: httpx2.SyncByteStream, watch: StreamWatch) -> None:
-        self._inner = inner
-        self._watch = watch
+class _Guard:
+    """What both guard transports hold: the inner transport and the settings."""
 
-    def __iter__(self) -> Iterator[bytes]:
-        watch = self._watch
-        error = watch.refused()
-        if error is not None:
-            raise error
-        take = watch.take
-        try:
-            for chunk in self._inner:
-                error = take(chunk)
-                if error is not None:
-                    break
-                yield chunk
-        except httpx2.TransportError as exc:
-            error = watch.failed(exc)
-            if error is None:
-                return  # proven complete before the break: end the body there
-            raise error  # noqa: B904 -- its __cause__ is the railings reason
-        if error is None:
-            error = watch.ended()
-        if error is not None:
-            raise error
+    def __init__(
+        self,
+        *,
+        idle: float | None = DEFAULT_IDLE,
+        limits: TurnLimits | None = None,
+        content_idle: float | None = DEFAULT_CONTENT_IDLE,
+    ) -> None:
+        self._idle = idle
+        self._limits = limits
+        self._content_idle = content_idle
 
-    def close(self) -> None:
-        self._inner.close()
+    def _watch(self, request: httpx2.Request, response: httpx2.Response) -> _Watch | None:
+        return _watch(request, response, self._idle, self._limits, self._content_idle)
 
 
-class _AsyncGuardStream(httpx2.AsyncByteStream):
-    def __init__(self, inner: httpx2.AsyncByteStream, watch: StreamWatch) -> None:
-        self._inner = inner
-        self._watch = watch
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        watch = self._watch
-        error = watch.refused()
-        if error is not None:
-            raise error
-        take = watch.take
-        chunks = self._inner.__aiter__()
-        try:
-            async for chunk in chunks:
-                error = take(chunk)
-                if error is not None:
-                    break
-                yield chunk
-        except httpx2.TransportError as exc:
-            error = watch.failed(exc)
-            if error is None:
-                return  # proven complete before the break: end the body there
-            raise error  # noqa: B904 -- its __cause__ is the railings reason
-        finally:
-            # Close a body read in part in the task that read it (httpx2 does the same).
-            if isinstance(chunks, AsyncGenerator):
-                await chunks.aclose()
-        if error is None:
-            error = watch.ended()
-        if error is not None:
-            raise error
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-class GuardTransport(httpx2.BaseTransport):
-    """See the module docstring. ``idle`` is the longest silence once streaming (None: off);
-    ``limits`` the bounds on one turn (default: derived from the request's ``max_tokens``);
-    ``content_idle`` the longest run of nothing but keep-alives (None: off)."""
+class GuardTransport(_Guard, httpx2.BaseTransport):
+    """See the module docstring. ``idle`` is the longest silence once content streams
+    (None: the SDK's read timeout stays); ``limits`` the bounds on one turn (default:
+    derived from the request's ``max_tokens``); ``content_idle`` the longest run of
+    nothing but keep-alives (None: off). ``inner`` is the transport it guards."""
 
     def __init__(
         self,
@@ -300,31 +329,44 @@ class GuardTransport(httpx2.BaseTransport):
         limits: TurnLimits | None = None,
         content_idle: float | None = DEFAULT_CONTENT_IDLE,
     ) -> None:
-        self._inner = inner
-        self._idle = idle
-        self._limits = limits
-        self._content_idle = content_idle
+        super().__init__(idle=idle, limits=limits, content_idle=content_idle)
+        self.inner = inner
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         """Send ``request`` through the inner transport; a watched stream comes back
         wrapped, to raise when it ends without its proof. Anything else is untouched."""
         _ask_readable(request)
-        response = self._inner.handle_request(request)
+        response = self.inner.handle_request(request)
         if isinstance(response.stream, httpx2.SyncByteStream):
-            watch = _watch(request, response, self._idle, self._limits, self._content_idle)
+            watch = self._watch(request, response)
             if watch is not None:
-                response.stream = _GuardStream(response.stream, watch)
+                response.stream = GuardStream(
+                    response.stream,
+                    watch,
+                    response.extensions,
+                    request.extensions.get("timeout"),
+                )
         return response
+
+    def __enter__(self) -> Self:
+        self.inner.__enter__()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc_value: BaseException | None = None,
+        traceback: TracebackType | None = None,
+    ) -> None:
+        self.inner.__exit__(exc_type, exc_value, traceback)
 
     def close(self) -> None:
         """Close the inner transport."""
-        self._inner.close()
+        self.inner.close()
 
 
-class AsyncGuardTransport(httpx2.AsyncBaseTransport):
-    """See the module docstring. ``idle`` is the longest silence once streaming (None: off);
-    ``limits`` the bounds on one turn (default: derived from the request's ``max_tokens``);
-    ``content_idle`` the longest run of nothing but keep-alives (None: off)."""
+class AsyncGuardTransport(_Guard, httpx2.AsyncBaseTransport):
+    """The async twin of :class:`GuardTransport`, with the same settings."""
 
     def __init__(
         self,
@@ -334,22 +376,37 @@ class AsyncGuardTransport(httpx2.AsyncBaseTransport):
         limits: TurnLimits | None = None,
         content_idle: float | None = DEFAULT_CONTENT_IDLE,
     ) -> None:
-        self._inner = inner
-        self._idle = idle
-        self._limits = limits
-        self._content_idle = content_idle
+        super().__init__(idle=idle, limits=limits, content_idle=content_idle)
+        self.inner = inner
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         """Send ``request`` through the inner transport; a watched stream comes back
         wrapped, to raise when it ends without its proof. Anything else is untouched."""
         _ask_readable(request)
-        response = await self._inner.handle_async_request(request)
+        response = await self.inner.handle_async_request(request)
         if isinstance(response.stream, httpx2.AsyncByteStream):
-            watch = _watch(request, response, self._idle, self._limits, self._content_idle)
+            watch = self._watch(request, response)
             if watch is not None:
-                response.stream = _AsyncGuardStream(response.stream, watch)
+                response.stream = AsyncGuardStream(
+                    response.stream,
+                    watch,
+                    response.extensions,
+                    request.extensions.get("timeout"),
+                )
         return response
+
+    async def __aenter__(self) -> Self:
+        await self.inner.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc_value: BaseException | None = None,
+        traceback: TracebackType | None = None,
+    ) -> None:
+        await self.inner.__aexit__(exc_type, exc_value, traceback)
 
     async def aclose(self) -> None:
         """Close the inner transport."""
-        await self._inner.aclose()
+        await self.inner.aclose()

@@ -20,6 +20,15 @@ or *read*:
 So the guard never holds a whole body: a gzip body of keep-alive comments that
 inflates to gigabytes costs ``keep`` bytes plus one 1 MiB piece.
 
+The idle clock. Until the first content (a text, thinking or argument delta:
+what :attr:`~railings.turn.reader.StreamReader.content` calls content) the
+SDK's own read timeout governs: a reasoning model may send its headers, or
+``response.created``, and then think for minutes. At the first content the
+read timeout of the request is lowered to the guard's ``idle`` (never raised):
+from then on a silence that long is a read timeout. Before the first content a
+kept body is also fed to a *probe* reader, only to see that first content (the
+events before it are few and small); the probe is dropped as soon as it does.
+
 The content clock. Keep-alives (comments, Anthropic ``ping`` events) keep the
 connection's idle clock alive, but not the content clock: when ``content_idle``
 seconds pass with nothing but keep-alives (``first_content`` seconds before the
@@ -31,12 +40,15 @@ A read piece shows progress when the reader made an event of it; a kept piece,
 when it holds a ``data:`` line that is not a ping (two byte counts, in C, and
 the four bytes before it for a ``data:`` split across pieces). The count is
 lenient on purpose: a ping whose ``type`` is split across pieces counts as
-content, never content as a ping.
+progress, never progress as a ping.
 
-Every failure is returned, not raised, as the httpx2 exception the guard's
-stream raises: a class the SDK already handles, whose ``__cause__`` is
-:class:`~railings.errors.StreamInterrupted` (itself caused by the railings
-reason, :class:`~railings.errors.TurnTooLarge` for a bound).
+Two kinds of ending. Where the stream ended without raising (EOF without the
+proof, a bound, a body that does not decode, only keep-alives), the watch
+returns the httpx2 exception the guard raises: a class the SDK already handles,
+whose ``__cause__`` is :class:`~railings.errors.StreamInterrupted` (itself
+caused by the railings reason, :class:`~railings.errors.TurnTooLarge` for a
+bound). Where the inner stream raised, :meth:`StreamWatch.broke` returns only
+the verdict: the guard lets that very exception through, the verdict attached.
 """
 
 from __future__ import annotations
@@ -47,11 +59,18 @@ import zlib
 import httpx2
 
 from railings.classify import INTERRUPTED_MESSAGE, interrupted_message
-from railings.errors import EventTooLarge, IdleTimeout, StreamInterrupted, TurnTooLarge
+from railings.errors import (
+    EventTooLarge,
+    IdleTimeout,
+    RailingsError,
+    StreamInterrupted,
+    TurnTooLarge,
+)
 from railings.events import Unknown
 from railings.limits import TurnLimits, TurnMeter
 from railings.transport.coding import BodyDecoder, Unreadable
 from railings.transport.errors_map import idle_error
+from railings.transport.idle import arm_idle
 from railings.transport.tail import proven_by_tail, read_turn
 from railings.turn.model import Outcome, Turn
 from railings.turn.reader import StreamReader
@@ -63,6 +82,9 @@ _MIN_EVENT_BYTES = 8  # "data:{}" and the blank line that dispatches it
 _SLICE = 65536
 _DATA = b"data:"
 _PINGS = (b'"type": "ping"', b'"type":"ping"')
+# A read timeout is the idle gap when at least this share of the gap passed in silence
+# (the socket's timer starts after the guard saw the last byte, so never later).
+_ELAPSED = 0.9
 
 
 def keep_for(limits: TurnLimits) -> int:
@@ -73,22 +95,32 @@ def keep_for(limits: TurnLimits) -> int:
 
 
 class StreamWatch:
-    """One watched stream. ``take(chunk)`` per raw chunk, then ``ended()`` or ``failed()``;
-    each returns None (pass on) or the httpx2 error to raise."""
+    """One watched stream. ``take(chunk)`` per raw chunk, then ``ended()`` (EOF: None or
+    the httpx2 error to raise) or ``broke(exc)`` (the inner stream raised: None or the
+    verdict to attach to ``exc``).
+
+    ``timeouts`` is the request's ``timeout`` extension, the dict httpcore2 reads
+    the read timeout from: changed in place at the first content (see the module
+    docstring); ``idle`` the guard's gap from then on (None: the SDK's stays).
+    """
 
     __slots__ = (
+        "_content",
         "_content_idle",
         "_decoder",
         "_edge",
         "_first_content",
+        "_idle",
         "_keep",
         "_kept",
         "_kept_size",
+        "_last_byte",
         "_last_content",
         "_meter",
+        "_probe",
         "_reader",
         "_refused",
-        "_seen",
+        "_timeouts",
         "gap",
         "provider",
     )
@@ -96,7 +128,8 @@ class StreamWatch:
     def __init__(
         self,
         provider: str,
-        gap: float | None,
+        timeouts: dict[str, object] | None,
+        idle: float | None,
         applied: list[str] | Unreadable,
         *,
         max_tokens: int | None = None,
@@ -105,17 +138,22 @@ class StreamWatch:
         first_content: float | None = None,
     ) -> None:
         self.provider = provider
-        self.gap = gap
+        self._timeouts = timeouts
+        self._idle = idle
+        read = timeouts.get("read") if timeouts is not None else None
+        # The read timeout in force: the SDK's until the first content, then the gap.
+        self.gap: float | None = read if isinstance(read, (int, float)) else None
         self._content_idle = content_idle
         self._first_content = first_content
-        self._seen = False
-        self._last_content = time.monotonic()
+        self._content = False
+        self._last_byte = self._last_content = time.monotonic()
         self._edge = b""
         self._meter = TurnMeter(limits, max_tokens)
         self._keep = keep_for(self._meter.limits)
         self._kept: list[bytes] = []
         self._kept_size = 0
         self._reader: StreamReader | None = None
+        self._probe: StreamReader | None = StreamReader(provider)
         self._decoder: BodyDecoder | None = None
         self._refused: str | None = None
         try:
@@ -144,25 +182,35 @@ class StreamWatch:
             return self._undecodable(exc)
         except TurnTooLarge as exc:
             return self._too_large(exc)
-        limit = self._content_idle if self._seen else self._first_content
+        now = self._last_byte = time.monotonic()
+        if not self._content and self._saw_content():
+            self._content = True
+            # The idle clock starts here: the next read waits at most ``idle``.
+            if self._timeouts is not None:
+                self.gap = arm_idle({"timeout": self._timeouts}, self._idle)
+        limit = self._content_idle if self._content else self._first_content
         if limit is not None:
-            now = time.monotonic()
             if progress:
-                self._last_content, self._seen = now, True
+                self._last_content = now
             elif now - self._last_content > limit:
                 return self._keepalives_only(limit)
-        elif progress:
-            self._seen = True
         return None
 
+    def _saw_content(self) -> bool:
+        if self._reader is not None:
+            return self._reader.content or self._reader.terminated
+        return self._probe is None
+
     def _piece(self, piece: bytes) -> bool:
-        """Count, keep or read one decoded piece; True when it carried content."""
+        """Count, keep or read one decoded piece; True when it carried progress."""
         self._meter.received(len(piece))
         reader = self._reader
         if reader is None:
             if self._kept_size + len(piece) <= self._keep:
                 self._kept.append(piece)
                 self._kept_size += len(piece)
+                if self._probe is not None:
+                    self._feed_probe(piece)
                 return self._carries_data(piece)
             reader = self._read_from_here()
         # Slices of 64 KiB: what the reader makes of one feed (its lines) stays small.
@@ -178,6 +226,22 @@ class StreamWatch:
             progress = progress or any(type(event) is not Unknown for event in events)
         return progress
 
+    def _feed_probe(self, piece: bytes) -> None:
+        """Before the first content: read the piece only to see whether content began."""
+        probe = self._probe
+        assert probe is not None
+        try:
+            for at in range(0, len(piece), _SLICE):
+                probe.feed(piece[at : at + _SLICE])
+                if probe.content or probe.terminated:
+                    break
+        except RailingsError:
+            pass  # a stream the probe cannot read: judged at the end; the clock starts now
+        else:
+            if not (probe.content or probe.terminated):
+                return
+        self._probe = None
+
     def _carries_data(self, piece: bytes) -> bool:
         """A kept piece: does it hold a data line that is not a ping (see the docstring)?"""
         if self._content_idle is None and self._first_content is None:
@@ -189,6 +253,7 @@ class StreamWatch:
     def _read_from_here(self) -> StreamReader:
         """The body outgrew ``keep``: hand what was kept to the reader, keep nothing more."""
         reader = self._reader = StreamReader(self.provider)
+        self._probe = None
         kept, self._kept, self._kept_size = self._kept, [], 0
         for piece in kept:
             if reader.terminated:
@@ -231,13 +296,13 @@ class StreamWatch:
             httpx2.RemoteProtocolError, detail, empty=turn.outcome is Outcome.EMPTY, turn=turn
         )
 
-    def failed(self, exc: httpx2.TransportError) -> httpx2.HTTPError | None:
-        """The inner stream broke: the same httpx2 class, with the railings reason as cause;
-        or None when the proof had already arrived, and the body simply ends there.
+    def broke(self, exc: Exception) -> StreamInterrupted | None:
+        """The inner stream raised ``exc``: the verdict on what arrived before it, or None
+        when the proof had already arrived.
 
-        The proven-then-broken case: the whole answer and its proof arrived, then the
-        connection broke. The proof is data, not the close: the turn is complete, and
-        an SDK that reads past the proof must not throw the answer away for it.
+        The verdict says what happened: an idle gap only when the read timeout in force
+        (the SDK's before the first content, the guard's after) really passed without a
+        byte; any other error, raised at once or not, is named as it is.
         """
         try:
             turn = self._finish()
@@ -246,16 +311,17 @@ class StreamWatch:
         if turn is None:
             return None
         empty = turn.outcome is Outcome.EMPTY
-        cause: StreamInterrupted
-        if isinstance(exc, httpx2.ReadTimeout) and self.gap is not None:
-            cause = idle_error(self.gap, empty=empty)
-            cause.turn = turn
+        verdict: StreamInterrupted
+        silent = time.monotonic() - self._last_byte
+        gap = self.gap
+        if isinstance(exc, httpx2.ReadTimeout) and gap is not None and silent >= gap * _ELAPSED:
+            verdict = idle_error(gap, empty=empty)
+            verdict.turn = turn
         else:
-            cause = StreamInterrupted(f"{INTERRUPTED_MESSAGE}: {exc}", empty=empty, turn=turn)
-        cause.__cause__ = exc
-        error = type(exc)(cause.message)
-        error.__cause__ = cause
-        return error
+            what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            message = f"{INTERRUPTED_MESSAGE}: the connection broke ({what})"
+            verdict = StreamInterrupted(message, empty=empty, turn=turn)
+        return verdict
 
     # -- helpers -------------------------------------------------------------------------
 

@@ -1,0 +1,197 @@
+"""The guard's byte streams: thin sync and async shells around one :class:`.StreamWatch`.
+
+Each reading of a watched body gets a watch of its own (a mock body can be read
+twice; its second reading is judged alone, never appended to the first). Chunks
+pass through unchanged while the watch takes them; then:
+
+* the body ended without raising (EOF without the proof, a bound, a body that
+  does not decode, only keep-alives): the guard raises the watch's httpx2 error;
+* the inner stream raised: that very exception goes on, as the plain SDK would
+  see it, with the verdict attached (:func:`attach`: a note for tracebacks, and
+  the :data:`VERDICT` attribute that :func:`railings.guard.interruption` reads).
+  Only a connection break after the proof ends the body quietly instead: the
+  answer and its proof arrived, and the proof is data, not the close.
+
+The idle clock needs one adapter. httpcore2 reads an HTTP/2 stream's read
+timeout on every read, but an HTTP/1.1 body's once, when the body starts
+(``_receive_response_body``). The guard lowers it at the first content, mid-body,
+so for an HTTP/1.1 body it makes that connection's reads take the read timeout
+from the request's ``timeout`` extension on every read, as HTTP/2 does
+(:func:`follow_read_timeout`), for this body only: the connection's own ``read``
+is back before the body is released to the pool.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
+from typing import Any
+
+import httpx2
+
+from railings.errors import StreamInterrupted
+from railings.transport.watch import StreamWatch
+
+__all__ = [
+    "VERDICT",
+    "AsyncGuardStream",
+    "GuardStream",
+    "attach",
+    "follow_read_timeout",
+]
+
+VERDICT = "railings_interruption"
+
+
+def attach(exc: BaseException, verdict: StreamInterrupted) -> None:
+    """Attach railings' verdict to ``exc``, which goes on unchanged: the attribute
+    :data:`VERDICT` and a note (PEP 678) saying what railings found. Once only: a
+    guard around a guard adds nothing."""
+    if getattr(exc, VERDICT, None) is not None:
+        return
+    # An exception class with __slots__ takes no attribute: the note still tells.
+    with contextlib.suppress(AttributeError):
+        setattr(exc, VERDICT, verdict)
+    exc.add_note(f"railings: {verdict.message}")
+
+
+def follow_read_timeout(extensions: dict[str, Any], timeouts: object) -> Callable[[], None]:
+    """For an HTTP/1.1 body: its connection's reads take the read timeout from
+    ``timeouts`` on every read (see the module docstring). Returns the undo."""
+    stream = extensions.get("network_stream")
+    if (
+        extensions.get("http_version") != b"HTTP/1.1"
+        or not isinstance(timeouts, dict)
+        or stream is None
+        or not hasattr(stream, "__dict__")
+        or "read" in vars(stream)
+    ):
+        return _nothing
+    read = stream.read
+    patched: Callable[..., Any]
+    if inspect.iscoroutinefunction(read):
+
+        async def patched(max_bytes: int, timeout: float | None = None) -> bytes:
+            result: bytes = await read(max_bytes, timeouts.get("read", timeout))
+            return result
+
+    else:
+
+        def patched(max_bytes: int, timeout: float | None = None) -> bytes:
+            result: bytes = read(max_bytes, timeouts.get("read", timeout))
+            return result
+
+    stream.read = patched
+
+    def undo() -> None:
+        if vars(stream).get("read") is patched:
+            del stream.read
+
+    return undo
+
+
+def _nothing() -> None:
+    return None
+
+
+class GuardStream(httpx2.SyncByteStream):
+    """A watched body, read through a fresh :class:`StreamWatch` each time."""
+
+    def __init__(
+        self,
+        inner: httpx2.SyncByteStream,
+        watch: Callable[[], StreamWatch],
+        extensions: dict[str, Any],
+        timeouts: object,
+    ) -> None:
+        self._inner = inner
+        self._watch = watch
+        self._extensions = extensions
+        self._timeouts = timeouts
+        self._undo: Callable[[], None] = _nothing
+
+    def __iter__(self) -> Iterator[bytes]:
+        watch = self._watch()
+        error = watch.refused()
+        if error is not None:
+            raise error
+        self._undo = follow_read_timeout(self._extensions, self._timeouts)
+        take = watch.take
+        try:
+            for chunk in self._inner:
+                error = take(chunk)
+                if error is not None:
+                    break
+                yield chunk
+        except Exception as exc:
+            verdict = watch.broke(exc)
+            if verdict is None and isinstance(exc, httpx2.TransportError):
+                return  # proven complete before the break: end the body there
+            if verdict is not None:
+                attach(exc, verdict)
+            raise
+        finally:
+            self._undo()
+        if error is None:
+            error = watch.ended()
+        if error is not None:
+            raise error
+
+    def close(self) -> None:
+        """Give the connection its own reads back, then close the inner body."""
+        self._undo()
+        self._inner.close()
+
+
+class AsyncGuardStream(httpx2.AsyncByteStream):
+    """The async twin of :class:`GuardStream`: the same watch, the same endings."""
+
+    def __init__(
+        self,
+        inner: httpx2.AsyncByteStream,
+        watch: Callable[[], StreamWatch],
+        extensions: dict[str, Any],
+        timeouts: object,
+    ) -> None:
+        self._inner = inner
+        self._watch = watch
+        self._extensions = extensions
+        self._timeouts = timeouts
+        self._undo: Callable[[], None] = _nothing
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        watch = self._watch()
+        error = watch.refused()
+        if error is not None:
+            raise error
+        self._undo = follow_read_timeout(self._extensions, self._timeouts)
+        take = watch.take
+        chunks = self._inner.__aiter__()
+        try:
+            async for chunk in chunks:
+                error = take(chunk)
+                if error is not None:
+                    break
+                yield chunk
+        except Exception as exc:
+            verdict = watch.broke(exc)
+            if verdict is None and isinstance(exc, httpx2.TransportError):
+                return  # proven complete before the break: end the body there
+            if verdict is not None:
+                attach(exc, verdict)
+            raise
+        finally:
+            self._undo()
+            # Close a body read in part in the task that read it (httpx2 does the same).
+            if isinstance(chunks, AsyncGenerator):
+                await chunks.aclose()
+        if error is None:
+            error = watch.ended()
+        if error is not None:
+            raise error
+
+    async def aclose(self) -> None:
+        """Give the connection its own reads back, then close the inner body."""
+        self._undo()
+        await self._inner.aclose()

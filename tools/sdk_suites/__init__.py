@@ -1,0 +1,1 @@
+"""The official SDKs' own test suites, plain and with the guard (``make sdk-suites``)."""
