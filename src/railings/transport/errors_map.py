@@ -218,12 +218,17 @@ def stream_cut(exc: BaseException, *, idle_seconds: float | None) -> Cut | Local
 
 
 def idle_error(
-    seconds: float, *, empty: bool, received: bytes = b"", content: bool = False
+    seconds: float,
+    *,
+    empty: bool,
+    received: bytes = b"",
+    content: bool = False,
+    turn: object | None = None,
 ) -> IdleTimeout:
     """The stream went silent for ``seconds`` (the idle gap, or the wait for first content);
     ``content``: bytes kept arriving, but only keep-alives (the content clock ran out)."""
     message = (CONTENT_IDLE_MESSAGE if content else IDLE_MESSAGE).format(seconds=seconds)
-    return IdleTimeout(message, empty=empty, idle_seconds=seconds, received=received)
+    return IdleTimeout(message, empty=empty, idle_seconds=seconds, received=received, turn=turn)
 
 
 def map_stream_exception(

@@ -68,6 +68,7 @@ from railings.errors import (
 )
 from railings.events import Unknown
 from railings.limits import TurnLimits, TurnMeter
+from railings.transport.attempt import too_large
 from railings.transport.coding import BodyDecoder, Unreadable
 from railings.transport.errors_map import idle_error
 from railings.transport.idle import arm_idle
@@ -89,9 +90,8 @@ _ELAPSED = 0.9
 
 def keep_for(limits: TurnLimits) -> int:
     """How many decoded bytes may be kept unread and still be within every bound."""
-    assert limits.text is not None and limits.arguments is not None
-    assert limits.events is not None
-    return min(MAX_KEEP, limits.text, limits.arguments, limits.events * _MIN_EVENT_BYTES)
+    b = limits.bounds(None)  # resolved limits: every bound is given, none is derived
+    return min(MAX_KEEP, b.text, b.arguments, b.events * _MIN_EVENT_BYTES)
 
 
 class StreamWatch:
@@ -172,11 +172,13 @@ class StreamWatch:
         return self._error(httpx2.DecodingError, self._refused, empty=False)
 
     def take(self, chunk: bytes) -> httpx2.HTTPError | None:
-        """One raw chunk, as the SDK will read it."""
-        assert self._decoder is not None
+        """One raw chunk, as the SDK will read it (never called once :meth:`refused`)."""
+        decoder = self._decoder
+        if decoder is None:
+            return self.refused()
         progress = False
         try:
-            for piece in self._decoder.feed(chunk):
+            for piece in decoder.feed(chunk):
                 progress = self._piece(piece) or progress
         except zlib.error as exc:
             return self._undecodable(exc)
@@ -229,7 +231,8 @@ class StreamWatch:
     def _feed_probe(self, piece: bytes) -> None:
         """Before the first content: read the piece only to see whether content began."""
         probe = self._probe
-        assert probe is not None
+        if probe is None:
+            return
         try:
             for at in range(0, len(piece), _SLICE):
                 probe.feed(piece[at : at + _SLICE])
@@ -266,8 +269,7 @@ class StreamWatch:
 
     def _finish(self) -> Turn | None:
         """At the end: flush the decoder; None when proven complete, else the turn."""
-        assert self._decoder is not None
-        for piece in self._decoder.close():
+        for piece in self._decoder.close() if self._decoder is not None else ():
             self._piece(piece)
         if self._reader is None:
             body = b"".join(self._kept)
@@ -315,8 +317,7 @@ class StreamWatch:
         silent = time.monotonic() - self._last_byte
         gap = self.gap
         if isinstance(exc, httpx2.ReadTimeout) and gap is not None and silent >= gap * _ELAPSED:
-            verdict = idle_error(gap, empty=empty)
-            verdict.turn = turn
+            verdict = idle_error(gap, empty=empty, turn=turn)
         else:
             what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             message = f"{INTERRUPTED_MESSAGE}: the connection broke ({what})"
@@ -334,8 +335,8 @@ class StreamWatch:
 
     def _keepalives_only(self, limit: float) -> httpx2.HTTPError:
         turn = self._turn()
-        cause: IdleTimeout = idle_error(limit, empty=turn.outcome is Outcome.EMPTY, content=True)
-        cause.turn = turn
+        empty = turn.outcome is Outcome.EMPTY
+        cause: IdleTimeout = idle_error(limit, empty=empty, content=True, turn=turn)
         error = httpx2.ReadTimeout(cause.message)
         error.__cause__ = cause
         return error
@@ -349,13 +350,12 @@ class StreamWatch:
 
     def _too_large(self, exc: TurnTooLarge) -> httpx2.HTTPError:
         turn = self._turn()
-        exc.turn = turn
         return self._error(
             httpx2.RemoteProtocolError,
             exc.message,
             empty=turn.outcome is Outcome.EMPTY,
             turn=turn,
-            reason=exc,
+            reason=too_large(exc, turn),
         )
 
     @staticmethod
