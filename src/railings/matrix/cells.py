@@ -58,6 +58,7 @@ from urllib.parse import urlsplit
 
 from railings.providers import SPECS
 from railings.testing.script import Plan, Script, ScriptTurn, filler, plan_turn
+from railings.testing.wires import WIRES
 
 __all__ = [
     "FAULT_CASES",
@@ -256,6 +257,7 @@ PROVIDERS: dict[str, Provider] = {
         seams=s.scripted.seams,
     )
     for s in SPECS
+    if any(w.spec is s for w in WIRES)  # the wires the scripted server speaks
 }
 
 # -- the payloads ------------------------------------------------------------------------
