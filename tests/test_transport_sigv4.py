@@ -18,9 +18,9 @@ from botocore.auth import SigV4Auth  # the dev extras install it (railings[bedro
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
+from _server import CannedServer, Recorded, Reply
 from railings.errors import ConfigurationError, MissingDependency
 from railings.transport.sigv4 import SERVICE, SigV4
-from tests._server import CannedServer, Recorded, Reply
 
 ACCESS = "AKIDEXAMPLE0RAILINGS"
 SECRET = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"

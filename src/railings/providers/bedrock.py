@@ -111,6 +111,7 @@ SPEC = ProviderSpec(
     region_env=("AWS_REGION", "AWS_DEFAULT_REGION"),
     base_url_env="AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
     api_key_env="AWS_BEARER_TOKEN_BEDROCK",
+    sigv4_service="bedrock",  # without the token: SigV4 (railings.transport.sigv4)
     auth_header="authorization",
     version_header=None,
     request_id_header="x-amzn-requestid",
