@@ -242,7 +242,9 @@ class AsyncProviderClient:
                 chunks = response.aiter_bytes()
                 watch = GapWatch()
                 try:
-                    while not body.reader.terminated:
+                    # Until the turn ended, and on a wire whose usage follows its proof
+                    # (Bedrock's metadata after messageStop), until EOF.
+                    while body.reader.reads_on:
                         gap, until = body.wait()
                         try:
                             chunk = await watch.read(chunks, gap, until)
