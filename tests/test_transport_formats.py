@@ -10,10 +10,11 @@ import asyncio
 import csv
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 
 from _server import CannedServer, Reply
@@ -38,6 +39,7 @@ from railings.transport import (
     FALLBACK,
     AsyncProviderClient,
     ClientConfig,
+    ClientContext,
     RetryPolicy,
     Timeouts,
     TurnStream,
@@ -492,3 +494,47 @@ def test_bedrock_without_a_key_nor_botocore_names_the_extra(
         AsyncProviderClient(cfg)
     # With a token, botocore is never needed.
     AsyncProviderClient(ClientConfig(provider="bedrock", model="m", api_key="ABSK-0000000000"))
+
+
+# -- without a socket: httpx2.MockTransport, any write size --------------------------------
+
+
+def _mock(
+    provider: str, body: bytes, size: int, seen: list[httpx2.Request]
+) -> httpx2.MockTransport:
+    async def chunks() -> AsyncIterator[bytes]:
+        for piece in pieces(body, size):
+            yield piece
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        return httpx2.Response(
+            200, headers={"content-type": content_type(provider)}, content=chunks()
+        )
+
+    return httpx2.MockTransport(handler)
+
+
+def _mock_turn(provider: str, body: bytes, size: int) -> tuple[Any, list[httpx2.Request]]:
+    seen: list[httpx2.Request] = []
+    cfg = ClientConfig(provider=provider, model="m", api_key=KEY, region="us-east-1")  # type: ignore[arg-type]
+
+    async def go() -> Any:
+        transport = _mock(provider, body, size, seen)
+        async with AsyncProviderClient(cfg, transport=transport, context=ClientContext()) as c:
+            return await c.stream_turn([User("hi")]).result()
+
+    return asyncio.run(go()), seen
+
+
+@pytest.mark.parametrize(("provider", "row"), PROVEN)
+def test_the_turn_is_the_same_whatever_the_write_size(
+    clean_env: pytest.MonkeyPatch, provider: str, row: dict[str, str]
+) -> None:
+    body = body_of(provider, row["file"])
+    whole, seen = _mock_turn(provider, body, len(body))
+    assert whole.outcome is Outcome.COMPLETE and len(seen) == 1
+    assert str(seen[0].url).startswith(spec(provider).default_base_url)
+    for size in (1, 7):
+        turn, _ = _mock_turn(provider, body, size)
+        assert turn == whole, size
