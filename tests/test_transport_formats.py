@@ -538,3 +538,22 @@ def test_the_turn_is_the_same_whatever_the_write_size(
     for size in (1, 7):
         turn, _ = _mock_turn(provider, body, size)
         assert turn == whole, size
+
+
+def test_gemini_without_alt_sse_is_read_whole(server: CannedServer) -> None:
+    """streamGenerateContent without ``alt=sse`` answers one JSON array of the same
+    objects: read whole, its proof the same final finishReason; cut, never complete."""
+    sse = body_of("gemini", "tool_call_no_args_gemini_3_flash.sse").decode()
+    objects = [json.loads(line[5:]) for line in sse.splitlines() if line.startswith("data:")]
+    array = json.dumps(objects).encode()
+    kind = (("content-type", "application/json; charset=UTF-8"),)
+    server.push(Reply(chunks=[array], headers=kind))
+    path = "/v1beta/models/{model}:streamGenerateContent"
+    stream, _ = run(config(server, "gemini", request_path=path))
+    assert stream.turn.outcome is Outcome.COMPLETE
+    assert [c.name for c in stream.turn.tool_calls] == ["read_theme"] + ["read_screen"] * 3
+    assert server.requests[0].path == "/v1beta/models/m:streamGenerateContent"
+    server.requests.clear()
+    server.push(Reply(chunks=[array[:-40]], headers=kind), Reply(chunks=[array], headers=kind))
+    stream, _ = run(config(server, "gemini", request_path=path))
+    _check_cut(stream, server, "array")
