@@ -31,6 +31,12 @@ status_429_always       RAISES: 429 on every attempt: a typed ``RateLimited`` on
 error_event             PARTIAL: a provider error event mid-content: marked
                         interrupted, the provider error kept
 corrupt, corrupt_utf8   PARTIAL: broken JSON / invalid UTF-8 mid-content: malformed
+cut_mid_event           PARTIAL: half an event-stream frame / NDJSON line, then a clean
+                        end (Bedrock, Ollama)
+corrupt_crc             PARTIAL: a frame whose message CRC does not match: malformed
+                        (Bedrock)
+drop_proof_only         PARTIAL: ``messageStop`` dropped, ``metadata`` still sent: usage
+                        is not proof (Bedrock)
 ======================  ==============================================================
 
 With a tool call (the ``tool`` half of the grid) the turn says a little text,
@@ -56,8 +62,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from railings.providers import SPECS
+from railings.providers import SPECS, ProviderSpec
 from railings.testing.script import Plan, Script, ScriptTurn, filler, plan_turn
+from railings.testing.wires import kit_wire
 
 __all__ = [
     "FAULT_CASES",
@@ -94,6 +101,7 @@ class Shape:
 
     mid: int
     drip: int = 1
+    lead: int = 1  # events before the first content delta (the provider's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,13 +117,16 @@ class FaultCase:
     #                           RAISES: the class raised
     idle: float | None = None  # this case needs a short idle gap (seconds)
     quick: bool = False
+    providers: frozenset[str] | None = None  # the wires it applies to (None: every one)
 
 
 FAULT_CASES: tuple[FaultCase, ...] = (
     FaultCase("clean", lambda s: "none", Expect.FULL, "full text", quick=True),
     FaultCase(
         "truncate_empty",
-        lambda s: "truncate:events=1,times=1",
+        # After the first event where it carries no content; before it, on a wire whose
+        # first event already does (Gemini, Ollama).
+        lambda s: f"truncate:events={min(s.lead, 1)},times=1",
         Expect.RESENT,
         "Empty: resent, full text",
         error="StreamInterrupted",
@@ -201,6 +212,31 @@ FAULT_CASES: tuple[FaultCase, ...] = (
         "Partial: malformed",
         error="malformed_stream",
     ),
+    # The framing's own faults, on the wires that are not SSE: half an event-stream
+    # frame or NDJSON line, then a clean end; a frame whose CRC does not match; the
+    # proof dropped alone, so Bedrock's ``metadata`` (usage) still arrives after it.
+    FaultCase(
+        "cut_mid_event",
+        lambda s: f"cut_mid_event:event={s.mid}",
+        Expect.PARTIAL,
+        "Partial, marked",
+        providers=frozenset({"bedrock", "ollama"}),
+    ),
+    FaultCase(
+        "corrupt_crc",
+        lambda s: f"corrupt:event={s.mid},kind=crc",
+        Expect.PARTIAL,
+        "Partial: malformed",
+        error="malformed_stream",
+        providers=frozenset({"bedrock"}),
+    ),
+    FaultCase(
+        "drop_proof_only",
+        lambda s: "drop_terminator:rest=keep",
+        Expect.PARTIAL,
+        "Partial, marked",
+        providers=frozenset({"bedrock"}),
+    ),
 )
 QUICK_FAULTS: tuple[str, ...] = tuple(f.name for f in FAULT_CASES if f.quick)
 
@@ -235,28 +271,34 @@ class Provider:
     ``lead`` is the number of events before the first content delta, ``seams`` the
     events that close one output item and open the next (Anthropic: block stop, block
     start, the empty first ``partial_json``): where a mid-stream fault lands depends
-    on them."""
+    on them. ``whole_calls``: the wire sends each call whole (Gemini, Ollama), so the
+    call ``max_tokens`` cuts is never streamed and the middle is the text's."""
 
     name: str
     base_path: str
     numbered: bool = False
     lead: int = 1
     seams: int = 1
+    whole_calls: bool = False  # calls arrive whole: a cut call is never sent
 
 
 # Every wire format of the provider registry, as the matrix drives it: the path its
 # base URL adds (OpenAI's ``/v1``), whether its events are numbered, and how the
-# scripted server shapes its stream. A new provider spec adds its column here.
-PROVIDERS: dict[str, Provider] = {
-    s.name: Provider(
-        s.name,
-        urlsplit(s.default_base_url).path.rstrip("/"),
-        numbered=s.numbered,
-        lead=s.scripted.lead,
-        seams=s.scripted.seams,
+# scripted server shapes its stream (the test kit's wire says). A new provider spec
+# adds its column here.
+def _provider(spec: ProviderSpec) -> Provider:
+    wire = kit_wire(spec)
+    return Provider(
+        spec.name,
+        urlsplit(spec.default_base_url).path.rstrip("/"),
+        numbered=spec.numbered,
+        lead=wire.scripted.lead,
+        seams=wire.scripted.seams,
+        whole_calls=wire.whole_calls,
     )
-    for s in SPECS
-}
+
+
+PROVIDERS: dict[str, Provider] = {s.name: _provider(s) for s in SPECS}
 
 # -- the payloads ------------------------------------------------------------------------
 
@@ -289,12 +331,14 @@ class Payload:
         the cut call's arguments (the payload) when there is a tool call."""
         chunk = self.size.chunk
         text = math.ceil(len(self.plan.text) / chunk)
-        if not self.plan.calls:
-            return Shape(mid=provider.lead + max(1, text // 2), drip=self.size.drip)
+        lead = provider.lead
+        if not self.plan.calls or provider.whole_calls:
+            return Shape(mid=lead + max(1, text // 2), drip=self.size.drip, lead=lead)
         *before, cut = self.plan.calls
         ahead = text + sum(provider.seams + math.ceil(len(c.arguments) / chunk) for c in before)
         middle = max(1, math.ceil(len(cut.arguments) / chunk) // 2)
-        return Shape(mid=provider.lead + ahead + provider.seams + middle, drip=self.size.drip)
+        mid = lead + ahead + provider.seams + middle
+        return Shape(mid=mid, drip=self.size.drip, lead=lead)
 
 
 @functools.cache
@@ -365,6 +409,7 @@ def grid(
         Cell(f, s, p, t)
         for f in chosen_faults
         for p in chosen_providers
+        if f.providers is None or p.name in f.providers
         for t in tool_values
         for s in chosen_sizes
     ]

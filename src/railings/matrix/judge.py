@@ -54,11 +54,16 @@ class Reference:
     truncated: bool
 
     @classmethod
-    def from_plan(cls, plan: Plan) -> Reference:
-        """The reference of the embedded server: its own plan, after ``max_tokens``."""
+    def from_plan(cls, plan: Plan, *, whole_calls: bool = False) -> Reference:
+        """The reference of the embedded server: its own plan, after ``max_tokens``. On a
+        wire that sends calls whole (``whole_calls``) the cut call is never sent."""
         return cls(
             plan.text,
-            tuple(RefCall(c.name, c.arguments, c.complete) for c in plan.calls),
+            tuple(
+                RefCall(c.name, c.arguments, c.complete)
+                for c in plan.calls
+                if c.complete or not whole_calls
+            ),
             plan.stop_reason,
             plan.truncated,
         )
