@@ -153,7 +153,7 @@ def test_human_summary_says_not_executed() -> None:
     [
         (["replay", "/nonexistent/file.sse"], "no such file"),
         (["replay", str(REAL)], "is a directory"),
-        (["replay", str(CAPTURE), "--provider", "gemini"], "invalid choice"),
+        (["replay", str(CAPTURE), "--provider", "mistral"], "invalid choice"),
         (["replay", str(CAPTURE), "--chunk-size", "0"], "positive integer"),
         (["replay"], "required"),
         (["nonsense"], "invalid choice"),

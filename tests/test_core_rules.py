@@ -196,8 +196,9 @@ LAYERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
             }
         ),
     ),
+    # urllib.parse: a model id is percent-encoded into the request path (quote, pure).
     "providers": (
-        frozenset(),
+        frozenset({"urllib.parse"}),
         frozenset(
             {
                 "errors.py",
@@ -207,6 +208,9 @@ LAYERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
                 "turn",
                 "providers",
                 "messages.py",
+                "messages_gemini.py",
+                "messages_bedrock.py",
+                "messages_ollama.py",
                 "conversation.py",
                 "_responses_shapes.py",
             }
@@ -218,6 +222,10 @@ LAYERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
             {"errors.py", "events.py", "conversation.py", "_responses_shapes.py", "providers"}
         ),
     ),
+    **{
+        encoder: (frozenset(), frozenset({"errors.py", "conversation.py", "messages.py"}))
+        for encoder in ("messages_gemini.py", "messages_bedrock.py", "messages_ollama.py")
+    },
     "conversation.py": (frozenset(), frozenset({"errors.py", "events.py", "turn", "providers"})),
     "_responses_shapes.py": (frozenset(), frozenset()),
     "replay.py": (

@@ -20,22 +20,29 @@ from urllib.parse import urlsplit
 import pytest
 
 import railings
-from conftest import REAL, RESPONSES, manifest
+from conftest import CORPUS, REAL, RESPONSES, manifest
 from railings import classify, telemetry
 from railings.conversation import Message, ToolResult, User
 from railings.errors import ConfigurationError, ProviderError
-from railings.events import TerminationProof, Unknown
+from railings.events import ProviderErrorEvent, StreamEvent, TerminationProof, Unknown
 from railings.messages import anthropic_messages_body, openai_chat_body, openai_responses_body
+from railings.messages_bedrock import bedrock_body
+from railings.messages_gemini import gemini_body
+from railings.messages_ollama import ollama_body
 from railings.providers import (
     FALLBACK,
     NAMES,
     SPECS,
     EncodeRequest,
+    Framing,
     ProviderName,
     ProviderSpec,
     anthropic,
+    bedrock,
     detect,
     error_types,
+    gemini,
+    ollama,
     openai_chat,
     openai_responses,
     provider_for_path,
@@ -46,61 +53,121 @@ from railings.replay import replay
 from railings.transport.config import ClientConfig
 from railings.turn.model import Termination
 from railings.turn.reader import StreamReader
-from railings.turn.stop_reason import normalize_stop_reason
-from railings.wire.sse import ServerSentEvent
+from railings.turn.stop_reason import Stop, normalize_stop_reason
+from railings.wire.eventstream import EventStreamDecoder
+from railings.wire.ollama import NDJSONDecoder
+from railings.wire.sse import ServerSentEvent, SSEDecoder
 
-MODULES = {"openai": openai_chat, "anthropic": anthropic, "openai-responses": openai_responses}
+MODULES = {
+    "openai": openai_chat,
+    "anthropic": anthropic,
+    "openai-responses": openai_responses,
+    "gemini": gemini,
+    "bedrock": bedrock,
+    "ollama": ollama,
+}
 _CORPUS_NAMES = {"openai-chat": "openai", "anthropic-messages": "anthropic"}
+# The wires with a corpus folder of their own (tests/corpus/<name>/MANIFEST.tsv).
+_OWN_FOLDERS = ("gemini", "bedrock", "ollama")
+
+# The wires the transport's ClientConfig and the test kit speak on this branch. The
+# transport reads ProviderSpec.path_for, key_required and the regional base URL, and
+# the kit adds a KitWire per spec, in their own work on the new wires: each extends
+# its tuple there.
+TRANSPORT_SPEAKS = ("openai", "anthropic", "openai-responses")
+KIT_SPEAKS = ("openai", "anthropic", "openai-responses")
+# The wires the core reader frames and closes as their decoders need.
+READER_SPEAKS = ("openai", "anthropic", "openai-responses")
 
 
 def own_captures(name: str) -> list[Path]:
     """The provider's real captures in tests/corpus."""
     if name == "openai-responses":
         return sorted(RESPONSES.glob("*.sse"))
+    if name in _OWN_FOLDERS:
+        folder = CORPUS / name
+        lines = (folder / "MANIFEST.tsv").read_text(encoding="utf-8").splitlines()
+        return [folder / line.split("\t")[0] for line in lines[1:] if line.strip()]
     return [REAL / row["file"] for row in manifest() if _CORPUS_NAMES.get(row["provider"]) == name]
+
+
+def decode(s: ProviderSpec, body: bytes) -> list[StreamEvent]:
+    """``body`` framed as the spec says and read by its decoder, ``close()`` included."""
+    framer: SSEDecoder | EventStreamDecoder | NDJSONDecoder = {
+        Framing.SSE: SSEDecoder,
+        Framing.EVENTSTREAM: EventStreamDecoder,
+        Framing.NDJSON: NDJSONDecoder,
+    }[s.framing]()
+    decoder = s.decoder(0)
+    frames = [*framer.feed(body), *framer.close()]
+    return [e for frame in frames for e in decoder.feed(frame)] + decoder.close()
 
 
 # -- the list ------------------------------------------------------------------------------
 
 
 def test_the_registry_lists_each_provider_once_in_its_module() -> None:
-    assert NAMES == ("openai", "anthropic", "openai-responses")
+    assert NAMES == ("openai", "anthropic", "openai-responses", "gemini", "bedrock", "ollama")
     assert typing.get_args(ProviderName) == NAMES  # the one name type lists them all
     assert [s.name for s in SPECS] == list(NAMES)
     for s in SPECS:
         assert MODULES[s.name].SPEC is s  # one module, one spec
         assert spec(s.name) is s
     assert FALLBACK is openai_chat.SPEC
-    with pytest.raises(ConfigurationError, match="unknown provider 'gemini'"):
-        spec("gemini")
+    with pytest.raises(ConfigurationError, match="unknown provider 'mistral'"):
+        spec("mistral")
 
 
 @pytest.mark.parametrize("s", SPECS, ids=NAMES)
 def test_every_field_is_filled(s: ProviderSpec) -> None:
+    # Optional by nature: a version header, a region (regional services only), and the
+    # error map of a wire whose errors carry no type (Ollama: the status classifies).
+    optional = {"version_header", "regional_base_url", "region_env"}
+    if s.name == "ollama":
+        optional.add("error_types")
     for f in dataclasses.fields(s):
         value = getattr(s, f.name)
         if f.name == "version_header":
             assert value is None or (len(value) == 2 and all(value)), f.name
             continue
         assert value is not None, f.name
-        if isinstance(value, str | tuple | dict):
+        if isinstance(value, str | tuple | dict) and f.name not in optional:
             assert value, f"{s.name}.{f.name} is empty"
     assert callable(s.decoder) and callable(s.encode) and callable(s.tool_result)
     assert s.proof.markers and callable(s.proof.proven_by_tail)
-    assert s.proof.data | s.proof.events | s.proof.types, "the proof as SSE is named"
+    assert s.proof.data | s.proof.events | s.proof.types | s.proof.fields, "the proof is named"
     assert s.stop_reasons.wire and s.stop_reasons.table
-    assert s.error_types
+    assert s.error_types or s.name == "ollama"
     d = s.detection
-    assert d.events or d.event_prefixes or d.data or d.markers
+    assert d.events or d.event_prefixes or d.data or d.markers or d.prefix
     assert s.scripted.lead >= 1 and s.scripted.seams >= 1
-    assert s.default_base_url.startswith("https://")
-    assert s.base_url_env.endswith("_BASE_URL") and s.api_key_env.endswith("_API_KEY")
+    # Only a server commonly run locally without a key defaults to plain HTTP (loopback).
+    assert s.default_base_url.startswith("https://" if s.key_required else "http://127.0.0.1:")
+    assert bool(s.regional_base_url) == bool(s.region_env)
+    if s.regional_base_url:
+        assert "{region}" in s.regional_base_url
+    for name in (s.base_url_env, s.api_key_env, *s.region_env):
+        assert name.isupper() and name.replace("_", "").isalnum(), name
+    assert s.content_types and all("/" in c for c in s.content_types)
+    assert {Framing.SSE: "text/event-stream"}.get(s.framing, s.content_types[0]) == (
+        s.content_types[0]
+    )
+
+
+@pytest.mark.parametrize("s", SPECS, ids=NAMES)
+def test_the_request_path_names_the_model_where_the_wire_wants_it(s: ProviderSpec) -> None:
+    path = s.path_for("us.anthropic.claude:0/x")
+    if "{model}" in s.request_path:
+        assert "us.anthropic.claude%3A0%2Fx" in path and "{" not in path
+    else:
+        assert path == s.request_path
+    assert spec_for_path(urlsplit(s.default_base_url + path).path) is s
 
 
 # -- coherence -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("s", SPECS, ids=NAMES)
+@pytest.mark.parametrize("s", [spec(n) for n in TRANSPORT_SPEAKS], ids=TRANSPORT_SPEAKS)
 def test_paths_route_back_to_the_spec(s: ProviderSpec, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(s.base_url_env, raising=False)
     url = ClientConfig(provider=s.name, model="m", api_key="k").url
@@ -114,7 +181,7 @@ def test_paths_route_back_to_the_spec(s: ProviderSpec, monkeypatch: pytest.Monke
     assert spec_for_path("/v1/models") is None
 
 
-@pytest.mark.parametrize("s", SPECS, ids=NAMES)
+@pytest.mark.parametrize("s", [spec(n) for n in TRANSPORT_SPEAKS], ids=TRANSPORT_SPEAKS)
 def test_the_client_authenticates_as_the_spec_says(
     s: ProviderSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -134,7 +201,7 @@ def test_the_client_authenticates_as_the_spec_says(
 def test_the_inverse_stop_reason_map_inverts_the_forward_one(s: ProviderSpec) -> None:
     reasons = s.stop_reasons
     for spelling, normalized in reasons.wire.items():
-        assert reasons.table[spelling] == normalized  # an entry of the one table
+        assert reasons.table[spelling.lower()] == normalized  # an entry of the one table
         assert normalize_stop_reason(spelling) == normalized
         assert reasons.to_wire(spelling) == spelling  # a spelling of this wire stays
     for normalized, spelling in reasons.inverse.items():
@@ -167,6 +234,25 @@ def test_the_scripted_server_sends_the_inverse_of_each_spec() -> None:
 
 
 @pytest.mark.parametrize("s", SPECS, ids=NAMES)
+def test_the_framing_decoder_and_tail_rule_read_the_providers_own_captures(
+    s: ProviderSpec,
+) -> None:
+    captures = own_captures(s.name)
+    assert captures
+    proven = 0
+    for path in captures:
+        body = path.read_bytes()
+        events = decode(s, body)
+        proofs = [e for e in events if isinstance(e, TerminationProof)]
+        assert all(s.is_proof(p) for p in proofs), path.name
+        if s.proof.proven_by_tail(body):
+            proven += 1
+            assert len(proofs) == 1, path.name
+            assert not any(isinstance(e, ProviderErrorEvent) for e in events), path.name
+    assert proven  # the tail rule is exercised by real bytes
+
+
+@pytest.mark.parametrize("s", [spec(n) for n in READER_SPEAKS], ids=READER_SPEAKS)
 def test_the_decoder_and_proof_read_the_providers_own_captures(s: ProviderSpec) -> None:
     captures = own_captures(s.name)
     assert captures
@@ -187,7 +273,7 @@ def test_the_decoder_and_proof_read_the_providers_own_captures(s: ProviderSpec) 
     assert clean and proven  # each rule is exercised by real bytes
 
 
-@pytest.mark.parametrize("s", SPECS, ids=NAMES)
+@pytest.mark.parametrize("s", [s for s in SPECS if s.framing is Framing.SSE], ids=lambda s: s.name)
 def test_detection_recognises_each_providers_own_captures(s: ProviderSpec) -> None:
     for path in own_captures(s.name):
         result = replay(path.read_bytes())
@@ -198,11 +284,17 @@ def test_detection_recognises_each_providers_own_captures(s: ProviderSpec) -> No
 def test_the_encoders_are_the_messages_modules(s: ProviderSpec) -> None:
     history: list[Message] = [User("hi"), ToolResult("call_1", "42")]
     request = EncodeRequest(model="m", messages=history, max_tokens=7)
-    expected = {
+    with_model = {
         "openai": openai_chat_body,
         "anthropic": anthropic_messages_body,
         "openai-responses": openai_responses_body,
-    }[s.name]("m", history, max_tokens=7)
+        "ollama": ollama_body,
+    }
+    in_path = {"gemini": gemini_body, "bedrock": bedrock_body}  # the model is in the path
+    if s.name in with_model:
+        expected = with_model[s.name]("m", history, max_tokens=7)
+    else:
+        expected = in_path[s.name](history, max_tokens=7)
     assert s.encode(request) == expected
     # Only a wire that asks for usage carries the option (and only it may drop it).
     assert ("stream_options" in s.encode(request)) == s.asks_for_usage
@@ -214,17 +306,20 @@ def test_error_types_agree_and_are_classifications_table() -> None:
     seen: dict[str, type[ProviderError]] = {}
     for s in SPECS:
         for kind, cls in s.error_types.items():
-            assert seen.setdefault(kind, cls) is cls, kind  # two specs never disagree
+            assert seen.setdefault(kind.lower(), cls) is cls, kind  # two specs never disagree
     assert classify.PROVIDER_TYPE_TABLE == error_types() == seen
     assert classify.class_for_provider_type("overloaded_error").__name__ == "Overloaded"
     assert classify.class_for_provider_type("insufficient_quota").__name__ == "QuotaExceeded"
+    # Looked up whatever the case the wire writes them in.
+    assert classify.class_for_provider_type("throttlingException").__name__ == "RateLimited"
+    assert classify.class_for_provider_type("RESOURCE_EXHAUSTED").__name__ == "RateLimited"
 
 
 def test_the_test_kit_speaks_every_spec() -> None:
     from railings.testing.wires import WIRES, kit_wire
 
-    assert [w.spec for w in WIRES] == list(SPECS)
-    for s in SPECS:
+    assert [w.spec.name for w in WIRES] == list(KIT_SPEAKS)
+    for s in map(spec, KIT_SPEAKS):
         wire = kit_wire(s)
         assert wire.spec is s
         assert any(path.endswith(s.request_path) for path in wire.paths)
@@ -394,3 +489,20 @@ def test_no_module_outside_providers_keeps_a_provider_table() -> None:
     assert not unexpected, "read railings.providers instead:\n" + "\n".join(unexpected)
     stale = sorted(set(ALLOWED) - set(offenders))
     assert not stale, f"no provider table left in {stale}: remove them from ALLOWED"
+
+
+def test_the_wire_modules_stop_tables_agree_with_the_one_normalization() -> None:
+    from railings.wire import bedrock as bedrock_wire
+    from railings.wire import gemini as gemini_wire
+    from railings.wire import ollama as ollama_wire
+
+    for table in (gemini_wire.STOP_REASONS, bedrock_wire.STOP_REASONS, ollama_wire.STOP_REASONS):
+        for spelling, normalized in table.items():
+            if normalized in set(Stop):
+                assert normalize_stop_reason(spelling) == normalized, spelling
+            else:  # OTHER, IMAGE_OTHER, load ...: no normalized meaning, kept lower-cased
+                assert normalize_stop_reason(spelling) == spelling.lower(), spelling
+    # A stop the window forced is an output-limit cut; a botched call is its own reason.
+    assert normalize_stop_reason("model_context_window_exceeded") == "max_tokens"
+    assert normalize_stop_reason("MALFORMED_FUNCTION_CALL") == "malformed_tool_use"
+    assert normalize_stop_reason("load") == "load"  # Ollama's lifecycle: kept as it is

@@ -37,6 +37,7 @@ __all__ = [
     "ToolSpec",
     "ToolUse",
     "User",
+    "call_names",
 ]
 
 
@@ -225,14 +226,29 @@ def _in_order(parts: tuple[Part, ...]) -> list[Block]:
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """The result of one tool call (or the notice sent instead of executing it)."""
+    """The result of one tool call (or the notice sent instead of executing it).
+
+    ``name`` is the called tool's name, for the wires that tie a result to its call by
+    name (Gemini's ``functionResponse``, Ollama's ``tool_name``); left empty, the
+    encoders find it in the history by ``call_id``."""
 
     call_id: str
     content: str
     is_error: bool = False
+    name: str = ""
 
 
 Message = System | User | Assistant | ToolResult
+
+
+def call_names(messages: Iterable[Message]) -> dict[str, str]:
+    """Each tool call's id -> the called tool's name, over a history's assistant messages."""
+    return {
+        call.id: call.name
+        for message in messages
+        if isinstance(message, Assistant)
+        for call in message.tool_calls
+    }
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,7 +85,7 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--provider",
-        choices=NAMES,
+        choices=tuple(n for n in NAMES if n in DEFAULT_MODELS),  # the wires it runs on
         help="wire format of the endpoint (openai: Chat Completions; openai-responses: the "
         "Responses API)",
     )

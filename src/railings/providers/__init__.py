@@ -5,6 +5,9 @@
     openai_chat.SPEC        "openai"            OpenAI Chat Completions
     anthropic.SPEC          "anthropic"         Anthropic Messages
     openai_responses.SPEC   "openai-responses"  OpenAI Responses
+    gemini.SPEC             "gemini"            Google Gemini (and Vertex AI)
+    bedrock.SPEC            "bedrock"           Amazon Bedrock ConverseStream
+    ollama.SPEC             "ollama"            Ollama /api/chat
 
 Each module exports one frozen :class:`~railings.providers.base.ProviderSpec`;
 every other layer reads the specs through this registry (by name, by request path,
@@ -21,10 +24,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from railings.errors import ConfigurationError, ProviderError
-from railings.providers import anthropic, openai_chat, openai_responses
+from railings.providers import anthropic, bedrock, gemini, ollama, openai_chat, openai_responses
 from railings.providers.base import (
     Detection,
     EncodeRequest,
+    Framing,
     Proof,
     ProviderDecoder,
     ProviderName,
@@ -41,6 +45,7 @@ __all__ = [
     "SPECS",
     "Detection",
     "EncodeRequest",
+    "Framing",
     "Proof",
     "ProviderDecoder",
     "ProviderName",
@@ -55,7 +60,14 @@ __all__ = [
 ]
 
 # In the order the CLI and the docs list them.
-SPECS: tuple[ProviderSpec, ...] = (openai_chat.SPEC, anthropic.SPEC, openai_responses.SPEC)
+SPECS: tuple[ProviderSpec, ...] = (
+    openai_chat.SPEC,
+    anthropic.SPEC,
+    openai_responses.SPEC,
+    gemini.SPEC,
+    bedrock.SPEC,
+    ollama.SPEC,
+)
 NAMES: tuple[ProviderName, ...] = tuple(s.name for s in SPECS)
 _BY_NAME: dict[str, ProviderSpec] = {s.name: s for s in SPECS}
 
@@ -92,11 +104,17 @@ def provider_for_path(path: str) -> str | None:
     return None if found is None else found.name
 
 
-# The order detection asks the specs in: the wires whose events are named or typed first
-# (their hints are specific), Chat Completions (a ``choices`` key, ``[DONE]``) last.
+# The order detection asks the specs in: the wires whose frames say them by themselves
+# first (Bedrock's event-stream prelude, Ollama's NDJSON line: see the reader), then the
+# SSE wires whose events are named or typed (their hints are specific), then Gemini
+# (its response object's camelCase keys), Chat Completions (a ``choices`` key,
+# ``[DONE]``) last.
 DETECTION_ORDER: tuple[ProviderSpec, ...] = (
+    bedrock.SPEC,
+    ollama.SPEC,
     anthropic.SPEC,
     openai_responses.SPEC,
+    gemini.SPEC,
     openai_chat.SPEC,
 )
 
@@ -104,18 +122,20 @@ DETECTION_ORDER: tuple[ProviderSpec, ...] = (
 def detect(
     sse: ServerSentEvent, specs: Iterable[ProviderSpec] = DETECTION_ORDER
 ) -> ProviderSpec | None:
-    """The first spec whose detection hints recognise ``sse``; None when none does (an
-    event of a type no spec knows: the reader waits for the next one)."""
+    """The first SSE spec whose detection hints recognise ``sse``; None when none does
+    (an event of a type no spec knows: the reader waits for the next one)."""
     for candidate in specs:
-        if candidate.detection.recognises(sse):
+        if candidate.framing is Framing.SSE and candidate.detection.recognises(sse):
             return candidate
     return None
 
 
 def error_types() -> dict[str, type[ProviderError]]:
-    """Every spec's error types (provider error type or code -> error class) in one map;
-    two specs that share a type agree on its class (a test proves it)."""
+    """Every spec's error types (provider error type or code -> error class) in one map,
+    keyed in lower case (classification looks types up case-insensitively: Bedrock's
+    ``throttlingException``, Gemini's ``RESOURCE_EXHAUSTED``); two specs that share a
+    type agree on its class (a test proves it)."""
     out: dict[str, type[ProviderError]] = {}
     for candidate in SPECS:
-        out.update(candidate.error_types)
+        out.update((kind.lower(), cls) for kind, cls in candidate.error_types.items())
     return out

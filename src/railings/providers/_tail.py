@@ -40,3 +40,37 @@ def previous_line(body: bytes, start: int) -> tuple[int, int]:
     """(start, end) of the line before the one at ``start`` > 0 (CRLF is one end)."""
     end = start - (2 if body[max(0, start - 2) : start] == b"\r\n" else 1)
     return line_start(body, end), end
+
+
+def last_data(body: bytes, *, trailers: tuple[bytes, ...] = ()) -> bytes | None:
+    """The value of the body's last event when that event is one ``data:`` line alone
+    (after a blank line or the body's start, dispatched by a blank line), none of its
+    bytes ``"error"``; a last event whose data is one of ``trailers`` (a proxy's
+    ``[DONE]``) is stepped over. None for anything else: the reader judges it."""
+    if _ERROR in body:
+        return None
+    blank = re.compile(EOL + EOL + rb"[\r\n]*\Z").search(body, max(0, len(body) - TAIL_BYTES))
+    if blank is None:
+        return None
+    start, end = line_start(body, blank.start()), blank.start()
+    value = _data(body, start, end)
+    if value in trailers and start > 0:
+        p_start, p_end = previous_line(body, start)
+        if p_start != p_end or p_start == 0:
+            return None
+        start, end = previous_line(body, p_start)
+        value = _data(body, start, end)
+    if value is None:
+        return None
+    if start > 0:
+        p_start, p_end = previous_line(body, start)
+        if p_start != p_end:
+            return None  # another field of the same event
+    return value
+
+
+def _data(body: bytes, start: int, end: int) -> bytes | None:
+    if not body.startswith(b"data:", start):
+        return None
+    value = body[start + 5 : end]
+    return value[1:] if value.startswith(b" ") else value  # WHATWG: one space is dropped

@@ -25,6 +25,7 @@ from railings.providers._tail import EOL, EVENT_START, ends_with
 from railings.providers.base import (
     Detection,
     EncodeRequest,
+    Framing,
     Proof,
     ProviderDecoder,
     ProviderSpec,
@@ -110,6 +111,8 @@ SPEC = ProviderSpec(
     name="anthropic",
     title="Anthropic Messages",
     request_path="/v1/messages",
+    framing=Framing.SSE,
+    content_types=("text/event-stream",),
     path_suffixes=("/messages",),
     default_base_url="https://api.anthropic.com",
     base_url_env="ANTHROPIC_BASE_URL",
@@ -137,9 +140,10 @@ SPEC = ProviderSpec(
                 "stop_sequence",
                 "refusal",
                 "pause_turn",
+                "model_context_window_exceeded",
             )
         },
-        nearest={"content_filter": "refusal"},
+        nearest={"content_filter": "refusal", "malformed_tool_use": "end_turn"},
         table=STOP_REASON_TABLE,
     ),
     error_types=ANTHROPIC_ERROR_TYPES,

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Literal, Protocol
+from urllib.parse import quote
 
 from railings.conversation import Message, ToolResult, ToolSpec
 from railings.errors import ProviderError
@@ -24,6 +26,7 @@ from railings.wire.sse import ServerSentEvent
 __all__ = [
     "Detection",
     "EncodeRequest",
+    "Framing",
     "Proof",
     "ProviderDecoder",
     "ProviderName",
@@ -35,14 +38,37 @@ __all__ = [
 
 # The one type of a provider's name, for the whole package (re-exported by the registry
 # and by railings.transport.config).
-ProviderName = Literal["openai", "anthropic", "openai-responses"]
+ProviderName = Literal["openai", "anthropic", "openai-responses", "gemini", "bedrock", "ollama"]
+
+# The header a key travels in: ``Bearer <key>`` in ``authorization``, the key alone in
+# the others.
+AuthHeader = Literal["authorization", "x-api-key", "x-goog-api-key"]
+
+
+class Framing(StrEnum):
+    """How a wire cuts its response body into the frames its decoder reads.
+
+    * ``SSE``: ``text/event-stream`` events (:class:`~railings.wire.sse.SSEDecoder`),
+      one :class:`~railings.wire.sse.ServerSentEvent` per frame.
+    * ``EVENTSTREAM``: AWS ``application/vnd.amazon.eventstream`` binary frames, both CRCs
+      checked (:class:`~railings.wire.eventstream.EventStreamDecoder`), one
+      :class:`~railings.wire.eventstream.Message` per frame.
+    * ``NDJSON``: ``application/x-ndjson``, one JSON object per line
+      (:class:`~railings.wire.ollama.NDJSONDecoder`), one ``str`` per frame.
+    """
+
+    SSE = "sse"
+    EVENTSTREAM = "eventstream"
+    NDJSON = "ndjson"
 
 
 class ProviderDecoder(Protocol):
-    """The provider layer of the reader: SSE events in, normalized events out."""
+    """The provider layer of the reader: frames in (of the spec's :class:`Framing`: a
+    ``ServerSentEvent``, an event-stream ``Message`` or an NDJSON line), normalized
+    events out."""
 
-    def feed(self, sse: ServerSentEvent) -> list[StreamEvent]:
-        """The normalized events of one SSE event."""
+    def feed(self, frame: Any, /) -> list[StreamEvent]:
+        """The normalized events of one frame."""
         ...
 
     def close(self) -> list[StreamEvent]:
@@ -73,8 +99,11 @@ class Proof:
     ``markers``: the :class:`~railings.events.TerminationProof` markers the decoder
     emits (what the termination table's PROOF signal stands for). ``data``: data
     values that are the proof by themselves (``[DONE]``); ``events``: ``event:``
-    names that are; ``types``: the data's ``"type"`` values that are, when a server
-    leaves the ``event:`` line out (OpenRouter). ``proven_by_tail``: the guard's fast
+    names that are (for event-stream framing, the ``:event-type`` header:
+    ``messageStop``); ``types``: the data's ``"type"`` values that are, when a server
+    leaves the ``event:`` line out (OpenRouter); ``fields``: keys of a frame's JSON
+    object whose terminal value is the proof (Gemini's ``finishReason``, on the
+    stream's last event only; Ollama's ``done: true``). ``proven_by_tail``: the guard's fast
     byte rule over a whole body -- True only where the reader would find the turn
     complete, False meaning "ask the reader", never "interrupted"."""
 
@@ -83,6 +112,7 @@ class Proof:
     data: frozenset[str] = frozenset()
     events: frozenset[str] = frozenset()
     types: frozenset[str] = frozenset()
+    fields: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -90,7 +120,8 @@ class StopReasons:
     """The stop-reason maps of one wire.
 
     ``wire``: this wire's spellings -> railings' normalized stop reason (entries of
-    the one normalization table in :mod:`railings.turn.stop_reason`, not copies).
+    the one normalization table in :mod:`railings.turn.stop_reason`, not copies; the
+    table's keys are lower case, a wire's spellings as the wire writes them).
     ``nearest``: normalized stop reasons this wire cannot say -> the spelling a
     server of this wire sends instead (the scripted server uses it).
     ``derived``: spellings whose meaning the turn decides (the Responses status
@@ -118,7 +149,7 @@ class StopReasons:
         inverted, or sent as its nearest; None when nothing here knows it."""
         if stop in self.wire:
             return stop
-        normalized = self.table.get(stop, stop)
+        normalized = self.table.get(stop.lower(), stop)
         inverse = self.inverse
         if normalized in inverse:
             return inverse[normalized]
@@ -127,16 +158,26 @@ class StopReasons:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Detection:
-    """How ``replay --provider auto`` recognises this wire from one SSE event.
+    """How ``replay --provider auto`` recognises this wire.
 
-    ``events``: ``event:`` names; ``event_prefixes``: prefixes of them; ``data``: data
-    values (``[DONE]``); ``markers``: substrings of the data with its spaces removed
-    (``"type":"message_start"``)."""
+    For SSE framing, from one SSE event: ``events``: ``event:`` names;
+    ``event_prefixes``: prefixes of them; ``data``: data values (``[DONE]``);
+    ``markers``: substrings of the data with its spaces removed
+    (``"type":"message_start"``). For NDJSON framing, ``markers`` are asked of the
+    first line, every one of them required (:meth:`recognises_line`). ``prefix``: the
+    body's first bytes say this wire by themselves (the event-stream prelude, whose CRC
+    no text body meets by chance)."""
 
     events: frozenset[str] = frozenset()
     event_prefixes: tuple[str, ...] = ()
     data: frozenset[str] = frozenset()
     markers: tuple[str, ...] = ()
+    prefix: Callable[[bytes], bool] | None = None
+
+    def recognises_line(self, line: str) -> bool:
+        """True when the NDJSON ``line`` (a stream's first) holds every marker."""
+        compact = line.replace(" ", "")
+        return bool(self.markers) and all(marker in compact for marker in self.markers)
 
     def recognises(self, sse: ServerSentEvent) -> bool:
         """True when ``sse`` is, by these hints, an event of this wire."""
@@ -167,11 +208,25 @@ class ProviderSpec:
 
     * ``name``: railings' name (``ClientConfig.provider``, ``--provider``).
     * ``title``: what a person calls it ("OpenAI Chat Completions").
-    * ``request_path``: what the client appends to the base URL.
+    * ``request_path``: what the client appends to the base URL; a ``{model}`` in it is
+      the model, percent-encoded (:meth:`path_for`): Gemini
+      ``/v1beta/models/{model}:streamGenerateContent?alt=sse``, Bedrock
+      ``/model/{model}/converse-stream``. The query string is part of it.
+    * ``framing``: how the response body is cut into frames (:class:`Framing`).
+    * ``content_types``: the media types a streamed answer of this wire carries, the
+      first the one its servers send (``text/event-stream``,
+      ``application/vnd.amazon.eventstream``, ``application/x-ndjson``).
     * ``path_suffixes``: how any request path says this wire, whatever prefix a gateway
       puts before it (the guard, the proxies and the scripted server route by them).
     * ``default_base_url``, ``base_url_env``, ``api_key_env``: as in the official SDK.
-    * ``auth_header``: ``authorization`` (``Bearer <key>``) or ``x-api-key``;
+    * ``regional_base_url``, ``region_env``: for a regional service (Bedrock), the base
+      URL with a ``{region}`` in it and the variables that name the region, first set
+      wins (``AWS_REGION``, ``AWS_DEFAULT_REGION``); ``default_base_url`` is then the
+      default region's. Empty for the others.
+    * ``key_required``: False where a server commonly needs no key (a local Ollama):
+      a missing key is then no configuration error, and no auth header is sent.
+    * ``auth_header``: ``authorization`` (``Bearer <key>``), ``x-api-key`` or
+      ``x-goog-api-key`` (the key alone);
       ``version_header``: a header every request needs (name, value), or None;
       ``request_id_header``: the response header that names the request.
     * ``gen_ai_name``: the OpenTelemetry GenAI ``gen_ai.provider.name``.
@@ -191,11 +246,13 @@ class ProviderSpec:
     name: ProviderName
     title: str
     request_path: str
+    framing: Framing
+    content_types: tuple[str, ...]
     path_suffixes: tuple[str, ...]
     default_base_url: str
     base_url_env: str
     api_key_env: str
-    auth_header: Literal["authorization", "x-api-key"]
+    auth_header: AuthHeader
     version_header: tuple[str, str] | None
     request_id_header: str
     gen_ai_name: str
@@ -209,6 +266,17 @@ class ProviderSpec:
     detection: Detection
     numbered: bool
     scripted: ScriptedShape
+    key_required: bool = True
+    regional_base_url: str = ""
+    region_env: tuple[str, ...] = ()
+
+    def path_for(self, model: str) -> str:
+        """The request path for ``model``: :attr:`request_path` with its ``{model}``
+        percent-encoded (as botocore encodes a Bedrock ``modelId``: an ARN's ``:`` and
+        ``/`` included); a path without ``{model}`` is returned as is."""
+        if "{model}" not in self.request_path:
+            return self.request_path
+        return self.request_path.replace("{model}", quote(model, safe=""))
 
     def routes(self, path: str) -> bool:
         """True when the request ``path`` (query string and trailing slash ignored)

@@ -25,6 +25,7 @@ from railings.providers._tail import EOL, EVENT_START, ends_with
 from railings.providers.base import (
     Detection,
     EncodeRequest,
+    Framing,
     Proof,
     ProviderDecoder,
     ProviderSpec,
@@ -92,6 +93,8 @@ SPEC = ProviderSpec(
     name="openai",
     title="OpenAI Chat Completions",
     request_path="/chat/completions",
+    framing=Framing.SSE,
+    content_types=("text/event-stream",),
     path_suffixes=("/chat/completions",),
     default_base_url="https://api.openai.com/v1",
     base_url_env="OPENAI_BASE_URL",
@@ -111,7 +114,13 @@ SPEC = ProviderSpec(
             w: STOP_REASON_TABLE[w]
             for w in ("stop", "length", "tool_calls", "function_call", "content_filter")
         },
-        nearest={"stop_sequence": "stop", "refusal": "content_filter", "pause_turn": "stop"},
+        nearest={
+            "stop_sequence": "stop",
+            "refusal": "content_filter",
+            "pause_turn": "stop",
+            # No such stop here: a compatible server sends a botched call as text, "stop".
+            "malformed_tool_use": "stop",
+        },
         table=STOP_REASON_TABLE,
     ),
     error_types=OPENAI_ERROR_TYPES,

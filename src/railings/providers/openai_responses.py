@@ -20,6 +20,7 @@ from railings.providers._tail import EOL, TAIL_BYTES, line_start, previous_line
 from railings.providers.base import (
     Detection,
     EncodeRequest,
+    Framing,
     Proof,
     ProviderDecoder,
     ProviderSpec,
@@ -129,6 +130,8 @@ SPEC = ProviderSpec(
     name="openai-responses",
     title="OpenAI Responses",
     request_path="/responses",
+    framing=Framing.SSE,
+    content_types=("text/event-stream",),
     path_suffixes=("/responses",),
     # Both OpenAI wire formats read the ``OPENAI_`` variables: one SDK, one endpoint.
     default_base_url="https://api.openai.com/v1",
@@ -159,6 +162,7 @@ SPEC = ProviderSpec(
             "tool_use": COMPLETED_STATUS,
             "stop_sequence": COMPLETED_STATUS,
             "pause_turn": COMPLETED_STATUS,
+            "malformed_tool_use": COMPLETED_STATUS,
         },
         table=STOP_REASON_TABLE,
     ),

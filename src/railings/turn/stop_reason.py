@@ -9,10 +9,33 @@ Normalization (wire spelling -> railings):
 ``tool_calls``, ``function_call``, ``tool_use``     ``tool_use``
 ``content_filter``, ``stop_sequence``,              kept as is
 ``refusal``, ``pause_turn``
+``model_context_window_exceeded`` (Bedrock,         ``max_tokens``
+Anthropic)
+Gemini ``SAFETY``, ``RECITATION``, ``LANGUAGE``,     ``content_filter``
+``BLOCKLIST``, ``PROHIBITED_CONTENT``, ``SPII``,
+``IMAGE_*``, ``JAILBREAK``; Bedrock
+``guardrail_intervened``, ``content_filtered``
+Gemini ``MALFORMED_FUNCTION_CALL``,                  ``malformed_tool_use``
+``UNEXPECTED_TOOL_CALL``, ``TOO_MANY_TOOL_CALLS``;
+Bedrock ``malformed_tool_use``
 ``completed`` (Responses API status)               ``tool_use`` if the turn has tool
                                                     calls, else ``end_turn``
-anything else                                       lowercased as is
+anything else (Gemini ``OTHER``, Ollama             lowercased as is
+``load`` / ``unload``)
 ============================================  ===============
+
+Spellings are matched case-insensitively (Gemini's are upper case).
+
+``model_context_window_exceeded`` is an output-limit cut: the model stopped because
+the context window filled while it was writing (AWS: "the model stopped generating
+because it reached the context window limit"; Anthropic documents the same stop
+reason as "the response reached the model's context window limit" and tells clients
+to handle it as they handle ``max_tokens``). A call in flight was cut exactly as
+``max_tokens`` cuts one, so the truncation gate applies to it.
+
+``malformed_tool_use`` says the model tried to call a tool and wrote the call wrong
+(Bedrock; Gemini's ``MALFORMED_FUNCTION_CALL``): no call of such a turn is executed,
+whatever its arguments look like (:mod:`railings.turn.verdict`).
 
 A turn that asks the client to act is never ``end_turn``: a natural stop (``stop``,
 ``end_turn``, ``completed``) in a turn with local calls is ``tool_use`` -- some
@@ -48,6 +71,7 @@ class Stop(StrEnum):
     STOP_SEQUENCE = "stop_sequence"
     REFUSAL = "refusal"
     PAUSE_TURN = "pause_turn"
+    MALFORMED_TOOL_USE = "malformed_tool_use"
 
 
 class StopSource(StrEnum):
@@ -73,6 +97,26 @@ _TABLE: dict[str, Stop] = {
     "stop_sequence": Stop.STOP_SEQUENCE,
     "refusal": Stop.REFUSAL,
     "pause_turn": Stop.PAUSE_TURN,
+    # The window filled while the model wrote: an output-limit cut (module docstring).
+    "model_context_window_exceeded": Stop.MAX_TOKENS,
+    # Gemini finishReason (lower-cased) and Bedrock stopReason: content filtering.
+    "safety": Stop.CONTENT_FILTER,
+    "recitation": Stop.CONTENT_FILTER,
+    "language": Stop.CONTENT_FILTER,
+    "blocklist": Stop.CONTENT_FILTER,
+    "prohibited_content": Stop.CONTENT_FILTER,
+    "spii": Stop.CONTENT_FILTER,
+    "image_safety": Stop.CONTENT_FILTER,
+    "image_prohibited_content": Stop.CONTENT_FILTER,
+    "image_recitation": Stop.CONTENT_FILTER,
+    "jailbreak": Stop.CONTENT_FILTER,
+    "guardrail_intervened": Stop.CONTENT_FILTER,
+    "content_filtered": Stop.CONTENT_FILTER,
+    # The model's tool call was not well formed: none of the turn's calls runs.
+    "malformed_tool_use": Stop.MALFORMED_TOOL_USE,
+    "malformed_function_call": Stop.MALFORMED_TOOL_USE,
+    "unexpected_tool_call": Stop.MALFORMED_TOOL_USE,
+    "too_many_tool_calls": Stop.MALFORMED_TOOL_USE,
 }
 
 # Providers known to report a length stop on turns that ended normally. The truncation

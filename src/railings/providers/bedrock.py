@@ -1,0 +1,136 @@
+"""Amazon Bedrock ConverseStream (``"bedrock"``).
+
+``POST {base_url}/model/{modelId}/converse-stream``.
+
+The answer is ``application/vnd.amazon.eventstream`` binary frames, both CRCs
+checked (:mod:`railings.wire.eventstream`, :mod:`railings.wire.bedrock`). The proof
+of termination is the ``messageStop`` event; the ``metadata`` event (usage) comes
+after it and is no proof alone. Exceptions arrive as ``:message-type: exception``
+frames, typed by ``:exception-type`` (:data:`BEDROCK_ERROR_TYPES`). Tool input arrives
+as raw JSON text fragments (strict parsing applies); tool results go back as
+``toolResult`` blocks leading a user message (:mod:`railings.messages_bedrock`).
+
+Authentication: a Bedrock API key is a bearer token (``AWS_BEARER_TOKEN_BEDROCK``, as
+boto3 reads it) and needs nothing else; SigV4 signing is the transport's optional
+extra. The base URL is regional, ``https://bedrock-runtime.{region}.amazonaws.com``,
+the region from ``AWS_REGION`` or ``AWS_DEFAULT_REGION`` (``us-east-1`` by default);
+``AWS_ENDPOINT_URL_BEDROCK_RUNTIME`` replaces it, as it does for boto3.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from railings.conversation import ToolResult
+from railings.errors import MalformedStream
+from railings.messages_bedrock import bedrock_body, bedrock_tool_result
+from railings.providers.base import (
+    Detection,
+    EncodeRequest,
+    Framing,
+    Proof,
+    ProviderDecoder,
+    ProviderSpec,
+    ScriptedShape,
+    StopReasons,
+)
+from railings.turn.stop_reason import _TABLE as STOP_REASON_TABLE
+from railings.wire.bedrock import CONTENT_TYPE, ERROR_CLASSES, MESSAGE_STOP, BedrockDecoder
+from railings.wire.eventstream import EventStreamDecoder, looks_like_eventstream
+
+__all__ = ["BEDROCK_ERROR_TYPES", "SPEC", "proven_by_tail"]
+
+# The exception types (``:exception-type``) and their classes: throttling, service
+# unavailable, internal, model stream error (HTTP 424 in the API reference: the model
+# failed mid-stream; retried, as the AWS SDKs retry it), model timeout and model not
+# ready pass with time; validation, access denied and resource not found never do.
+BEDROCK_ERROR_TYPES = ERROR_CLASSES
+
+_METADATA = "metadata"
+
+
+def proven_by_tail(body: bytes) -> bool:
+    """True when ``body`` is whole frames, every CRC matching, of events only, and its
+    ``messageStop`` is followed by nothing but ``metadata`` (the guard's fast verdict;
+    False means "ask the reader"). The frames are walked, not their JSON parsed: the
+    CRCs run in C over the body once."""
+    frames = EventStreamDecoder()
+    try:
+        messages = frames.feed(body)
+        frames.close()
+    except MalformedStream:
+        return False
+    stopped = False
+    for message in messages:
+        if message.text_header(":message-type") != "event":
+            return False
+        kind = message.text_header(":event-type")
+        if stopped and kind != _METADATA:
+            return False
+        stopped = stopped or kind == MESSAGE_STOP
+    return stopped
+
+
+def _decoder(choice: int = 0) -> ProviderDecoder:
+    # One message per stream: no choices to pick from.
+    return BedrockDecoder()
+
+
+def _encode(request: EncodeRequest) -> dict[str, Any]:
+    # The model is in the request path (ProviderSpec.path_for), not the body.
+    return bedrock_body(
+        request.messages, max_tokens=request.max_tokens, tools=request.tools, extra=request.extra
+    )
+
+
+def _tool_result(result: ToolResult, call_type: str) -> list[dict[str, Any]]:
+    # One toolResult block; the encoder puts a turn's results first in one user message.
+    return [bedrock_tool_result(result)]
+
+
+_WIRE = (
+    "end_turn",
+    "tool_use",
+    "max_tokens",
+    "model_context_window_exceeded",
+    "stop_sequence",
+    "content_filtered",
+    "guardrail_intervened",
+    "malformed_tool_use",
+)
+
+SPEC = ProviderSpec(
+    name="bedrock",
+    title="Amazon Bedrock ConverseStream",
+    request_path="/model/{model}/converse-stream",
+    framing=Framing.EVENTSTREAM,
+    content_types=(CONTENT_TYPE,),
+    path_suffixes=("/converse-stream",),
+    default_base_url="https://bedrock-runtime.us-east-1.amazonaws.com",
+    regional_base_url="https://bedrock-runtime.{region}.amazonaws.com",
+    region_env=("AWS_REGION", "AWS_DEFAULT_REGION"),
+    base_url_env="AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+    api_key_env="AWS_BEARER_TOKEN_BEDROCK",
+    auth_header="authorization",
+    version_header=None,
+    request_id_header="x-amzn-requestid",
+    gen_ai_name="aws.bedrock",
+    decoder=_decoder,
+    encode=_encode,
+    tool_result=_tool_result,
+    asks_for_usage=False,
+    proof=Proof(
+        markers=frozenset({MESSAGE_STOP}),
+        events=frozenset({MESSAGE_STOP}),  # the :event-type header
+        proven_by_tail=proven_by_tail,
+    ),
+    stop_reasons=StopReasons(
+        wire={w: STOP_REASON_TABLE[w] for w in _WIRE},
+        nearest={"refusal": "content_filtered", "pause_turn": "end_turn"},
+        table=STOP_REASON_TABLE,
+    ),
+    error_types=BEDROCK_ERROR_TYPES,
+    detection=Detection(prefix=looks_like_eventstream),
+    numbered=False,
+    scripted=ScriptedShape(lead=2, seams=2),
+)

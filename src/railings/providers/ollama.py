@@ -1,0 +1,120 @@
+"""Ollama's native chat API (``"ollama"``): ``POST {base_url}/api/chat``.
+
+The answer is ``application/x-ndjson``, one JSON object per line
+(:mod:`railings.wire.ollama`); the proof of termination is the line with
+``done: true``, whose ``done_reason`` is the stop reason (``length``: the
+``num_predict`` cut). Tool calls arrive whole and parsed; tool results go back as
+``role: tool`` messages (:mod:`railings.messages_ollama`).
+
+A local server needs no key: ``OLLAMA_API_KEY`` (ollama.com's hosted models, as the
+ollama client reads it) is sent as a bearer token when set, and its absence is no
+error. ``OLLAMA_HOST`` is the base URL as the ollama client reads it: it may lack
+the scheme or the port (``0.0.0.0``, ``host:11434``), which mean ``http://`` and
+``11434``. Ollama errors carry no type, only text and the HTTP status, so the status
+classifies them (``classify.STATUS_TABLE``: 404 an unknown model, 503 a full queue
+...): this spec's error map is empty.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from railings.conversation import ToolResult
+from railings.errors import ProviderError
+from railings.messages_ollama import ollama_body, ollama_tool_message
+from railings.providers.base import (
+    Detection,
+    EncodeRequest,
+    Framing,
+    Proof,
+    ProviderDecoder,
+    ProviderSpec,
+    ScriptedShape,
+    StopReasons,
+)
+from railings.turn.stop_reason import _TABLE as STOP_REASON_TABLE
+from railings.wire.ollama import CONTENT_TYPE, DEFAULT_HOST, DONE, OllamaDecoder
+from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
+
+__all__ = ["OLLAMA_ERROR_TYPES", "SPEC", "proven_by_tail"]
+
+OLLAMA_ERROR_TYPES: dict[str, type[ProviderError]] = {}
+
+
+def proven_by_tail(body: bytes) -> bool:
+    """True when ``body``'s last line is a JSON object with ``done: true`` and no
+    ``"error"`` is in the body (the guard's fast verdict; False means "ask the
+    reader")."""
+    if b'"error"' in body:
+        return False
+    stripped = body.rstrip(b"\r\n")
+    line = stripped[stripped.rfind(b"\n") + 1 :]
+    if not line.startswith(b"{") or len(line) > DEFAULT_MAX_EVENT_SIZE:
+        return False
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(obj, dict) and obj.get(DONE) is True
+
+
+def _decoder(choice: int = 0) -> ProviderDecoder:
+    # One message per stream: no choices to pick from.
+    return OllamaDecoder()
+
+
+def _encode(request: EncodeRequest) -> dict[str, Any]:
+    return ollama_body(
+        request.model,
+        request.messages,
+        max_tokens=request.max_tokens,
+        tools=request.tools,
+        extra=request.extra,
+    )
+
+
+def _tool_result(result: ToolResult, call_type: str) -> list[dict[str, Any]]:
+    # One ``role: tool`` message per result.
+    return [ollama_tool_message(result)]
+
+
+SPEC = ProviderSpec(
+    name="ollama",
+    title="Ollama",
+    request_path="/api/chat",
+    framing=Framing.NDJSON,
+    content_types=(CONTENT_TYPE,),
+    path_suffixes=("/api/chat",),
+    default_base_url=DEFAULT_HOST,
+    base_url_env="OLLAMA_HOST",
+    api_key_env="OLLAMA_API_KEY",
+    auth_header="authorization",
+    key_required=False,
+    version_header=None,
+    # The API names no request header; the scripted server names its answers with this.
+    request_id_header="x-request-id",
+    gen_ai_name="ollama",
+    decoder=_decoder,
+    encode=_encode,
+    tool_result=_tool_result,
+    asks_for_usage=False,
+    proof=Proof(markers=frozenset({DONE}), fields=frozenset({DONE}), proven_by_tail=proven_by_tail),
+    stop_reasons=StopReasons(
+        # ``load`` / ``unload`` (the model's lifecycle) are kept as they are, unnormalized.
+        wire={w: STOP_REASON_TABLE[w] for w in ("stop", "length")},
+        nearest={
+            "tool_use": "stop",  # Ollama has no tool stop: a turn with calls ends in stop
+            "stop_sequence": "stop",
+            "content_filter": "stop",
+            "refusal": "stop",
+            "pause_turn": "stop",
+            "malformed_tool_use": "stop",
+        },
+        table=STOP_REASON_TABLE,
+    ),
+    error_types=OLLAMA_ERROR_TYPES,
+    detection=Detection(markers=('"model":', '"created_at":', '"done":')),
+    numbered=False,
+    scripted=ScriptedShape(lead=1, seams=1),
+)
