@@ -1,48 +1,12 @@
 """The grid: fault classes x payload sizes x providers x {text, cut tool call}.
 
-The expectation table is the acceptance rule, written down once. Each fault
-class says what a correct client does when that fault hits a stream; the
-judge (:mod:`railings.matrix.judge`) holds every cell to it.
-
-======================  ==============================================================
-fault class             expected outcome (railings client)
-======================  ==============================================================
-clean                   FULL: the proof arrives; the full text, exactly; one attempt
-truncate_empty          RESENT: cut after the first event, which carries no content
-                        (Empty): resent transparently, then the full text
-truncate                PARTIAL: cut mid-content: returned as-is, marked interrupted,
-                        never resent
-drop_terminator         PARTIAL: every content byte may have arrived, but not the proof:
-                        marked interrupted
-idle                    PARTIAL: silent mid-content past the idle gap: IdleTimeout
-reorder, duplicate      LIMIT: two content deltas swapped / one repeated, the proof
-                        intact. Chat Completions and Messages carry no sequence
-                        numbers, so no client can tell: reported, never a failure.
-                        The Responses API numbers its events and repeats the content
-                        at the end: there the full text, or a detected fault, is due
-reset                   PARTIAL: TCP RST mid-content
-close_after_terminator  PROVEN, THEN BROKEN: the whole stream and
-                        its proof, then the connection breaks. The proof is data, not
-                        the close: COMPLETE, the full text
-drip                    FULL: the body in tiny pieces (events and UTF-8 split anywhere)
-status_429, status_529  RETRIED: one 429 / 529 before the stream: retried, then full
-status_429_always       RAISES: 429 on every attempt: a typed ``RateLimited`` once the
-                        retry policy gives up
-error_event             PARTIAL: a provider error event mid-content: marked
-                        interrupted, the provider error kept
-corrupt, corrupt_utf8   PARTIAL: broken JSON / invalid UTF-8 mid-content: malformed
-cut_mid_event           PARTIAL: half an event-stream frame / NDJSON line, then a clean
-                        end (Bedrock, Ollama)
-corrupt_crc             PARTIAL: a frame whose message CRC does not match: malformed
-                        (Bedrock)
-drop_proof_only         PARTIAL: ``messageStop`` dropped, ``metadata`` still sent: usage
-                        is not proof (Bedrock)
-======================  ==============================================================
+The fault classes and the expectation table, the acceptance rule written down once,
+are in :mod:`railings.matrix.cases`; this module holds the rest of the grid.
 
 With a tool call (the ``tool`` half of the grid) the turn says a little text,
 calls ``shell`` with a complete ``{"command": "ls -la"}``, then starts a second
 ``shell`` call whose heredoc is the payload, and ``max_tokens`` cuts it in the
-middle. On top of the rule above: **the cut call is never executed** (checked
+middle. On top of the expectation table: **the cut call is never executed** (checked
 through a real dispatch with a spy ``shell`` tool), and the complete sibling
 runs exactly when the turn is complete.
 
@@ -54,15 +18,16 @@ seconds.
 
 from __future__ import annotations
 
-import enum
 import functools
 import json
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from railings.matrix.cases import FAULT_CASES, QUICK_FAULTS, Expect, FaultCase, Shape
 from railings.providers import SPECS, ProviderSpec
+from railings.providers.base import Framing
 from railings.testing.script import Plan, Script, ScriptTurn, filler, plan_turn
 from railings.testing.wires import kit_wire
 
@@ -81,164 +46,6 @@ __all__ = [
     "Size",
     "grid",
 ]
-
-
-class Expect(enum.Enum):
-    """What a correct client makes of a stream hit by one fault class."""
-
-    FULL = "full"
-    RESENT = "resent"
-    RETRIED = "retried"
-    PARTIAL = "partial"
-    RAISES = "raises"
-    COUNTEREXAMPLE = "counterexample"
-    LIMIT = "limit"
-
-
-@dataclass(frozen=True, slots=True)
-class Shape:
-    """Where in a stream a fault acts: ``mid`` is an event in the middle of the content."""
-
-    mid: int
-    drip: int = 1
-    lead: int = 1  # events before the first content delta (the provider's)
-
-
-@dataclass(frozen=True, slots=True)
-class FaultCase:
-    """One row of the expectation table. ``spec(shape)`` is the fault proxy's spec."""
-
-    name: str
-    spec: Callable[[Shape], str]
-    expect: Expect
-    detail: str  # the expected outcome in a few words (the module docstring says more)
-    error: str | None = None  # PARTIAL: the turn's error kind or the interruption's class;
-    #                           RETRIED/RESENT: the class of the first attempt's error;
-    #                           RAISES: the class raised
-    idle: float | None = None  # this case needs a short idle gap (seconds)
-    quick: bool = False
-    providers: frozenset[str] | None = None  # the wires it applies to (None: every one)
-
-
-FAULT_CASES: tuple[FaultCase, ...] = (
-    FaultCase("clean", lambda s: "none", Expect.FULL, "full text", quick=True),
-    FaultCase(
-        "truncate_empty",
-        # After the first event where it carries no content; before it, on a wire whose
-        # first event already does (Gemini, Ollama).
-        lambda s: f"truncate:events={min(s.lead, 1)},times=1",
-        Expect.RESENT,
-        "Empty: resent, full text",
-        error="StreamInterrupted",
-        quick=True,
-    ),
-    FaultCase(
-        "truncate",
-        lambda s: f"truncate:events={s.mid}",
-        Expect.PARTIAL,
-        "Partial, marked",
-        quick=True,
-    ),
-    FaultCase(
-        "drop_terminator",
-        lambda s: "drop_terminator",
-        Expect.PARTIAL,
-        "Partial, marked",
-        quick=True,
-    ),
-    FaultCase(
-        "idle",
-        lambda s: f"idle:events={s.mid},seconds=30",
-        Expect.PARTIAL,
-        "Partial: IdleTimeout",
-        error="IdleTimeout",
-        idle=0.5,
-        quick=True,
-    ),
-    FaultCase("reorder", lambda s: f"reorder:event={s.mid}", Expect.LIMIT, "undetectable"),
-    FaultCase("duplicate", lambda s: f"duplicate:event={s.mid}", Expect.LIMIT, "undetectable"),
-    FaultCase("reset", lambda s: f"reset:events={s.mid}", Expect.PARTIAL, "Partial, marked"),
-    FaultCase(
-        "close_after_terminator",
-        lambda s: "close_after_terminator",
-        Expect.COUNTEREXAMPLE,
-        "complete: proof seen",
-        quick=True,
-    ),
-    FaultCase("drip", lambda s: f"drip:delay=0,size={s.drip}", Expect.FULL, "full text"),
-    FaultCase(
-        "status_429",
-        lambda s: "status:code=429,retry_after_ms=10,times=1",
-        Expect.RETRIED,
-        "retried: full text",
-        error="RateLimited",
-        quick=True,
-    ),
-    # Any retryable provider error: railings names an OpenAI-shaped 529 ServerError
-    # (its body says "server_error"), an Anthropic one Overloaded.
-    FaultCase(
-        "status_529",
-        lambda s: "status:code=529,retry_after_ms=10,times=1",
-        Expect.RETRIED,
-        "retried: full text",
-        error="ProviderError",
-    ),
-    FaultCase(
-        "status_429_always",
-        lambda s: "status:code=429,retry_after_ms=10",
-        Expect.RAISES,
-        "raises RateLimited",
-        error="RateLimited",
-    ),
-    FaultCase(
-        "error_event",
-        lambda s: f"error_event:events={s.mid}",
-        Expect.PARTIAL,
-        "Partial: provider error",
-        error="provider_error",
-        quick=True,
-    ),
-    FaultCase(
-        "corrupt",
-        lambda s: f"corrupt:event={s.mid},kind=json",
-        Expect.PARTIAL,
-        "Partial: malformed",
-        error="malformed_stream",
-    ),
-    FaultCase(
-        "corrupt_utf8",
-        lambda s: f"corrupt:event={s.mid},kind=utf8",
-        Expect.PARTIAL,
-        "Partial: malformed",
-        error="malformed_stream",
-    ),
-    # The framing's own faults, on the wires that are not SSE: half an event-stream
-    # frame or NDJSON line, then a clean end; a frame whose CRC does not match; the
-    # proof dropped alone, so Bedrock's ``metadata`` (usage) still arrives after it.
-    FaultCase(
-        "cut_mid_event",
-        lambda s: f"cut_mid_event:event={s.mid}",
-        Expect.PARTIAL,
-        "Partial, marked",
-        providers=frozenset({"bedrock", "ollama"}),
-    ),
-    FaultCase(
-        "corrupt_crc",
-        lambda s: f"corrupt:event={s.mid},kind=crc",
-        Expect.PARTIAL,
-        "Partial: malformed",
-        error="malformed_stream",
-        providers=frozenset({"bedrock"}),
-    ),
-    FaultCase(
-        "drop_proof_only",
-        lambda s: "drop_terminator:rest=keep",
-        Expect.PARTIAL,
-        "Partial, marked",
-        providers=frozenset({"bedrock"}),
-    ),
-)
-QUICK_FAULTS: tuple[str, ...] = tuple(f.name for f in FAULT_CASES if f.quick)
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,6 +87,7 @@ class Provider:
     lead: int = 1
     seams: int = 1
     whole_calls: bool = False  # calls arrive whole: a cut call is never sent
+    framing: Framing = Framing.SSE
 
 
 # Every wire format of the provider registry, as the matrix drives it: the path its
@@ -295,6 +103,7 @@ def _provider(spec: ProviderSpec) -> Provider:
         lead=wire.scripted.lead,
         seams=wire.scripted.seams,
         whole_calls=wire.whole_calls,
+        framing=spec.framing,
     )
 
 
@@ -409,7 +218,7 @@ def grid(
         Cell(f, s, p, t)
         for f in chosen_faults
         for p in chosen_providers
-        if f.providers is None or p.name in f.providers
+        if f.framings is None or p.framing in f.framings
         for t in tool_values
         for s in chosen_sizes
     ]

@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from railings.errors import ConfigurationError
-from railings.providers import FALLBACK, spec_for_path
 from railings.testing import faults as F
 from railings.testing import wire_openai as wo
 from railings.testing.faults import Fault
@@ -57,7 +56,7 @@ from railings.testing.http import (
 from railings.testing.ids import Ids
 from railings.testing.proxy_events import Out, Stop, pump_events
 from railings.testing.service import Service
-from railings.testing.wires import KitWire, kit_wire
+from railings.testing.wires import KitWire, wire_for_path
 
 LOG = logging.getLogger("railings.testing.proxy")
 
@@ -182,7 +181,7 @@ class FaultProxy(Service):
         self, request: Request, writer: asyncio.StreamWriter, record: ProxyRecord
     ) -> None:
         # The guard's rule: the wire a path ends with, else Chat Completions.
-        wire = kit_wire(spec_for_path(request.path) or FALLBACK)
+        wire = wire_for_path(request.path)
         try:
             fault = self._choose(request, record)
         except ConfigurationError as exc:

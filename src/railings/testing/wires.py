@@ -18,7 +18,14 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from railings.providers import FALLBACK, SPECS, ProviderSpec, anthropic, openai_responses
+from railings.providers import (
+    FALLBACK,
+    SPECS,
+    ProviderSpec,
+    anthropic,
+    openai_responses,
+    spec_for_path,
+)
 from railings.testing import wire_anthropic as wa
 from railings.testing import wire_responses as wr
 from railings.testing.http import Headers
@@ -28,7 +35,7 @@ from railings.testing.plan import plan_turn
 from railings.testing.script import Script, ScriptTurn
 from railings.testing.wires_native import BedrockWire, GeminiWire, OllamaWire
 
-__all__ = ["WIRES", "Answer", "KitWire", "kit_wire", "wire_for_request"]
+__all__ = ["WIRES", "Answer", "KitWire", "kit_wire", "wire_for_path", "wire_for_request"]
 
 
 class ResponsesWire(KitWire):
@@ -175,6 +182,19 @@ def kit_wire(spec: ProviderSpec) -> KitWire:
         if wire.spec is spec:
             return wire
     raise LookupError(f"the test kit does not speak {spec.name}")  # a spec without its wire
+
+
+def wire_for_path(path: str) -> KitWire:
+    """The wire a proxied request speaks: the guard's rule (the spec whose request path
+    ``path`` ends with), else a wire whose server paths include it (Gemini's
+    ``:generateContent``, Bedrock's ``/converse``), else Chat Completions."""
+    found = spec_for_path(path)
+    if found is not None:
+        return kit_wire(found)
+    for wire in WIRES:
+        if wire.answers(path):
+            return wire
+    return kit_wire(FALLBACK)
 
 
 def wire_for_request(path: str, headers: Headers) -> tuple[KitWire, bool]:

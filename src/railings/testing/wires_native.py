@@ -162,7 +162,8 @@ class BedrockWire(KitWire):
     stream_headers = ()
     stream_content_type = EVENTSTREAM
     key_status = 403
-    # messageStart, then the deltas; a block's stop and the next block's start.
+    # messageStart, then the deltas (a text block has no contentBlockStart, as in
+    # tests/corpus/bedrock/text_end_turn.bin); a block's stop and the next block's start.
     scripted = ScriptedShape(lead=1, seams=2)
 
     def answers(self, path: str) -> bool:
