@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import boto3
+import httpx2
 import ollama
 import pytest
 from botocore.config import Config
@@ -122,8 +123,6 @@ def test_gemini_output_limit_cut_leaves_the_call_out(server: ScriptedServer) -> 
 
 
 def test_gemini_stream_without_alt_sse_is_one_json_array(server: ScriptedServer) -> None:
-    import httpx2
-
     url = server.url + "/v1beta/models/gemini-test:streamGenerateContent"
     body = {"contents": [{"role": "user", "parts": [{"text": "Hi"}]}]}
     reply = httpx2.post(url, json=body)
@@ -282,8 +281,6 @@ def test_ollama_chat_whole_and_default_stream(server: ScriptedServer) -> None:
     second = client.chat(model="qwen3", messages=history, stream=False)
     assert second.message.content == "It is 12°C in Edinburgh and AAPL is at 200."
     # Ollama streams unless the request says "stream": false.
-    import httpx2
-
     raw = httpx2.post(server.url + "/api/chat", json={"model": "q", "messages": USER_OLLAMA})
     assert raw.headers["content-type"] == "application/x-ndjson"
     assert json.loads(raw.text.splitlines()[-1])["done"] is True
@@ -305,3 +302,64 @@ def test_ollama_error_shape() -> None:
         with pytest.raises(ollama.ResponseError) as caught:
             ollama.Client(host=srv.url).chat(model="q", messages=history, stream=False)
     assert caught.value.status_code == 400 and "the script has 1 turns" in caught.value.error
+
+
+# -- keys and error shapes, raw -------------------------------------------------------
+def test_boto3_sigv4_access_key_is_the_script_key() -> None:
+    """A SigV4 request names its access key id: the script's ``api_key`` checks it."""
+    with ScriptedServer({"api_key": "AKIDTEST", "turns": [{"text": "signed"}]}) as srv:
+        reply = _bedrock(srv).converse(modelId="m", messages=USER_BEDROCK)
+        assert reply["output"]["message"]["content"] == [{"text": "signed"}]
+        missing = httpx2.post(srv.url + "/model/m/converse", json={"messages": USER_BEDROCK})
+    assert missing.status_code == 403
+    assert missing.headers["x-amzn-errortype"] == "AccessDeniedException"
+    assert missing.json()["message"] == "Missing Authentication Token"
+
+
+def test_bedrock_model_id_is_percent_encoded_in_the_path(server: ScriptedServer) -> None:
+    model = "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude"
+    _bedrock(server).converse(modelId=model, messages=USER_BEDROCK)
+    assert server.requests[-1].path.startswith("/model/arn%3Aaws%3Abedrock")
+    assert server.requests[-1].status == 200
+
+
+def test_ollama_bearer_key_when_the_script_requires_one() -> None:
+    with ScriptedServer({"api_key": "ol-key", "turns": [{"text": "ok"}]}) as srv:
+        good = ollama.Client(host=srv.url, headers={"Authorization": "Bearer ol-key"})
+        assert good.chat(model="q", messages=USER_OLLAMA, stream=False).message.content == "ok"
+        with pytest.raises(ollama.ResponseError) as caught:
+            ollama.Client(host=srv.url).chat(model="q", messages=USER_OLLAMA, stream=False)
+    assert caught.value.status_code == 401 and caught.value.error == "unauthorized"
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status", "check"),
+    [
+        (
+            "/v1beta/models/g:generateContent",
+            {"contents": []},
+            400,
+            lambda b: b["error"]["status"] == "INVALID_ARGUMENT",
+        ),
+        (
+            "/v1beta/models/g:countTokens",
+            {"contents": []},
+            404,
+            lambda b: b["error"]["code"] == 404 and b["error"]["status"] == "NOT_FOUND",
+        ),
+        (
+            "/model/m/converse-stream",
+            {"messages": "no"},
+            400,
+            lambda b: b["__type"] == "ValidationException" and b["message"],
+        ),
+        ("/api/chat", {"messages": []}, 400, lambda b: b == {"error": "model is required"}),
+    ],
+)
+def test_error_bodies_in_each_formats_shape(
+    server: ScriptedServer, path: str, body: Any, status: int, check: Any
+) -> None:
+    reply = httpx2.post(server.url + path, json=body)
+    assert reply.status_code == status and check(reply.json()), reply.text
+    if path.startswith("/model/"):
+        assert reply.headers["x-amzn-errortype"] == "ValidationException"

@@ -9,7 +9,8 @@
 * ``ollama``: ``AsyncClient.chat(..., stream=True)``, content and ``tool_calls``
   joined, ``done_reason`` of the ``done`` line kept. No retries.
 
-Each gets the cell's idle gap as its read timeout. A whole call's arguments are
+Each gets the cell's idle gap as its read timeout (google-genai, whose one timeout
+also bounds the connect, at least 2 s). A whole call's arguments are
 written back as JSON text (``json.dumps``, as the script wrote them), so the judge
 compares them with what the server sent. The packages are imported when a cell runs.
 """
@@ -34,6 +35,12 @@ _SHELL_SCHEMA = {
 
 def _text(args: Any) -> str:
     return json.dumps(dict(args or {}), ensure_ascii=False)
+
+
+def _genai_timeout(target: Target) -> int:
+    """google-genai's one timeout, in milliseconds: it bounds the connect as well as each
+    read, so it is never below 2 s (the idle fault's silence is 30 s: still caught)."""
+    return int(max(target.idle, 2.0) * 1000)
 
 
 def _failed(exc: BaseException, seen: _Seen) -> Observation:
@@ -76,7 +83,7 @@ class GenAISDK:
         )
         client = genai.Client(
             api_key=target.api_key or "no-key-set",
-            http_options={"base_url": target.origin, "timeout": int(target.idle * 1000)},
+            http_options={"base_url": target.origin, "timeout": _genai_timeout(target)},
         )
         try:
             stream = await client.aio.models.generate_content_stream(

@@ -73,6 +73,11 @@ class KitWire:
         """True when the scripted server answers ``path`` in this wire."""
         return path in self.paths
 
+    def claims(self, path: str) -> bool:
+        """True when ``path``, though not answered, is plainly of this API (a 404 of
+        another Gemini method, say), so its error comes in this wire's shape."""
+        return False
+
     def error_headers(self, status: int, body: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
         """Headers an error response carries besides the request id (Bedrock's error type)."""
         return ()

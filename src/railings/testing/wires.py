@@ -204,6 +204,9 @@ def wire_for_request(path: str, headers: Headers) -> tuple[KitWire, bool]:
     for wire in WIRES:
         if wire.answers(path):
             return wire, True
+    for wire in WIRES:
+        if wire.claims(path):
+            return wire, False
     for spec in SPECS:
         version = spec.version_header
         if (version is not None and version[0] in headers) or (

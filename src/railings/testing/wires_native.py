@@ -64,6 +64,10 @@ class GeminiWire(KitWire):
         found = wg.model_and_method(path)
         return found is not None and found[1] in ("generateContent", "streamGenerateContent")
 
+    def claims(self, path: str) -> bool:
+        """Any other ``.../models/{model}:{method}``."""
+        return wg.model_and_method(path) is not None
+
     def request_id(self, ids: Ids) -> str:
         """A UUID-shaped id."""
         return ids.uuid()
@@ -170,6 +174,10 @@ class BedrockWire(KitWire):
         """``/model/{modelId}/converse`` and ``/converse-stream``."""
         return wb.model_and_action(path) is not None
 
+    def claims(self, path: str) -> bool:
+        """Any other ``/model/{modelId}/...`` operation."""
+        return path.startswith("/model/")
+
     def request_id(self, ids: Ids) -> str:
         """A UUID (``x-amzn-requestid``)."""
         return ids.uuid()
@@ -244,6 +252,10 @@ class OllamaWire(KitWire):
     whole_calls = True
     # The first line already carries content; the calls come in one line.
     scripted = ScriptedShape(lead=0, seams=1)
+
+    def claims(self, path: str) -> bool:
+        """Any other ``/api/...`` endpoint."""
+        return path.startswith("/api/")
 
     def request_id(self, ids: Ids) -> str:
         """Ollama names no request; an id keeps the log readable."""
