@@ -130,6 +130,9 @@ def test_every_field_is_filled(s: ProviderSpec) -> None:
         if f.name == "version_header":
             assert value is None or (len(value) == 2 and all(value)), f.name
             continue
+        if f.name == "whole_body":  # only a wire with a non-streamed body a reader knows
+            assert value is None or callable(value), f.name
+            continue
         assert value is not None, f.name
         if isinstance(value, str | tuple | dict) and f.name not in optional:
             assert value, f"{s.name}.{f.name} is empty"

@@ -26,8 +26,11 @@ class Replay:
 
     turn: Turn
     verdicts: tuple[CallVerdict, ...]
-    sse_events: int = 0  # SSE events in the body: 0 means it held no event stream at all
+    # Frames in the body (SSE events, event-stream frames, NDJSON lines, or the one
+    # whole JSON body): 0 means it held no stream at all.
+    sse_events: int = 0
     choices: frozenset[int] = frozenset()  # Chat Completions choice indexes (n > 1: several)
+    framing: str = "sse"  # how the body was framed: sse, eventstream, ndjson or whole
 
 
 def _pieces(body: bytes, chunk_size: int | None) -> Iterator[bytes]:
@@ -60,13 +63,19 @@ def replay(
     try:
         for piece in _pieces(body, chunk_size):
             reader.feed(piece)
-            if reader.terminated:
-                break
+            if not reader.reads_on:
+                break  # ended (Bedrock's usage after its proof is read on to the end)
     except EventTooLarge:
         pass  # the reader already ended the turn abruptly with this fault
     reader.close()
     turn = reader.turn()
-    return Replay(turn, judge(turn), sse_events=reader.events_seen, choices=reader.choices)
+    return Replay(
+        turn,
+        judge(turn),
+        sse_events=reader.events_seen,
+        choices=reader.choices,
+        framing=reader.framing,
+    )
 
 
 def to_json(result: Replay) -> dict[str, Any]:

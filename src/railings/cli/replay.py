@@ -18,10 +18,11 @@ from railings.turn.verdict import CallVerdict, RejectReason
 __all__ = ["register", "run"]
 
 HELP = """\
-Read a captured streamed response body (the raw text/event-stream bytes) and
-report what railings makes of it: did the provider prove the turn finished,
-what is the stop reason (from the wire or derived), was the turn truncated,
-and which tool calls may execute.
+Read a captured streamed response body (the raw bytes: text/event-stream,
+Bedrock's application/vnd.amazon.eventstream frames, Ollama's NDJSON lines, or
+Gemini's whole JSON array) and report what railings makes of it: did the
+provider prove the turn finished, what is the stop reason (from the wire or
+derived), was the turn truncated, and which tool calls may execute.
 
 The report is the same whatever --chunk-size is: the decoder is incremental.
 FILE may be - to read the body from standard input:
@@ -42,13 +43,13 @@ def register(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "file", metavar="FILE", help="raw response body (text/event-stream); - reads standard input"
+        "file", metavar="FILE", help="raw response body (as it came); - reads standard input"
     )
     parser.add_argument(
         "--provider",
         choices=(*NAMES, "auto"),
         default="auto",
-        help="wire format (default: detected from the first event)",
+        help="wire format (default: detected from the first bytes, then the first event)",
     )
     parser.add_argument(
         "--max-tokens",
@@ -99,7 +100,9 @@ def run(args: argparse.Namespace) -> int:
         chunk_size=args.chunk_size,
         choice=args.choice or 0,
     )
-    json_like = b"data:" not in body and body.lstrip()[:1] in (b"{", b"[")
+    json_like = (
+        result.framing == "sse" and b"data:" not in body and body.lstrip()[:1] in (b"{", b"[")
+    )
     # An error answer saved or piped instead of a stream: say so, not only "EMPTY".
     start = body.strip()[:160].decode("utf-8", "replace").replace("\n", " ")
     looks = f"it looks like a JSON response (an HTTP error?): {start}" if json_like else ""

@@ -223,6 +223,12 @@ class ProviderSpec:
       URL with a ``{region}`` in it and the variables that name the region, first set
       wins (``AWS_REGION``, ``AWS_DEFAULT_REGION``); ``default_base_url`` is then the
       default region's. Empty for the others.
+    * ``usage_after_proof``: the wire reports usage after its proof (Bedrock's
+      ``metadata`` follows ``messageStop``): the reader reads on after the proof, for
+      usage only, until EOF.
+    * ``whole_body``: how a body that was not streamed is read, where the wire has one
+      a reader can recognise (Gemini without ``alt=sse``: one JSON array of the
+      stream's objects), given the body and the choice; None elsewhere.
     * ``key_required``: False where a server commonly needs no key (a local Ollama):
       a missing key is then no configuration error, and no auth header is sent.
     * ``auth_header``: ``authorization`` (``Bearer <key>``), ``x-api-key`` or
@@ -269,6 +275,8 @@ class ProviderSpec:
     key_required: bool = True
     regional_base_url: str = ""
     region_env: tuple[str, ...] = ()
+    usage_after_proof: bool = False
+    whole_body: Callable[[bytes, int], list[StreamEvent]] | None = None
 
     def path_for(self, model: str) -> str:
         """The request path for ``model``: :attr:`request_path` with its ``{model}``

@@ -109,6 +109,7 @@ SPEC = ProviderSpec(
     default_base_url="https://bedrock-runtime.us-east-1.amazonaws.com",
     regional_base_url="https://bedrock-runtime.{region}.amazonaws.com",
     region_env=("AWS_REGION", "AWS_DEFAULT_REGION"),
+    usage_after_proof=True,  # metadata (usage, metrics) follows messageStop
     base_url_env="AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
     api_key_env="AWS_BEARER_TOKEN_BEDROCK",
     auth_header="authorization",

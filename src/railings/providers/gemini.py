@@ -36,6 +36,7 @@ from railings.errors import (
     RateLimited,
     ServerError,
 )
+from railings.events import StreamEvent
 from railings.messages_gemini import gemini_body, gemini_function_response
 from railings.providers._tail import last_data
 from railings.providers.base import (
@@ -50,7 +51,13 @@ from railings.providers.base import (
 )
 from railings.turn.stop_reason import _TABLE as STOP_REASON_TABLE
 from railings.wire._json import load_object
-from railings.wire.gemini import FINISH_REASON, PROMPT_BLOCKED, UNSPECIFIED, GeminiDecoder
+from railings.wire.gemini import (
+    FINISH_REASON,
+    PROMPT_BLOCKED,
+    UNSPECIFIED,
+    GeminiDecoder,
+    decode_body,
+)
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
 
 __all__ = ["GEMINI_ERROR_STATUSES", "SPEC", "VERTEX_REQUEST_PATH", "proven_by_tail"]
@@ -110,6 +117,11 @@ def _decoder(choice: int = 0) -> ProviderDecoder:
     return GeminiDecoder(candidate=choice)
 
 
+def _whole_body(body: bytes, choice: int) -> list[StreamEvent]:
+    # ``streamGenerateContent`` without ``alt=sse``: one JSON array, read whole.
+    return decode_body(body, candidate=choice)
+
+
 def _encode(request: EncodeRequest) -> dict[str, Any]:
     # The model is in the request path (ProviderSpec.path_for), not the body.
     return gemini_body(
@@ -158,6 +170,7 @@ SPEC = ProviderSpec(
     request_id_header="x-request-id",
     gen_ai_name="gcp.gemini",
     decoder=_decoder,
+    whole_body=_whole_body,
     encode=_encode,
     tool_result=_tool_result,
     asks_for_usage=False,

@@ -13,6 +13,10 @@ Truncation is sticky. A turn may carry several stop reasons (a Chat chunk with
 seen anywhere wins, whatever follows it: the output was cut, and a later "stop"
 cannot make the cut call whole again.
 
+Usage may follow the proof (Bedrock's ``metadata`` event comes after ``messageStop``):
+a :class:`UsageUpdate` after a clean end is still kept; anything else after the end
+is ignored, and usage alone never proves an end.
+
 What counts as content (for Empty / Partial): a non-empty text, thinking or
 refusal delta, redacted thinking, or any tool-call start or argument fragment.
 A delta whose text is the empty string -- OpenAI's first chunk,
@@ -97,8 +101,11 @@ class TurnAssembler:
             self.machine.signal(Signal.RECEIVED)
 
     def apply(self, event: StreamEvent) -> None:
-        """Apply one event; ignored once the stream has terminated."""
+        """Apply one event; ignored once the stream has terminated, except usage after a
+        clean end (Bedrock reports it in ``metadata``, after its proof ``messageStop``)."""
         if not self.machine.open:
+            if isinstance(event, UsageUpdate) and self.machine.state is State.TERMINATED_CLEANLY:
+                self._usage(event)
             return
         match event:
             case TextDelta(text=text):
@@ -131,11 +138,8 @@ class TurnAssembler:
                 self._parts.server_result(event)
             case OutputItems(items=items):
                 self._parts.output_items(items)
-            case UsageUpdate(input_tokens=input_tokens, output_tokens=output_tokens):
-                if input_tokens is not None:
-                    self._input_tokens = input_tokens
-                if output_tokens is not None:
-                    self._output_tokens = output_tokens
+            case UsageUpdate():
+                self._usage(event)
             case StopReason(wire=wire):
                 self._stop_wire = wire
                 if self._cut_wire is None and normalize_stop_reason(wire) == MAX_TOKENS:
@@ -158,6 +162,12 @@ class TurnAssembler:
                 )
             case Unknown():
                 self._unknown += 1
+
+    def _usage(self, event: UsageUpdate) -> None:
+        if event.input_tokens is not None:
+            self._input_tokens = event.input_tokens
+        if event.output_tokens is not None:
+            self._output_tokens = event.output_tokens
 
     def fault(self, message: str) -> None:
         """The bytes stopped being the protocol (malformed data): an abrupt end."""

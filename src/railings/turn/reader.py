@@ -2,14 +2,24 @@
 
 The layers, each with the same ``feed`` / ``close`` shape::
 
-    bytes -> SSEDecoder -> ServerSentEvent
+    bytes -> framer (the spec's Framing: SSE, AWS event-stream, NDJSON) -> frame
           -> provider decoder -> StreamEvent -> TurnAssembler -> Turn
+
+``provider="auto"`` sniffs the framing from the first bytes
+(:mod:`railings.turn.framing`: an event-stream prelude is Bedrock, a first NDJSON
+line with Ollama's keys is Ollama, a ``[`` is Gemini's whole JSON array), then, for
+SSE, the wire from the first event a spec recognises. At EOF the decoder's
+``close()`` events are applied before the end is judged: Gemini's proof is emitted
+there, since only the stream's last event may carry it.
 
 Like h11, nothing here touches a socket: the transport, the guard, ``replay``
 and the tests all drive the same reader. A fault below the assembler (a data
 line that is not JSON) ends the turn abruptly instead of escaping as an
 exception: the caller gets a turn with an error, and only an oversized event
-(:class:`~railings.errors.EventTooLarge`) is raised, because memory is at stake.
+(:class:`~railings.errors.EventTooLarge`) is raised, because memory is at stake. A
+frame the framer refuses (a CRC that does not match, a line that is not UTF-8, a
+frame cut short at EOF) and a decoder's ``close()`` that finds the stream malformed
+end the turn the same way.
 """
 
 from __future__ import annotations
@@ -17,11 +27,23 @@ from __future__ import annotations
 from collections.abc import Set
 
 from railings.errors import ConfigurationError, EventTooLarge, IllegalTransition, MalformedStream
-from railings.events import StreamEvent
-from railings.providers import FALLBACK, NAMES, ProviderDecoder, ProviderName, detect, spec
+from railings.events import StreamEvent, UsageUpdate
+from railings.providers import (
+    FALLBACK,
+    NAMES,
+    Framing,
+    ProviderDecoder,
+    ProviderName,
+    ProviderSpec,
+    detect,
+    spec,
+)
 from railings.turn.assembler import TurnAssembler
+from railings.turn.framing import Framer, WholeBodyDecoder, framer, sniff
 from railings.turn.model import Turn
 from railings.turn.stop_reason import DEFAULT_EXEMPTIONS
+from railings.turn.termination import State
+from railings.wire.ollama import NDJSONDecoder
 from railings.wire.openai_chat import OpenAIChatDecoder
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE, ServerSentEvent, SSEDecoder
 
@@ -54,11 +76,13 @@ def detect_provider(sse: ServerSentEvent) -> str:
 
 
 class StreamReader:
-    """Reads one streamed response. ``provider`` may be ``"auto"`` (decided by the first event).
+    """Reads one streamed response. ``provider`` may be ``"auto"`` (decided by the first
+    bytes, then the first event).
 
     ``feed(chunk)`` returns the normalized events the chunk completed, up to and
-    including the termination proof; ``close()`` marks EOF. ``turn()`` gives the
-    verdict-ready :class:`Turn` once the stream has terminated.
+    including the termination proof; ``close()`` marks EOF and returns the events it
+    completed (Gemini's proof among them). ``turn()`` gives the verdict-ready
+    :class:`Turn` once the stream has terminated.
     """
 
     def __init__(
@@ -75,8 +99,10 @@ class StreamReader:
             provider_decoder(provider)  # validate early
         self.provider = provider
         self.choice = choice
-        self.events_seen = 0  # SSE events dispatched by the SSE layer
-        self._sse = SSEDecoder(max_event_size=max_event_size)
+        self.events_seen = 0  # frames (SSE events, event-stream frames, lines) decoded
+        self._max = max_event_size
+        self._framer: Framer | None = None
+        self._prefix = b""  # the first bytes, while the framing is not known
         self._decoder: ProviderDecoder | None = None
         self._assembler: TurnAssembler | None = None
         self._options = (max_tokens, service, exemptions)
@@ -86,7 +112,10 @@ class StreamReader:
         self._held: list[tuple[ServerSentEvent, bool]] = []
         self._held_room = max_event_size  # data the held events may still hold
         if provider != "auto":
+            wire = spec(provider)
             self._start(provider)
+            if wire.whole_body is None:
+                self._framer = framer(wire.framing, max_size=max_event_size)
 
     def _start(self, provider: str) -> tuple[ProviderDecoder, TurnAssembler]:
         max_tokens, service, exemptions = self._options
@@ -115,47 +144,113 @@ class StreamReader:
         return self._assembler is not None and self._assembler.machine.terminated
 
     @property
+    def reads_on(self) -> bool:
+        """True while bytes may still change the turn: until it ended, and after a clean
+        end on a wire whose usage follows its proof (Bedrock's ``metadata``), until EOF."""
+        if not self.terminated:
+            return not self._closed
+        wire = self._spec
+        return (
+            not self._closed
+            and wire is not None
+            and wire.usage_after_proof
+            and self.assembler.machine.state is State.TERMINATED_CLEANLY
+        )
+
+    @property
+    def framing(self) -> str:
+        """How the body was framed: ``sse``, ``eventstream``, ``ndjson``, or ``whole`` (a
+        body read whole, Gemini's JSON array); ``sse`` until decided."""
+        if isinstance(self._decoder, WholeBodyDecoder):
+            return "whole"
+        if self._framer is None or isinstance(self._framer, SSEDecoder):
+            return Framing.SSE.value
+        return Framing.NDJSON.value if isinstance(self._framer, NDJSONDecoder) else "eventstream"
+
+    @property
+    def _spec(self) -> ProviderSpec | None:
+        return spec(self.provider) if self._assembler is not None else None
+
+    @property
     def content(self) -> bool:
         """True once any content delta has been applied (the Empty / Partial divide)."""
         return self._assembler is not None and self._assembler.content
 
     def feed(self, chunk: bytes) -> list[StreamEvent]:
         """The normalized events ``chunk`` completed, up to and including the one that ended
-        the turn; bytes after the end are ignored. Malformed data or invalid UTF-8 ends the
-        turn abruptly instead of raising; an oversized event raises :class:`EventTooLarge`,
-        and feeding after :meth:`close` :class:`IllegalTransition`."""
+        the turn; bytes after the end are ignored (but for usage, where the wire reports
+        it after its proof). Malformed data or invalid UTF-8 ends the turn abruptly
+        instead of raising; an oversized event raises :class:`EventTooLarge`, and
+        feeding after :meth:`close` :class:`IllegalTransition`."""
         if self._closed:
             raise IllegalTransition("closed", "feed")
         if not chunk:
             return []
         if self._assembler is not None:
             self._assembler.received()
-            if self._assembler.machine.terminated:
+            if self._assembler.machine.terminated and not self.reads_on:
                 return []  # data after the proof (or after an abrupt end) is ignored
+        if self._framer is None:
+            self._prefix += chunk
+            if not self._sniff(final=False):
+                return []
+            chunk, self._prefix = self._prefix, b""
+        return self._frames(chunk, final=False)
+
+    def _sniff(self, *, final: bool) -> bool:
+        """Decide the framing from the first bytes (module docstring); False while more
+        are needed."""
+        wire = None if self.provider == "auto" else spec(self.provider)
+        if wire is not None:  # a wire with a whole-body form: is this body that form?
+            body = self._prefix.lstrip(b" \t\r\n")
+            if not body and not final:
+                return False
+            whole = body.startswith(b"[")
+            self._framer = framer(None if whole else wire.framing, max_size=self._max)
+            if whole:
+                self._decoder = WholeBodyDecoder(wire, self.choice)
+            return True
+        found = sniff(self._prefix, final=final, limit=self._max)
+        if found is None:
+            return False
+        self._framer = framer(found.framing, max_size=self._max)
+        if found.spec is not None:
+            self._start(found.spec.name)[1].received()
+            if found.framing is None:
+                self._decoder = WholeBodyDecoder(found.spec, self.choice)
+        return True
+
+    def _frames(self, chunk: bytes, *, final: bool) -> list[StreamEvent]:
+        framer_ = self._framer
+        if framer_ is None:
+            raise IllegalTransition("unframed", "feed")
         try:
-            events = self._sse.feed(chunk)
+            frames = framer_.close() if final else framer_.feed(chunk)
         except EventTooLarge as exc:
             self.assembler.fault(str(exc))
             raise
+        except MalformedStream as exc:
+            self.assembler.fault(str(exc))
+            return []
         # Providers send UTF-8 JSON: bytes that are not UTF-8 are corruption, not text.
         # The SSE layer decodes them as U+FFFD (WHATWG); the event that carries one ends
         # the turn here instead of reaching the caller as a plausible answer.
-        corrupted = self._sse.invalid_utf8 > 0
-        self.events_seen += len(events)
+        corrupted = isinstance(framer_, SSEDecoder) and framer_.invalid_utf8 > 0
+        self.events_seen += len(frames)
         out: list[StreamEvent] = []
-        for sse in events:
+        for frame in frames:
             if self._decoder is None:
-                found = detect(sse)
-                self._held_room -= len(sse.data)
+                found = detect(frame)
+                self._held_room -= len(frame.data)
                 if found is None and len(self._held) < _UNRECOGNISED_LIMIT and self._held_room > 0:
                     # Not yet known (an event type no spec recognises): decided by the
                     # first event that is, then read from the first event on.
-                    self._held.append((sse, corrupted))
+                    self._held.append((frame, corrupted))
                     continue
                 self._start((found or FALLBACK).name)[1].received()
                 if self._release(out):
                     return out
-            if self._apply(sse, corrupted, out):
+            if self._apply(frame, corrupted, out):
                 return out
         return out
 
@@ -164,36 +259,86 @@ class StreamReader:
         held, self._held = self._held, []
         return any(self._apply(sse, corrupted, out) for sse, corrupted in held)
 
-    def _apply(self, sse: ServerSentEvent, corrupted: bool, out: list[StreamEvent]) -> bool:
-        """Decode one event and apply what it says, appending to ``out``; True once the
-        turn has ended (with its proof or abruptly)."""
+    def _apply(self, frame: object, corrupted: bool, out: list[StreamEvent]) -> bool:
+        """Decode one frame and apply what it says, appending to ``out``; True once the
+        turn has ended (with its proof or abruptly) and reads nothing more."""
         decoder, assembler = self._decoder, self._assembler
         if decoder is None or assembler is None:
             raise IllegalTransition("undetected", "apply")
-        if corrupted and "\ufffd" in sse.data:
+        if assembler.machine.terminated:
+            return self._trailing(decoder, frame, out)
+        if corrupted and isinstance(frame, ServerSentEvent) and "\ufffd" in frame.data:
             assembler.fault("invalid UTF-8 in the stream")
             return True
         try:
-            normalized = decoder.feed(sse)
+            normalized = decoder.feed(frame)
         except MalformedStream as exc:
             assembler.fault(str(exc))
             return True
+        return self._events(normalized, out)
+
+    def _events(self, normalized: list[StreamEvent], out: list[StreamEvent]) -> bool:
+        assembler = self.assembler
         for event in normalized:
             assembler.apply(event)
             out.append(event)
-            if assembler.machine.terminated:
+            if assembler.machine.terminated and not self.reads_on:
                 return True
         return False
 
+    def _trailing(self, decoder: ProviderDecoder, frame: object, out: list[StreamEvent]) -> bool:
+        """A frame after a clean end on a wire whose usage follows its proof: its usage
+        only is applied; a malformed one is read past (the turn was already proven)."""
+        try:
+            normalized = decoder.feed(frame)
+        except MalformedStream:
+            return False
+        usage = [e for e in normalized if isinstance(e, UsageUpdate)]
+        for event in usage:
+            self.assembler.apply(event)
+        out.extend(usage)
+        return False
+
     def close(self) -> list[StreamEvent]:
-        """EOF. Without the proof, the turn is interrupted (Empty or Partial)."""
+        """EOF: the frames and events EOF completes are applied (a frame cut short is a
+        malformed stream; Gemini's proof comes from its decoder here); without the proof,
+        the turn is interrupted (Empty or Partial). Returns the events EOF completed."""
         if self._closed:
             return []
+        out: list[StreamEvent] = []
+        if self._framer is None and (self._prefix or self.provider != "auto"):
+            self._sniff(final=True)
+        if self._framer is not None:
+            if self._prefix:
+                chunk, self._prefix = self._prefix, b""
+                if self.reads_on:
+                    out += self._frames(chunk, final=False)
+            if self.reads_on:
+                out += self._frames(b"", final=True)
+            else:
+                self._quiet_close()
         self._closed = True
-        self._sse.close()
-        assembler = self.assembler
+        assembler, decoder = self.assembler, self._decoder
+        # The end-of-stream events (Gemini's proof: its last event's finishReason) only
+        # when EOF came between frames: an event cut short after it means the event
+        # that carried the finish reason was not the last one.
+        cut = isinstance(self._framer, SSEDecoder) and self._framer.pending
+        if decoder is not None and assembler.machine.open and not cut:
+            try:
+                self._events(decoder.close(), out)
+            except MalformedStream as exc:
+                assembler.fault(str(exc))
         assembler.eof()
-        return []
+        return out
+
+    def _quiet_close(self) -> None:
+        # The turn already ended: EOF only releases the framer (a cut frame after the end
+        # changes nothing).
+        try:
+            if self._framer is not None:
+                self._framer.close()
+        except MalformedStream:
+            pass
 
     @property
     def choices(self) -> frozenset[int]:

@@ -4,7 +4,11 @@ The order is the rule (truncation before repair; no proof, no execution):
 
 1. The turn terminated abruptly -> **reject, interrupted**. Even arguments that
    parse are not proven to be what the model meant to send: the turn never
-   proved it finished.
+   proved it finished. Likewise, a turn whose provider said the model wrote a call
+   wrong (stop reason ``malformed_tool_use``: Bedrock's, Gemini's
+   ``MALFORMED_FUNCTION_CALL`` ...) -> **reject, malformed**, every call of the
+   turn: the provider's own word outranks arguments that happen to parse, and no
+   call of a botched step is the model's intended action.
 2. The turn is truncated (an output-limit stop seen anywhere in the turn, service
    not exempt) and the call's completeness cannot be proven from raw text ->
    **reject, truncated**, *every* such call of the turn, not only the last. A
@@ -49,6 +53,7 @@ from typing import Any
 
 from railings.turn.model import Termination, ToolCall, Turn
 from railings.turn.repair import RepairPolicy, Rung, parse_arguments
+from railings.turn.stop_reason import Stop
 
 __all__ = [
     "TRUNCATION_UNPROVEN_NOTICE",
@@ -73,7 +78,8 @@ class Verdict(enum.Enum):
 
 class RejectReason(enum.Enum):
     """Why a call may not run: the turn ended without its proof (rule 1), the output limit
-    may have cut the call (rules 2-3), or its arguments cannot be read (rule 4)."""
+    may have cut the call (rules 2-3), or its arguments cannot be read (rule 4, and rule
+    1's provider-reported malformed call)."""
 
     INTERRUPTED = "interrupted"
     TRUNCATED = "truncated"
@@ -169,6 +175,8 @@ def judge_call(turn: Turn, call: ToolCall) -> CallVerdict:
     """The verdict for one local call of ``turn`` (see the module docstring for the order)."""
     if turn.termination is Termination.ABRUPT:
         return _reject(call, RejectReason.INTERRUPTED, turn)
+    if turn.stop_reason == Stop.MALFORMED_TOOL_USE:
+        return _reject(call, RejectReason.MALFORMED, turn)  # rule 1: the provider said so
     if turn.truncated and not call.provable:
         return _reject(call, RejectReason.TRUNCATED, turn)  # rule 2: every unprovable call
     if call.arguments is not None:
