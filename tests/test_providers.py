@@ -120,9 +120,16 @@ def test_the_registry_lists_each_provider_once_in_its_module() -> None:
 
 @pytest.mark.parametrize("s", SPECS, ids=NAMES)
 def test_every_field_is_filled(s: ProviderSpec) -> None:
-    # Optional by nature: a version header, a region (regional services only), and the
-    # error map of a wire whose errors carry no type (Ollama: the status classifies).
-    optional = {"version_header", "regional_base_url", "region_env"}
+    # Optional by nature: a version header, a region (regional services only), more key
+    # variables than one, a SigV4 signing name (AWS only), and the error map of a wire
+    # whose errors carry no type (Ollama: the status classifies).
+    optional = {
+        "version_header",
+        "regional_base_url",
+        "region_env",
+        "api_key_envs",
+        "sigv4_service",
+    }
     if s.name == "ollama":
         optional.add("error_types")
     for f in dataclasses.fields(s):

@@ -26,6 +26,7 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "langchain": ("langchain", "langchain"),
     "pytest": ("pytest", "pytest"),
     "uvicorn": ("uvicorn", "gateway"),
+    "botocore": ("botocore", "bedrock"),
 }
 
 

@@ -110,6 +110,10 @@ LOGGERS = (
     "httpcore2.http2",
     "httpcore2.proxy",
     "httpcore2.socks",
+    # SigV4 (railings.transport.sigv4): the signer logs each canonical request at DEBUG,
+    # a session token's value included; the credential chain logs where it looked.
+    "botocore.auth",
+    "botocore.credentials",
     "railings",
 )
 

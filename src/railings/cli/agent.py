@@ -87,12 +87,17 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
         "--provider",
         choices=tuple(n for n in NAMES if n in DEFAULT_MODELS),  # the wires it runs on
         help="wire format of the endpoint (openai: Chat Completions; openai-responses: the "
-        "Responses API)",
+        "Responses API; gemini, bedrock: ConverseStream; ollama: /api/chat)",
     )
     parser.add_argument(
         "--base-url", metavar="URL", help="endpoint base URL, as the official SDK takes it"
     )
-    parser.add_argument("--model", help="model name (default: gpt-4.1-mini / claude-sonnet-4-5)")
+    parser.add_argument(
+        "--model",
+        help="model name (default per provider: "
+        + ", ".join(f"{name} {model}" for name, model in DEFAULT_MODELS.items())
+        + ")",
+    )
     parser.add_argument(
         "--max-tokens",
         type=positive,

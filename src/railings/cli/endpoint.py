@@ -11,12 +11,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from railings._extras import missing
 from railings.cli._common import UsageError
 from railings.errors import ConfigurationError
 from railings.providers import (
     FALLBACK,
     ProviderName,
     anthropic,
+    bedrock,
+    gemini,
+    ollama,
     openai_chat,
     openai_responses,
     spec,
@@ -37,8 +41,10 @@ __all__ = [
 PROVIDER_CHOICE = """\
 which endpoint: --demo forces the embedded scripted model; else --provider /
 --base-url / --model first; else an API key in the environment picks the real API
-(ANTHROPIC_API_KEY -> anthropic, OPENAI_API_KEY -> openai; OPENAI_BASE_URL /
-ANTHROPIC_BASE_URL are honoured); else the embedded scripted model server starts
+(ANTHROPIC_API_KEY -> anthropic, OPENAI_API_KEY -> openai, GEMINI_API_KEY -> gemini,
+AWS_BEARER_TOKEN_BEDROCK -> bedrock; the SDKs' base URL variables are honoured, and
+OLLAMA_HOST for --provider ollama, which needs no key; --provider bedrock without a
+token signs with AWS credentials, the bedrock extra); else the embedded scripted model server starts
 in-process with a demonstration script (no key, no network) in a fresh temporary
 working directory. Either way, one line on stderr says where the turns go before
 the first request. A provider's public API without its key is refused at once.
@@ -52,10 +58,14 @@ DEFAULT_MODELS: dict[str, str] = {
     openai_chat.SPEC.name: "gpt-4.1-mini",
     anthropic.SPEC.name: "claude-sonnet-4-5",
     openai_responses.SPEC.name: "gpt-4.1-mini",
+    gemini.SPEC.name: "gemini-2.5-flash",
+    # On-demand in the regions Bedrock serves, tool use included (Converse API).
+    bedrock.SPEC.name: "amazon.nova-lite-v1:0",
+    ollama.SPEC.name: "llama3.2",
 }
 # Which wire a key in the environment picks, first found first (both OpenAI wires read
-# OPENAI_API_KEY: it picks Chat Completions).
-KEY_PICKS = (anthropic.SPEC, openai_chat.SPEC)
+# OPENAI_API_KEY: it picks Chat Completions). Ollama has no key: only --provider picks it.
+KEY_PICKS = (anthropic.SPEC, openai_chat.SPEC, gemini.SPEC, bedrock.SPEC)
 DEMO_MAX_TOKENS = 1024
 
 
@@ -123,17 +133,43 @@ def endpoint_for(args: argparse.Namespace) -> Iterator[Endpoint]:
         )
     except ConfigurationError as exc:
         raise UsageError(str(exc)) from None
-    if not config.api_key and config.base_url == spec(provider).default_base_url:
-        # The public API answers 401 without a key: say so now, not after the network.
-        raise UsageError(
-            f"--provider {provider} needs {config.key_variable} in the environment "
-            f"(for {config.base_url}); --demo runs the embedded scripted model instead"
-        )
-    where = redact(
-        f"{provider} model {config.model} at {config.base_url}"
-        + (f" (key from {config.key_variable})" if config.api_key else " (no key)")
-    )
+    _refuse_without_key(config)
+    where = redact(f"{provider} model {config.model} at {config.base_url} ({_auth_note(config)})")
     yield Endpoint(config, workdir_of(args.workdir or "."), where)
+
+
+def _public(config: ClientConfig) -> bool:
+    """Is the base URL the provider's own public API (its default, or its region's)?"""
+    wire = spec(config.provider)
+    regional = wire.regional_base_url.replace("{region}", config.region or "")
+    return config.base_url in (wire.default_base_url, regional)
+
+
+def _refuse_without_key(config: ClientConfig) -> None:
+    """A public API without its key answers 401: say so now, not after the network. A
+    wire that signs requests instead (Bedrock's SigV4) is refused only without the
+    signer's extra; one that needs no key (Ollama) never."""
+    wire = spec(config.provider)
+    if config.api_key or not wire.key_required or not _public(config):
+        return
+    if wire.sigv4_service and not missing("botocore"):
+        return  # AWS credentials sign the requests (the chain is asked at the first one)
+    also = (
+        " (or AWS credentials with pip install 'railings[bedrock]')" if wire.sigv4_service else ""
+    )
+    raise UsageError(
+        f"--provider {config.provider} needs {config.key_variable} in the environment{also} "
+        f"(for {config.base_url}); --demo runs the embedded scripted model instead"
+    )
+
+
+def _auth_note(config: ClientConfig) -> str:
+    """How the turns authenticate, for the line on stderr (never the key itself)."""
+    if config.api_key:
+        return f"key from {config.key_variable}"
+    if spec(config.provider).sigv4_service:
+        return f"SigV4, AWS credentials, region {config.region}"
+    return "no key"
 
 
 def workdir_of(path: str) -> Path:

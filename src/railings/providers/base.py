@@ -235,6 +235,12 @@ class ProviderSpec:
       ``x-goog-api-key`` (the key alone);
       ``version_header``: a header every request needs (name, value), or None;
       ``request_id_header``: the response header that names the request.
+    * ``api_key_envs``: every variable a key is read from, first set wins, where the
+      SDK reads more than ``api_key_env`` (google-genai: ``GOOGLE_API_KEY``, then
+      ``GEMINI_API_KEY``); empty: ``api_key_env`` alone.
+    * ``sigv4_service``: the AWS signing name (``bedrock``) of a wire whose requests are
+      signed with SigV4 when no key is configured (:mod:`railings.transport.sigv4`);
+      empty for the others.
     * ``gen_ai_name``: the OpenTelemetry GenAI ``gen_ai.provider.name``.
     * ``decoder``: a fresh stream decoder, given the Chat Completions choice to read
       (the other wires have one message per stream and ignore it).
@@ -272,6 +278,8 @@ class ProviderSpec:
     detection: Detection
     numbered: bool
     scripted: ScriptedShape
+    api_key_envs: tuple[str, ...] = ()
+    sigv4_service: str = ""
     key_required: bool = True
     regional_base_url: str = ""
     region_env: tuple[str, ...] = ()

@@ -112,6 +112,7 @@ SPEC = ProviderSpec(
     usage_after_proof=True,  # metadata (usage, metrics) follows messageStop
     base_url_env="AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
     api_key_env="AWS_BEARER_TOKEN_BEDROCK",
+    sigv4_service="bedrock",  # without the token: SigV4 (railings.transport.sigv4)
     auth_header="authorization",
     version_header=None,
     request_id_header="x-amzn-requestid",

@@ -163,6 +163,7 @@ SPEC = ProviderSpec(
     default_base_url="https://generativelanguage.googleapis.com",
     base_url_env="GOOGLE_GEMINI_BASE_URL",
     api_key_env="GEMINI_API_KEY",
+    api_key_envs=("GOOGLE_API_KEY", "GEMINI_API_KEY"),  # google-genai's order
     auth_header="x-goog-api-key",
     version_header=None,
     # The API names no request header: the response is named by ``responseId`` in its

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import TypeVar
 
 import httpx2
@@ -62,11 +62,15 @@ async def within(awaitable: Awaitable[T], deadline: float | None) -> T:
         return await awaitable
 
 
-def is_event_stream(response: httpx2.Response) -> bool:
-    """A 2xx ``text/event-stream`` answer: the only kind that is read as a stream (the
-    client, the guard and the gateway all ask this)."""
-    kind = response.headers.get("content-type", "").lower()
-    return 200 <= response.status_code < 300 and kind.startswith("text/event-stream")
+def is_event_stream(
+    response: httpx2.Response, content_types: Sequence[str] = ("text/event-stream",)
+) -> bool:
+    """A 2xx answer of one of ``content_types`` (by default ``text/event-stream``): the
+    only kind that is read as a stream (the client, the guard and the gateway all ask
+    this; the client passes its wire's: Bedrock's ``application/vnd.amazon.eventstream``,
+    Ollama's ``application/x-ndjson``)."""
+    kind = response.headers.get("content-type", "").lower().partition(";")[0].strip()
+    return 200 <= response.status_code < 300 and kind in content_types
 
 
 async def read_bounded(response: httpx2.Response) -> bytes:

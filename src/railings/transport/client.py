@@ -27,6 +27,7 @@ from typing import Any
 import httpx2
 
 from railings import __version__
+from railings._extras import require
 from railings.errors import (
     ConfigurationError,
     MalformedStream,
@@ -73,8 +74,8 @@ TransportFactory = Callable[[bool], httpx2.AsyncBaseTransport]
 
 
 class AsyncProviderClient:
-    """Streams turns from one OpenAI-compatible (Chat Completions or Responses) or
-    Anthropic endpoint.
+    """Streams turns from one endpoint of any wire in :mod:`railings.providers` (OpenAI
+    Chat Completions or Responses, Anthropic, Gemini, Bedrock ConverseStream, Ollama).
 
     ``transport`` replaces the default httpx2 transports: one transport (the HTTP/2
     fallback is then the transport's business), or a function that returns the
@@ -104,6 +105,10 @@ class AsyncProviderClient:
             if name.lower() in SECRET_HEADERS:
                 register_secret(value)
         install_log_redaction()
+        # How each request authenticates: the config's httpx2.Auth, else the key's header
+        # (request_headers), else -- Bedrock without a key -- SigV4 (the ``bedrock`` extra;
+        # without it, MissingDependency here, before any request).
+        self._auth = config.auth or _signer(config)
         self._transport = transport
         self._clients: dict[bool, httpx2.AsyncClient] = {}
         self._include_usage = config.include_usage is not False
@@ -161,6 +166,7 @@ class AsyncProviderClient:
                 # or a configured header, and would resend the body); _open raises instead.
                 follow_redirects=False,
                 headers={"user-agent": f"railings/{__version__}"},
+                auth=self._auth,
             )
             self._clients[http2] = client
         return client
@@ -312,7 +318,8 @@ class AsyncProviderClient:
             raise mapped from exc
         status = response.status_code
         ctype = response.headers.get("content-type", "")
-        if is_event_stream(response):
+        wanted = spec(cfg.provider).content_types
+        if is_event_stream(response, wanted):
             set_read_timeout(request.extensions, backstop(cfg.timeouts))
             return response, deadline
         data = await read_bounded(response)
@@ -332,5 +339,22 @@ class AsyncProviderClient:
                 has_key=bool(cfg.api_key),
             )
         raise MalformedStream(
-            f"expected an event stream (text/event-stream), got {ctype or 'no content type'}"
+            f"expected a streamed answer ({' or '.join(wanted)}), got {ctype or 'no content type'}"
         )
+
+
+def _signer(config: ClientConfig) -> httpx2.Auth | None:
+    """SigV4 for a wire that signs requests (Bedrock) when no key is configured."""
+    service = spec(config.provider).sigv4_service
+    if not service or config.api_key:
+        return None
+    from railings.transport.sigv4 import SigV4
+
+    title = spec(config.provider).title
+    require(f"{title} without {config.key_variable} (SigV4 signing)", "botocore")
+    if not config.region:
+        raise ConfigurationError(
+            f"{title}: no region for SigV4 signing: set AWS_REGION "
+            f"(or region=...), or set {config.key_variable} to use an API key instead"
+        )
+    return SigV4(config.region, service=service)

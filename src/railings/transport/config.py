@@ -9,19 +9,33 @@ API, provider ``"openai-responses"``); Anthropic's does not
 ``ANTHROPIC_API_KEY`` fill what the caller leaves out, as in the SDKs (both
 OpenAI wire formats read the ``OPENAI_`` ones: one SDK, one endpoint). Each of these
 is a field of the provider's spec (:mod:`railings.providers`).
+
+The wires whose path names the model put it there, percent-encoded: Gemini
+``{base_url}/v1beta/models/{model}:streamGenerateContent?alt=sse`` (key in
+``x-goog-api-key``), Bedrock ``{base_url}/model/{model}/converse-stream``. Bedrock is
+regional: ``https://bedrock-runtime.{region}.amazonaws.com``, the region from
+``region=``, else ``AWS_REGION`` / ``AWS_DEFAULT_REGION``; its key is a Bedrock API key
+(``AWS_BEARER_TOKEN_BEDROCK``, a bearer token), and without one each request is
+signed with SigV4 from the AWS credential chain (:mod:`~railings.transport.sigv4`,
+the ``bedrock`` extra). Ollama (``http://127.0.0.1:11434``, ``OLLAMA_HOST``) needs no
+key. ``auth`` takes any ``httpx2.Auth`` instead (an OAuth token for Vertex AI, say).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import ssl
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import httpx2
+
 from railings.errors import ConfigurationError
 from railings.limits import TurnLimits
-from railings.providers import SPECS, ProviderName, provider_for_path, spec
+from railings.providers import SPECS, ProviderName, ProviderSpec, provider_for_path, spec
 from railings.providers.anthropic import ANTHROPIC_VERSION
 from railings.transport.retry import RetryPolicy
 
@@ -100,6 +114,15 @@ class ClientConfig:
     so a normal agent workload is never capped by it.
     ``limits``: the bounds on one turn (:class:`~railings.limits.TurnLimits`),
     derived from ``max_tokens`` unless set.
+    ``region``: a regional service's region (Bedrock): it picks the default base URL
+    and is what SigV4 signs for; None: the environment's, else the base URL's.
+    ``auth``: an ``httpx2.Auth`` that authenticates each request (retries included)
+    instead of ``api_key``; None: the key, or for Bedrock without a key SigV4 signing
+    (:class:`~railings.transport.sigv4.SigV4`).
+    ``request_path``: the path appended to ``base_url`` instead of the wire's, a
+    ``{model}`` in it the model (Vertex AI: base URL
+    ``https://aiplatform.googleapis.com/v1/projects/P/locations/L/publishers/google``,
+    path ``/models/{model}:streamGenerateContent?alt=sse``).
     """
 
     provider: ProviderName
@@ -121,6 +144,9 @@ class ClientConfig:
     anthropic_version: str = ANTHROPIC_VERSION
     max_connections: int = 1000
     limits: TurnLimits = field(default_factory=TurnLimits)
+    region: str | None = None
+    auth: httpx2.Auth | None = field(default=None, repr=False)
+    request_path: str | None = None
 
     def __post_init__(self) -> None:
         wire = spec(self.provider)  # an unknown name: ConfigurationError
@@ -134,28 +160,50 @@ class ClientConfig:
             raise ConfigurationError(
                 f"max_connections must be a positive integer, not {self.max_connections!r}"
             )
-        base = self.base_url or os.environ.get(wire.base_url_env) or wire.default_base_url
+        if self.request_path is not None and not self.request_path.startswith("/"):
+            raise ConfigurationError(f"request_path must start with /, not {self.request_path!r}")
+        given = self.base_url or _local_host(wire, _first_env((wire.base_url_env,)))
+        # The region: the one given, else the one a regional base URL names (what its
+        # requests must be signed for), else the environment's.
+        region = (
+            self.region
+            or _region_of(wire, (given or "").rstrip("/"))
+            or _first_env(wire.region_env)
+        )
+        default = wire.default_base_url
+        if wire.regional_base_url and region:
+            default = wire.regional_base_url.replace("{region}", region)
+        base = given or default
         if not base.startswith(("http://", "https://")):
             raise ConfigurationError(f"base_url must start with http:// or https://, not {base!r}")
         # Frozen: fill the environment defaults once, at construction.
         object.__setattr__(self, "base_url", base.rstrip("/"))
+        object.__setattr__(self, "region", region or _region_of(wire, base.rstrip("/")))
         if self.api_key is None:
-            object.__setattr__(self, "api_key", os.environ.get(wire.api_key_env) or None)
+            object.__setattr__(self, "api_key", _first_env(_key_variables(wire)))
 
     @property
     def url(self) -> str:
-        """Where the turn is POSTed."""
-        return f"{self.base_url}{spec(self.provider).request_path}"
+        """Where the turn is POSTed (the model in the path, percent-encoded, where the
+        wire puts it there)."""
+        wire = spec(self.provider)
+        if self.request_path is None:
+            return f"{self.base_url}{wire.path_for(self.model)}"
+        return f"{self.base_url}{_with_model(self.request_path, self.model)}"
 
     def request_headers(self) -> dict[str, str]:
         """Authentication and protocol headers, then the caller's extra headers."""
         wire = spec(self.provider)
-        out = {"accept": "text/event-stream", "content-type": "application/json"}
+        # A binary or NDJSON stream's errors come as JSON: both are acceptable answers.
+        accept = ", ".join(dict.fromkeys((*wire.content_types, "application/json")))
+        if wire.content_types == ("text/event-stream",):
+            accept = "text/event-stream"
+        out = {"accept": accept, "content-type": "application/json"}
         if wire.version_header is not None:
             name, value = wire.version_header
             # Anthropic's version may be pinned per client (``anthropic_version``).
             out[name] = self.anthropic_version if name == "anthropic-version" else value
-        if self.api_key:
+        if self.api_key and self.auth is None:
             bearer = wire.auth_header == "authorization"
             out[wire.auth_header] = f"Bearer {self.api_key}" if bearer else self.api_key
         out.update({k.lower(): v for k, v in self.headers.items()})
@@ -163,5 +211,46 @@ class ClientConfig:
 
     @property
     def key_variable(self) -> str:
-        """The environment variable that holds this provider's key (for error messages)."""
-        return spec(self.provider).api_key_env
+        """The environment variable that holds this provider's key (for error messages;
+        where two are read, both: ``GEMINI_API_KEY or GOOGLE_API_KEY``)."""
+        wire = spec(self.provider)
+        return " or ".join(dict.fromkeys((wire.api_key_env, *_key_variables(wire))))
+
+
+def _with_model(path: str, model: str) -> str:
+    """``path`` with a ``{model}`` in it replaced by ``model``, percent-encoded."""
+    return path.replace("{model}", urllib.parse.quote(model, safe=""))
+
+
+def _first_env(names: tuple[str, ...]) -> str | None:
+    """The value of the first of ``names`` set (and not empty) in the environment."""
+    return next((os.environ[n] for n in names if n and os.environ.get(n)), None)
+
+
+def _local_host(wire: ProviderSpec, value: str | None) -> str | None:
+    """An environment base URL as a local server's variable holds it: ``OLLAMA_HOST`` is
+    often ``host`` or ``host:port``, as the ollama CLI reads it, so a value without a
+    scheme takes the default URL's scheme, and its port when it names none."""
+    default = urllib.parse.urlsplit(wire.default_base_url)
+    if value is None or "://" in value or default.scheme != "http":
+        return value
+    host = value.rstrip("/")
+    if default.port is not None and re.search(r":\d+$", host) is None:
+        host = f"{host}:{default.port}"
+    return f"{default.scheme}://{host}"
+
+
+def _key_variables(wire: ProviderSpec) -> tuple[str, ...]:
+    """The variables a key is read from, first set wins (Gemini's SDK reads
+    ``GOOGLE_API_KEY`` before ``GEMINI_API_KEY``)."""
+    return wire.api_key_envs or (wire.api_key_env,)
+
+
+def _region_of(wire: ProviderSpec, base_url: str) -> str | None:
+    """The region a regional service's base URL names (``bedrock-runtime.eu-west-1...``);
+    None for another URL (a proxy, a local server) or a service that is not regional."""
+    if not wire.regional_base_url:
+        return None
+    head, _, tail = wire.regional_base_url.partition("{region}")
+    found = re.fullmatch(re.escape(head) + r"([a-z0-9-]+)" + re.escape(tail), base_url)
+    return None if found is None else found.group(1)

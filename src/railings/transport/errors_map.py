@@ -268,22 +268,43 @@ def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> f
 
 
 def _error_fields(body: bytes) -> tuple[str | None, str | None]:
-    """(provider_type, message) from an OpenAI or Anthropic error body."""
+    """(provider_type, message) from an error body: OpenAI's and Anthropic's
+    (``error.code`` / ``error.type``), Gemini's (``error.status``: ``RESOURCE_EXHAUSTED``),
+    AWS's (``__type``, ``message`` / ``Message`` at the top), Ollama's (``error``: text)."""
     try:
         obj: Any = json.loads(body.decode("utf-8", "replace")) if body else None
     except ValueError:
         text = body.decode("utf-8", "replace").strip()
         return None, text[:500] or None
+    if isinstance(obj, list) and len(obj) == 1:
+        obj = obj[0]  # Gemini without alt=sse answers an error as a one-item array too
     if not isinstance(obj, dict):
         return None, None
     error = obj.get("error", obj)
     if not isinstance(error, dict):
         return None, str(error)[:500]
-    message = error.get("message")
-    code, kind = error.get("code"), error.get("type")
-    # OpenAI puts the precise reason in ``code`` (context_length_exceeded), the family in ``type``.
-    ptype = code if isinstance(code, str) and code else kind if isinstance(kind, str) else None
+    message = error.get("message", error.get("Message"))
+    code, kind, status = error.get("code"), error.get("type"), error.get("status")
+    aws = error.get("__type")
+    # OpenAI puts the precise reason in ``code`` (context_length_exceeded), the family in
+    # ``type``; Gemini's ``code`` is the HTTP status and its ``status`` the gRPC code name.
+    ptype = next(
+        (v for v in (code, kind, status) if isinstance(v, str) and v),
+        _camel(aws.rpartition("#")[2]) if isinstance(aws, str) and aws else None,
+    )
     return ptype, message if isinstance(message, str) else None
+
+
+def _aws_error_type(headers: Mapping[str, str]) -> str | None:
+    """The exception an AWS service names in ``x-amzn-errortype``
+    (``ThrottlingException:http://internal.amazon.com/...``), in the camelCase the
+    event stream spells it (``throttlingException``); None without the header."""
+    raw = headers.get("x-amzn-errortype", "").partition(":")[0].strip()
+    return _camel(raw) if raw else None
+
+
+def _camel(name: str) -> str:
+    return name[:1].lower() + name[1:]
 
 
 def error_from_response(
@@ -296,6 +317,7 @@ def error_from_response(
 ) -> ProviderError:
     """The typed error for an HTTP error status with its (bounded) body."""
     ptype, message = _error_fields(body)
+    ptype = _aws_error_type(headers) or ptype
     cls = class_for_provider_type(ptype, status)
     if ptype is not None and cls is ProviderError:
         cls = class_for_provider_type(None, status)
