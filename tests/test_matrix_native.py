@@ -44,9 +44,12 @@ def test_framing_cases_run_only_on_their_framings() -> None:
 
 
 def test_a_cut_call_is_left_out_of_the_reference_where_calls_arrive_whole() -> None:
+    """Where calls arrive whole the cut one is never sent, and the sibling of a truncated
+    turn proves nothing about its end: a correct dispatch runs no call at all."""
     plan = payload(next(iter(grid(["clean"], ["small"]))).size, True).plan
     whole = Reference.from_plan(plan, whole_calls=True)
-    assert [c.complete for c in whole.calls] == [True]
+    assert [(c.name, c.complete) for c in whole.calls] == [("shell", False)]
+    assert whole.complete_commands == []
     assert [c.complete for c in Reference.from_plan(plan).calls] == [True, False]
 
 

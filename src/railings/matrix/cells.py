@@ -141,8 +141,13 @@ class Payload:
         chunk = self.size.chunk
         text = math.ceil(len(self.plan.text) / chunk)
         lead = provider.lead
-        if not self.plan.calls or provider.whole_calls:
+        if not self.plan.calls:
             return Shape(mid=lead + max(1, text // 2), drip=self.size.drip, lead=lead)
+        if provider.whole_calls:
+            # The text, then each sent call whole: the second of those events, so one
+            # event of content came before it and one more (the proof) comes after.
+            events = text + sum(1 for c in self.plan.calls if c.complete)
+            return Shape(mid=lead + max(2, events // 2 + 1), drip=self.size.drip, lead=lead)
         *before, cut = self.plan.calls
         ahead = text + sum(provider.seams + math.ceil(len(c.arguments) / chunk) for c in before)
         middle = max(1, math.ceil(len(cut.arguments) / chunk) // 2)

@@ -98,6 +98,12 @@ class RailingsClient:
         """Stream one turn from ``target`` and dispatch it with the spy: what railings returned
         (or raised), its attempts and retries, and what the spy ran."""
         spy = Spy()
+        try:
+            return await self._run(target, spy)
+        except RailingsError as exc:  # a configuration the cell cannot run (no region...)
+            return raised(exc, attempts=0, executed=[], retried=[])
+
+    async def _run(self, target: Target, spy: Spy) -> Observation:
         config = ClientConfig(
             target.provider.name,  # type: ignore[arg-type]  # checked by ClientConfig
             target.model,

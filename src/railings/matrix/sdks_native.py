@@ -125,7 +125,7 @@ class Boto3SDK:
 
     def _stream(self, target: Target, seen: _Seen) -> None:
         import boto3  # type: ignore[import-untyped]
-        from botocore.config import Config  # type: ignore[import-untyped]
+        from botocore.config import Config
 
         client = boto3.client(
             "bedrock-runtime",

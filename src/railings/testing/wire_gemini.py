@@ -7,7 +7,9 @@ thinking, a ``thoughtSignature`` on the part after it), whole ``functionCall``
 parts with parsed ``args``, ``usageMetadata`` and ``modelVersion`` and
 ``responseId`` on every chunk. The last chunk carries the candidate's
 ``finishReason`` -- the stream's only termination proof, since Gemini sends no
-sentinel. ``:generateContent`` (not streamed) answers the same response whole;
+sentinel: the last text chunk, or after function calls a chunk of its own with
+empty text (as ``tool_call_gemini_3_pro.sse`` shows). ``:generateContent`` (not
+streamed) answers the same response whole;
 ``:streamGenerateContent`` without ``alt=sse`` answers the chunks as one JSON
 array, as the API does.
 
@@ -234,11 +236,11 @@ def chunks(
             part["thoughtSignature"], signed = signature, True
         last = i == len(pieces) - 1 and not calls
         yield chunk([part], finish_reason if last else None)
-    for i, call in enumerate(calls):
+    for call in calls:
         if plan.thinking and plan.thinking_complete and not signed:
             call["thoughtSignature"], signed = signature, True
-        yield chunk([call], finish_reason if i == len(calls) - 1 else None)
-    if not pieces and not calls:
+        yield chunk([call])
+    if calls or not pieces:
         yield chunk([{"text": ""}], finish_reason)
 
 
