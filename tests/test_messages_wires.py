@@ -6,6 +6,7 @@ tool call, the call's result and a follow-up: the parts every agent turn sends b
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -27,6 +28,7 @@ from railings.messages_bedrock import bedrock_body
 from railings.messages_gemini import gemini_body
 from railings.messages_ollama import ollama_body
 from railings.providers import EncodeRequest, spec
+from railings.replay import replay
 
 TOOL = ToolSpec(
     "weather",
@@ -259,3 +261,118 @@ def test_the_specs_encode_and_send_results_back(name: str) -> None:
     assert "call_1" in repr(result) and "42" in repr(result)
     with pytest.raises(ConfigurationError):
         s.encode(EncodeRequest(model="m", messages=[User("q")], max_tokens=0))
+
+
+# -- against requests recorded in public fixtures ------------------------------------------
+# vercel/ai at ed857f50f112e23930b0c2dd8d532cc8bebbc911, the AI SDK's own snapshots of the
+# request bodies it sends (packages/*/src/convert-to-*-messages.test.ts).
+
+
+def test_bedrock_matches_the_ai_sdks_multi_turn_reasoning_and_tool_request() -> None:
+    # convert-to-amazon-bedrock-chat-messages.test.ts, "should preserve reasoning text
+    # with signature in multi-turn tool use".
+    history: list[Message] = [
+        User("What is the weather?"),
+        Assistant(
+            (
+                Thinking("Let me check the weather API.\n", "sig-abc123"),
+                ToolUse("call-1", "getWeather", {"city": "SF"}),
+            )
+        ),
+        ToolResult("call-1", "Sunny, 72F"),
+        Assistant(
+            (
+                Thinking("The weather is sunny and warm.\n", "sig-def456"),
+                Text("It is sunny and 72F in SF."),
+            )
+        ),
+    ]
+    recorded = [
+        {"role": "user", "content": [{"text": "What is the weather?"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "reasoningContent": {
+                        "reasoningText": {
+                            "signature": "sig-abc123",
+                            "text": "Let me check the weather API.\n",
+                        }
+                    }
+                },
+                {"toolUse": {"input": {"city": "SF"}, "name": "getWeather", "toolUseId": "call-1"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"toolResult": {"content": [{"text": "Sunny, 72F"}], "toolUseId": "call-1"}}
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "reasoningContent": {
+                        "reasoningText": {
+                            "signature": "sig-def456",
+                            "text": "The weather is sunny and warm.\n",
+                        }
+                    }
+                },
+                {"text": "It is sunny and 72F in SF."},
+            ],
+        },
+    ]
+    assert bedrock_body(history, max_tokens=9)["messages"] == recorded
+
+
+def test_gemini_sends_back_each_signature_on_the_part_it_came_with() -> None:
+    # convert-to-google-messages.test.ts, "should preserve thought signatures in assistant
+    # messages": the three parts, each signed, as the AI SDK sends them back -- here
+    # streamed by Gemini, assembled into a turn, and encoded again.
+    chunk = {
+        "candidates": [
+            {
+                "content": {
+                    "role": "model",
+                    "parts": [
+                        {"text": "Regular text", "thoughtSignature": "sig1"},
+                        {"text": "Reasoning text", "thought": True, "thoughtSignature": "sig2"},
+                        {
+                            "functionCall": {
+                                "id": "call1",
+                                "name": "test",
+                                "args": {"value": "test"},
+                            },
+                            "thoughtSignature": "sig3",
+                        },
+                    ],
+                },
+                "finishReason": "STOP",
+            }
+        ]
+    }
+    turn = replay(b"data: " + json.dumps(chunk).encode() + b"\r\n\r\n", provider="gemini").turn
+    body = gemini_body([Assistant.from_turn(turn)], max_tokens=9)
+    assert body["contents"] == [
+        {
+            "role": "model",
+            "parts": [
+                {"text": "Regular text", "thoughtSignature": "sig1"},
+                {"text": "Reasoning text", "thought": True, "thoughtSignature": "sig2"},
+                {
+                    "functionCall": {"args": {"value": "test"}, "id": "call1", "name": "test"},
+                    "thoughtSignature": "sig3",
+                },
+            ],
+        }
+    ]
+
+
+def test_gemini_a_call_signature_merged_into_the_thought_goes_back_on_the_call() -> None:
+    # Gemini 3: an unsigned thought summary, then the signed first call of the step.
+    turn = Assistant((Thinking("Plan.", "sig-call"), Text("Calling."), CALL))
+    parts = gemini_body([User("q"), turn], max_tokens=9)["contents"][1]["parts"]
+    assert parts[0] == {"text": "Plan.", "thought": True}
+    assert parts[2]["thoughtSignature"] == "sig-call"

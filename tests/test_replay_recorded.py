@@ -7,6 +7,7 @@ here; re-record only when the change of a report is intended.
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -15,6 +16,21 @@ from tests.conftest import CORPUS
 from tools.record_replay import OUT, cases, replay
 
 RECORDED: dict[str, str] = json.loads(OUT.read_text(encoding="utf-8"))
+
+
+# The 312 reports recorded before Gemini, Bedrock and Ollama were read (every capture of
+# real/ and responses/): their digest, so that recording the new formats' reports could
+# only add keys. A change to any old report fails here, whatever the file now says.
+OLD_FOLDERS = ("real/", "responses/")
+OLD_REPORTS = 312
+OLD_DIGEST = "8b3832d13051322e7454d83caa5be1372bdf6c44feb2faece1aca0d806e1aa4d"
+
+
+def test_the_reports_recorded_before_the_new_formats_are_unchanged() -> None:
+    old = {k: v for k, v in RECORDED.items() if k.startswith(OLD_FOLDERS)}
+    assert len(old) == OLD_REPORTS
+    canonical = json.dumps(old, sort_keys=True, ensure_ascii=False).encode()
+    assert hashlib.sha256(canonical).hexdigest() == OLD_DIGEST
 
 
 def test_every_capture_has_a_recorded_report() -> None:

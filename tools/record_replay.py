@@ -28,6 +28,9 @@ PROVIDERS = {
     "openai-chat": "openai",
     "anthropic-messages": "anthropic",
     "openai-responses": "openai-responses",
+    "gemini": "gemini",
+    "bedrock": "bedrock",
+    "ollama": "ollama",
 }
 
 
@@ -39,7 +42,7 @@ def captures() -> list[tuple[str, str]]:
         for line in lines[1:]:
             row = dict(zip(header, line.split("\t"), strict=False))
             if row.get("provider") not in PROVIDERS:
-                continue  # a format `replay` does not read yet (gemini, bedrock, ollama ...)
+                continue  # not a response body (the event-stream test vectors ...)
             path = manifest.parent / row["file"]
             found.append((str(path.relative_to(CORPUS)), PROVIDERS[row["provider"]]))
     return found

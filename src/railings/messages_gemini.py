@@ -19,11 +19,13 @@ reference names its fields:
 
 Wire rules kept here: every ``functionResponse`` answering one model turn goes in one
 user content (the API wants as many response parts as there were call parts), so
-consecutive contents of one role are merged; a ``thoughtSignature`` goes back where
-Gemini puts it: on the first function call of a turn with calls (Gemini 3 refuses a
-function call sent back without its signature), else on the thought part it closed,
-or on the last part when it came alone (the empty text part that ends a text
-answer). Thinking from another wire (Anthropic's redacted blocks, provider-run
+consecutive contents of one role are merged; a ``thoughtSignature`` goes back on the
+part it came with, as the turn's parts order them: a thought part's own on it, one
+that came alone on the text part before it (Gemini signs the empty text part that
+ends an answer) or, when only calls follow it, on the first function call. Gemini 3
+refuses a function call sent back without its signature (and checks no other
+part's): when the turn's parts merged the call's signature into the thought before
+it, the call gets it back. Thinking from another wire (Anthropic's redacted blocks, provider-run
 blocks, Responses items) is not sent.
 """
 
@@ -121,24 +123,28 @@ def _parts(message: Message, names: Mapping[str, str]) -> list[dict[str, Any]]:
 
 
 def _model_parts(message: Assistant) -> list[dict[str, Any]]:
-    with_calls = bool(message.tool_calls)
+    blocks = [b for b in message.blocks if isinstance(b, Text | Thinking | ToolUse)]
+    has_calls = any(isinstance(b, ToolUse) for b in blocks)
     parts: list[dict[str, Any]] = []
-    signatures: list[str] = []  # in a turn with calls, every one goes to the first call
-    loose: list[str] = []  # signatures that came on no thought text of their own
-    for block in message.blocks:
+    held = ""  # a signature that came before the part it rides on
+    call_signature = ""
+    for position, block in enumerate(blocks):
         match block:
             case Text(text=text) if text:
-                parts.append({"text": text})
-            case Thinking(text=text, signature=signature):
-                if text:
-                    part: dict[str, Any] = {"text": text, "thought": True}
-                    if signature and not with_calls:
-                        part[_SIGNATURE] = signature
-                    parts.append(part)
-                    if signature and with_calls:
-                        signatures.append(signature)
-                elif signature:
-                    (signatures if with_calls else loose).append(signature)
+                parts.append(_signed({"text": text}, held))
+                held = ""
+            case Thinking(text=text, signature=signature) if text:
+                parts.append(_signed({"text": text, "thought": True}, signature or held))
+                held = ""
+            case Thinking(signature=signature) if signature:
+                # A signature alone: the first call's when only calls follow it, else the
+                # part it came after (Gemini signs the text part it ends), else the next.
+                if has_calls and all(isinstance(b, ToolUse) for b in blocks[position + 1 :]):
+                    call_signature = call_signature or signature
+                elif parts and _SIGNATURE not in parts[-1]:
+                    parts[-1][_SIGNATURE] = signature
+                else:
+                    held = held or signature
             case ToolUse(id=ident, name=name, arguments=arguments):
                 # A call whose arguments did not parse was never executed (its result is
                 # the rejection notice): ``{}`` stands in, as for the other wires.
@@ -146,12 +152,22 @@ def _model_parts(message: Assistant) -> list[dict[str, Any]]:
                 if ident:
                     call = {"id": ident, **call}
                 parts.append({"functionCall": call})
-    # Gemini signs the first function call of a step (the merge of the turn's parts
-    # cannot say which part a signature rode on: the documented place is the one used),
-    # and the last part of an answer without calls.
-    pending = signatures or loose
-    if pending and parts:
-        calls = [p for p in parts if "functionCall" in p]
-        target = calls[0] if calls else parts[-1]
-        target.setdefault(_SIGNATURE, pending[0])
+    calls = [p for p in parts if "functionCall" in p]
+    if calls and not call_signature:
+        # The call's signature closed the thought before it (the turn's parts merge an
+        # unsigned thought with the signature that followed it): Gemini 3 refuses a call
+        # without one, and checks no other part's, so the call gets it back.
+        thoughts = [p for p in parts if p.get("thought") and _SIGNATURE in p]
+        if thoughts:
+            call_signature = thoughts[-1].pop(_SIGNATURE)
+    if calls and call_signature:
+        calls[0][_SIGNATURE] = call_signature
+    elif held and parts:
+        parts[-1].setdefault(_SIGNATURE, held)
     return parts
+
+
+def _signed(part: dict[str, Any], signature: str) -> dict[str, Any]:
+    if signature:
+        part[_SIGNATURE] = signature
+    return part

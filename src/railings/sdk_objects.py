@@ -3,7 +3,9 @@
 ``railings.inspect(obj)`` takes an ``openai`` ``ChatCompletion`` (returned whole, or
 accumulated from a stream), an ``openai`` Responses ``Response`` or an ``anthropic``
 ``Message`` -- or the plain dict of any of them -- and returns the same
-:class:`~railings.replay.Replay` that ``railings replay`` gives for the stream.
+:class:`~railings.replay.Replay` that ``railings replay`` gives for the stream. The
+google-genai, boto3 ``converse_stream`` and ollama objects are read by
+:mod:`railings.sdk_formats`, through their wires' decoders.
 
 Theory of operation. The object is recognized by its shape (``model_dump()`` when
 it has one, then its keys), turned into the core's normalized events, and fed
@@ -34,6 +36,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from railings import sdk_formats
 from railings.errors import ConfigurationError
 from railings.events import (
     MessageStart,
@@ -64,6 +67,9 @@ __all__ = ["inspect"]
 
 def inspect(obj: Any, *, max_tokens: int | None = None, service: str | None = None) -> Replay:
     """The turn verdict for an SDK response object (see the module docstring)."""
+    other = _is_other_format(obj)
+    if other is not None:
+        return _judged(*other, max_tokens=max_tokens, service=service)
     data = _as_dict(obj)
     if "choices" in data:
         provider, events = openai_chat.SPEC.name, _chat_completion(data)
@@ -73,9 +79,25 @@ def inspect(obj: Any, *, max_tokens: int | None = None, service: str | None = No
         provider, events = anthropic.SPEC.name, _message(data)
     else:
         raise ConfigurationError(
-            "inspect() takes an openai ChatCompletion or Response, or an anthropic Message "
-            f"(or their dicts); got {type(obj).__name__}"
+            "inspect() takes an openai ChatCompletion or Response, an anthropic Message, a "
+            "google-genai GenerateContentResponse, boto3 converse_stream events or an "
+            f"ollama ChatResponse (or their dicts); got {type(obj).__name__}"
         )
+    return _judged(provider, events, max_tokens=max_tokens, service=service)
+
+
+def _is_other_format(obj: Any) -> tuple[str, list[StreamEvent]] | None:
+    """Gemini, Bedrock and Ollama objects (:mod:`railings.sdk_formats`), unless ``obj`` has
+    the shape of one of the three above (theirs are checked first, as before)."""
+    data = obj if isinstance(obj, Mapping) else None
+    if data is not None and ("choices" in data or "output" in data or "content" in data):
+        return None
+    return sdk_formats.read(obj)
+
+
+def _judged(
+    provider: str, events: list[StreamEvent], *, max_tokens: int | None, service: str | None
+) -> Replay:
     assembler = TurnAssembler(provider, max_tokens=max_tokens, service=service)
     assembler.received()
     for event in events:
