@@ -1,5 +1,5 @@
-"""Streaming HTTP to OpenAI-compatible (Chat Completions, Responses) and Anthropic endpoints:
-the only network code.
+"""Streaming HTTP to OpenAI-compatible (Chat Completions, Responses), Anthropic, Gemini,
+Bedrock ConverseStream and Ollama endpoints: the only network code.
 
 ::
 
@@ -22,7 +22,8 @@ the testing switch), :mod:`.idle` (the idle gap as a read timeout), :mod:`.gaps`
 machine: finish, retry, replay, raise), :mod:`.attempt` (what each ending of an
 attempt means), :mod:`.body` (one attempt's body, chunk by chunk), :mod:`.client`
 (drives the machine), :mod:`.stream` (``TurnStream``), :mod:`.sync` (the
-blocking facade). The guard's
+blocking facade), :mod:`.sigv4` (Bedrock's SigV4 by botocore's signer, the
+``bedrock`` extra). The guard's
 layers: :mod:`.coding` (content codings as httpx2 undoes them), :mod:`.watch`
 (one watched stream, bounded), :mod:`.tail` (the fast verdict from a body's end).
 """

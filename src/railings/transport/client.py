@@ -242,7 +242,9 @@ class AsyncProviderClient:
                 chunks = response.aiter_bytes()
                 watch = GapWatch()
                 try:
-                    while not body.reader.terminated:
+                    # Until the turn ended, and on a wire whose usage follows its proof
+                    # (Bedrock's metadata after messageStop), until EOF.
+                    while body.reader.reads_on:
                         gap, until = body.wait()
                         try:
                             chunk = await watch.read(chunks, gap, until)
@@ -318,8 +320,12 @@ class AsyncProviderClient:
             raise mapped from exc
         status = response.status_code
         ctype = response.headers.get("content-type", "")
-        wanted = spec(cfg.provider).content_types
-        if is_event_stream(response, wanted):
+        wire = spec(cfg.provider)
+        wanted = wire.content_types
+        # A wire with a whole-body form (Gemini without ``alt=sse``: one JSON array) is
+        # read by the reader too, its proof the same.
+        readable = (*wanted, "application/json") if wire.whole_body is not None else wanted
+        if is_event_stream(response, readable):
             set_read_timeout(request.extensions, backstop(cfg.timeouts))
             return response, deadline
         data = await read_bounded(response)

@@ -1,0 +1,183 @@
+"""`railings run --provider gemini|bedrock|ollama` as a user runs it (a real subprocess)
+against a real server on 127.0.0.1: the model calls ``read_file``, the result goes back in
+the wire's own shape, and the model's final answer ends the run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from _server import CannedServer, Reply
+from railings.providers import spec
+from railings.testing.eventstream import event_frame
+
+NOTE = "the launch code is 7-7-7"
+ANSWER = "The note says the launch code is 7-7-7."
+SECRET = "provider-key-0123456789abcdef"
+
+
+def _sse(*chunks: dict[str, Any]) -> list[bytes]:
+    return [f"data: {json.dumps(chunk)}\r\n\r\n".encode() for chunk in chunks]
+
+
+def _ndjson(*lines: dict[str, Any]) -> list[bytes]:
+    return [json.dumps(line).encode() + b"\n" for line in lines]
+
+
+def _gemini() -> tuple[list[bytes], list[bytes]]:
+    usage = {"promptTokenCount": 12, "candidatesTokenCount": 5, "totalTokenCount": 17}
+    call = {"functionCall": {"name": "read_file", "args": {"path": "note.txt"}}}
+    first = _sse(
+        {
+            "candidates": [{"content": {"role": "model", "parts": [call]}, "finishReason": "STOP"}],
+            "usageMetadata": usage,
+        }
+    )
+    final = _sse(
+        {"candidates": [{"content": {"role": "model", "parts": [{"text": ANSWER[:9]}]}}]},
+        {
+            "candidates": [
+                {
+                    "content": {"role": "model", "parts": [{"text": ANSWER[9:]}]},
+                    "finishReason": "STOP",
+                }
+            ],
+            "usageMetadata": usage,
+        },
+    )
+    return first, final
+
+
+def _bedrock() -> tuple[list[bytes], list[bytes]]:
+    usage = {"usage": {"inputTokens": 12, "outputTokens": 5, "totalTokens": 17}}
+    start = {"start": {"toolUse": {"toolUseId": "tooluse_n1", "name": "read_file"}}}
+    first = [
+        event_frame("messageStart", {"role": "assistant"}),
+        event_frame("contentBlockStart", {**start, "contentBlockIndex": 0}),
+        event_frame(
+            "contentBlockDelta",
+            {"delta": {"toolUse": {"input": '{"path": '}}, "contentBlockIndex": 0},
+        ),
+        event_frame(
+            "contentBlockDelta",
+            {"delta": {"toolUse": {"input": '"note.txt"}'}}, "contentBlockIndex": 0},
+        ),
+        event_frame("contentBlockStop", {"contentBlockIndex": 0}),
+        event_frame("messageStop", {"stopReason": "tool_use"}),
+        event_frame("metadata", usage),
+    ]
+    final = [
+        event_frame("messageStart", {"role": "assistant"}),
+        event_frame("contentBlockDelta", {"delta": {"text": ANSWER}, "contentBlockIndex": 0}),
+        event_frame("contentBlockStop", {"contentBlockIndex": 0}),
+        event_frame("messageStop", {"stopReason": "end_turn"}),
+        event_frame("metadata", usage),
+    ]
+    return first, final
+
+
+def _ollama() -> tuple[list[bytes], list[bytes]]:
+    call = {"function": {"name": "read_file", "arguments": {"path": "note.txt"}}}
+    message = {"role": "assistant", "content": "", "tool_calls": [call]}
+    done = {"done": True, "done_reason": "stop", "prompt_eval_count": 12, "eval_count": 5}
+    first = _ndjson(
+        {"model": "llama3.2", "message": message, "done": False},
+        {"model": "llama3.2", "message": {"role": "assistant", "content": ""}, **done},
+    )
+    final = _ndjson(
+        {"model": "llama3.2", "message": {"role": "assistant", "content": ANSWER}, "done": False},
+        {"model": "llama3.2", "message": {"role": "assistant", "content": ""}, **done},
+    )
+    return first, final
+
+
+STREAMS = {"gemini": _gemini, "bedrock": _bedrock, "ollama": _ollama}
+ENV = {
+    "gemini": {"GEMINI_API_KEY": SECRET},
+    "bedrock": {"AWS_BEARER_TOKEN_BEDROCK": SECRET, "AWS_REGION": "eu-west-1"},
+    "ollama": {},
+}
+
+
+def _walk(value: Any) -> Iterator[Any]:
+    yield value
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _walk(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _walk(item)
+
+
+def _tool_result_shape(provider: str, body: dict[str, Any]) -> Any:
+    """The tool result of the second request, where the wire puts it."""
+    if provider == "gemini":
+        last = body["contents"][-1]
+        (part,) = [p for p in last["parts"] if "functionResponse" in p]
+        assert part["functionResponse"]["name"] == "read_file"
+        # the model's call went back before it, as it came
+        calls = [p for c in body["contents"] for p in c["parts"] if "functionCall" in p]
+        assert calls[-1]["functionCall"] == {"name": "read_file", "args": {"path": "note.txt"}}
+        return part
+    if provider == "bedrock":
+        last = body["messages"][-1]
+        assert last["role"] == "user"
+        (block,) = [b for b in last["content"] if "toolResult" in b]
+        assert block["toolResult"]["toolUseId"] == "tooluse_n1"
+        uses = [b for m in body["messages"] for b in m["content"] if "toolUse" in b]
+        assert uses[-1]["toolUse"]["input"] == {"path": "note.txt"}
+        return block
+    last = body["messages"][-1]
+    assert last["role"] == "tool"
+    assert body["messages"][-2]["tool_calls"][0]["function"]["name"] == "read_file"
+    return last
+
+
+@pytest.mark.parametrize("provider", sorted(STREAMS))
+def test_run_calls_a_tool_and_answers(tmp_path: Path, provider: str) -> None:
+    (tmp_path / "note.txt").write_text(NOTE + "\n")
+    first, final = STREAMS[provider]()
+    kind = spec(provider).content_types[0]
+    with CannedServer() as server:
+        server.push(
+            Reply(chunks=first, headers=(("content-type", kind),)),
+            Reply(chunks=final, headers=(("content-type", kind),)),
+        )
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "NO_COLOR": "1",
+            "HOME": str(tmp_path),
+            "RAILINGS_JOURNAL": str(tmp_path / "journal.sqlite3"),
+            **ENV[provider],
+        }
+        done = subprocess.run(
+            [sys.executable, "-m", "railings", "run", "read note.txt", "--provider", provider,
+             "--base-url", server.url, "--workdir", str(tmp_path), "--json"],
+            capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path,
+        )  # fmt: skip
+        requests = list(server.requests)
+    assert done.returncode == 0, done.stderr
+    transcript = json.loads(done.stdout)
+    (run,) = transcript["runs"]
+    assert run["status"] == "completed"
+    verdicts = [[c["verdict"] for c in turn["tool_calls"]] for turn in run["turns"]]
+    assert verdicts == [["execute"], []]
+    assert ANSWER in done.stdout
+    assert len(requests) == 2
+    second = json.loads(requests[1].body)
+    result = _tool_result_shape(provider, second)
+    assert NOTE in json.dumps(result)
+    assert SECRET not in done.stdout and SECRET not in done.stderr
+    # the default model, in the path where the wire puts it
+    model = {"gemini": "gemini-2.5-flash", "bedrock": "amazon.nova-lite-v1%3A0"}
+    assert model.get(provider, "") in requests[0].path
+    if provider == "ollama":
+        assert json.loads(requests[0].body)["model"] == "llama3.2"
+        assert "authorization" not in requests[0].headers
