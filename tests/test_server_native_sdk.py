@@ -363,3 +363,46 @@ def test_error_bodies_in_each_formats_shape(
     assert reply.status_code == status and check(reply.json()), reply.text
     if path.startswith("/model/"):
         assert reply.headers["x-amzn-errortype"] == "ValidationException"
+
+
+# -- railings' own reader on the scripted streams ---------------------------------------
+STREAMS = [
+    ("gemini", "/v1beta/models/g:streamGenerateContent?alt=sse", "GEMINI"),
+    ("bedrock", "/model/m/converse-stream", "BEDROCK"),
+    ("ollama", "/api/chat", "OLLAMA"),
+]
+
+
+def _ask(wire: str, max_tokens: int | None) -> dict[str, Any]:
+    if wire == "GEMINI":
+        config = {"generationConfig": {"maxOutputTokens": max_tokens}} if max_tokens else {}
+        return {"contents": [{"role": "user", "parts": [{"text": "Go."}]}], **config}
+    if wire == "BEDROCK":
+        config = {"inferenceConfig": {"maxTokens": max_tokens}} if max_tokens else {}
+        return {"messages": USER_BEDROCK, **config}
+    options = {"options": {"num_predict": max_tokens}} if max_tokens else {}
+    return {"model": "q", "messages": USER_OLLAMA, **options}
+
+
+@pytest.mark.parametrize(("provider", "path", "wire"), STREAMS, ids=[s[0] for s in STREAMS])
+def test_railings_reads_the_scripted_streams_as_the_script_says(
+    server: ScriptedServer, provider: str, path: str, wire: str
+) -> None:
+    from railings.turn.reader import StreamReader
+
+    def read(max_tokens: int | None) -> Any:
+        body = httpx2.post(server.url + path, json=_ask(wire, max_tokens)).content
+        reader = StreamReader(provider, max_tokens=max_tokens or 4096)
+        for i in range(0, len(body), 7):  # in pieces that split events and UTF-8 alike
+            reader.feed(body[i : i + 7])
+        reader.close()
+        return reader.turn()
+
+    whole = read(None)
+    assert whole.outcome.value == "complete" and whole.stop_reason == "tool_use"
+    assert whole.text == "I'll check both." and whole.thinking == "Two lookups, in parallel."
+    assert [(c.name, c.arguments) for c in whole.tool_calls] == list(zip(NAMES, ARGS, strict=True))
+    cut = read(CUT)
+    assert cut.outcome.value == "complete" and cut.truncated and cut.stop_reason == "max_tokens"
+    # Bedrock streams the cut call's fragments (never closed); Gemini and Ollama never send it.
+    assert [c.name for c in cut.tool_calls] == (["get_weather"] if provider == "bedrock" else [])
