@@ -376,3 +376,22 @@ def test_gemini_a_call_signature_merged_into_the_thought_goes_back_on_the_call()
     parts = gemini_body([User("q"), turn], max_tokens=9)["contents"][1]["parts"]
     assert parts[0] == {"text": "Plan.", "thought": True}
     assert parts[2]["thoughtSignature"] == "sig-call"
+
+
+def test_ollama_matches_the_api_docs_chat_request_with_history_and_tools() -> None:
+    # ollama/ollama docs/api.md, "Chat request (With history, with tools)": calls carry no
+    # id there, and the result names its tool.
+    history: list[Message] = [
+        User("what is the weather in Toronto?"),
+        Assistant((ToolUse("", "get_weather", {"city": "Toronto"}),)),
+        ToolResult("", "11 degrees celsius"),
+    ]
+    assert ollama_body("llama3.2", history, max_tokens=9)["messages"] == [
+        {"role": "user", "content": "what is the weather in Toronto?"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Toronto"}}}],
+        },
+        {"role": "tool", "content": "11 degrees celsius", "tool_name": "get_weather"},
+    ]

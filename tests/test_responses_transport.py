@@ -78,7 +78,7 @@ def test_config_follows_the_openai_conventions(monkeypatch: pytest.MonkeyPatch) 
 
 def test_an_unknown_provider_names_all_three() -> None:
     with pytest.raises(ConfigurationError) as info:
-        ClientConfig("cohere", "m")  # type: ignore[arg-type]
+        ClientConfig("mistral", "m")  # type: ignore[arg-type]
     assert "'openai-responses'" in str(info.value) and "'anthropic'" in str(info.value)
 
 

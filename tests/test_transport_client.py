@@ -462,7 +462,7 @@ def test_config_follows_the_sdk_conventions(monkeypatch: pytest.MonkeyPatch) -> 
     headers = anthropic.request_headers()
     assert "x-api-key" not in headers and headers["x-team"] == "a"
     with pytest.raises(ConfigurationError):
-        ClientConfig("cohere", "m")  # type: ignore[arg-type]
+        ClientConfig("mistral", "m")  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError):
         Timeouts(idle=0)
 
