@@ -181,3 +181,82 @@ def test_run_calls_a_tool_and_answers(tmp_path: Path, provider: str) -> None:
     if provider == "ollama":
         assert json.loads(requests[0].body)["model"] == "llama3.2"
         assert "authorization" not in requests[0].headers
+
+
+def _railings(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    base = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "NO_COLOR": "1",
+        "HOME": str(tmp_path),
+        "RAILINGS_JOURNAL": str(tmp_path / "journal.sqlite3"),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "railings", *args],
+        capture_output=True, text=True, timeout=120, env={**base, **env}, cwd=tmp_path,
+    )  # fmt: skip
+
+
+def test_a_gemini_key_in_the_environment_picks_gemini(tmp_path: Path) -> None:
+    _, final = _gemini()
+    with CannedServer() as server:
+        server.push(Reply(chunks=final, headers=(("content-type", "text/event-stream"),)))
+        done = _railings(
+            tmp_path, "run", "hi", GEMINI_API_KEY=SECRET, GOOGLE_GEMINI_BASE_URL=server.url
+        )
+        (request,) = server.requests
+    assert done.returncode == 0, done.stderr
+    assert f"gemini model gemini-2.5-flash at {server.url}" in done.stderr
+    assert "key from GEMINI_API_KEY or GOOGLE_API_KEY" in done.stderr
+    assert request.headers["x-goog-api-key"] == SECRET and SECRET not in done.stderr
+
+
+def test_gemini_without_its_key_is_refused_naming_both_variables(tmp_path: Path) -> None:
+    done = _railings(tmp_path, "run", "x", "--provider", "gemini")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip() == (
+        "railings: --provider gemini needs GEMINI_API_KEY or GOOGLE_API_KEY in the environment "
+        "(for https://generativelanguage.googleapis.com); --demo runs the embedded scripted "
+        "model instead"
+    )
+
+
+def test_bedrock_without_a_token_nor_the_extra_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import argparse
+
+    from railings.cli._common import UsageError
+    from railings.cli.endpoint import endpoint_for
+
+    for name in ("AWS_BEARER_TOKEN_BEDROCK", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    args = argparse.Namespace(
+        demo=False, provider="bedrock", base_url=None, model=None, max_tokens=None,
+        idle_timeout=None, content_idle=None, total_timeout=None, workdir=None,
+    )  # fmt: skip
+    monkeypatch.setitem(sys.modules, "botocore", None)  # how Python marks an absent module
+    with pytest.raises(UsageError) as caught, endpoint_for(args):
+        pass
+    assert str(caught.value) == (
+        "--provider bedrock needs AWS_BEARER_TOKEN_BEDROCK in the environment (or AWS "
+        "credentials with pip install 'railings[bedrock]') (for "
+        "https://bedrock-runtime.eu-west-1.amazonaws.com); --demo runs the embedded scripted "
+        "model instead"
+    )
+    monkeypatch.delitem(sys.modules, "botocore")  # with the extra: SigV4, no refusal
+    with endpoint_for(args) as endpoint:
+        assert (
+            endpoint.note is not None
+            and "SigV4, AWS credentials, region eu-west-1" in endpoint.note
+        )
+
+
+def test_ollama_needs_no_key(tmp_path: Path) -> None:
+    _, final = _ollama()
+    with CannedServer() as server:
+        server.push(Reply(chunks=final, headers=(("content-type", "application/x-ndjson"),)))
+        host = server.url.removeprefix("http://")  # OLLAMA_HOST as host:port
+        done = _railings(tmp_path, "run", "hi", "--provider", "ollama", OLLAMA_HOST=host)
+    assert done.returncode == 0, done.stderr
+    assert f"ollama model llama3.2 at {server.url} (no key)" in done.stderr

@@ -557,3 +557,27 @@ def test_gemini_without_alt_sse_is_read_whole(server: CannedServer) -> None:
     server.push(Reply(chunks=[array[:-40]], headers=kind), Reply(chunks=[array], headers=kind))
     stream, _ = run(config(server, "gemini", request_path=path))
     _check_cut(stream, server, "array")
+
+
+def test_bedrock_usage_after_the_proof_is_kept_and_a_silence_there_costs_nothing(
+    server: CannedServer,
+) -> None:
+    """metadata (usage) follows messageStop: the client reads on for it until EOF; a
+    server that goes silent after the proof leaves a complete turn without usage."""
+    frames = [
+        event_frame("messageStart", {"role": "assistant"}),
+        event_frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "Hi"}}),
+        event_frame("contentBlockStop", {"contentBlockIndex": 0}),
+        event_frame("messageStop", {"stopReason": "end_turn"}),
+    ]
+    metadata = event_frame("metadata", {"usage": {"inputTokens": 3, "outputTokens": 1}})
+    server.push(
+        reply("bedrock", [*frames, metadata]), reply("bedrock", [*frames, 3600.0], end="hang")
+    )
+    stream, _ = run(config(server, "bedrock"))
+    assert stream.turn.outcome is Outcome.COMPLETE
+    assert stream.turn.usage is not None and stream.turn.usage.output_tokens == 1
+    stream, _ = run(config(server, "bedrock", timeouts=Timeouts(connect=2, first_byte=5, idle=0.3)))
+    assert stream.turn.outcome is Outcome.COMPLETE and stream.turn.text == "Hi"
+    assert stream.interruption is None and stream.retries == []
+    assert len(server.requests) == 2
