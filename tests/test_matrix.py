@@ -81,6 +81,8 @@ def test_a_mid_stream_fault_lands_in_the_middle_of_the_payload() -> None:
     result = run(grid(["truncate"], ["small", "medium"]), RailingsClient())
     for r in result.results:
         plan = payload(r.cell.size, r.cell.tool).plan
+        if r.cell.tool and r.cell.provider.whole_calls:
+            continue  # Gemini, Ollama: the cut call is never sent (test_matrix_native.py)
         if r.cell.tool:
             full, got = len(plan.calls[1].arguments), len(r.observation.calls[1][1])
         else:
@@ -197,7 +199,9 @@ def test_upstream_mode_compares_with_what_the_endpoint_sent() -> None:
     script = Script.from_dict({"chunk_size": 24, "turns": [{"text": {"$filler": 1000}}]})
     with ScriptedServer(script) as server:
         url = server.url
-        cells = grid(["clean", "truncate", "close_after_terminator"], ["small"], tools=[False])
+        # Bedrock signs with SigV4 without a key: its region and credentials are not set here.
+        wires = [p for p in PROVIDERS if p != "bedrock"]
+        cells = grid(["clean", "truncate", "close_after_terminator"], ["small"], wires, [False])
         result = asyncio.run(
             run_matrix(cells, [RailingsClient()], upstream=Upstream(url, "scripted"))
         )
@@ -244,7 +248,7 @@ def test_table_and_summary_from_a_subprocess() -> None:
         ["--faults", "nope"],
         ["--sizes", "huge"],
         ["--client", "curl"],
-        ["--providers", "gemini"],
+        ["--providers", "vertex"],
         ["--jobs", "0"],
         ["--model", "m"],
         ["--upstream", "ftp://example.com", "--model", "m"],

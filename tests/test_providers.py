@@ -75,7 +75,7 @@ _OWN_FOLDERS = ("gemini", "bedrock", "ollama")
 # the kit adds a KitWire per spec, in their own work on the new wires: each extends
 # its tuple there.
 TRANSPORT_SPEAKS = ("openai", "anthropic", "openai-responses")
-KIT_SPEAKS = ("openai", "anthropic", "openai-responses")
+KIT_SPEAKS = ("openai", "anthropic", "openai-responses", "gemini", "bedrock", "ollama")
 
 
 def own_captures(name: str) -> list[Path]:

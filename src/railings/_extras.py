@@ -18,6 +18,9 @@ __all__ = ["EXTRAS", "missing", "require"]
 EXTRAS: dict[str, tuple[str, str]] = {
     "openai": ("openai", "sdks"),
     "anthropic": ("anthropic", "sdks"),
+    "google.genai": ("google-genai", "sdks"),
+    "boto3": ("boto3", "sdks"),
+    "ollama": ("ollama", "sdks"),
     "langchain_core": ("langchain-core", "langgraph"),
     "langgraph": ("langgraph", "langgraph"),
     "langchain": ("langchain", "langchain"),

@@ -44,7 +44,7 @@ def register(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the comparison and print it; the exit code is railings' own verdict."""
     from railings.matrix import CLIENTS, QUICK_FAULTS, grid, run_matrix
-    from railings.matrix.compare import render_comparison
+    from railings.matrix.compare import PROVIDERS, render_comparison
     from railings.matrix.report import progress
     from railings.matrix.run import DEFAULT_JOBS, count
 
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         if module not in absent
     ]
     clients = [CLIENTS[n]() for n in names]
-    cells = grid(list(QUICK_FAULTS), ["small"])
+    cells = grid(list(QUICK_FAULTS), ["small"], list(PROVIDERS))
     err = console(stderr=True)
     with progress(err, count(cells, clients), enabled=err.is_terminal) as advance:
         result = asyncio.run(run_matrix(cells, clients, jobs=DEFAULT_JOBS, on_result=advance))

@@ -15,11 +15,17 @@ __all__ = ["register"]
 
 SERVE_HELP = """\
 Run the scripted model server: OpenAI-compatible POST /v1/chat/completions and
-POST /v1/responses, and an Anthropic-compatible POST /v1/messages (streaming and
-not), driven by a deterministic script. Point any client at it:
+POST /v1/responses, an Anthropic-compatible POST /v1/messages, Gemini's
+POST /v1beta/models/{model}:streamGenerateContent (and :generateContent),
+Bedrock's POST /model/{modelId}/converse-stream (and /converse) and Ollama's
+POST /api/chat (streaming and not), driven by a deterministic script. Point any
+client at it:
 
   OpenAI SDK:     base_url = http://127.0.0.1:PORT/v1
   Anthropic SDK:  base_url = http://127.0.0.1:PORT
+  google-genai:   http_options = {"base_url": "http://127.0.0.1:PORT"}
+  boto3:          client("bedrock-runtime", endpoint_url="http://127.0.0.1:PORT")
+  ollama:         Client(host="http://127.0.0.1:PORT")
 
 Without --script it plays the bundled demonstration (a short coding-agent run
 whose second tool call is cut by max_tokens=1024). Binds to 127.0.0.1 unless
@@ -30,12 +36,13 @@ exit codes: 0 stopped with Ctrl-C; 2 usage error (bad script, port in use).
 
 PROXY_HELP = """\
 Run the fault-injection proxy in front of an upstream model endpoint. It speaks
-HTTP and SSE, so faults act on events, not just bytes. Every request gets the
+HTTP and each stream's framing (SSE events, Bedrock event-stream frames, Ollama
+NDJSON lines), so faults act on events, not just bytes. Every request gets the
 --fault given here; a request header `x-railings-fault: SPEC` overrides it.
 
 fault SPEC is NAME or NAME:key=value,key=value. Names: truncate, drop_terminator,
-idle, reorder, duplicate, reset, close_after_terminator, drip, status,
-error_event, corrupt (docs/test-kit.md lists their parameters). Examples:
+cut_mid_event, idle, reorder, duplicate, reset, close_after_terminator, drip,
+status, error_event, corrupt (docs/test-kit.md lists their parameters). Examples:
   truncate:events=5      status:code=429,retry_after=2      idle:events=3,seconds=30
 
 Binds to 127.0.0.1 unless --host says otherwise. Runs until Ctrl-C.

@@ -17,7 +17,8 @@ __all__ = ["register", "run"]
 HELP = """\
 Run the fault matrix: fault classes x payload sizes (small 1 KB, medium 64 KB,
 large 1 MB of text or tool arguments) x providers (openai, anthropic,
-openai-responses) x with and without a tool call cut by max_tokens. Every cell
+openai-responses, gemini, bedrock, ollama) x with and without a tool call cut by
+max_tokens. Every cell
 streams a scripted answer from the embedded scripted server through the fault
 proxy (both on 127.0.0.1, free ports) into a client, and holds the result to
 one rule: every faulted stream is detected (a typed error or an interrupted
@@ -28,11 +29,12 @@ then the connection broke -- is reported as complete. Reorder and duplicate are
 beyond what Chat Completions and Messages can show (no sequence numbers): "~",
 never a failure. No API key, no network.
 
---client compares: openai-sdk (Chat Completions and Responses), anthropic-sdk
-(the official packages, streamed as their docs show) and the same over
-railings.guard. Their columns say what they did (returned the full text;
-UNDETECTED: returned less, or no proof, without a word; raised which exception)
-and never change the exit code.
+--client compares: openai-sdk (Chat Completions and Responses), anthropic-sdk,
+google-genai (Gemini), boto3 (Bedrock converse_stream), ollama (the official
+packages, streamed as their docs show) and the first two over railings.guard.
+Their columns say what they did (returned the full text; UNDETECTED: returned
+less, or no proof, without a word; raised which exception) and never change the
+exit code.
 
 --upstream URL runs the same faults against a real endpoint (its origin, e.g.
 https://api.openai.com; the key from OPENAI_API_KEY / ANTHROPIC_API_KEY; --model

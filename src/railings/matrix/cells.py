@@ -1,42 +1,12 @@
 """The grid: fault classes x payload sizes x providers x {text, cut tool call}.
 
-The expectation table is the acceptance rule, written down once. Each fault
-class says what a correct client does when that fault hits a stream; the
-judge (:mod:`railings.matrix.judge`) holds every cell to it.
-
-======================  ==============================================================
-fault class             expected outcome (railings client)
-======================  ==============================================================
-clean                   FULL: the proof arrives; the full text, exactly; one attempt
-truncate_empty          RESENT: cut after the first event, which carries no content
-                        (Empty): resent transparently, then the full text
-truncate                PARTIAL: cut mid-content: returned as-is, marked interrupted,
-                        never resent
-drop_terminator         PARTIAL: every content byte may have arrived, but not the proof:
-                        marked interrupted
-idle                    PARTIAL: silent mid-content past the idle gap: IdleTimeout
-reorder, duplicate      LIMIT: two content deltas swapped / one repeated, the proof
-                        intact. Chat Completions and Messages carry no sequence
-                        numbers, so no client can tell: reported, never a failure.
-                        The Responses API numbers its events and repeats the content
-                        at the end: there the full text, or a detected fault, is due
-reset                   PARTIAL: TCP RST mid-content
-close_after_terminator  PROVEN, THEN BROKEN: the whole stream and
-                        its proof, then the connection breaks. The proof is data, not
-                        the close: COMPLETE, the full text
-drip                    FULL: the body in tiny pieces (events and UTF-8 split anywhere)
-status_429, status_529  RETRIED: one 429 / 529 before the stream: retried, then full
-status_429_always       RAISES: 429 on every attempt: a typed ``RateLimited`` once the
-                        retry policy gives up
-error_event             PARTIAL: a provider error event mid-content: marked
-                        interrupted, the provider error kept
-corrupt, corrupt_utf8   PARTIAL: broken JSON / invalid UTF-8 mid-content: malformed
-======================  ==============================================================
+The fault classes and the expectation table, the acceptance rule written down once,
+are in :mod:`railings.matrix.cases`; this module holds the rest of the grid.
 
 With a tool call (the ``tool`` half of the grid) the turn says a little text,
 calls ``shell`` with a complete ``{"command": "ls -la"}``, then starts a second
 ``shell`` call whose heredoc is the payload, and ``max_tokens`` cuts it in the
-middle. On top of the rule above: **the cut call is never executed** (checked
+middle. On top of the expectation table: **the cut call is never executed** (checked
 through a real dispatch with a spy ``shell`` tool), and the complete sibling
 runs exactly when the turn is complete.
 
@@ -48,17 +18,18 @@ seconds.
 
 from __future__ import annotations
 
-import enum
 import functools
 import json
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from railings.providers import SPECS
+from railings.matrix.cases import FAULT_CASES, QUICK_FAULTS, Expect, FaultCase, Shape
+from railings.providers import SPECS, ProviderSpec
+from railings.providers.base import Framing
 from railings.testing.script import Plan, Script, ScriptTurn, filler, plan_turn
-from railings.testing.wires import WIRES
+from railings.testing.wires import kit_wire
 
 __all__ = [
     "FAULT_CASES",
@@ -75,135 +46,6 @@ __all__ = [
     "Size",
     "grid",
 ]
-
-
-class Expect(enum.Enum):
-    """What a correct client makes of a stream hit by one fault class."""
-
-    FULL = "full"
-    RESENT = "resent"
-    RETRIED = "retried"
-    PARTIAL = "partial"
-    RAISES = "raises"
-    COUNTEREXAMPLE = "counterexample"
-    LIMIT = "limit"
-
-
-@dataclass(frozen=True, slots=True)
-class Shape:
-    """Where in a stream a fault acts: ``mid`` is an event in the middle of the content."""
-
-    mid: int
-    drip: int = 1
-
-
-@dataclass(frozen=True, slots=True)
-class FaultCase:
-    """One row of the expectation table. ``spec(shape)`` is the fault proxy's spec."""
-
-    name: str
-    spec: Callable[[Shape], str]
-    expect: Expect
-    detail: str  # the expected outcome in a few words (the module docstring says more)
-    error: str | None = None  # PARTIAL: the turn's error kind or the interruption's class;
-    #                           RETRIED/RESENT: the class of the first attempt's error;
-    #                           RAISES: the class raised
-    idle: float | None = None  # this case needs a short idle gap (seconds)
-    quick: bool = False
-
-
-FAULT_CASES: tuple[FaultCase, ...] = (
-    FaultCase("clean", lambda s: "none", Expect.FULL, "full text", quick=True),
-    FaultCase(
-        "truncate_empty",
-        lambda s: "truncate:events=1,times=1",
-        Expect.RESENT,
-        "Empty: resent, full text",
-        error="StreamInterrupted",
-        quick=True,
-    ),
-    FaultCase(
-        "truncate",
-        lambda s: f"truncate:events={s.mid}",
-        Expect.PARTIAL,
-        "Partial, marked",
-        quick=True,
-    ),
-    FaultCase(
-        "drop_terminator",
-        lambda s: "drop_terminator",
-        Expect.PARTIAL,
-        "Partial, marked",
-        quick=True,
-    ),
-    FaultCase(
-        "idle",
-        lambda s: f"idle:events={s.mid},seconds=30",
-        Expect.PARTIAL,
-        "Partial: IdleTimeout",
-        error="IdleTimeout",
-        idle=0.5,
-        quick=True,
-    ),
-    FaultCase("reorder", lambda s: f"reorder:event={s.mid}", Expect.LIMIT, "undetectable"),
-    FaultCase("duplicate", lambda s: f"duplicate:event={s.mid}", Expect.LIMIT, "undetectable"),
-    FaultCase("reset", lambda s: f"reset:events={s.mid}", Expect.PARTIAL, "Partial, marked"),
-    FaultCase(
-        "close_after_terminator",
-        lambda s: "close_after_terminator",
-        Expect.COUNTEREXAMPLE,
-        "complete: proof seen",
-        quick=True,
-    ),
-    FaultCase("drip", lambda s: f"drip:delay=0,size={s.drip}", Expect.FULL, "full text"),
-    FaultCase(
-        "status_429",
-        lambda s: "status:code=429,retry_after_ms=10,times=1",
-        Expect.RETRIED,
-        "retried: full text",
-        error="RateLimited",
-        quick=True,
-    ),
-    # Any retryable provider error: railings names an OpenAI-shaped 529 ServerError
-    # (its body says "server_error"), an Anthropic one Overloaded.
-    FaultCase(
-        "status_529",
-        lambda s: "status:code=529,retry_after_ms=10,times=1",
-        Expect.RETRIED,
-        "retried: full text",
-        error="ProviderError",
-    ),
-    FaultCase(
-        "status_429_always",
-        lambda s: "status:code=429,retry_after_ms=10",
-        Expect.RAISES,
-        "raises RateLimited",
-        error="RateLimited",
-    ),
-    FaultCase(
-        "error_event",
-        lambda s: f"error_event:events={s.mid}",
-        Expect.PARTIAL,
-        "Partial: provider error",
-        error="provider_error",
-        quick=True,
-    ),
-    FaultCase(
-        "corrupt",
-        lambda s: f"corrupt:event={s.mid},kind=json",
-        Expect.PARTIAL,
-        "Partial: malformed",
-        error="malformed_stream",
-    ),
-    FaultCase(
-        "corrupt_utf8",
-        lambda s: f"corrupt:event={s.mid},kind=utf8",
-        Expect.PARTIAL,
-        "Partial: malformed",
-        error="malformed_stream",
-    ),
-)
-QUICK_FAULTS: tuple[str, ...] = tuple(f.name for f in FAULT_CASES if f.quick)
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,29 +78,36 @@ class Provider:
     ``lead`` is the number of events before the first content delta, ``seams`` the
     events that close one output item and open the next (Anthropic: block stop, block
     start, the empty first ``partial_json``): where a mid-stream fault lands depends
-    on them."""
+    on them. ``whole_calls``: the wire sends each call whole (Gemini, Ollama), so the
+    call ``max_tokens`` cuts is never streamed and the middle is the text's."""
 
     name: str
     base_path: str
     numbered: bool = False
     lead: int = 1
     seams: int = 1
+    whole_calls: bool = False  # calls arrive whole: a cut call is never sent
+    framing: Framing = Framing.SSE
 
 
 # Every wire format of the provider registry, as the matrix drives it: the path its
 # base URL adds (OpenAI's ``/v1``), whether its events are numbered, and how the
-# scripted server shapes its stream. A new provider spec adds its column here.
-PROVIDERS: dict[str, Provider] = {
-    s.name: Provider(
-        s.name,
-        urlsplit(s.default_base_url).path.rstrip("/"),
-        numbered=s.numbered,
-        lead=s.scripted.lead,
-        seams=s.scripted.seams,
+# scripted server shapes its stream (the test kit's wire says). A new provider spec
+# adds its column here.
+def _provider(spec: ProviderSpec) -> Provider:
+    wire = kit_wire(spec)
+    return Provider(
+        spec.name,
+        urlsplit(spec.default_base_url).path.rstrip("/"),
+        numbered=spec.numbered,
+        lead=wire.scripted.lead,
+        seams=wire.scripted.seams,
+        whole_calls=wire.whole_calls,
+        framing=spec.framing,
     )
-    for s in SPECS
-    if any(w.spec is s for w in WIRES)  # the wires the scripted server speaks
-}
+
+
+PROVIDERS: dict[str, Provider] = {s.name: _provider(s) for s in SPECS}
 
 # -- the payloads ------------------------------------------------------------------------
 
@@ -291,12 +140,19 @@ class Payload:
         the cut call's arguments (the payload) when there is a tool call."""
         chunk = self.size.chunk
         text = math.ceil(len(self.plan.text) / chunk)
+        lead = provider.lead
         if not self.plan.calls:
-            return Shape(mid=provider.lead + max(1, text // 2), drip=self.size.drip)
+            return Shape(mid=lead + max(1, text // 2), drip=self.size.drip, lead=lead)
+        if provider.whole_calls:
+            # The text, then each sent call whole: the second of those events, so one
+            # event of content came before it and one more (the proof) comes after.
+            events = text + sum(1 for c in self.plan.calls if c.complete)
+            return Shape(mid=lead + max(2, events // 2 + 1), drip=self.size.drip, lead=lead)
         *before, cut = self.plan.calls
         ahead = text + sum(provider.seams + math.ceil(len(c.arguments) / chunk) for c in before)
         middle = max(1, math.ceil(len(cut.arguments) / chunk) // 2)
-        return Shape(mid=provider.lead + ahead + provider.seams + middle, drip=self.size.drip)
+        mid = lead + ahead + provider.seams + middle
+        return Shape(mid=mid, drip=self.size.drip, lead=lead)
 
 
 @functools.cache
@@ -367,6 +223,7 @@ def grid(
         Cell(f, s, p, t)
         for f in chosen_faults
         for p in chosen_providers
+        if f.framings is None or p.framing in f.framings
         for t in tool_values
         for s in chosen_sizes
     ]

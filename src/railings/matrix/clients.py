@@ -4,7 +4,8 @@ tool), and the registry that names every client ``--client`` accepts.
 * ``railings``: :class:`~railings.transport.AsyncProviderClient`, then a real
   dispatch of the turn (:class:`~railings.dispatch.Dispatcher`, default gate
   chain) with a spy ``shell`` tool that records every execution and runs nothing.
-* the official SDKs, with and without the guard: :mod:`railings.matrix.sdks`.
+* the official SDKs, with and without the guard: :mod:`railings.matrix.sdks`; the
+  official Gemini, Bedrock and Ollama clients: :mod:`railings.matrix.sdks_native`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from railings.matrix.observation import (
     shared_ssl_context,
 )
 from railings.matrix.sdks import SHELL_DESCRIPTION, AnthropicSDK, OpenAISDK
+from railings.matrix.sdks_native import Boto3SDK, GenAISDK, OllamaSDK
 from railings.messages import ToolSpec, User
 from railings.transport import AsyncProviderClient, ClientConfig, RetryPolicy, Timeouts
 from railings.turn.model import Turn
@@ -96,6 +98,12 @@ class RailingsClient:
         """Stream one turn from ``target`` and dispatch it with the spy: what railings returned
         (or raised), its attempts and retries, and what the spy ran."""
         spy = Spy()
+        try:
+            return await self._run(target, spy)
+        except RailingsError as exc:  # a configuration the cell cannot run (no region...)
+            return raised(exc, attempts=0, executed=[], retried=[])
+
+    async def _run(self, target: Target, spy: Spy) -> Observation:
         config = ClientConfig(
             target.provider.name,  # type: ignore[arg-type]  # checked by ClientConfig
             target.model,
@@ -157,6 +165,9 @@ CLIENTS: dict[str, Callable[[], Client]] = {
     "openai-sdk+guard": lambda: OpenAISDK(guarded=True),
     "anthropic-sdk": AnthropicSDK,
     "anthropic-sdk+guard": lambda: AnthropicSDK(guarded=True),
+    "google-genai": GenAISDK,
+    "boto3": Boto3SDK,
+    "ollama": OllamaSDK,
 }
 
 

@@ -27,7 +27,7 @@ from railings.matrix.cells import FAULT_CASES, Expect
 from railings.matrix.judge import Status
 from railings.matrix.run import CellResult, MatrixResult
 
-__all__ = ["COLUMNS", "Tally", "render_comparison", "tally"]
+__all__ = ["COLUMNS", "PROVIDERS", "Tally", "render_comparison", "tally"]
 
 # (client, provider) -> column heading, in table order.
 COLUMNS: dict[tuple[str, str], str] = {
@@ -36,6 +36,9 @@ COLUMNS: dict[tuple[str, str], str] = {
     ("openai-sdk", "openai-responses"): "openai resp.",
     ("anthropic-sdk", "anthropic"): "anthropic",
 }
+# The wires the comparison runs on: those of its SDK columns (the demo stays a few
+# seconds; ``railings matrix --client all`` covers every wire).
+PROVIDERS: tuple[str, ...] = tuple(p for (_, p) in COLUMNS if p)
 
 # What railings makes of each fault class, in a word or two.
 _RAILINGS_WORDS = {

@@ -54,11 +54,18 @@ class Reference:
     truncated: bool
 
     @classmethod
-    def from_plan(cls, plan: Plan) -> Reference:
-        """The reference of the embedded server: its own plan, after ``max_tokens``."""
+    def from_plan(cls, plan: Plan, *, whole_calls: bool = False) -> Reference:
+        """The reference of the embedded server: its own plan, after ``max_tokens``. On a
+        wire that sends calls whole (``whole_calls``) the cut call is never sent, and the
+        calls of a truncated turn are not complete: a server-parsed call proves nothing
+        about its own end (it may have been repaired), so a correct dispatch runs none."""
         return cls(
             plan.text,
-            tuple(RefCall(c.name, c.arguments, c.complete) for c in plan.calls),
+            tuple(
+                RefCall(c.name, c.arguments, c.complete and not (whole_calls and plan.truncated))
+                for c in plan.calls
+                if c.complete or not whole_calls
+            ),
             plan.stop_reason,
             plan.truncated,
         )

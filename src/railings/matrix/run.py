@@ -226,7 +226,9 @@ async def _run_cell(cell: Cell, client: Client, upstream: Upstream | None) -> Ce
             )
             observation, seconds = await _observe(client, target)
             facts = _facts(proxy)
-        reference: Reference | None = Reference.from_plan(load.plan)
+        reference: Reference | None = Reference.from_plan(
+            load.plan, whole_calls=cell.provider.whole_calls
+        )
     else:
         prompt, max_tokens = upstream.request(cell.size, cell.tool)
         spec = cell.spec(Shape(upstream.shape_mid, cell.size.drip))

@@ -8,6 +8,10 @@
     with ScriptedServer(script) as server, FaultProxy(server.url, "truncate:events=3") as proxy:
         ...  # point a client at proxy.url (+ "/v1" for the OpenAI SDK)
 
+The server speaks OpenAI Chat Completions and Responses, Anthropic Messages, Gemini,
+Bedrock Converse (event-stream frames) and Ollama (NDJSON); the proxy's faults act on
+each stream's own events (:mod:`railings.testing.frames`).
+
 Everything binds to 127.0.0.1 on a free port chosen at run time, and runs in a
 background thread (``with``) or in the caller's event loop
 (``await server.start()`` / ``await server.aclose()``).

@@ -5,14 +5,15 @@ The byte-exact SSE block tools the proxy acts with (:class:`EventSplitter`,
 and importable here too.
 
 A spec is ``name`` or ``name:key=value,key=value``; a bare value sets the
-fault's first parameter (``status:529`` is ``status:code=529``). Events are SSE
-blocks (everything up to and including a blank line), numbered from 1 in the
-order the upstream sent them. ``times=K`` on any fault applies it to the first K
-requests that ask for it, then lets requests pass (``status:code=429,times=1``:
-one 429, then the real answer). ``end`` says how a cut stream ends:
-``clean`` (the chunked body's ``0\\r\\n\\r\\n``: HTTP says the response is
-complete, only the SSE proof is missing), ``abrupt`` (close without it) or
-``reset`` (TCP RST).
+fault's first parameter (``status:529`` is ``status:code=529``). Events are the
+stream's own units, numbered from 1 in the order the upstream sent them: SSE
+blocks (everything up to and including a blank line), event-stream frames
+(Bedrock), NDJSON lines (Ollama) -- :mod:`railings.testing.frames`. ``times=K``
+on any fault applies it to the first K requests that ask for it, then lets
+requests pass (``status:code=429,times=1``: one 429, then the real answer).
+``end`` says how a cut stream ends: ``clean`` (the chunked body's
+``0\\r\\n\\r\\n``: HTTP says the response is complete, only the proof is
+missing), ``abrupt`` (close without it) or ``reset`` (TCP RST).
 
 =====================  ==========================================================
 ``none``                pass everything through unchanged
@@ -20,8 +21,14 @@ complete, only the SSE proof is missing), ``abrupt`` (close without it) or
                         (``end=clean`` default)
 ``drop_terminator``     remove the proof -- ``data: [DONE]``, the ``message_stop``
                         event, Responses' ``response.completed`` /
-                        ``response.incomplete`` -- and everything after it, then end
-                        (``end=clean`` default)
+                        ``response.incomplete``, Gemini's chunk with the final
+                        ``finishReason``, Bedrock's ``messageStop`` frame, Ollama's
+                        ``done: true`` line -- and everything after it, then end
+                        (``end=clean`` default); ``rest=keep`` drops the proof
+                        alone and sends what follows (Bedrock's ``metadata``)
+``cut_mid_event``       send the first half of event ``event=N`` (default 2), then
+                        end (``end=clean`` default): an SSE block without its blank
+                        line, an event-stream frame cut mid-frame, half a line
 ``idle``                after ``events=N`` (default 1), silent for ``seconds=S``
                         (default 30) without closing, then the rest of the stream
 ``reorder``             swap event ``event=N`` (default 2) with the one after it
@@ -44,7 +51,9 @@ complete, only the SSE proof is missing), ``abrupt`` (close without it) or
                         stream's own response), then end
 ``corrupt``             break event ``event=N`` (default 2): ``kind=json`` (the data
                         line cut in half) or ``kind=utf8`` (bytes ``FF FE`` inside
-                        its first string value)
+                        its first string value); for event-stream frames also
+                        ``kind=crc`` (the message CRC) or ``kind=prelude`` (the
+                        prelude CRC) that does not match
 =====================  ==========================================================
 """
 
@@ -64,6 +73,7 @@ __all__ = [
     "FAULTS",
     "CloseAfterTerminator",
     "Corrupt",
+    "CutMidEvent",
     "Drip",
     "DropTerminator",
     "Duplicate",
@@ -196,10 +206,23 @@ class Truncate(Fault):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DropTerminator(Fault):
     """``drop_terminator``: the stream up to its termination proof, which is dropped with
-    everything after it, then ``end``."""
+    everything after it (``rest=keep``: alone), then ``end``."""
 
     name: ClassVar[str] = "drop_terminator"
     end: End = "clean"
+    rest: Literal["drop", "keep"] = "drop"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CutMidEvent(Fault):
+    """``cut_mid_event``: the first half of event number ``event``, then ``end``."""
+
+    name: ClassVar[str] = "cut_mid_event"
+    event: int = 2
+    end: End = "clean"
+
+    def __post_init__(self) -> None:
+        _check(self.event >= 1, "event numbers start at 1")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -297,12 +320,13 @@ class ErrorEvent(Fault):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Corrupt(Fault):
-    """``corrupt``: event number ``event`` broken, as JSON cut in half (``kind=json``) or
-    with invalid UTF-8 in its first string (``kind=utf8``)."""
+    """``corrupt``: event number ``event`` broken, as JSON cut in half (``kind=json``),
+    with invalid UTF-8 in its first string (``kind=utf8``), or (event-stream frames)
+    with a message or prelude CRC that does not match (``kind=crc`` / ``prelude``)."""
 
     name: ClassVar[str] = "corrupt"
     event: int = 2
-    kind: Literal["json", "utf8"] = "json"
+    kind: Literal["json", "utf8", "crc", "prelude"] = "json"
 
     def __post_init__(self) -> None:
         _check(self.event >= 1, "event numbers start at 1")
@@ -314,6 +338,7 @@ FAULTS: dict[str, type[Fault]] = {
         Passthrough,
         Truncate,
         DropTerminator,
+        CutMidEvent,
         Idle,
         Reorder,
         Duplicate,

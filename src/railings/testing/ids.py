@@ -68,3 +68,21 @@ class Ids:
     def signature(self) -> str:
         """A thinking block's signature: 96 random bytes in base64 (opaque, as Anthropic's)."""
         return base64.b64encode(self._rng.randbytes(96)).decode("ascii")
+
+    # Gemini, Bedrock, Ollama
+    def gemini_response(self) -> str:
+        """A Gemini ``responseId``: 23 letters or digits (as ``ymmLabjHPMKE1PIPpJeV6Ac``)."""
+        return self._token(23, _ALNUM)
+
+    def bedrock_tool(self) -> str:
+        """A Bedrock ``toolUseId``: ``tooluse_`` and 22 letters or digits."""
+        return "tooluse_" + self._token(22, _ALNUM)
+
+    def ollama_call(self) -> str:
+        """An Ollama tool call id: ``call_`` and 8 lower-case letters or digits."""
+        return "call_" + self._token(8, "abcdefghijklmnopqrstuvwxyz0123456789")
+
+    def uuid(self) -> str:
+        """A UUID-shaped request id (Bedrock's ``x-amzn-requestid``, Gemini's calls)."""
+        h = self._token(32, _HEX)
+        return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:]}"

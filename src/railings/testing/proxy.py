@@ -1,4 +1,4 @@
-"""The fault proxy: an HTTP- and SSE-aware forwarder that breaks streams on purpose.
+"""The fault proxy: an HTTP- and stream-aware forwarder that breaks streams on purpose.
 
 ::
 
@@ -10,11 +10,13 @@ upstream with ``accept-encoding: identity`` (a gzipped stream has no events to
 act on), and the response is streamed back as it arrives, never buffered.
 With no fault, every upstream chunk goes on as it came, in one chunk of its
 own (the events are only counted). Under a fault, an event stream is cut into
-SSE blocks and re-sent one block per HTTP chunk, so the fault can act on
-events; the blocks of one upstream read leave in one write. Any other body
-passes through as it came, and only the byte-level faults (``truncate:bytes``,
-``reset:bytes``, ``drip``) apply. When the upstream breaks off, what it did
-send still reaches the client, an unfinished event included.
+its events -- SSE blocks, Bedrock's event-stream frames, Ollama's NDJSON lines,
+by its content type (:mod:`railings.testing.frames`) -- and re-sent one event per
+HTTP chunk, so the fault can act on events; the events of one upstream read
+leave in one write. Any other body passes through as it came, and only the
+byte-level faults (``truncate:bytes``, ``reset:bytes``, ``drip``) apply. When the
+upstream breaks off, what it did send still reaches the client, an unfinished
+event included.
 
 The fault comes from the request header ``x-railings-fault: <spec>`` (removed
 before forwarding), else from the proxy's own ``fault``. Spec syntax and the
@@ -35,10 +37,10 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from railings.errors import ConfigurationError
-from railings.providers import FALLBACK, spec_for_path
 from railings.testing import faults as F
 from railings.testing import wire_openai as wo
 from railings.testing.faults import Fault
+from railings.testing.frames import framing_for
 from railings.testing.http import (
     Headers,
     HTTPFault,
@@ -54,7 +56,7 @@ from railings.testing.http import (
 from railings.testing.ids import Ids
 from railings.testing.proxy_events import Out, Stop, pump_events
 from railings.testing.service import Service
-from railings.testing.wires import KitWire, kit_wire
+from railings.testing.wires import KitWire, wire_for_path
 
 LOG = logging.getLogger("railings.testing.proxy")
 
@@ -179,7 +181,7 @@ class FaultProxy(Service):
         self, request: Request, writer: asyncio.StreamWriter, record: ProxyRecord
     ) -> None:
         # The guard's rule: the wire a path ends with, else Chat Completions.
-        wire = kit_wire(spec_for_path(request.path) or FALLBACK)
+        wire = wire_for_path(request.path)
         try:
             fault = self._choose(request, record)
         except ConfigurationError as exc:
@@ -241,7 +243,7 @@ class FaultProxy(Service):
             )
             message = wire.rate_limit_message(wait)
         body = wire.status_error(fault.code, message, request_id)
-        headers = [(wire.spec.request_id_header, request_id)]
+        headers = [(wire.spec.request_id_header, request_id), *wire.error_headers(fault.code, body)]
         if fault.retry_after is not None:
             headers.append(("retry-after", f"{fault.retry_after:g}"))
         if fault.retry_after_ms is not None:
@@ -259,8 +261,8 @@ class FaultProxy(Service):
         record: ProxyRecord,
         wire: KitWire,
     ) -> None:
-        content_type = (head.headers.get("content-type") or "").lower()
-        sse = content_type.startswith("text/event-stream")
+        events = framing_for(head.headers.get("content-type") or "")
+        sse = events is not None
         length = head.headers.get("content-length")
         chunked = sse or length is None
         headers = Headers(list(head.headers.items))
@@ -291,8 +293,8 @@ class FaultProxy(Service):
         if isinstance(fault, F.Drip):
             record.action = f"dripped {fault.size} byte(s) every {fault.delay:g}s"
         try:
-            if sse:
-                await pump_events(body, out, fault, record, wire, self._ids)
+            if events is not None:
+                await pump_events(body, out, fault, record, wire, self._ids, events)
             else:
                 if not sse and fault.__class__ not in (F.Passthrough, F.Drip) and limit is None:
                     record.action = f"passed through ({fault.spec} needs an event stream)"

@@ -16,8 +16,8 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from railings.testing import faults as F
-from railings.testing.blocks import EventSplitter
 from railings.testing.faults import Fault
+from railings.testing.frames import Framing, Splitter
 from railings.testing.http import LAST_CHUNK, HTTPFault, abort_with_reset, encode_chunk
 from railings.testing.ids import Ids
 from railings.testing.wires import KitWire
@@ -119,10 +119,12 @@ async def pump_events(
     record: ProxyRecord,
     wire: KitWire,
     ids: Ids,
+    framing: Framing,
 ) -> None:
-    """Send the upstream's event stream ``body`` through ``out`` with ``fault`` applied
-    (``ids`` names an injected error); raises :class:`Stop` where the fault ends it."""
-    splitter = EventSplitter()
+    """Send the upstream's event stream ``body``, cut into events by ``framing``, through
+    ``out`` with ``fault`` applied (``wire`` tells its proof and its error events,
+    ``ids`` names an injected error); raises :class:`Stop` where the fault ends it."""
+    splitter = framing.splitter()
     if isinstance(fault, F.Passthrough):
         # Nothing to act on: each upstream piece goes on as it came, in one chunk,
         # the upstream's framing kept; the splitter only counts the events.
@@ -137,7 +139,7 @@ async def pump_events(
     stream = _Seen()
     await _before_first(out, fault, wire, stream, ids)
     try:
-        await _act(body, splitter, out, fault, record, wire, stream, ids)
+        await _act(body, splitter, out, fault, record, wire, stream, ids, framing)
     except (ConnectionError, HTTPFault):
         await _send_rest(out, splitter, stream)  # the upstream broke: what it sent goes on
         raise
@@ -146,13 +148,14 @@ async def pump_events(
 
 async def _act(
     body: AsyncIterator[bytes],
-    splitter: EventSplitter,
+    splitter: Splitter,
     out: Out,
     fault: Fault,
     record: ProxyRecord,
     wire: KitWire,
     stream: _Seen,
     ids: Ids,
+    framing: Framing,
 ) -> None:
     async for data in body:
         record.bytes_in += len(data)
@@ -160,12 +163,12 @@ async def _act(
             record.events_in += 1
             n = record.events_in
             stream.saw(block)
+            if _edit(block, n, out, fault, wire, framing):
+                continue
             match fault:
                 case F.Truncate(events=int() as limit, end=end) if n >= limit:
                     out.send(block, event=True)
                     raise Stop(end, f"cut after {limit} events ({end} end)")
-                case F.DropTerminator(end=end) if F.is_terminator(block):
-                    raise Stop(end, f"dropped the terminator (event {n}, {end} end)")
                 case F.Idle(events=after, seconds=seconds) if n == after:
                     out.send(block, event=True)
                     await out.flush()
@@ -185,7 +188,7 @@ async def _act(
                 case F.Reset(events=int() as limit) if n >= limit:
                     out.send(block, event=True)
                     raise Stop("reset", f"reset after {limit} events")
-                case F.CloseAfterTerminator() if F.is_terminator(block):
+                case F.CloseAfterTerminator() if wire.is_proof(block):
                     out.send(block, event=True)
                     raise Stop(
                         "abrupt",
@@ -194,12 +197,33 @@ async def _act(
                 case F.ErrorEvent(events=after) as error if n == after:
                     out.send(block, event=True)
                     _inject_error(out, error, wire, stream, ids)
-                case F.Corrupt(event=at, kind=kind) if n == at:
-                    out.send(F.corrupt_event(block, kind), event=True)
-                    record.action = f"corrupted event {at} ({kind})"
                 case _:
                     out.send(block, event=True)
         await out.flush()
+
+
+def _edit(block: bytes, n: int, out: Out, fault: Fault, wire: KitWire, framing: Framing) -> bool:
+    """The faults that change or drop event ``n`` itself (``wire`` tells the proof,
+    ``framing`` how to break an event); True when one did (raises :class:`Stop` when
+    it ends the response)."""
+    record = out.record
+    match fault:
+        case F.DropTerminator(rest="keep") if wire.is_proof(block):
+            record.action = f"dropped the terminator alone (event {n})"
+        case F.DropTerminator(end=end) if wire.is_proof(block):
+            raise Stop(end, f"dropped the terminator (event {n}, {end} end)")
+        case F.CutMidEvent(event=at, end=end) if n == at:
+            out.send(block[: len(block) // 2])
+            raise Stop(end, f"cut event {at} in its middle ({end} end)")
+        case F.Corrupt(event=at, kind=kind) if n == at and kind in framing.kinds:
+            out.send(framing.corrupt(block, kind), event=True)
+            record.action = f"corrupted event {at} ({kind})"
+        case F.Corrupt(event=at, kind=kind) if n == at:
+            out.send(block, event=True)
+            record.action = f"passed event {at} intact (no {kind} in {framing.events})"
+        case _:
+            return False
+    return True
 
 
 async def _before_first(out: Out, fault: Fault, wire: KitWire, stream: _Seen, ids: Ids) -> None:
@@ -224,7 +248,7 @@ def _inject_error(out: Out, fault: F.ErrorEvent, wire: KitWire, stream: _Seen, i
     raise Stop(fault.end, f"injected {what} after {out.record.events_in} events ({fault.end} end)")
 
 
-async def _send_rest(out: Out, splitter: EventSplitter, stream: _Seen) -> None:
+async def _send_rest(out: Out, splitter: Splitter, stream: _Seen) -> None:
     """The end of the upstream's body: the event ``reorder`` still holds, then an
     unterminated last block, as it came."""
     if stream.held is not None:

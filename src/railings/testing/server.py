@@ -1,5 +1,5 @@
-"""The scripted model server: OpenAI Chat Completions, OpenAI Responses and Anthropic Messages
-on loopback.
+"""The scripted model server: OpenAI Chat Completions, OpenAI Responses, Anthropic Messages,
+Gemini, Bedrock Converse and Ollama on loopback.
 
 ::
 
@@ -10,7 +10,10 @@ on loopback.
 
 Endpoints: ``POST /v1/chat/completions`` (also ``/chat/completions``),
 ``POST /v1/responses`` (also ``/responses``) and ``POST /v1/messages``, streamed
-(``"stream": true``) or not. What the model says comes from a
+(``"stream": true``) or not; Gemini's ``POST /v1beta/models/{model}:streamGenerateContent``
+(SSE with ``?alt=sse``, else one JSON array) and ``:generateContent``; Bedrock's
+``POST /model/{modelId}/converse-stream`` (event-stream frames) and ``/converse``;
+Ollama's ``POST /api/chat`` (NDJSON unless ``"stream": false``). What the model says comes from a
 :class:`~railings.testing.script.Script`; the wire shapes from
 :mod:`~railings.testing.wires`, one per provider spec (:mod:`~railings.testing.wire_openai`,
 :mod:`~railings.testing.wire_responses`, :mod:`~railings.testing.wire_anthropic`). The
@@ -64,7 +67,6 @@ __all__ = ["SECRET_HEADERS", "ReceivedRequest", "ScriptedServer"]
 SECRET_HEADERS = frozenset(
     {"authorization", "x-api-key", "api-key", "cookie", "proxy-authorization", "x-goog-api-key"}
 )
-SSE_CONTENT_TYPE = "text/event-stream; charset=utf-8"
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,21 +173,25 @@ class ScriptedServer(Service):
             request.method, request.path, _redact(request.headers), body, wire.spec.name
         )
         try:
-            turn_index, events, delay = self._respond(request, wire, known, body, request_id)
+            turn_index, stream, events, delay = self._respond(
+                request, wire, known, body, request_id
+            )
         except _Reply as reply:
             self._record(dataclasses.replace(record, status=reply.status))
-            await send_json(writer, reply.status, reply.body, id_headers)
+            headers = [*id_headers, *wire.error_headers(reply.status, reply.body)]
+            await send_json(writer, reply.status, reply.body, headers)
             return
-        stream = isinstance(body, Mapping) and body.get("stream") is True
         self._record(dataclasses.replace(record, status=200, turn=turn_index, stream=stream))
-        if isinstance(events, dict):
+        if isinstance(events, dict | list):
             await send_json(writer, 200, events, id_headers)
             return
-        await self._send_stream(writer, events, [*id_headers, *wire.stream_headers], delay)
+        await self._send_stream(
+            writer, events, [*id_headers, *wire.stream_headers], delay, wire.stream_content_type
+        )
 
     def _respond(
         self, request: Request, wire: KitWire, known: bool, body: Any, request_id: str
-    ) -> tuple[int, dict[str, Any] | Iterator[bytes], float]:
+    ) -> tuple[int, bool, dict[str, Any] | list[Any] | Iterator[bytes], float]:
         if not known:
             raise _Reply(
                 404,
@@ -201,7 +207,7 @@ class ScriptedServer(Service):
             raise _Reply(400, wire.status_error(400, missing, request_id))
         if body is None:
             raise _Reply(400, wire.status_error(400, wire.invalid_json, request_id))
-        ask = wire.parse_ask(body, self._reasoned)
+        ask = wire.parse_ask(body, self._reasoned, request.target)
         if isinstance(ask, str):
             raise _Reply(400, wire.status_error(400, ask, request_id))
         counted = wire.turn_index(ask, self.script)
@@ -219,7 +225,7 @@ class ScriptedServer(Service):
             ping=self.script.ping,
             new_item_ids=self._item_ids,
         )
-        return turn_index, wire.answer(ask, turn, at), delay
+        return turn_index, bool(ask.stream), wire.answer(ask, turn, at), delay
 
     def _item_ids(self) -> Callable[[str], str]:
         """Item ids for one response, remembering what its reasoning item produced: a
@@ -242,9 +248,9 @@ class ScriptedServer(Service):
             return
         key = wire.key(headers)
         if not key:
-            raise _Reply(401, wire.missing_key(request_id))
+            raise _Reply(wire.key_status, wire.missing_key(request_id))
         if script.api_key is not None and key != script.api_key:
-            raise _Reply(401, wire.wrong_key(key, request_id))
+            raise _Reply(wire.key_status, wire.wrong_key(key, request_id))
 
     def _select(
         self, headers: Headers, counted: int, wire: KitWire, request_id: str
@@ -269,12 +275,13 @@ class ScriptedServer(Service):
         events: Iterable[bytes],
         headers: list[tuple[str, str]],
         delay: float,
+        content_type: str,
     ) -> None:
         writer.write(
             render_head(
                 200,
                 [
-                    ("content-type", SSE_CONTENT_TYPE),
+                    ("content-type", content_type),
                     ("cache-control", "no-cache"),
                     ("transfer-encoding", "chunked"),
                     *headers,

@@ -6,156 +6,36 @@ and (for the server) the request it parses and the response it renders from a
 :class:`~railings.testing.plan.Plan`. One :class:`KitWire` per
 :class:`~railings.providers.ProviderSpec` holds them; :func:`kit_wire` finds it
 by spec, :func:`wire_for_request` by a request's path and headers. The shapes
-themselves live in ``wire_openai``, ``wire_anthropic`` and ``wire_responses``.
+themselves live in ``wire_openai``, ``wire_anthropic``, ``wire_responses``,
+``wire_gemini``, ``wire_bedrock`` and ``wire_ollama``; the base class in
+:mod:`~railings.testing.kitwire`, the three native wires in
+:mod:`~railings.testing.wires_native`.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from railings.providers import (
     FALLBACK,
     SPECS,
     ProviderSpec,
     anthropic,
-    openai_chat,
     openai_responses,
+    spec_for_path,
 )
 from railings.testing import wire_anthropic as wa
-from railings.testing import wire_openai as wo
 from railings.testing import wire_responses as wr
 from railings.testing.http import Headers
 from railings.testing.ids import Ids
+from railings.testing.kitwire import Answer, KitWire, bearer
 from railings.testing.plan import plan_turn
 from railings.testing.script import Script, ScriptTurn
+from railings.testing.wires_native import BedrockWire, GeminiWire, OllamaWire
 
-__all__ = ["WIRES", "Answer", "KitWire", "kit_wire", "wire_for_request"]
-
-Ask = wo.OpenAIAsk | wa.AnthropicAsk | wr.ResponsesAsk
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """What the server knows when it renders one response: its ids, the model name to
-    report, the characters per delta, Anthropic's ping, and a factory of item ids for
-    one Responses response (``new_item_ids()`` gives one response's ``new_item_id``)."""
-
-    ids: Ids
-    model: str
-    chunk_size: int
-    ping: bool
-    new_item_ids: Callable[[], Callable[[str], str]]
-
-
-def _bearer(headers: Headers) -> str | None:
-    value = headers.get("authorization") or ""
-    scheme, _, token = value.partition(" ")
-    return token.strip() or None if scheme.lower() == "bearer" else None
-
-
-class KitWire:
-    """OpenAI's side of a wire (both OpenAI formats share its errors, ids and headers);
-    :class:`MessagesWire` is Anthropic's."""
-
-    spec: ProviderSpec = openai_chat.SPEC
-    invalid_json = "We could not parse the JSON body of your request."
-    # Headers of a streamed answer, besides the content type and the request id.
-    stream_headers: tuple[tuple[str, str], ...] = (
-        ("openai-version", "2020-10-01"),
-        ("openai-processing-ms", "1"),
-    )
-
-    @property
-    def paths(self) -> tuple[str, ...]:
-        """The paths the scripted server answers: the request path, and with the base
-        URL's own path before it (``/v1/chat/completions``)."""
-        base = urlsplit(self.spec.default_base_url).path.rstrip("/")
-        request = self.spec.request_path
-        return (base + request, request) if base else (request,)
-
-    def request_id(self, ids: Ids) -> str:
-        """A fresh request id, as this provider spells them."""
-        return ids.openai_request()
-
-    def status_error(
-        self, status: int, message: str | None = None, request_id: str | None = None
-    ) -> dict[str, Any]:
-        """The error body this provider sends with ``status``."""
-        return wo.status_error(status, message)
-
-    def rate_limit_message(self, wait: str) -> str | None:
-        """The text of a 429 that names its wait (None: the default text)."""
-        return f"Rate limit reached for requests. Please try again in {wait}."
-
-    def not_found(self, method: str, path: str) -> str:
-        """The message of a 404 for an unknown path."""
-        return f"Invalid URL ({method} {path})"
-
-    def missing_header(self, headers: Headers) -> str | None:
-        """A header this provider requires that the request lacks, as its 400 says it."""
-        return None
-
-    def key(self, headers: Headers) -> str | None:
-        """The API key the request carries."""
-        return _bearer(headers)
-
-    def missing_key(self, request_id: str) -> dict[str, Any]:
-        """The 401 body for a request without a key."""
-        return wo.error_body(
-            "You didn't provide an API key. You need to provide your API key in an "
-            "Authorization header using Bearer auth (i.e. Authorization: Bearer "
-            "YOUR_KEY), or as the password field (with blank username) if you're "
-            "accessing the API from your browser and are prompted for a username "
-            "and password. You can obtain an API key from "
-            "https://platform.openai.com/account/api-keys.",
-            "invalid_request_error",
-        )
-
-    def wrong_key(self, key: str, request_id: str) -> dict[str, Any]:
-        """The 401 body for a request with a key other than the script's."""
-        shown = f"{key[:3]}*****{key[-4:]}" if len(key) > 8 else "*****"
-        return wo.error_body(
-            f"Incorrect API key provided: {shown}. You can find your API key at "
-            "https://platform.openai.com/account/api-keys.",
-            "invalid_request_error",
-            "invalid_api_key",
-        )
-
-    def error_event(
-        self, kind: str, ids: Ids, created: Mapping[str, Any], sequence: int
-    ) -> tuple[bytes, str]:
-        """An in-stream error of ``kind`` (the fault's ``type``) and how to name it;
-        ``created`` and ``sequence`` are the stream's own (numbered wires need them)."""
-        return wo.error_event(), kind
-
-    def parse_ask(self, body: Any, reasoned: Mapping[str, str]) -> Ask | str:
-        """The request reduced to what the server needs, or the 400 message."""
-        return wo.parse_ask(body)
-
-    def turn_index(self, ask: Any, script: Script) -> int:
-        """Which turn answers: the assistant turns the request's conversation holds."""
-        return script.turn_index(ask.messages)
-
-    def answer(self, ask: Any, turn: ScriptTurn, at: Answer) -> dict[str, Any] | Iterator[bytes]:
-        """The response to ``ask``: a JSON body, or the events of a stream."""
-        plan = plan_turn(turn, ask.max_tokens, at.ids.openai_call)
-        completion_id, created = at.ids.chat_completion(), int(time.time())
-        if not ask.stream:
-            return wo.completion(
-                plan, ask, completion_id=completion_id, created=created, model=at.model
-            )
-        return wo.chunks(
-            plan,
-            ask,
-            completion_id=completion_id,
-            created=created,
-            model=at.model,
-            chunk_size=at.chunk_size,
-        )
+__all__ = ["WIRES", "Answer", "KitWire", "kit_wire", "wire_for_path", "wire_for_request"]
 
 
 class ResponsesWire(KitWire):
@@ -172,7 +52,7 @@ class ResponsesWire(KitWire):
             return wr.failed_event(created, sequence), kind
         return wr.error_event(sequence), "an error event (server_error)"
 
-    def parse_ask(self, body: Any, reasoned: Mapping[str, str]) -> Ask | str:
+    def parse_ask(self, body: Any, reasoned: Mapping[str, str], path: str) -> Any:
         """The request reduced to what the server needs, or the 400 message."""
         return wr.parse_ask(body, reasoned)
 
@@ -247,7 +127,7 @@ class MessagesWire(KitWire):
 
     def key(self, headers: Headers) -> str | None:
         """``x-api-key``, else a Bearer token."""
-        return headers.get(self.spec.auth_header) or _bearer(headers)
+        return headers.get(self.spec.auth_header) or bearer(headers)
 
     def missing_key(self, request_id: str) -> dict[str, Any]:
         """The 401 body for a request without a key."""
@@ -264,7 +144,7 @@ class MessagesWire(KitWire):
         message = _ERROR_MESSAGES.get(kind, "Overloaded")
         return wa.error_event(kind, message, ids.anthropic_request()), kind
 
-    def parse_ask(self, body: Any, reasoned: Mapping[str, str]) -> Ask | str:
+    def parse_ask(self, body: Any, reasoned: Mapping[str, str], path: str) -> Any:
         """The request reduced to what the server needs, or the 400 message."""
         return wa.parse_ask(body)
 
@@ -286,7 +166,14 @@ class MessagesWire(KitWire):
 
 
 # One per provider spec (tests/test_providers.py checks that none is missing).
-WIRES: tuple[KitWire, ...] = (KitWire(), MessagesWire(), ResponsesWire())
+WIRES: tuple[KitWire, ...] = (
+    KitWire(),
+    MessagesWire(),
+    ResponsesWire(),
+    GeminiWire(),
+    BedrockWire(),
+    OllamaWire(),
+)
 
 
 def kit_wire(spec: ProviderSpec) -> KitWire:
@@ -297,13 +184,29 @@ def kit_wire(spec: ProviderSpec) -> KitWire:
     raise LookupError(f"the test kit does not speak {spec.name}")  # a spec without its wire
 
 
+def wire_for_path(path: str) -> KitWire:
+    """The wire a proxied request speaks: the guard's rule (the spec whose request path
+    ``path`` ends with), else a wire whose server paths include it (Gemini's
+    ``:generateContent``, Bedrock's ``/converse``), else Chat Completions."""
+    found = spec_for_path(path)
+    if found is not None:
+        return kit_wire(found)
+    for wire in WIRES:
+        if wire.answers(path):
+            return wire
+    return kit_wire(FALLBACK)
+
+
 def wire_for_request(path: str, headers: Headers) -> tuple[KitWire, bool]:
     """The wire a request to the scripted server speaks, and whether its path is one the
     server answers. Any other path is answered in the shape its headers suggest: a
     version header or a non-Bearer key header names the provider, else Chat Completions."""
     for wire in WIRES:
-        if path in wire.paths:
+        if wire.answers(path):
             return wire, True
+    for wire in WIRES:
+        if wire.claims(path):
+            return wire, False
     for spec in SPECS:
         version = spec.version_header
         if (version is not None and version[0] in headers) or (
