@@ -212,3 +212,34 @@ def test_a_cut_before_the_proof_is_never_clean(folder: str, name: str) -> None:
         # The guard's fast rule never says finished where the reader would not.
         assert not tail(body[:offset]) or _clean(body[:offset], folder), offset
     assert tail(body)
+
+
+def _frame_ends(body: bytes) -> list[int]:
+    """Where each event-stream frame of ``body`` ends (its own total length)."""
+    ends, at = [], 0
+    while at < len(body):
+        at += int.from_bytes(body[at : at + 4], "big")
+        ends.append(at)
+    return ends
+
+
+def _read(body: bytes, size: int) -> tuple[object, ...]:
+    reader = StreamReader("bedrock")
+    for at in range(0, len(body), size):
+        reader.feed(body[at : at + size])
+    reader.close()
+    turn = reader.turn()
+    error = turn.error.kind if turn.error is not None else None
+    return (turn.outcome, turn.text, turn.termination, error, len(turn.tool_calls))
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in BEDROCK.glob("*.bin")))
+def test_a_bad_frame_checksum_reads_the_same_however_the_bytes_are_split(name: str) -> None:
+    # Frames a chunk completed before a corrupt one are applied before the fault, fed
+    # whole or a byte at a time alike.
+    body = (BEDROCK / name).read_bytes()
+    for end in _frame_ends(body):
+        corrupt = bytearray(body)
+        corrupt[end - 1] ^= 0xFF  # the frame's message CRC
+        reports = {_read(bytes(corrupt), size) for size in (len(corrupt), 64, 7, 1)}
+        assert len(reports) == 1, (name, end, reports)

@@ -116,8 +116,10 @@ def test_a_corrupted_crc_or_a_cut_frame_is_malformed() -> None:
     corrupted = bytearray(body)
     corrupted[-1] ^= 0xFF  # the last frame's message CRC
     stream = BedrockStream()
+    events = stream.feed(bytes(corrupted))  # the frames before the bad one come out first
+    assert any(isinstance(event, TerminationProof) for event in events)
     with pytest.raises(MalformedStream, match="checksum"):
-        stream.feed(bytes(corrupted))
+        stream.close()
     stream = BedrockStream()
     stream.feed(body[:-3])
     with pytest.raises(MalformedStream, match="inside a frame"):

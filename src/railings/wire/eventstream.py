@@ -158,9 +158,13 @@ class EventStreamDecoder:
 
     Sans-IO: it is handed bytes, split anywhere; :meth:`close` at EOF raises
     :class:`~railings.errors.MalformedStream` when a frame was cut short.
+
+    The frames a chunk completed before a bad one are returned, and the error is raised
+    by the next call (:meth:`feed` or :meth:`close`): what the caller gets never depends
+    on how the bytes were split.
     """
 
-    __slots__ = ("_buffer", "_bytes_fed", "_max", "_state")
+    __slots__ = ("_buffer", "_bytes_fed", "_failure", "_max", "_state")
 
     def __init__(self, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
         if max_message_size < _MIN_FRAME:
@@ -171,6 +175,7 @@ class EventStreamDecoder:
         self._buffer = bytearray()
         self._state = _OPEN
         self._bytes_fed = 0
+        self._failure: MalformedStream | None = None
 
     @property
     def pending(self) -> int:
@@ -184,6 +189,7 @@ class EventStreamDecoder:
 
     def feed(self, chunk: bytes) -> list[Message]:
         """Decode the next piece of the body; return the frames it completed."""
+        self._raise_failure()
         if self._state != _OPEN:
             raise IllegalTransition(self._state, "feed")
         self._bytes_fed += len(chunk)
@@ -198,16 +204,20 @@ class EventStreamDecoder:
                     break
                 out.append(_frame(memoryview(buffer)[offset : offset + total]))
                 offset += total
-        except MalformedStream:
+        except MalformedStream as exc:
             self._fail()
-            raise
-        del buffer[:offset]
+            if not out:
+                raise
+            self._failure = exc  # the frames before it are whole: theirs first
+        else:
+            del buffer[:offset]
         return out
 
     def close(self) -> list[Message]:
         """Mark the end of the stream. Returns ``[]``; raises
         :class:`~railings.errors.MalformedStream` when the stream ended inside a frame.
         :meth:`feed` raises afterwards."""
+        self._raise_failure()
         if self._state != _OPEN:
             return []  # idempotent; a failed decoder already raised
         held = len(self._buffer)
@@ -241,6 +251,12 @@ class EventStreamDecoder:
     def _fail(self) -> None:
         self._state = _FAILED
         self._buffer = bytearray()
+
+    def _raise_failure(self) -> None:
+        """Raise the error a chunk ended in, after the frames before it were returned."""
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            raise failure
 
 
 def _frame(view: memoryview) -> Message:
