@@ -441,3 +441,24 @@ def test_gateway_log_never_creates_a_journal(tmp_path: Path) -> None:
     )
     assert done.returncode == 2 and f"--journal {typo}: no such file" in done.stderr
     assert not typo.exists()
+
+
+def test_a_wire_the_gateway_does_not_judge_passes_through_untouched(
+    proxy: FaultProxy, tmp_path: Path
+) -> None:
+    # Gemini: the gateway has no error shape of its own for it, so even a stream whose
+    # proof was dropped is relayed as it came, and counted as no judged stream.
+    path = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    ask = json.dumps({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}).encode()
+    wire = {"x-goog-api-key": KEY, "x-railings-fault": "drop_terminator"}
+    with running(proxy.url, tmp_path) as (url, gateway, _):
+        via = raw_request(url, path, ask, headers=wire)
+        direct = raw_request(proxy.url, path, ask, headers=wire)
+        exposition = httpx2.get(url + "/_railings/metrics").text
+    assert via.status == direct.status == 200
+    relayed, plain = replay(via.body, provider="gemini"), replay(direct.body, provider="gemini")
+    assert relayed.turn.text == plain.turn.text and relayed.turn.text
+    assert relayed.turn.outcome is plain.turn.outcome is not Outcome.COMPLETE
+    assert via.body.count(b"\n\n") == direct.body.count(b"\n\n")  # no error event added
+    assert b'"error"' not in via.body
+    assert 'provider="gemini"' not in exposition

@@ -45,7 +45,7 @@ from railings.gateway.client_side import (
 from railings.gateway.judge import cut_message
 from railings.gateway.metrics import Metrics
 from railings.gateway.record import GatewayJournal, TurnRecord
-from railings.gateway.shapes import CUT_CODE, INTERRUPTED_CODE, error_body
+from railings.gateway.shapes import CUT_CODE, INTERRUPTED_CODE, error_body, judged
 from railings.gateway.streaming import forward_stream, is_event_stream
 from railings.gateway.telemetry import record_span
 from railings.gateway.upstream import (
@@ -200,6 +200,8 @@ class Gateway:
         if body is None:
             return  # the client left before its request was whole: nothing goes upstream
         provider = provider_for_path(path) if method == "POST" else None
+        if provider is not None and not judged(provider):
+            provider = None  # a wire the gateway does not answer in: passed through untouched
         query = scope.get("query_string") or b""
         url = self.upstream + raw_path.decode("latin-1") + ("?" + query.decode() if query else "")
         headers = request_headers(scope["headers"], watched=provider is not None)

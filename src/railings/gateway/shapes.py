@@ -17,31 +17,25 @@ on, and for a non-streamed answer the error body it already reads.
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from railings.errors import ConfigurationError
+from railings.providers import ErrorShapes, spec
 
-__all__ = ["CUT_CODE", "INTERRUPTED_CODE", "error_body", "error_event"]
+__all__ = ["CUT_CODE", "INTERRUPTED_CODE", "error_body", "error_event", "judged"]
 
 INTERRUPTED_CODE = "stream_interrupted"
 CUT_CODE = "tool_call_cut_by_output_limit"
-# The Anthropic error types closest to each reason (their SDKs map them to classes).
-_ANTHROPIC_TYPES = {INTERRUPTED_CODE: "api_error", CUT_CODE: "api_error"}
 
 
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+def judged(provider: str) -> bool:
+    """True when the gateway judges this wire (it can answer in the wire's own shape)."""
+    return spec(provider).error_shapes is not None
 
 
-def _object(provider: str, code: str, message: str, sequence_number: int | None) -> dict[str, Any]:
-    if provider == "anthropic":
-        return {"type": "error", "error": {"type": _ANTHROPIC_TYPES[code], "message": message}}
-    if provider == "openai-responses":
-        obj: dict[str, Any] = {"type": "error", "code": code, "message": message, "param": None}
-        if sequence_number is not None:
-            obj["sequence_number"] = sequence_number
-        obj["error"] = {"type": "server_error", "code": code, "message": message, "param": None}
-        return obj
-    return {"error": {"message": message, "type": "server_error", "param": None, "code": code}}
+def _shapes(provider: str) -> ErrorShapes:
+    shapes = spec(provider).error_shapes
+    if shapes is None:
+        raise ConfigurationError(f"the gateway does not judge {provider} streams")
+    return shapes
 
 
 def error_event(
@@ -49,16 +43,9 @@ def error_event(
 ) -> bytes:
     """One whole SSE event carrying the error (``code``: :data:`INTERRUPTED_CODE` or
     :data:`CUT_CODE`), ended by its blank line."""
-    data = _dumps(_object(provider, code, message, sequence_number))
-    if provider == "openai":
-        return f"data: {data}\n\n".encode()
-    return f"event: error\ndata: {data}\n\n".encode()
+    return _shapes(provider).event(code, message, sequence_number)
 
 
 def error_body(provider: str, code: str, message: str) -> bytes:
     """The JSON error body of a non-streamed answer, in the provider's shape."""
-    if provider == "anthropic":
-        return _dumps(_object(provider, code, message, None)).encode()
-    return _dumps(
-        {"error": {"message": message, "type": "server_error", "param": None, "code": code}}
-    ).encode()
+    return _shapes(provider).body(code, message)

@@ -25,12 +25,14 @@ from railings.providers._tail import EOL, EVENT_START, ends_with
 from railings.providers.base import (
     Detection,
     EncodeRequest,
+    ErrorShapes,
     Framing,
     Proof,
     ProviderDecoder,
     ProviderSpec,
     ScriptedShape,
     StopReasons,
+    compact_json,
 )
 from railings.turn.stop_reason import _TABLE as STOP_REASON_TABLE
 from railings.wire.anthropic import MESSAGE_STOP, AnthropicDecoder
@@ -107,6 +109,19 @@ def _tool_result(result: ToolResult, call_type: str) -> list[dict[str, Any]]:
     return _anthropic_blocks(result)
 
 
+def _anthropic_error(code: str, message: str) -> dict[str, Any]:
+    # api_error: the type the anthropic SDKs map to their server error class.
+    return {"type": "error", "error": {"type": "api_error", "message": message}}
+
+
+# The anthropic SDKs raise on ``event: error``.
+ERROR_SHAPES = ErrorShapes(
+    event=lambda code, message, _number: (
+        f"event: error\ndata: {compact_json(_anthropic_error(code, message))}\n\n".encode()
+    ),
+    body=lambda code, message: compact_json(_anthropic_error(code, message)).encode(),
+)
+
 SPEC = ProviderSpec(
     name="anthropic",
     title="Anthropic Messages",
@@ -148,6 +163,7 @@ SPEC = ProviderSpec(
     ),
     error_types=ANTHROPIC_ERROR_TYPES,
     detection=Detection(events=_EVENTS, markers=('"type":"message_start"',)),
+    error_shapes=ERROR_SHAPES,
     numbered=False,
     scripted=ScriptedShape(lead=3, seams=3),
 )

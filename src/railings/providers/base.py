@@ -12,6 +12,7 @@ keeping tables of their own; the registry is :mod:`railings.providers`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -26,6 +27,7 @@ from railings.wire.sse import ServerSentEvent
 __all__ = [
     "Detection",
     "EncodeRequest",
+    "ErrorShapes",
     "Framing",
     "Proof",
     "ProviderDecoder",
@@ -33,6 +35,7 @@ __all__ = [
     "ProviderSpec",
     "ScriptedShape",
     "StopReasons",
+    "compact_json",
 ]
 
 
@@ -191,6 +194,22 @@ class Detection:
         return any(marker in compact for marker in self.markers)
 
 
+def compact_json(obj: Any) -> str:
+    """JSON as the providers send it: no spaces, UTF-8 text kept."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ErrorShapes:
+    """How an error railings itself reports is shaped on this wire, so the wire's own
+    clients raise on it (the gateway's Partial and cut-call answers): ``event(code,
+    message, sequence_number)`` is one whole stream event, blank line included;
+    ``body(code, message)`` the JSON body of a non-streamed answer."""
+
+    event: Callable[[str, str, int | None], bytes]
+    body: Callable[[str, str], bytes]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ScriptedShape:
     """How the scripted server shapes this wire's stream (the fault matrix aims by it):
@@ -253,6 +272,8 @@ class ProviderSpec:
     * ``proof``, ``stop_reasons``, ``error_types`` (provider error type or code -> error
       class), ``detection``, ``numbered`` (events carry sequence numbers),
       ``scripted``: see their classes.
+    * ``error_shapes``: an error railings reports in this wire's own shape
+      (:class:`ErrorShapes`); None for a wire the gateway passes through unjudged.
     """
 
     name: ProviderName
@@ -285,6 +306,7 @@ class ProviderSpec:
     region_env: tuple[str, ...] = ()
     usage_after_proof: bool = False
     whole_body: Callable[[bytes, int], list[StreamEvent]] | None = None
+    error_shapes: ErrorShapes | None = None
 
     def path_for(self, model: str) -> str:
         """The request path for ``model``: :attr:`request_path` with its ``{model}``

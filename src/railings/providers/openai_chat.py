@@ -25,12 +25,14 @@ from railings.providers._tail import EOL, EVENT_START, ends_with
 from railings.providers.base import (
     Detection,
     EncodeRequest,
+    ErrorShapes,
     Framing,
     Proof,
     ProviderDecoder,
     ProviderSpec,
     ScriptedShape,
     StopReasons,
+    compact_json,
 )
 from railings.turn.stop_reason import _TABLE as STOP_REASON_TABLE
 from railings.wire.openai_chat import DONE, OpenAIChatDecoder
@@ -89,6 +91,18 @@ def _tool_result(result: ToolResult, call_type: str) -> list[dict[str, Any]]:
     return [_openai_message(result)]
 
 
+def _openai_error(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": "server_error", "param": None, "code": code}}
+
+
+# The openai SDKs raise APIError on a chunk whose data holds ``error``.
+ERROR_SHAPES = ErrorShapes(
+    event=lambda code, message, _number: (
+        f"data: {compact_json(_openai_error(code, message))}\n\n".encode()
+    ),
+    body=lambda code, message: compact_json(_openai_error(code, message)).encode(),
+)
+
 SPEC = ProviderSpec(
     name="openai",
     title="OpenAI Chat Completions",
@@ -127,6 +141,7 @@ SPEC = ProviderSpec(
     detection=Detection(
         data=frozenset({DONE}), markers=('"choices":', '"object":"chat.completion')
     ),
+    error_shapes=ERROR_SHAPES,
     numbered=False,
     scripted=ScriptedShape(lead=1, seams=1),
 )

@@ -20,12 +20,14 @@ from railings.providers._tail import EOL, TAIL_BYTES, line_start, previous_line
 from railings.providers.base import (
     Detection,
     EncodeRequest,
+    ErrorShapes,
     Framing,
     Proof,
     ProviderDecoder,
     ProviderSpec,
     ScriptedShape,
     StopReasons,
+    compact_json,
 )
 from railings.providers.openai_chat import OPENAI_ERROR_TYPES
 from railings.turn.stop_reason import _TABLE as STOP_REASON_TABLE
@@ -126,6 +128,24 @@ def _tool_result(result: ToolResult, call_type: str) -> list[dict[str, Any]]:
     return result_items(call_type, result.call_id, result.content, result.is_error)
 
 
+def _responses_error(code: str, message: str, number: int | None) -> bytes:
+    # The documented ResponseErrorEvent (the next sequence number), plus the same fields
+    # as an ``error`` object: the openai SDKs raise APIError only for an event whose data
+    # holds ``error`` and read the flat fields into their event model otherwise.
+    obj: dict[str, Any] = {"type": "error", "code": code, "message": message, "param": None}
+    if number is not None:
+        obj["sequence_number"] = number
+    obj["error"] = {"type": "server_error", "code": code, "message": message, "param": None}
+    return f"event: error\ndata: {compact_json(obj)}\n\n".encode()
+
+
+ERROR_SHAPES = ErrorShapes(
+    event=_responses_error,
+    body=lambda code, message: compact_json(
+        {"error": {"message": message, "type": "server_error", "param": None, "code": code}}
+    ).encode(),
+)
+
 SPEC = ProviderSpec(
     name="openai-responses",
     title="OpenAI Responses",
@@ -168,6 +188,7 @@ SPEC = ProviderSpec(
     ),
     error_types=OPENAI_ERROR_TYPES,  # one platform: the same types as Chat Completions
     detection=Detection(event_prefixes=("response.",), markers=('"type":"response.',)),
+    error_shapes=ERROR_SHAPES,
     numbered=True,
     scripted=ScriptedShape(lead=4, seams=4),
 )
