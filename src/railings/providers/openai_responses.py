@@ -16,6 +16,7 @@ from railings._responses_shapes import result_items
 from railings.conversation import ToolResult
 from railings.errors import MalformedStream
 from railings.messages import openai_responses_body
+from railings.providers import openai_chat
 from railings.providers._tail import EOL, TAIL_BYTES, line_start, previous_line
 from railings.providers.base import (
     Detection,
@@ -139,12 +140,8 @@ def _responses_error(code: str, message: str, number: int | None) -> bytes:
     return f"event: error\ndata: {compact_json(obj)}\n\n".encode()
 
 
-ERROR_SHAPES = ErrorShapes(
-    event=_responses_error,
-    body=lambda code, message: compact_json(
-        {"error": {"message": message, "type": "server_error", "param": None, "code": code}}
-    ).encode(),
-)
+# A non-streamed answer's error body is the one both OpenAI wires share.
+ERROR_SHAPES = ErrorShapes(event=_responses_error, body=openai_chat.ERROR_SHAPES.body)
 
 SPEC = ProviderSpec(
     name="openai-responses",
