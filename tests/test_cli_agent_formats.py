@@ -235,6 +235,7 @@ def test_bedrock_without_a_token_nor_the_extra_is_refused(
         demo=False, provider="bedrock", base_url=None, model=None, max_tokens=None,
         idle_timeout=None, content_idle=None, total_timeout=None, workdir=None,
     )  # fmt: skip
+    import botocore  # the dev extras install it
     monkeypatch.setitem(sys.modules, "botocore", None)  # how Python marks an absent module
     with pytest.raises(UsageError) as caught, endpoint_for(args):
         pass
@@ -244,12 +245,31 @@ def test_bedrock_without_a_token_nor_the_extra_is_refused(
         "https://bedrock-runtime.eu-west-1.amazonaws.com); --demo runs the embedded scripted "
         "model instead"
     )
-    monkeypatch.delitem(sys.modules, "botocore")  # with the extra: SigV4, no refusal
+    monkeypatch.setitem(sys.modules, "botocore", botocore)  # with the extra and credentials
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
     with endpoint_for(args) as endpoint:
         assert (
             endpoint.note is not None
             and "SigV4, AWS credentials, region eu-west-1" in endpoint.note
         )
+
+
+def test_bedrock_without_a_token_nor_aws_credentials_is_refused_before_any_request(
+    tmp_path: Path,
+) -> None:
+    # The extra is installed but botocore's chain finds nothing (no variables, no
+    # ~/.aws, no instance metadata): one line and exit 2, not an error after the network.
+    done = _railings(
+        tmp_path, "run", "x", "--provider", "bedrock", AWS_REGION="eu-west-1",
+        AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE=str(tmp_path / "none"),
+        AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"),
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stdout == ""
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("railings: --provider bedrock: no AWS credentials found")
+    assert "AWS_BEARER_TOKEN_BEDROCK" in line
+    assert not (tmp_path / "journal.sqlite3").exists()
 
 
 def test_ollama_needs_no_key(tmp_path: Path) -> None:

@@ -153,7 +153,13 @@ def _refuse_without_key(config: ClientConfig) -> None:
     if config.api_key or not wire.key_required or not _public(config):
         return
     if wire.sigv4_service and not missing("botocore"):
-        return  # AWS credentials sign the requests (the chain is asked at the first one)
+        from railings.transport.sigv4 import SigV4
+
+        try:  # AWS credentials sign the requests: none found is a mistake to say now
+            SigV4(config.region or "", service=wire.sigv4_service).check()
+        except ConfigurationError as exc:
+            raise UsageError(f"--provider {config.provider}: {exc}") from None
+        return
     also = (
         " (or AWS credentials with pip install 'railings[bedrock]')" if wire.sigv4_service else ""
     )

@@ -68,6 +68,11 @@ class SigV4(httpx2.Auth):
     def __repr__(self) -> str:
         return f"SigV4(region={self.region!r}, service={self.service!r})"
 
+    def check(self) -> None:
+        """Find the credentials now (a :class:`~railings.errors.ConfigurationError`
+        when there are none), so a command can refuse before its first request."""
+        self._frozen()
+
     def _frozen(self) -> Any:
         """The current credentials, frozen for one signature (refreshed when due)."""
         with self._lock:
