@@ -74,6 +74,19 @@ from railings.events import (
 )
 from railings.wire._json import as_int, load_object
 from railings.wire.gemini_args import PartialArguments
+from railings.wire.gemini_fields import (
+    CANDIDATE_READ,
+    CANDIDATE_READ_PAST,
+    DONE,
+    FINISH_REASON,
+    PART_METADATA,
+    PROMPT_BLOCKED,
+    READ_PAST,
+    STOP_REASONS,
+    STOP_REASONS_WIRE,
+    TOP_READ,
+    UNSPECIFIED,
+)
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE, ServerSentEvent, SSEDecoder
 
 __all__ = [
@@ -90,67 +103,6 @@ __all__ = [
     "decode_body",
     "is_gemini",
 ]
-
-FINISH_REASON: Final = "finishReason"
-PROMPT_BLOCKED: Final = "promptFeedback.blockReason"
-UNSPECIFIED: Final = "FINISH_REASON_UNSPECIFIED"
-
-# finishReason (and promptFeedback.blockReason) -> railings' normalized stop reason.
-STOP_REASONS: Final[dict[str, str]] = {
-    "STOP": "end_turn",
-    "MAX_TOKENS": "max_tokens",
-    "SAFETY": "content_filter",
-    "RECITATION": "content_filter",
-    "LANGUAGE": "content_filter",
-    "BLOCKLIST": "content_filter",
-    "PROHIBITED_CONTENT": "content_filter",
-    "SPII": "content_filter",
-    "IMAGE_SAFETY": "content_filter",
-    "IMAGE_PROHIBITED_CONTENT": "content_filter",
-    "IMAGE_RECITATION": "content_filter",
-    "JAILBREAK": "content_filter",
-    "MALFORMED_FUNCTION_CALL": "malformed_tool_use",
-    "UNEXPECTED_TOOL_CALL": "malformed_tool_use",
-    "TOO_MANY_TOOL_CALLS": "malformed_tool_use",
-    "OTHER": "other",
-    "IMAGE_OTHER": "other",
-    "NO_IMAGE": "other",
-}
-STOP_REASONS_WIRE: Final[dict[str, str]] = {
-    "end_turn": "STOP",
-    "tool_use": "STOP",  # Gemini has no tool stop: a turn with calls ends in STOP
-    "max_tokens": "MAX_TOKENS",
-    "content_filter": "SAFETY",
-    "malformed_tool_use": "MALFORMED_FUNCTION_CALL",
-    "other": "OTHER",
-}
-
-_DONE: Final = "[DONE]"
-# Fields read past on purpose: identity and timing, and metadata that is no content of
-# the turn (safety ratings, citations, grounding and URL-context sources, log
-# probabilities). Any other field is counted as Unknown.
-READ_PAST: Final = frozenset(
-    {"createTime", "modelVersion", "responseId", "modelStatus", "sdkHttpResponse"}
-)
-CANDIDATE_READ_PAST: Final = frozenset(
-    {
-        "index",
-        "safetyRatings",
-        "citationMetadata",
-        "groundingMetadata",
-        "urlContextMetadata",
-        "avgLogprobs",
-        "logprobsResult",
-        "finishMessage",
-        "tokenCount",
-    }
-)
-_TOP_READ: Final = frozenset({"candidates", "usageMetadata", "promptFeedback", "error"})
-_CANDIDATE_READ: Final = frozenset({"content", FINISH_REASON})
-# Keys a part may carry beside its one kind key.
-_PART_METADATA: Final = frozenset(
-    {"thought", "thoughtSignature", "partMetadata", "videoMetadata", "mediaResolution"}
-)
 
 
 def is_gemini(first: ServerSentEvent) -> bool:
@@ -183,7 +135,7 @@ class GeminiDecoder:
         """The normalized events of one SSE event. The proof is held until
         :meth:`close` (module docstring). Data that is not a JSON object raises
         :class:`~railings.errors.MalformedStream`."""
-        if sse.data == _DONE:
+        if sse.data == DONE:
             return []  # a proxy's trailer: proves nothing for this API
         return self.feed_object(load_object(sse.data, where="gemini event"))
 
@@ -202,7 +154,7 @@ class GeminiDecoder:
         out += [
             Unknown(name=f"gemini:{key}")
             for key in obj
-            if key not in _TOP_READ and key not in READ_PAST
+            if key not in TOP_READ and key not in READ_PAST
         ]
         content = False
         reason: tuple[str, str] | None = None
@@ -219,7 +171,7 @@ class GeminiDecoder:
                 out += [
                     Unknown(name=f"gemini:candidate:{key}")
                     for key in candidate
-                    if key not in _CANDIDATE_READ and key not in CANDIDATE_READ_PAST
+                    if key not in CANDIDATE_READ and key not in CANDIDATE_READ_PAST
                 ]
                 parts = _dict(candidate.get("content")).get("parts")
                 if isinstance(parts, list):
@@ -267,7 +219,7 @@ class GeminiDecoder:
     def _part(self, part: object) -> list[StreamEvent]:
         if not isinstance(part, dict):
             return [Unknown(name="gemini:part")]
-        kinds = [key for key in part if key not in _PART_METADATA]
+        kinds = [key for key in part if key not in PART_METADATA]
         signature = part.get("thoughtSignature")
         if len(kinds) != 1:
             if not kinds and isinstance(signature, str) and signature:

@@ -1,0 +1,85 @@
+"""The fields of a Gemini ``GenerateContentResponse`` the decoder knows.
+
+Its stop-reason spellings (``finishReason`` -> railings' normalized reason, and the
+inverse the scripted server uses), and the fields it reads past on purpose; anything
+else is counted as :class:`~railings.events.Unknown` by :mod:`railings.wire.gemini`.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = [
+    "CANDIDATE_READ",
+    "CANDIDATE_READ_PAST",
+    "DONE",
+    "FINISH_REASON",
+    "PART_METADATA",
+    "PROMPT_BLOCKED",
+    "READ_PAST",
+    "STOP_REASONS",
+    "STOP_REASONS_WIRE",
+    "TOP_READ",
+    "UNSPECIFIED",
+]
+
+FINISH_REASON: Final = "finishReason"
+PROMPT_BLOCKED: Final = "promptFeedback.blockReason"
+UNSPECIFIED: Final = "FINISH_REASON_UNSPECIFIED"
+
+# finishReason (and promptFeedback.blockReason) -> railings' normalized stop reason.
+STOP_REASONS: Final[dict[str, str]] = {
+    "STOP": "end_turn",
+    "MAX_TOKENS": "max_tokens",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "LANGUAGE": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "SPII": "content_filter",
+    "IMAGE_SAFETY": "content_filter",
+    "IMAGE_PROHIBITED_CONTENT": "content_filter",
+    "IMAGE_RECITATION": "content_filter",
+    "JAILBREAK": "content_filter",
+    "MALFORMED_FUNCTION_CALL": "malformed_tool_use",
+    "UNEXPECTED_TOOL_CALL": "malformed_tool_use",
+    "TOO_MANY_TOOL_CALLS": "malformed_tool_use",
+    "OTHER": "other",
+    "IMAGE_OTHER": "other",
+    "NO_IMAGE": "other",
+}
+STOP_REASONS_WIRE: Final[dict[str, str]] = {
+    "end_turn": "STOP",
+    "tool_use": "STOP",  # Gemini has no tool stop: a turn with calls ends in STOP
+    "max_tokens": "MAX_TOKENS",
+    "content_filter": "SAFETY",
+    "malformed_tool_use": "MALFORMED_FUNCTION_CALL",
+    "other": "OTHER",
+}
+
+DONE: Final = "[DONE]"
+# Fields read past on purpose: identity and timing, and metadata that is no content of
+# the turn (safety ratings, citations, grounding and URL-context sources, log
+# probabilities). Any other field is counted as Unknown.
+READ_PAST: Final = frozenset(
+    {"createTime", "modelVersion", "responseId", "modelStatus", "sdkHttpResponse"}
+)
+CANDIDATE_READ_PAST: Final = frozenset(
+    {
+        "index",
+        "safetyRatings",
+        "citationMetadata",
+        "groundingMetadata",
+        "urlContextMetadata",
+        "avgLogprobs",
+        "logprobsResult",
+        "finishMessage",
+        "tokenCount",
+    }
+)
+TOP_READ: Final = frozenset({"candidates", "usageMetadata", "promptFeedback", "error"})
+CANDIDATE_READ: Final = frozenset({"content", FINISH_REASON})
+# Keys a part may carry beside its one kind key.
+PART_METADATA: Final = frozenset(
+    {"thought", "thoughtSignature", "partMetadata", "videoMetadata", "mediaResolution"}
+)
