@@ -39,6 +39,7 @@ from railings.providers import (
     spec,
 )
 from railings.turn.assembler import TurnAssembler
+from railings.turn.fastpath import FeedObject, eligible, read_blocks
 from railings.turn.framing import Framer, WholeBodyDecoder, framer, sniff
 from railings.turn.model import Turn
 from railings.turn.stop_reason import DEFAULT_EXEMPTIONS
@@ -57,6 +58,10 @@ PROVIDERS: tuple[str, ...] = NAMES
 # much data they may hold together: one event's limit): past either, the stream is read
 # as the fallback wire (Chat Completions) from its first event, as if undetected.
 _UNRECOGNISED_LIMIT = 64
+
+# The most bytes of an unfinished SSE block the fast path holds back (turn/fastpath.py);
+# a longer block goes to the SSE decoder, which joins a long line's pieces only once.
+_CARRY_LIMIT = 32 * 1024
 
 
 def provider_decoder(provider: str, *, choice: int = 0) -> ProviderDecoder:
@@ -111,6 +116,9 @@ class StreamReader:
         # the chunk that brought each held invalid UTF-8).
         self._held: list[tuple[ServerSentEvent, bool]] = []
         self._held_room = max_event_size  # data the held events may still hold
+        self._carry = b""  # bytes the fast path holds back: the start of an SSE block
+        self._fast_for: object = None  # the decoder whose fast entry is cached in _fast
+        self._fast: FeedObject | None = None
         if provider != "auto":
             wire = spec(provider)
             self._start(provider)
@@ -224,6 +232,53 @@ class StreamReader:
         framer_ = self._framer
         if framer_ is None:
             raise IllegalTransition("unframed", "feed")
+        out: list[StreamEvent] = []
+        if not final and type(framer_) is SSEDecoder:
+            if self._carry:
+                chunk, self._carry = self._carry + chunk, b""
+            feed_object = self._feed_object()
+            if (
+                feed_object is not None
+                and self._assembler is not None
+                and not framer_.invalid_utf8
+                and eligible(chunk, self._max)
+            ):
+                if not framer_.between_blocks:
+                    # The end of the block the decoder is in goes to it: it is then between
+                    # blocks (the whole chunk is valid UTF-8 without CR).
+                    cut = chunk.find(b"\n\n") + 2
+                    if cut == 1:
+                        return self._decode(chunk, final, out)
+                    self._decode(chunk[:cut], False, out)
+                    chunk = chunk[cut:]
+                    if self.terminated and not self.reads_on:
+                        self.events_seen += len(framer_.feed(chunk)) if chunk else 0
+                        return out
+                    if not framer_.between_blocks or not chunk:
+                        return self._decode(chunk, final, out) if chunk else out
+                # The plain blocks first (turn/fastpath.py), the rest as below.
+                read, frames, ended = read_blocks(chunk, feed_object, self._assembler, out)
+                framer_.skip(read)
+                self.events_seen += frames
+                if read:
+                    chunk = chunk[read:]
+                if ended:
+                    # The general path decodes the whole chunk before the end is seen.
+                    self.events_seen += len(framer_.feed(chunk)) if chunk else 0
+                    return out
+                if len(chunk) <= _CARRY_LIMIT and b"\n\n" not in chunk:
+                    # The start of a block: kept back, so the decoder stays between blocks.
+                    # It completes no event, so the decoder gets it with the next bytes, or
+                    # at close, with the same result.
+                    self._carry = chunk
+                    return out
+        return self._decode(chunk, final, out)
+
+    def _decode(self, chunk: bytes, final: bool, out: list[StreamEvent]) -> list[StreamEvent]:
+        """The general path: the framer decodes ``chunk``, each frame is applied."""
+        framer_ = self._framer
+        if framer_ is None:
+            raise IllegalTransition("unframed", "feed")
         try:
             frames = framer_.close() if final else framer_.feed(chunk)
         except EventTooLarge as exc:
@@ -231,13 +286,12 @@ class StreamReader:
             raise
         except MalformedStream as exc:
             self.assembler.fault(str(exc))
-            return []
+            return out
         # Providers send UTF-8 JSON: bytes that are not UTF-8 are corruption, not text.
         # The SSE layer decodes them as U+FFFD (WHATWG); the event that carries one ends
         # the turn here instead of reaching the caller as a plausible answer.
         corrupted = isinstance(framer_, SSEDecoder) and framer_.invalid_utf8 > 0
         self.events_seen += len(frames)
-        out: list[StreamEvent] = []
         for frame in frames:
             if self._decoder is None:
                 found = detect(frame)
@@ -253,6 +307,18 @@ class StreamReader:
             if self._apply(frame, corrupted, out):
                 return out
         return out
+
+    def _feed_object(self) -> FeedObject | None:
+        """The decoder's ``feed_sse_object`` when the fast path may use it: a known wire
+        with no usage after its proof (so the first end is the end)."""
+        decoder = self._decoder
+        if decoder is not self._fast_for:
+            self._fast_for = decoder
+            wire = self._spec
+            found = getattr(decoder, "feed_sse_object", None)
+            usable = wire is not None and not wire.usage_after_proof and callable(found)
+            self._fast = found if usable else None
+        return self._fast
 
     def _release(self, out: list[StreamEvent]) -> bool:
         """Apply the events held before the wire was known; True once the turn ended."""
@@ -308,6 +374,9 @@ class StreamReader:
         out: list[StreamEvent] = []
         if self._framer is None and (self._prefix or self.provider != "auto"):
             self._sniff(final=True)
+        if self._carry:
+            chunk, self._carry = self._carry, b""
+            out += self._decode(chunk, False, [])
         if self._framer is not None:
             if self._prefix:
                 chunk, self._prefix = self._prefix, b""

@@ -71,10 +71,15 @@ class AnthropicDecoder:
         """The normalized events of one SSE event: ``message_stop`` is the termination
         proof, ``ping`` is none, an unknown type is :class:`Unknown`. Data that is not a
         JSON object raises :class:`~railings.errors.MalformedStream`."""
-        obj = load_object(sse.data, where="anthropic event")
+        return self.feed_sse_object(sse.event, load_object(sse.data, where="anthropic event"))
+
+    def feed_sse_object(self, event: str, obj: dict[str, Any]) -> list[StreamEvent]:
+        """What :meth:`feed` returns for an event named ``event`` whose data parsed as the
+        JSON object ``obj``: the reader's fast path parses the data itself
+        (``turn/fastpath.py``)."""
         kind = obj.get("type")
         if not isinstance(kind, str):
-            kind = sse.event
+            kind = event
         handler = _EVENTS.get(kind)
         if handler is None:
             return [Unknown(name=f"anthropic:{kind}")]

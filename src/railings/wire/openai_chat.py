@@ -114,6 +114,15 @@ class OpenAIChatDecoder:
             return [Unknown(name=f"openai:event:{sse.event}")]
         return handler(self, load_object(data, where="openai chunk"))
 
+    def feed_sse_object(self, event: str, obj: dict[str, Any]) -> list[StreamEvent]:
+        """What :meth:`feed` returns for an event named ``event`` whose data parsed as the
+        JSON object ``obj`` (so not ``[DONE]``): the reader's fast path, which parses
+        the data itself (``turn/fastpath.py``)."""
+        handler = _EVENTS.get(event)
+        if handler is None:
+            return [Unknown(name=f"openai:event:{event}")]
+        return handler(self, obj)
+
     def close(self) -> list[StreamEvent]:
         """No events: each SSE event was decoded whole as it came. Whether the end was
         proven is the assembler's to judge."""

@@ -183,7 +183,14 @@ class OpenAIResponsesDecoder:
         step, raises :class:`~railings.errors.MalformedStream`."""
         if sse.data == _DONE:
             return []  # OpenRouter's trailer after response.completed (module docstring)
-        obj = load_object(sse.data, where="openai-responses event")
+        return self.feed_sse_object(
+            sse.event, load_object(sse.data, where="openai-responses event")
+        )
+
+    def feed_sse_object(self, event: str, obj: dict[str, Any]) -> list[StreamEvent]:
+        """What :meth:`feed` returns for an event named ``event`` whose data parsed as the
+        JSON object ``obj`` (so not ``[DONE]``): the reader's fast path parses the data
+        itself (``turn/fastpath.py``)."""
         sequence = obj.get("sequence_number")
         if isinstance(sequence, int):
             # The API numbers its events 0, 1, 2 ...: a gap, a repeat or a step back means
@@ -196,7 +203,7 @@ class OpenAIResponsesDecoder:
             self._sequence = sequence
         kind = obj.get("type")
         if not isinstance(kind, str):
-            kind = sse.event
+            kind = event
         handler = _HANDLERS.get(kind)
         if handler is None:
             return [Unknown(name=f"openai-responses:{kind}")]
