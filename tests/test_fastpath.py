@@ -176,6 +176,7 @@ def test_plain_blocks_are_read_by_the_fast_path_up_to_the_first_other_one() -> N
         OpenAIChatDecoder().feed_sse_object,
         TurnAssembler("openai"),
         out,  # type: ignore[arg-type]
+        {},
     )
     assert (read, frames, ended) == (chunk.index(b": comment"), 2, False)
     assert [getattr(e, "text", None) for e in out] == ["a", "b"]
@@ -193,6 +194,7 @@ def test_a_proof_ends_the_fast_path_at_its_block() -> None:
         decoder.feed_sse_object,  # type: ignore[union-attr]
         assembler,
         out,  # type: ignore[arg-type]
+        {},
     )
     assert (read, frames, ended) == (len(stop), 1, True)
     assert assembler.machine.terminated
@@ -203,3 +205,21 @@ def test_chunks_the_fast_path_leaves_to_the_decoder() -> None:
     assert not eligible(b"data: {}\n\n\xff", 1 << 24)
     assert not eligible(b"data: {}\n\n", 5)
     assert eligible(b"data: {}\n\n\xe2\x82", 1 << 24)  # a character cut at the end waits
+
+
+def test_the_fast_event_constructors_build_equal_frozen_events() -> None:
+    import dataclasses
+
+    from railings.events import TextDelta, ToolArgumentsDelta
+    from railings.wire._events import arguments_delta, text_delta
+
+    text, arguments = text_delta("é"), arguments_delta(3, '{"a"')
+    assert text == TextDelta(text="é") and hash(text) == hash(TextDelta(text="é"))
+    assert arguments == ToolArgumentsDelta(index=3, fragment='{"a"')
+    assert arguments.parsed is False
+    try:
+        text.text = "x"  # type: ignore[misc]
+    except dataclasses.FrozenInstanceError:
+        pass
+    else:
+        raise AssertionError("text_delta built a mutable event")

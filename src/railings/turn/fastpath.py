@@ -4,7 +4,7 @@ Nearly every block an LLM provider sends is ``data: {json}\\n\\n`` or ``event: n
 data: {json}\\n\\n``. For those, the general path decodes the bytes to text, runs the
 WHATWG line rules, builds a :class:`~railings.wire.sse.ServerSentEvent`, and the
 provider decoder encodes the data back to bytes for jiter. :func:`read_blocks` does
-the same work in one loop over the bytes: ``bytes.find`` for the blank line, the
+the same work in one loop over the bytes: ``bytes.split`` at the blank lines, the
 JSON parsed from the chunk's own bytes, the provider decoder's handler table called
 directly (``feed_sse_object``), the assembler applied inline, and the termination state
 looked at only after a proof or a provider error, the only events that end a turn.
@@ -49,6 +49,7 @@ FeedObject = Callable[[str, dict[str, Any]], list[StreamEvent]]
 
 _ENDING = (TerminationProof, ProviderErrorEvent)  # the events after which a turn may be over
 _utf8_decode = codecs.utf_8_decode
+_NAMES = 64  # how many event names one stream's cache keeps
 
 
 def eligible(chunk: bytes, limit: int) -> bool:
@@ -66,41 +67,47 @@ def eligible(chunk: bytes, limit: int) -> bool:
 
 
 def read_blocks(
-    chunk: bytes, feed_object: FeedObject, assembler: TurnAssembler, out: list[StreamEvent]
+    chunk: bytes,
+    feed_object: FeedObject,
+    assembler: TurnAssembler,
+    out: list[StreamEvent],
+    names: dict[bytes, str],
 ) -> tuple[int, int, bool]:
     """Read the plain blocks at the start of ``chunk`` (an :func:`eligible` chunk, fed
     between blocks), appending their events to ``out``. Returns the bytes read (whole
-    blocks), the events decoded, and whether the turn ended."""
-    find = chunk.find
-    starts = chunk.startswith
+    blocks), the events decoded, and whether the turn ended. ``names`` keeps the event
+    names decoded so far (``event: `` lines as bytes -> the event type)."""
+    blocks = chunk.split(b"\n\n")
+    blocks.pop()  # what follows the last blank line: not a whole block
     apply = assembler.apply
     append = out.append
     machine = assembler.machine
     pos = frames = 0
-    while True:
-        end = find(b"\n\n", pos)
-        if end < 0:
-            break
-        if starts(b"data: ", pos):
+    for block in blocks:
+        if block[:6] == b"data: ":
             event = "message"
-            start = pos + 6
-        elif starts(b"event: ", pos):
-            line_end = find(b"\n", pos, end)
-            if line_end < 0 or not starts(b"data: ", line_end + 1):
-                break
-            event = chunk[pos + 7 : line_end].decode() or "message"
-            start = line_end + 7
+            data = block[6:]
+        elif block[:7] == b"event: ":
+            line, _, data = block.partition(b"\ndata: ")  # no data line: b"", not JSON
+            found = names.get(line)
+            if found is None:
+                if b"\n" in line:
+                    break  # another field between the two
+                found = line[7:].decode() or "message"
+                if len(names) < _NAMES:
+                    names[line] = found
+            event = found
         else:
             break
-        if find(b"\n", start, end) >= 0:
-            break  # several data lines
+        if b"\n" in data:
+            break  # several data lines, or a field after the data
         try:
-            obj = parse_bytes(chunk[start:end])
+            obj = parse_bytes(data)
         except Exception:  # not JSON, or not what the fast parser accepts: the general path
             break
         if type(obj) is not dict:
             break
-        pos = end + 2
+        pos += len(block) + 2
         frames += 1
         try:
             normalized = feed_object(event, obj)

@@ -117,8 +117,10 @@ class StreamReader:
         self._held: list[tuple[ServerSentEvent, bool]] = []
         self._held_room = max_event_size  # data the held events may still hold
         self._carry = b""  # bytes the fast path holds back: the start of an SSE block
-        self._fast_for: object = None  # the decoder whose fast entry is cached in _fast
-        self._fast: FeedObject | None = None
+        self._ready: FeedObject | None = None  # set while feed may go to _fast directly
+        self._names: dict[bytes, str] = {}  # the fast path's decoded event names
+        self._fast_for: object = None  # the decoder whose fast entry is cached in _fast_entry
+        self._fast_entry: FeedObject | None = None
         if provider != "auto":
             wire = spec(provider)
             self._start(provider)
@@ -190,6 +192,11 @@ class StreamReader:
         it after its proof). Malformed data or invalid UTF-8 ends the turn abruptly
         instead of raising; an oversized event raises :class:`EventTooLarge`, and
         feeding after :meth:`close` :class:`IllegalTransition`."""
+        ready, assembler = self._ready, self._assembler
+        if ready and chunk and assembler and assembler.machine.state is State.STREAMING:
+            # Nothing changed since the fast path last read (see _frames): the turn is open
+            # and the SSE decoder between blocks, so every check below passes.
+            return self._fast(ready, chunk, [])
         if self._closed:
             raise IllegalTransition("closed", "feed")
         if not chunk:
@@ -233,16 +240,17 @@ class StreamReader:
         if framer_ is None:
             raise IllegalTransition("unframed", "feed")
         out: list[StreamEvent] = []
+        self._ready = None
         if not final and type(framer_) is SSEDecoder:
-            if self._carry:
-                chunk, self._carry = self._carry + chunk, b""
             feed_object = self._feed_object()
             if (
                 feed_object is not None
                 and self._assembler is not None
                 and not framer_.invalid_utf8
-                and eligible(chunk, self._max)
+                and eligible(self._carry + chunk if self._carry else chunk, self._max)
             ):
+                if self._carry:
+                    chunk, self._carry = self._carry + chunk, b""
                 if not framer_.between_blocks:
                     # The end of the block the decoder is in goes to it: it is then between
                     # blocks (the whole chunk is valid UTF-8 without CR).
@@ -256,23 +264,43 @@ class StreamReader:
                         return out
                     if not framer_.between_blocks or not chunk:
                         return self._decode(chunk, final, out) if chunk else out
-                # The plain blocks first (turn/fastpath.py), the rest as below.
-                read, frames, ended = read_blocks(chunk, feed_object, self._assembler, out)
-                framer_.skip(read)
-                self.events_seen += frames
-                if read:
-                    chunk = chunk[read:]
-                if ended:
-                    # The general path decodes the whole chunk before the end is seen.
-                    self.events_seen += len(framer_.feed(chunk)) if chunk else 0
-                    return out
-                if len(chunk) <= _CARRY_LIMIT and b"\n\n" not in chunk:
-                    # The start of a block: kept back, so the decoder stays between blocks.
-                    # It completes no event, so the decoder gets it with the next bytes, or
-                    # at close, with the same result.
-                    self._carry = chunk
-                    return out
+                return self._fast(feed_object, chunk, out)
+            if self._carry:
+                chunk, self._carry = self._carry + chunk, b""
         return self._decode(chunk, final, out)
+
+    def _fast(
+        self, feed_object: FeedObject, chunk: bytes, out: list[StreamEvent]
+    ) -> list[StreamEvent]:
+        """``chunk`` (after the carried bytes), fed with the SSE decoder between blocks and
+        the turn open: the plain blocks by the fast path (turn/fastpath.py), the rest by
+        the general one."""
+        if self._carry:
+            chunk, self._carry = self._carry + chunk, b""
+        framer_ = self._framer
+        assembler = self._assembler
+        if not (eligible(chunk, self._max) and isinstance(framer_, SSEDecoder) and assembler):
+            self._ready = None
+            return self._decode(chunk, False, out)
+        read, frames, ended = read_blocks(chunk, feed_object, assembler, out, self._names)
+        self.events_seen += frames
+        if read:
+            framer_.skip(read)
+            chunk = chunk[read:]
+        if ended:
+            # The general path decodes the whole chunk before the end is seen.
+            self._ready = None
+            self.events_seen += len(framer_.feed(chunk)) if chunk else 0
+            return out
+        if len(chunk) <= _CARRY_LIMIT and b"\n\n" not in chunk:
+            # The start of a block: kept back, so the decoder stays between blocks. It
+            # completes no event, so the decoder gets it with the next bytes, or at close,
+            # with the same result.
+            self._carry = chunk
+            self._ready = feed_object
+            return out
+        self._ready = None
+        return self._decode(chunk, False, out)
 
     def _decode(self, chunk: bytes, final: bool, out: list[StreamEvent]) -> list[StreamEvent]:
         """The general path: the framer decodes ``chunk``, each frame is applied."""
@@ -317,8 +345,8 @@ class StreamReader:
             wire = self._spec
             found = getattr(decoder, "feed_sse_object", None)
             usable = wire is not None and not wire.usage_after_proof and callable(found)
-            self._fast = found if usable else None
-        return self._fast
+            self._fast_entry = found if usable else None
+        return self._fast_entry
 
     def _release(self, out: list[StreamEvent]) -> bool:
         """Apply the events held before the wire was known; True once the turn ended."""
@@ -374,6 +402,7 @@ class StreamReader:
         out: list[StreamEvent] = []
         if self._framer is None and (self._prefix or self.provider != "auto"):
             self._sniff(final=True)
+        self._ready = None
         if self._carry:
             chunk, self._carry = self._carry, b""
             out += self._decode(chunk, False, [])

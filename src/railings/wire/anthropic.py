@@ -37,13 +37,13 @@ from railings.events import (
     TerminationProof,
     TextDelta,
     ThinkingDelta,
-    ToolArgumentsDelta,
     ToolCallEnd,
     ToolCallStart,
     ToolKind,
     Unknown,
     UsageUpdate,
 )
+from railings.wire._events import arguments_delta, text_delta
 from railings.wire._json import as_int, load_object
 from railings.wire.sse import ServerSentEvent
 
@@ -115,7 +115,7 @@ class AnthropicDecoder:
         kind = delta.get("type")
         if kind == "text_delta":  # nearly every event of a text stream: no second call
             text = delta.get("text")
-            return [TextDelta(text=text)] if isinstance(text, str) and text else []
+            return [text_delta(text)] if isinstance(text, str) and text else []
         handler = _DELTAS.get(kind) if isinstance(kind, str) else None
         if handler is None:
             return [Unknown(name=f"anthropic:delta:{kind}")]
@@ -148,7 +148,7 @@ class AnthropicDecoder:
         fragment = delta.get("partial_json")
         if position is None or not isinstance(fragment, str):
             return [Unknown(name="anthropic:input_json_delta")]
-        return [ToolArgumentsDelta(index=position, fragment=fragment)] if fragment else []
+        return [arguments_delta(position, fragment)] if fragment else []
 
 
 def _message_start(_: AnthropicDecoder, obj: dict[str, Any]) -> list[StreamEvent]:

@@ -53,6 +53,7 @@ from railings.events import (
     Unknown,
     UsageUpdate,
 )
+from railings.wire._events import arguments_delta, text_delta
 from railings.wire._json import as_int, load_object
 from railings.wire.chat_fields import (
     CALL_FIELDS,
@@ -170,7 +171,7 @@ class OpenAIChatDecoder:
             if type(content) is str and len(delta) == 1:
                 # Nearly every chunk of a text stream is {"content": "..."} and nothing else.
                 if content:
-                    out.append(TextDelta(text=content))
+                    out.append(text_delta(content))
             elif len(delta) == 1:
                 # One key alone (a tool call's fragment, a reasoning piece): the table's
                 # order cannot matter, so its handler is looked up directly.
@@ -269,7 +270,7 @@ class OpenAIChatDecoder:
                 ToolArgumentsDelta(index=position, fragment=json.dumps(arguments), parsed=True)
             )
         elif arguments:
-            out.append(ToolArgumentsDelta(index=position, fragment=arguments))
+            out.append(arguments_delta(position, arguments))
 
     def _position(self, wire_index: int | None, ident: str) -> int | None:
         """The position of the call this delta continues, or None for a new call."""

@@ -73,7 +73,6 @@ from railings.events import (
     RefusalDelta,
     ServerToolResult,
     StreamEvent,
-    TextDelta,
     ThinkingDelta,
     ToolArgumentsDelta,
     ToolCallEnd,
@@ -81,6 +80,7 @@ from railings.events import (
     ToolKind,
     Unknown,
 )
+from railings.wire._events import arguments_delta, text_delta
 from railings.wire._json import as_int, load_object
 from railings.wire.responses_items import LOCAL_ITEMS, SERVER_ITEMS, final_input
 from railings.wire.responses_lifecycle import COMPLETED, FAILED, INCOMPLETE, LIFECYCLE
@@ -304,7 +304,7 @@ class OpenAIResponsesDecoder:
         if not fragment:
             return []  # an empty fragment is not content
         call.fed = True
-        return [ToolArgumentsDelta(index=call.position, fragment=fragment)]
+        return [arguments_delta(call.position, fragment)]
 
     def _arguments_done(self, obj: dict[str, Any], field: str) -> list[StreamEvent]:
         call = self._find(obj.get("item_id"), as_int(obj.get("output_index")))
@@ -322,7 +322,7 @@ class OpenAIResponsesDecoder:
 
 def _text(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
     delta = obj.get("delta")
-    return [TextDelta(text=delta)] if isinstance(delta, str) and delta else []
+    return [text_delta(delta)] if isinstance(delta, str) and delta else []
 
 
 def _refusal(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
