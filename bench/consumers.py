@@ -162,7 +162,24 @@ def _floor(provider: str) -> Callable[[list[bytes]], Result]:
                     args.append(delta["partial_json"])
         return Result("".join(text), _arguments(args))
 
-    return openai if provider == "openai" else anthropic
+    return {"openai": openai, "anthropic": anthropic, "openai-responses": _floor_responses}[
+        provider
+    ]
+
+
+def _floor_responses(pieces: list[bytes]) -> Result:
+    """The floor for the Responses API: the text and argument deltas by event type."""
+    loads = json.loads
+    text: list[str] = []
+    args: list[str] = []
+    for data in _blocks(pieces):
+        event = loads(data)
+        kind = event["type"]
+        if kind == "response.output_text.delta":
+            text.append(event["delta"])
+        elif kind == "response.function_call_arguments.delta":
+            args.append(event["delta"])
+    return Result("".join(text), _arguments(args))
 
 
 def _orjson_split(pieces: list[bytes]) -> Result:
@@ -322,6 +339,25 @@ def _openai_iterate(guard: bool) -> Callable[[list[bytes]], Result]:
     return run
 
 
+def _openai_responses() -> Callable[[list[bytes]], Result]:
+    client = _openai_client()
+
+    def run(pieces: list[bytes]) -> Result:
+        text: list[str] = []
+        args: list[str] = []
+        stream = client.responses.create(
+            model=_MODEL["openai"], input="Write the handler.", stream=True
+        )
+        for event in stream:
+            if event.type == "response.output_text.delta":
+                text.append(event.delta)
+            elif event.type == "response.function_call_arguments.delta":
+                args.append(event.delta)
+        return Result("".join(text), _arguments(args))
+
+    return run
+
+
 def _openai_helper() -> Callable[[list[bytes]], Result]:
     client = _openai_client()
 
@@ -416,14 +452,14 @@ class Consumer:
 CONSUMERS: tuple[Consumer, ...] = (
     Consumer(
         "floor",
-        ("openai", "anthropic"),
+        ("openai", "anthropic", "openai-responses"),
         _floor,
         "floor",
         "split on blank lines + json.loads + the text/argument delta + the final parse",
     ),
     Consumer(
         "orjson-split",
-        ("openai", "anthropic"),
+        ("openai", "anthropic", "openai-responses"),
         lambda p: _orjson_split,
         "floor",
         "split on blank lines + orjson.loads per event, nothing kept: the practical limit",
@@ -437,7 +473,7 @@ CONSUMERS: tuple[Consumer, ...] = (
     ),
     Consumer(
         "railings",
-        ("openai", "anthropic"),
+        ("openai", "anthropic", "openai-responses"),
         _railings_core,
         "railings",
         "core: StreamReader bytes -> Turn",
@@ -469,6 +505,13 @@ CONSUMERS: tuple[Consumer, ...] = (
         lambda p: _openai_iterate(False),
         "sdk",
         "chat.completions.create(stream=True), iterated",
+    ),
+    Consumer(
+        "openai.responses",
+        ("openai-responses",),
+        lambda p: _openai_responses(),
+        "sdk",
+        "responses.create(stream=True), iterated",
     ),
     Consumer(
         "openai.stream",
@@ -514,7 +557,7 @@ def available() -> dict[str, str]:
     for module, names in (
         ("httpx_sse", ("httpx-sse",)),
         ("orjson", ("orjson-split",)),
-        ("openai", ("openai", "openai.stream", "openai+guard")),
+        ("openai", ("openai", "openai.responses", "openai.stream", "openai+guard")),
         ("anthropic", ("anthropic", "anthropic.stream", "anthropic+guard")),
         ("railings.transport", ("railings-transport",)),
         ("railings.guard", ("openai+guard", "anthropic+guard", "httpx2+guard")),
