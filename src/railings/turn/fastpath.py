@@ -54,8 +54,9 @@ _NAMES = 64  # how many event names one stream's cache keeps
 
 def eligible(chunk: bytes, limit: int) -> bool:
     """Whether the fast path may read ``chunk`` (once the decoder is between blocks):
-    no CR, valid UTF-8 up to a character its end may cut, at most ``limit`` bytes."""
-    if len(chunk) > limit or 13 in chunk:  # CR (an int: memchr, a tenth of b"\r" in)
+    ``bytes`` (not another buffer), no CR, valid UTF-8 up to a character its end may cut,
+    at most ``limit`` bytes."""
+    if type(chunk) is not bytes or len(chunk) > limit or 13 in chunk:  # 13: CR, by memchr
         return False
     if chunk.isascii():
         return True

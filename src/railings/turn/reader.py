@@ -62,6 +62,7 @@ _UNRECOGNISED_LIMIT = 64
 # The most bytes of an unfinished SSE block the fast path holds back (turn/fastpath.py);
 # a longer block goes to the SSE decoder, which joins a long line's pieces only once.
 _CARRY_LIMIT = 32 * 1024
+_STREAMING = State.STREAMING
 
 
 def provider_decoder(provider: str, *, choice: int = 0) -> ProviderDecoder:
@@ -193,7 +194,7 @@ class StreamReader:
         instead of raising; an oversized event raises :class:`EventTooLarge`, and
         feeding after :meth:`close` :class:`IllegalTransition`."""
         ready, assembler = self._ready, self._assembler
-        if ready and chunk and assembler and assembler.machine.state is State.STREAMING:
+        if ready and chunk and assembler and assembler.machine.state is _STREAMING:
             # Nothing changed since the fast path last read (see _frames): the turn is open
             # and the SSE decoder between blocks, so every check below passes.
             return self._fast(ready, chunk, [])
