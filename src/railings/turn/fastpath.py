@@ -36,20 +36,28 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from railings.errors import MalformedStream
 from railings.events import ProviderErrorEvent, StreamEvent, TerminationProof
 from railings.turn.assembler import TurnAssembler
 from railings.wire._json import parse_bytes
+from railings.wire.sse import SSEDecoder
 
-__all__ = ["FeedObject", "eligible", "read_blocks"]
+if TYPE_CHECKING:
+    from railings.providers import ProviderDecoder, ProviderSpec
+    from railings.turn.framing import Framer
+
+__all__ = ["FastReading", "FeedObject", "eligible", "read_blocks"]
 
 FeedObject = Callable[[str, dict[str, Any]], list[StreamEvent]]
 
 _ENDING = (TerminationProof, ProviderErrorEvent)  # the events after which a turn may be over
 _utf8_decode = codecs.utf_8_decode
 _NAMES = 64  # how many event names one stream's cache keeps
+# The most bytes of an unfinished SSE block the fast path holds back; a longer block goes
+# to the SSE decoder, which joins a long line's pieces only once.
+_CARRY_LIMIT = 32 * 1024
 
 
 def eligible(chunk: bytes, limit: int) -> bool:
@@ -121,3 +129,113 @@ def read_blocks(
             if isinstance(item, _ENDING) and machine.terminated:
                 return pos, frames, True
     return pos, frames, False
+
+
+class FastReading:
+    """The fast path's side of :class:`~railings.turn.reader.StreamReader`: which chunks
+    go to :func:`read_blocks`, and the bytes it holds back (the start of a block, so the
+    SSE decoder stays between blocks; it completes no event, so the decoder gets it with
+    the next bytes, or at close, with the same result)."""
+
+    _framer: Framer | None
+    _assembler: TurnAssembler | None
+    _decoder: ProviderDecoder | None
+    _max: int
+    events_seen: int
+
+    def __init__(self) -> None:
+        self._carry = b""  # the bytes held back
+        self._ready: FeedObject | None = None  # set while feed may go to _fast directly
+        self._names: dict[bytes, str] = {}  # the event names decoded so far
+        self._fast_for: object = None  # the decoder whose entry _fast_entry caches
+        self._fast_entry: FeedObject | None = None
+
+    if TYPE_CHECKING:
+
+        @property
+        def terminated(self) -> bool:
+            """The reader's: the turn has ended."""
+
+        @property
+        def reads_on(self) -> bool:
+            """The reader's: bytes may still change the turn."""
+
+        @property
+        def _spec(self) -> ProviderSpec | None: ...
+        def _decode(
+            self, chunk: bytes, final: bool, out: list[StreamEvent]
+        ) -> list[StreamEvent]: ...
+
+    def _fast_frames(
+        self, framer_: SSEDecoder, chunk: bytes, out: list[StreamEvent]
+    ) -> list[StreamEvent]:
+        """``chunk`` for an SSE stream: by the fast path where it may read it, else (and
+        after it) by the general one, ``_decode``."""
+        feed_object = self._feed_object()
+        if (
+            feed_object is not None
+            and self._assembler is not None
+            and not framer_.invalid_utf8
+            and eligible(self._carry + chunk if self._carry else chunk, self._max)
+        ):
+            if self._carry:
+                chunk, self._carry = self._carry + chunk, b""
+            if not framer_.between_blocks:
+                # The end of the block the decoder is in goes to it: it is then between
+                # blocks (the whole chunk is valid UTF-8 without CR).
+                cut = chunk.find(b"\n\n") + 2
+                if cut == 1:
+                    return self._decode(chunk, False, out)
+                self._decode(chunk[:cut], False, out)
+                chunk = chunk[cut:]
+                if self.terminated and not self.reads_on:
+                    self.events_seen += len(framer_.feed(chunk)) if chunk else 0
+                    return out
+                if not framer_.between_blocks or not chunk:
+                    return self._decode(chunk, False, out) if chunk else out
+            return self._fast(feed_object, chunk, out)
+        if self._carry:
+            chunk, self._carry = self._carry + chunk, b""
+        return self._decode(chunk, False, out)
+
+    def _fast(
+        self, feed_object: FeedObject, chunk: bytes, out: list[StreamEvent]
+    ) -> list[StreamEvent]:
+        """``chunk`` (after the bytes held back), fed with the SSE decoder between blocks
+        and the turn open: the plain blocks by :func:`read_blocks`, the rest by the
+        general path."""
+        if self._carry:
+            chunk, self._carry = self._carry + chunk, b""
+        framer_ = self._framer
+        assembler = self._assembler
+        if not (eligible(chunk, self._max) and isinstance(framer_, SSEDecoder) and assembler):
+            self._ready = None
+            return self._decode(chunk, False, out)
+        read, frames, ended = read_blocks(chunk, feed_object, assembler, out, self._names)
+        self.events_seen += frames
+        if read:
+            framer_.skip(read)
+            chunk = chunk[read:]
+        if ended:
+            # The general path decodes the whole chunk before the end is seen.
+            self._ready = None
+            self.events_seen += len(framer_.feed(chunk)) if chunk else 0
+            return out
+        if len(chunk) <= _CARRY_LIMIT and b"\n\n" not in chunk:
+            self._carry = chunk  # the start of a block (see the class docstring)
+            self._ready = feed_object
+            return out
+        self._ready = None
+        return self._decode(chunk, False, out)
+
+    def _feed_object(self) -> FeedObject | None:
+        """The decoder's ``feed_sse_object`` when the fast path may use it: a known wire
+        with no usage after its proof (so the first end is the end)."""
+        decoder = self._decoder
+        if decoder is not self._fast_for:
+            self._fast_for = decoder
+            wire = self._spec
+            found = getattr(decoder, "feed_sse_object", None)
+            usable = wire is not None and not wire.usage_after_proof and callable(found)
+            self._fast_entry = found if usable else None
+        return self._fast_entry

@@ -39,7 +39,7 @@ from railings.providers import (
     spec,
 )
 from railings.turn.assembler import TurnAssembler
-from railings.turn.fastpath import FeedObject, eligible, read_blocks
+from railings.turn.fastpath import FastReading
 from railings.turn.framing import Framer, WholeBodyDecoder, framer, sniff
 from railings.turn.model import Turn
 from railings.turn.stop_reason import DEFAULT_EXEMPTIONS
@@ -58,10 +58,6 @@ PROVIDERS: tuple[str, ...] = NAMES
 # much data they may hold together: one event's limit): past either, the stream is read
 # as the fallback wire (Chat Completions) from its first event, as if undetected.
 _UNRECOGNISED_LIMIT = 64
-
-# The most bytes of an unfinished SSE block the fast path holds back (turn/fastpath.py);
-# a longer block goes to the SSE decoder, which joins a long line's pieces only once.
-_CARRY_LIMIT = 32 * 1024
 _STREAMING = State.STREAMING
 
 
@@ -81,7 +77,7 @@ def detect_provider(sse: ServerSentEvent) -> str:
     return (found or FALLBACK).name
 
 
-class StreamReader:
+class StreamReader(FastReading):
     """Reads one streamed response. ``provider`` may be ``"auto"`` (decided by the first
     bytes, then the first event).
 
@@ -103,6 +99,7 @@ class StreamReader:
     ) -> None:
         if provider != "auto":
             provider_decoder(provider)  # validate early
+        super().__init__()
         self.provider = provider
         self.choice = choice
         self.events_seen = 0  # frames (SSE events, event-stream frames, lines) decoded
@@ -117,11 +114,6 @@ class StreamReader:
         # the chunk that brought each held invalid UTF-8).
         self._held: list[tuple[ServerSentEvent, bool]] = []
         self._held_room = max_event_size  # data the held events may still hold
-        self._carry = b""  # bytes the fast path holds back: the start of an SSE block
-        self._ready: FeedObject | None = None  # set while feed may go to _fast directly
-        self._names: dict[bytes, str] = {}  # the fast path's decoded event names
-        self._fast_for: object = None  # the decoder whose fast entry is cached in _fast_entry
-        self._fast_entry: FeedObject | None = None
         if provider != "auto":
             wire = spec(provider)
             self._start(provider)
@@ -243,65 +235,8 @@ class StreamReader:
         out: list[StreamEvent] = []
         self._ready = None
         if not final and type(framer_) is SSEDecoder:
-            feed_object = self._feed_object()
-            if (
-                feed_object is not None
-                and self._assembler is not None
-                and not framer_.invalid_utf8
-                and eligible(self._carry + chunk if self._carry else chunk, self._max)
-            ):
-                if self._carry:
-                    chunk, self._carry = self._carry + chunk, b""
-                if not framer_.between_blocks:
-                    # The end of the block the decoder is in goes to it: it is then between
-                    # blocks (the whole chunk is valid UTF-8 without CR).
-                    cut = chunk.find(b"\n\n") + 2
-                    if cut == 1:
-                        return self._decode(chunk, final, out)
-                    self._decode(chunk[:cut], False, out)
-                    chunk = chunk[cut:]
-                    if self.terminated and not self.reads_on:
-                        self.events_seen += len(framer_.feed(chunk)) if chunk else 0
-                        return out
-                    if not framer_.between_blocks or not chunk:
-                        return self._decode(chunk, final, out) if chunk else out
-                return self._fast(feed_object, chunk, out)
-            if self._carry:
-                chunk, self._carry = self._carry + chunk, b""
+            return self._fast_frames(framer_, chunk, out)
         return self._decode(chunk, final, out)
-
-    def _fast(
-        self, feed_object: FeedObject, chunk: bytes, out: list[StreamEvent]
-    ) -> list[StreamEvent]:
-        """``chunk`` (after the carried bytes), fed with the SSE decoder between blocks and
-        the turn open: the plain blocks by the fast path (turn/fastpath.py), the rest by
-        the general one."""
-        if self._carry:
-            chunk, self._carry = self._carry + chunk, b""
-        framer_ = self._framer
-        assembler = self._assembler
-        if not (eligible(chunk, self._max) and isinstance(framer_, SSEDecoder) and assembler):
-            self._ready = None
-            return self._decode(chunk, False, out)
-        read, frames, ended = read_blocks(chunk, feed_object, assembler, out, self._names)
-        self.events_seen += frames
-        if read:
-            framer_.skip(read)
-            chunk = chunk[read:]
-        if ended:
-            # The general path decodes the whole chunk before the end is seen.
-            self._ready = None
-            self.events_seen += len(framer_.feed(chunk)) if chunk else 0
-            return out
-        if len(chunk) <= _CARRY_LIMIT and b"\n\n" not in chunk:
-            # The start of a block: kept back, so the decoder stays between blocks. It
-            # completes no event, so the decoder gets it with the next bytes, or at close,
-            # with the same result.
-            self._carry = chunk
-            self._ready = feed_object
-            return out
-        self._ready = None
-        return self._decode(chunk, False, out)
 
     def _decode(self, chunk: bytes, final: bool, out: list[StreamEvent]) -> list[StreamEvent]:
         """The general path: the framer decodes ``chunk``, each frame is applied."""
@@ -336,18 +271,6 @@ class StreamReader:
             if self._apply(frame, corrupted, out):
                 return out
         return out
-
-    def _feed_object(self) -> FeedObject | None:
-        """The decoder's ``feed_sse_object`` when the fast path may use it: a known wire
-        with no usage after its proof (so the first end is the end)."""
-        decoder = self._decoder
-        if decoder is not self._fast_for:
-            self._fast_for = decoder
-            wire = self._spec
-            found = getattr(decoder, "feed_sse_object", None)
-            usable = wire is not None and not wire.usage_after_proof and callable(found)
-            self._fast_entry = found if usable else None
-        return self._fast_entry
 
     def _release(self, out: list[StreamEvent]) -> bool:
         """Apply the events held before the wire was known; True once the turn ended."""
