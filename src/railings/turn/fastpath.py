@@ -28,6 +28,14 @@ verdict, ``events_seen`` and the SSE decoder's state):
   without a ``feed_sse_object`` -- stops the loop at that block's first byte, a block
   boundary, and the rest of the chunk goes through the general path, which from a
   boundary decodes it exactly as it would have inside the whole chunk.
+* Around it (:class:`FastReading`): a chunk that starts inside a block gives the
+  decoder that block's end first (up to its blank line), then the fast path reads from
+  there; the start of a block a chunk ends in is held back and prepended to the next
+  chunk (or given to the decoder at close): from a boundary it completes no event, and
+  the decoder is split-invariant. Since the whole chunk is valid UTF-8, the reader's
+  invalid-UTF-8 check (which looks at every event of a chunk that had any) finds
+  nothing on either path. Wires whose usage follows the proof (Bedrock), other
+  framings and ``auto`` streams not yet recognised never take it.
 
 ``tests/test_fastpath.py`` checks the two paths equal on arbitrary streams cut anywhere.
 """
