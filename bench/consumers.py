@@ -118,18 +118,20 @@ def _arguments(parts: list[str]) -> Any:
 def _blocks(pieces: list[bytes]) -> Iterator[bytes]:
     """The ``data:`` payload of each event: the body split on blank lines, nothing checked.
 
-    The pieces of an event that spans many (W5's ``response.completed`` holds the whole
-    text) are joined once its blank line arrives, not re-copied with every piece."""
-    held: list[bytes] = []  # the pieces since the last blank line
+    Past 64 KiB held (W5's ``response.completed`` holds the whole text) the pieces are
+    kept apart and joined once the blank line arrives, not re-copied with every piece."""
+    rest = b""
+    held: list[bytes] = []  # the pieces of a long event
     for piece in pieces:
-        held.append(piece)
-        if b"\n\n" not in piece and not (
-            len(held) > 1 and held[-2][-1:] == b"\n" and piece[:1] == b"\n"
-        ):
-            continue
-        blocks = b"".join(held).split(b"\n\n")
+        if len(rest) > 65536:
+            last = held[-1] if held else rest
+            held.append(piece)
+            if b"\n\n" not in piece and not (last[-1:] == b"\n" and piece[:1] == b"\n"):
+                continue
+            piece = b"".join(held)
+            held = []
+        blocks = (rest + piece).split(b"\n\n")
         rest = blocks.pop()
-        held = [rest] if rest else []
         for block in blocks:
             yield block[block.find(b"data: ") + 6 :]
 
