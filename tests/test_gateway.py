@@ -451,7 +451,7 @@ def test_a_wire_the_gateway_does_not_judge_passes_through_untouched(
     path = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
     ask = json.dumps({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}).encode()
     wire = {"x-goog-api-key": KEY, "x-railings-fault": "drop_terminator"}
-    with running(proxy.url, tmp_path) as (url, gateway, _):
+    with running(proxy.url, tmp_path) as (url, _gateway, _):
         via = raw_request(url, path, ask, headers=wire)
         direct = raw_request(proxy.url, path, ask, headers=wire)
         exposition = httpx2.get(url + "/_railings/metrics").text
