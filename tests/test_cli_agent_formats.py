@@ -236,6 +236,7 @@ def test_bedrock_without_a_token_nor_the_extra_is_refused(
         idle_timeout=None, content_idle=None, total_timeout=None, workdir=None,
     )  # fmt: skip
     import botocore  # the dev extras install it
+
     monkeypatch.setitem(sys.modules, "botocore", None)  # how Python marks an absent module
     with pytest.raises(UsageError) as caught, endpoint_for(args):
         pass
