@@ -116,9 +116,20 @@ def _arguments(parts: list[str]) -> Any:
 
 
 def _blocks(pieces: list[bytes]) -> Iterator[bytes]:
-    """The ``data:`` payload of each event: the body split on blank lines, nothing checked."""
+    """The ``data:`` payload of each event: the body split on blank lines, nothing checked.
+
+    Past 64 KiB held (W5's ``response.completed`` holds the whole text) the pieces are
+    kept apart and joined once the blank line arrives, not re-copied with every piece."""
     rest = b""
+    held: list[bytes] = []  # the pieces of a long event
     for piece in pieces:
+        if len(rest) > 65536:
+            last = held[-1] if held else rest
+            held.append(piece)
+            if b"\n\n" not in piece and not (last[-1:] == b"\n" and piece[:1] == b"\n"):
+                continue
+            piece = b"".join(held)
+            held = []
         blocks = (rest + piece).split(b"\n\n")
         rest = blocks.pop()
         for block in blocks:
@@ -162,7 +173,24 @@ def _floor(provider: str) -> Callable[[list[bytes]], Result]:
                     args.append(delta["partial_json"])
         return Result("".join(text), _arguments(args))
 
-    return openai if provider == "openai" else anthropic
+    return {"openai": openai, "anthropic": anthropic, "openai-responses": _floor_responses}[
+        provider
+    ]
+
+
+def _floor_responses(pieces: list[bytes]) -> Result:
+    """The floor for the Responses API: the text and argument deltas by event type."""
+    loads = json.loads
+    text: list[str] = []
+    args: list[str] = []
+    for data in _blocks(pieces):
+        event = loads(data)
+        kind = event["type"]
+        if kind == "response.output_text.delta":
+            text.append(event["delta"])
+        elif kind == "response.function_call_arguments.delta":
+            args.append(event["delta"])
+    return Result("".join(text), _arguments(args))
 
 
 def _orjson_split(pieces: list[bytes]) -> Result:
@@ -322,6 +350,25 @@ def _openai_iterate(guard: bool) -> Callable[[list[bytes]], Result]:
     return run
 
 
+def _openai_responses() -> Callable[[list[bytes]], Result]:
+    client = _openai_client()
+
+    def run(pieces: list[bytes]) -> Result:
+        text: list[str] = []
+        args: list[str] = []
+        stream = client.responses.create(
+            model=_MODEL["openai"], input="Write the handler.", stream=True
+        )
+        for event in stream:
+            if event.type == "response.output_text.delta":
+                text.append(event.delta)
+            elif event.type == "response.function_call_arguments.delta":
+                args.append(event.delta)
+        return Result("".join(text), _arguments(args))
+
+    return run
+
+
 def _openai_helper() -> Callable[[list[bytes]], Result]:
     client = _openai_client()
 
@@ -416,14 +463,14 @@ class Consumer:
 CONSUMERS: tuple[Consumer, ...] = (
     Consumer(
         "floor",
-        ("openai", "anthropic"),
+        ("openai", "anthropic", "openai-responses"),
         _floor,
         "floor",
         "split on blank lines + json.loads + the text/argument delta + the final parse",
     ),
     Consumer(
         "orjson-split",
-        ("openai", "anthropic"),
+        ("openai", "anthropic", "openai-responses"),
         lambda p: _orjson_split,
         "floor",
         "split on blank lines + orjson.loads per event, nothing kept: the practical limit",
@@ -437,7 +484,7 @@ CONSUMERS: tuple[Consumer, ...] = (
     ),
     Consumer(
         "railings",
-        ("openai", "anthropic"),
+        ("openai", "anthropic", "openai-responses"),
         _railings_core,
         "railings",
         "core: StreamReader bytes -> Turn",
@@ -469,6 +516,13 @@ CONSUMERS: tuple[Consumer, ...] = (
         lambda p: _openai_iterate(False),
         "sdk",
         "chat.completions.create(stream=True), iterated",
+    ),
+    Consumer(
+        "openai.responses",
+        ("openai-responses",),
+        lambda p: _openai_responses(),
+        "sdk",
+        "responses.create(stream=True), iterated",
     ),
     Consumer(
         "openai.stream",
@@ -514,7 +568,7 @@ def available() -> dict[str, str]:
     for module, names in (
         ("httpx_sse", ("httpx-sse",)),
         ("orjson", ("orjson-split",)),
-        ("openai", ("openai", "openai.stream", "openai+guard")),
+        ("openai", ("openai", "openai.responses", "openai.stream", "openai+guard")),
         ("anthropic", ("anthropic", "anthropic.stream", "anthropic+guard")),
         ("railings.transport", ("railings-transport",)),
         ("railings.guard", ("openai+guard", "anthropic+guard", "httpx2+guard")),

@@ -112,7 +112,7 @@ def main() -> int:
         help="cumulative: sse, sse+json+decoder (decoder), everything (reader); "
         "json alone parses the events' data",
     )
-    p.add_argument("--workload", action="append", choices=("W1", "W2", "W3", "W4"))
+    p.add_argument("--workload", action="append", choices=("W1", "W2", "W3", "W4", "W5"))
     p.add_argument("--mode", default="net", choices=("net", "event"))
     p.add_argument("-n", type=int, default=2000, help="events per workload (default 2000)")
     p.add_argument("--no-jiter", action="store_true", help="count as if jiter were not installed")

@@ -59,7 +59,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         help="every consumer at every size in both modes (slow: 10+ minutes)",
     )
     p.add_argument("--consumers", help="comma-separated subset (default: all available)")
-    p.add_argument("--workloads", default="W1,W2,W3,W4")
+    p.add_argument("--workloads", default="W1,W2,W3,W4,W5")
     p.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
     p.add_argument(
         "--json-backend",
@@ -228,7 +228,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(cases)} cases, {sum(len(c.consumers) for c in cases)} (case, consumer) "
         f"pairs, {rounds} rounds"
     )
-    small = {"openai": W.build("W1", 200), "anthropic": W.build("W3", 200)}
+    small = {
+        "openai": W.build("W1", 200),
+        "anthropic": W.build("W3", 200),
+        "openai-responses": W.build("W5", 200),
+    }
     schedule = M.QUICK_RUNS_BY_DURATION if args.quick else M.RUNS_BY_DURATION
     samples = M.timing_rounds(cases, rounds, schedule, small, progress)
     memory: dict[tuple[str, str], int] = {}

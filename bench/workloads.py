@@ -12,6 +12,9 @@ and a run on another machine reads them too.
 * **W3** Anthropic Messages text: ``n`` ``text_delta`` events, a ``ping`` every 25.
 * **W4** Anthropic, one ``tool_use`` whose input JSON (``n`` x 50 characters)
   arrives in ``n`` ``input_json_delta`` events.
+* **W5** OpenAI Responses API text: ``response.created`` ... ``n`` numbered
+  ``response.output_text.delta`` events ... ``response.completed`` (the shapes of
+  ``tests/corpus/responses/``).
 
 W2 and W4 keep the fragment size fixed and grow the count (5k, 10k, 20k), so
 the argument grows with it: a linear consumer takes 4x the time at 20k that it
@@ -82,13 +85,13 @@ _CODE = (
 class Workload:
     """One generated body and what a correct consumer must get out of it."""
 
-    name: str  # "W1" .. "W4"
-    provider: str  # "openai" | "anthropic"
+    name: str  # "W1" .. "W5"
+    provider: str  # "openai" | "anthropic" | "openai-responses"
     n: int  # content chunks / argument fragments
     body: bytes
     events: int  # SSE events in the body (pings and [DONE] included)
     text: str  # the assembled answer text ("" for W2, W4)
-    arguments: Any  # the parsed tool arguments (None for W1, W3)
+    arguments: Any  # the parsed tool arguments (None for W1, W3, W5)
 
     @property
     def key(self) -> str:
@@ -292,11 +295,68 @@ def _w4(n: int) -> Workload:
     return Workload("W4", "anthropic", n, body, events, "", json.loads(raw))
 
 
-_BUILDERS = {"W1": _w1, "W2": _w2, "W3": _w3, "W4": _w4}
+def _w5(n: int) -> Workload:
+    """Responses API text: the lifecycle events of one message item around ``n``
+    ``response.output_text.delta`` events, numbered, as gpt-5 streams them."""
+    rng = random.Random(8_005)
+    deltas = _text_deltas(rng, n)
+    text = "".join(deltas)
+    item = "msg_68d930427844819ebda216a5dcfbec4603aa6e5a972b3b23"
+    response = {
+        "id": "resp_68d93041848c819e90d610c34d125a8f03aa6e5a972b3b23",
+        "object": "response",
+        "created_at": 1759064129,
+        "status": "in_progress",
+        "error": None,
+        "incomplete_details": None,
+        "model": "gpt-5-2025-08-07",
+        "output": [],
+        "service_tier": "auto",
+        "usage": None,
+    }
+    part = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
+    message = {"id": item, "type": "message", "status": "in_progress", "content": []}
+    where = {"item_id": item, "output_index": 0, "content_index": 0}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": response},
+        {"type": "response.in_progress", "response": response},
+        {"type": "response.output_item.added", "output_index": 0, "item": {**message}},
+        {"type": "response.content_part.added", **where, "part": part},
+    ]
+    for delta in deltas:
+        events.append(
+            {
+                "type": "response.output_text.delta",
+                **where,
+                "delta": delta,
+                "logprobs": [],
+                "obfuscation": "x" * rng.randint(2, 16),
+            }
+        )
+    done = {**part, "text": text}
+    whole = {**message, "status": "completed", "content": [done], "role": "assistant"}
+    usage = {"input_tokens": 17, "output_tokens": n, "total_tokens": n + 17}
+    events += [
+        {"type": "response.output_text.done", **where, "text": text, "logprobs": []},
+        {"type": "response.content_part.done", **where, "part": done},
+        {"type": "response.output_item.done", "output_index": 0, "item": whole},
+        {
+            "type": "response.completed",
+            "response": {**response, "status": "completed", "output": [whole], "usage": usage},
+        },
+    ]
+    body = "".join(
+        _sse(event["type"], {"type": event["type"], "sequence_number": number, **event})
+        for number, event in enumerate(events)
+    )
+    return Workload("W5", "openai-responses", n, body.encode(), len(events), text, None)
+
+
+_BUILDERS = {"W1": _w1, "W2": _w2, "W3": _w3, "W4": _w4, "W5": _w5}
 
 
 def build(name: str, n: int) -> Workload:
-    """The workload ``name`` (W1..W4) with ``n`` content chunks or fragments."""
+    """The workload ``name`` (W1..W5) with ``n`` content chunks or fragments."""
     return _BUILDERS[name](n)
 
 

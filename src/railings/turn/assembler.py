@@ -62,6 +62,8 @@ from railings.turn.termination import Signal, State, TerminationMachine
 
 __all__ = ["TurnAssembler"]
 
+_STREAMING, _CONNECTING = State.STREAMING, State.CONNECTING
+
 
 class TurnAssembler:
     """Reduces normalized events to a turn. Feed it with :meth:`received`, :meth:`apply`,
@@ -103,8 +105,9 @@ class TurnAssembler:
     def apply(self, event: StreamEvent) -> None:
         """Apply one event; ignored once the stream has terminated, except usage after a
         clean end (Bedrock reports it in ``metadata``, after its proof ``messageStop``)."""
-        if not self.machine.open:
-            if isinstance(event, UsageUpdate) and self.machine.state is State.TERMINATED_CLEANLY:
+        state = self.machine.state
+        if state is not _STREAMING and state is not _CONNECTING:  # not machine.open
+            if isinstance(event, UsageUpdate) and state is State.TERMINATED_CLEANLY:
                 self._usage(event)
             return
         match event:

@@ -39,6 +39,7 @@ from railings.providers import (
     spec,
 )
 from railings.turn.assembler import TurnAssembler
+from railings.turn.fastpath import FastReading
 from railings.turn.framing import Framer, WholeBodyDecoder, framer, sniff
 from railings.turn.model import Turn
 from railings.turn.stop_reason import DEFAULT_EXEMPTIONS
@@ -57,6 +58,7 @@ PROVIDERS: tuple[str, ...] = NAMES
 # much data they may hold together: one event's limit): past either, the stream is read
 # as the fallback wire (Chat Completions) from its first event, as if undetected.
 _UNRECOGNISED_LIMIT = 64
+_STREAMING = State.STREAMING
 
 
 def provider_decoder(provider: str, *, choice: int = 0) -> ProviderDecoder:
@@ -75,7 +77,7 @@ def detect_provider(sse: ServerSentEvent) -> str:
     return (found or FALLBACK).name
 
 
-class StreamReader:
+class StreamReader(FastReading):
     """Reads one streamed response. ``provider`` may be ``"auto"`` (decided by the first
     bytes, then the first event).
 
@@ -97,6 +99,7 @@ class StreamReader:
     ) -> None:
         if provider != "auto":
             provider_decoder(provider)  # validate early
+        super().__init__()
         self.provider = provider
         self.choice = choice
         self.events_seen = 0  # frames (SSE events, event-stream frames, lines) decoded
@@ -182,6 +185,11 @@ class StreamReader:
         it after its proof). Malformed data or invalid UTF-8 ends the turn abruptly
         instead of raising; an oversized event raises :class:`EventTooLarge`, and
         feeding after :meth:`close` :class:`IllegalTransition`."""
+        ready, assembler = self._ready, self._assembler
+        if ready and chunk and assembler and assembler.machine.state is _STREAMING:
+            # Nothing changed since the fast path last read (see _frames): the turn is open
+            # and the SSE decoder between blocks, so every check below passes.
+            return self._fast(ready, chunk, [])
         if self._closed:
             raise IllegalTransition("closed", "feed")
         if not chunk:
@@ -224,6 +232,17 @@ class StreamReader:
         framer_ = self._framer
         if framer_ is None:
             raise IllegalTransition("unframed", "feed")
+        out: list[StreamEvent] = []
+        self._ready = None
+        if not final and type(framer_) is SSEDecoder:
+            return self._fast_frames(framer_, chunk, out)
+        return self._decode(chunk, final, out)
+
+    def _decode(self, chunk: bytes, final: bool, out: list[StreamEvent]) -> list[StreamEvent]:
+        """The general path: the framer decodes ``chunk``, each frame is applied."""
+        framer_ = self._framer
+        if framer_ is None:
+            raise IllegalTransition("unframed", "feed")
         try:
             frames = framer_.close() if final else framer_.feed(chunk)
         except EventTooLarge as exc:
@@ -231,13 +250,12 @@ class StreamReader:
             raise
         except MalformedStream as exc:
             self.assembler.fault(str(exc))
-            return []
+            return out
         # Providers send UTF-8 JSON: bytes that are not UTF-8 are corruption, not text.
         # The SSE layer decodes them as U+FFFD (WHATWG); the event that carries one ends
         # the turn here instead of reaching the caller as a plausible answer.
         corrupted = isinstance(framer_, SSEDecoder) and framer_.invalid_utf8 > 0
         self.events_seen += len(frames)
-        out: list[StreamEvent] = []
         for frame in frames:
             if self._decoder is None:
                 found = detect(frame)
@@ -308,6 +326,10 @@ class StreamReader:
         out: list[StreamEvent] = []
         if self._framer is None and (self._prefix or self.provider != "auto"):
             self._sniff(final=True)
+        self._ready = None
+        if self._carry:
+            chunk, self._carry = self._carry, b""
+            out += self._decode(chunk, False, [])
         if self._framer is not None:
             if self._prefix:
                 chunk, self._prefix = self._prefix, b""

@@ -31,7 +31,7 @@ from typing import Any
 
 from railings.errors import MalformedStream
 
-__all__ = ["BACKEND", "as_int", "load_object"]
+__all__ = ["BACKEND", "as_int", "load_object", "parse_bytes"]
 
 _loads = json.loads
 
@@ -65,6 +65,23 @@ def _fast_parser() -> tuple[Callable[[str], Any], str]:
 
 
 _fast, BACKEND = _fast_parser()
+
+
+def _bytes_parser() -> Callable[[bytes], Any]:
+    if BACKEND == "jiter":
+        from_json: Callable[[bytes], Any] = importlib.import_module("jiter").from_json
+        return from_json
+
+    def parse(raw: bytes) -> Any:
+        return _fast(raw.decode())
+
+    return parse
+
+
+# The fast path given the UTF-8 bytes of the data (turn/fastpath.py): for bytes that are
+# valid UTF-8 it is ``_fast(raw.decode())`` -- jiter is handed ``data.encode()``, the same
+# bytes -- and it raises where that raises; the caller then goes through load_object.
+parse_bytes = _bytes_parser()
 
 
 def _strict(data: str, where: str) -> Any:

@@ -37,13 +37,13 @@ from railings.events import (
     TerminationProof,
     TextDelta,
     ThinkingDelta,
-    ToolArgumentsDelta,
     ToolCallEnd,
     ToolCallStart,
     ToolKind,
     Unknown,
     UsageUpdate,
 )
+from railings.wire._events import arguments_delta, text_delta
 from railings.wire._json import as_int, load_object
 from railings.wire.sse import ServerSentEvent
 
@@ -71,10 +71,15 @@ class AnthropicDecoder:
         """The normalized events of one SSE event: ``message_stop`` is the termination
         proof, ``ping`` is none, an unknown type is :class:`Unknown`. Data that is not a
         JSON object raises :class:`~railings.errors.MalformedStream`."""
-        obj = load_object(sse.data, where="anthropic event")
+        return self.feed_sse_object(sse.event, load_object(sse.data, where="anthropic event"))
+
+    def feed_sse_object(self, event: str, obj: dict[str, Any]) -> list[StreamEvent]:
+        """What :meth:`feed` returns for an event named ``event`` whose data parsed as the
+        JSON object ``obj``: the reader's fast path parses the data itself
+        (``turn/fastpath.py``)."""
         kind = obj.get("type")
         if not isinstance(kind, str):
-            kind = sse.event
+            kind = event
         handler = _EVENTS.get(kind)
         if handler is None:
             return [Unknown(name=f"anthropic:{kind}")]
@@ -110,7 +115,7 @@ class AnthropicDecoder:
         kind = delta.get("type")
         if kind == "text_delta":  # nearly every event of a text stream: no second call
             text = delta.get("text")
-            return [TextDelta(text=text)] if isinstance(text, str) and text else []
+            return [text_delta(text)] if isinstance(text, str) and text else []
         handler = _DELTAS.get(kind) if isinstance(kind, str) else None
         if handler is None:
             return [Unknown(name=f"anthropic:delta:{kind}")]
@@ -143,7 +148,7 @@ class AnthropicDecoder:
         fragment = delta.get("partial_json")
         if position is None or not isinstance(fragment, str):
             return [Unknown(name="anthropic:input_json_delta")]
-        return [ToolArgumentsDelta(index=position, fragment=fragment)] if fragment else []
+        return [arguments_delta(position, fragment)] if fragment else []
 
 
 def _message_start(_: AnthropicDecoder, obj: dict[str, Any]) -> list[StreamEvent]:

@@ -53,6 +53,7 @@ from railings.events import (
     Unknown,
     UsageUpdate,
 )
+from railings.wire._events import arguments_delta, text_delta
 from railings.wire._json import as_int, load_object
 from railings.wire.chat_fields import (
     CALL_FIELDS,
@@ -114,6 +115,15 @@ class OpenAIChatDecoder:
             return [Unknown(name=f"openai:event:{sse.event}")]
         return handler(self, load_object(data, where="openai chunk"))
 
+    def feed_sse_object(self, event: str, obj: dict[str, Any]) -> list[StreamEvent]:
+        """What :meth:`feed` returns for an event named ``event`` whose data parsed as the
+        JSON object ``obj`` (so not ``[DONE]``): the reader's fast path, which parses
+        the data itself (``turn/fastpath.py``)."""
+        handler = _EVENTS.get(event)
+        if handler is None:
+            return [Unknown(name=f"openai:event:{event}")]
+        return handler(self, obj)
+
     def close(self) -> list[StreamEvent]:
         """No events: each SSE event was decoded whole as it came. Whether the end was
         proven is the assembler's to judge."""
@@ -161,7 +171,7 @@ class OpenAIChatDecoder:
             if type(content) is str and len(delta) == 1:
                 # Nearly every chunk of a text stream is {"content": "..."} and nothing else.
                 if content:
-                    out.append(TextDelta(text=content))
+                    out.append(text_delta(content))
             elif len(delta) == 1:
                 # One key alone (a tool call's fragment, a reasoning piece): the table's
                 # order cannot matter, so its handler is looked up directly.
@@ -260,7 +270,7 @@ class OpenAIChatDecoder:
                 ToolArgumentsDelta(index=position, fragment=json.dumps(arguments), parsed=True)
             )
         elif arguments:
-            out.append(ToolArgumentsDelta(index=position, fragment=arguments))
+            out.append(arguments_delta(position, arguments))
 
     def _position(self, wire_index: int | None, ident: str) -> int | None:
         """The position of the call this delta continues, or None for a new call."""

@@ -73,7 +73,6 @@ from railings.events import (
     RefusalDelta,
     ServerToolResult,
     StreamEvent,
-    TextDelta,
     ThinkingDelta,
     ToolArgumentsDelta,
     ToolCallEnd,
@@ -81,6 +80,7 @@ from railings.events import (
     ToolKind,
     Unknown,
 )
+from railings.wire._events import arguments_delta, text_delta
 from railings.wire._json import as_int, load_object
 from railings.wire.responses_items import LOCAL_ITEMS, SERVER_ITEMS, final_input
 from railings.wire.responses_lifecycle import COMPLETED, FAILED, INCOMPLETE, LIFECYCLE
@@ -183,7 +183,14 @@ class OpenAIResponsesDecoder:
         step, raises :class:`~railings.errors.MalformedStream`."""
         if sse.data == _DONE:
             return []  # OpenRouter's trailer after response.completed (module docstring)
-        obj = load_object(sse.data, where="openai-responses event")
+        return self.feed_sse_object(
+            sse.event, load_object(sse.data, where="openai-responses event")
+        )
+
+    def feed_sse_object(self, event: str, obj: dict[str, Any]) -> list[StreamEvent]:
+        """What :meth:`feed` returns for an event named ``event`` whose data parsed as the
+        JSON object ``obj`` (so not ``[DONE]``): the reader's fast path parses the data
+        itself (``turn/fastpath.py``)."""
         sequence = obj.get("sequence_number")
         if isinstance(sequence, int):
             # The API numbers its events 0, 1, 2 ...: a gap, a repeat or a step back means
@@ -196,7 +203,7 @@ class OpenAIResponsesDecoder:
             self._sequence = sequence
         kind = obj.get("type")
         if not isinstance(kind, str):
-            kind = sse.event
+            kind = event
         handler = _HANDLERS.get(kind)
         if handler is None:
             return [Unknown(name=f"openai-responses:{kind}")]
@@ -297,7 +304,7 @@ class OpenAIResponsesDecoder:
         if not fragment:
             return []  # an empty fragment is not content
         call.fed = True
-        return [ToolArgumentsDelta(index=call.position, fragment=fragment)]
+        return [arguments_delta(call.position, fragment)]
 
     def _arguments_done(self, obj: dict[str, Any], field: str) -> list[StreamEvent]:
         call = self._find(obj.get("item_id"), as_int(obj.get("output_index")))
@@ -315,7 +322,7 @@ class OpenAIResponsesDecoder:
 
 def _text(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
     delta = obj.get("delta")
-    return [TextDelta(text=delta)] if isinstance(delta, str) and delta else []
+    return [text_delta(delta)] if isinstance(delta, str) and delta else []
 
 
 def _refusal(_: OpenAIResponsesDecoder, obj: dict[str, Any]) -> list[StreamEvent]:

@@ -204,6 +204,29 @@ class SSEDecoder:
         """
         return self._in_block or bool(self._partial) or bool(self._undecoded)
 
+    @property
+    def between_blocks(self) -> bool:
+        """True when the bytes fed so far ended with a blank line (or a BOM alone) and
+        nothing is buffered or pending: no partial line or character, no CR whose LF may
+        follow, no event field or data, every UTF-8 byte valid so far, still open. From
+        here an event is exactly its own block's lines (``turn/fastpath.py``)."""
+        return (
+            self._state == _OPEN
+            and not self._at_start
+            and not self._in_block
+            and not self._partial
+            and not self._undecoded
+            and not self._skip_lf
+            and not self._data
+            and not self._invalid_utf8
+        )
+
+    def skip(self, count: int) -> None:
+        """Count ``count`` bytes as fed: whole blocks that a fast path decoded itself from
+        :attr:`between_blocks`, leaving the decoder between blocks (their fields set
+        nothing that persists: only ``event`` and ``data`` lines)."""
+        self._bytes_fed += count
+
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         """Decode the next piece of the body; return the events it completed."""
         # Compared by value, not identity: a decoder copied by pickle (another process)

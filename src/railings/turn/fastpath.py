@@ -1,0 +1,249 @@
+"""The reader's fast path for SSE streams: whole ``data:`` blocks read straight from bytes.
+
+Nearly every block an LLM provider sends is ``data: {json}\\n\\n`` or ``event: name\\n
+data: {json}\\n\\n``. For those, the general path decodes the bytes to text, runs the
+WHATWG line rules, builds a :class:`~railings.wire.sse.ServerSentEvent`, and the
+provider decoder encodes the data back to bytes for jiter. :func:`read_blocks` does
+the same work in one loop over the bytes: ``bytes.split`` at the blank lines, the
+JSON parsed from the chunk's own bytes, the provider decoder's handler table called
+directly (``feed_sse_object``), the assembler applied inline, and the termination state
+looked at only after a proof or a provider error, the only events that end a turn.
+
+What it skips, and why the result is the same (events, :class:`~railings.turn.model.Turn`,
+verdict, ``events_seen`` and the SSE decoder's state):
+
+* It runs only from a block boundary (:attr:`SSEDecoder.between_blocks`: nothing
+  buffered, no CR pending, no invalid UTF-8 seen yet), on a chunk that has no CR, is
+  valid UTF-8 (a character cut at its end is left to the decoder) and is no larger
+  than the event size limit (so the general path could not have raised
+  ``EventTooLarge`` on it either). There a block of LF-ended lines ``data: X`` or
+  ``event: N`` + ``data: X`` is, by WHATWG's rules, exactly one event ``(N or
+  "message", X)``: no BOM can be stripped, no ID or retry changes, no comment counted.
+* Each block is decoded only when its data is one line that jiter (or the stdlib's
+  scanner) parses to an object: ``load_object`` would then return the same object,
+  and ``feed_sse_object`` is the decoder's ``feed`` after that parse (``[DONE]`` and the
+  other non-JSON data are not objects).
+* Anything else -- a comment, an ``id:`` or ``retry:`` field, ``data:`` without its
+  space, several data lines, data that is not a JSON object, a decoder or framing
+  without a ``feed_sse_object`` -- stops the loop at that block's first byte, a block
+  boundary, and the rest of the chunk goes through the general path, which from a
+  boundary decodes it exactly as it would have inside the whole chunk.
+* Around it (:class:`FastReading`): a chunk that starts inside a block gives the
+  decoder that block's end first (up to its blank line), then the fast path reads from
+  there; the start of a block a chunk ends in is held back and prepended to the next
+  chunk (or given to the decoder at close): from a boundary it completes no event, and
+  the decoder is split-invariant. Since the whole chunk is valid UTF-8, the reader's
+  invalid-UTF-8 check (which looks at every event of a chunk that had any) finds
+  nothing on either path. Wires whose usage follows the proof (Bedrock), other
+  framings and ``auto`` streams not yet recognised never take it.
+
+``tests/test_fastpath.py`` checks the two paths equal on arbitrary streams cut anywhere.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from railings.errors import MalformedStream
+from railings.events import ProviderErrorEvent, StreamEvent, TerminationProof
+from railings.turn.assembler import TurnAssembler
+from railings.wire._json import parse_bytes
+from railings.wire.sse import SSEDecoder
+
+if TYPE_CHECKING:
+    from railings.providers import ProviderDecoder, ProviderSpec
+    from railings.turn.framing import Framer
+
+__all__ = ["FastReading", "FeedObject", "eligible", "read_blocks"]
+
+FeedObject = Callable[[str, dict[str, Any]], list[StreamEvent]]
+
+_ENDING = (TerminationProof, ProviderErrorEvent)  # the events after which a turn may be over
+_utf8_decode = codecs.utf_8_decode
+_NAMES = 64  # how many event names one stream's cache keeps
+# The most bytes of an unfinished SSE block the fast path holds back; a longer block goes
+# to the SSE decoder, which joins a long line's pieces only once.
+_CARRY_LIMIT = 32 * 1024
+
+
+def eligible(chunk: bytes, limit: int) -> bool:
+    """Whether the fast path may read ``chunk`` (once the decoder is between blocks):
+    ``bytes`` (not another buffer), no CR, valid UTF-8 up to a character its end may cut,
+    at most ``limit`` bytes."""
+    if type(chunk) is not bytes or len(chunk) > limit or 13 in chunk:  # 13: CR, by memchr
+        return False
+    if chunk.isascii():
+        return True
+    try:
+        _utf8_decode(chunk, "strict", False)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def read_blocks(
+    chunk: bytes,
+    feed_object: FeedObject,
+    assembler: TurnAssembler,
+    out: list[StreamEvent],
+    names: dict[bytes, str],
+) -> tuple[int, int, bool]:
+    """Read the plain blocks at the start of ``chunk`` (an :func:`eligible` chunk, fed
+    between blocks), appending their events to ``out``. Returns the bytes read (whole
+    blocks), the events decoded, and whether the turn ended. ``names`` keeps the event
+    names decoded so far (``event: `` lines as bytes -> the event type)."""
+    blocks = chunk.split(b"\n\n")
+    blocks.pop()  # what follows the last blank line: not a whole block
+    apply = assembler.apply
+    append = out.append
+    machine = assembler.machine
+    pos = frames = 0
+    for block in blocks:
+        if block[:6] == b"data: ":
+            event = "message"
+            data = block[6:]
+        elif block[:7] == b"event: ":
+            line, _, data = block.partition(b"\ndata: ")  # no data line: b"", not JSON
+            found = names.get(line)
+            if found is None:
+                if 10 in line:  # LF
+                    break  # another field between the two
+                found = line[7:].decode() or "message"
+                if len(names) < _NAMES:
+                    names[line] = found
+            event = found
+        else:
+            break
+        if 10 in data:  # LF
+            break  # several data lines, or a field after the data
+        try:
+            obj = parse_bytes(data)
+        except Exception:  # not JSON, or not what the fast parser accepts: the general path
+            break
+        if type(obj) is not dict:
+            break
+        pos += len(block) + 2
+        frames += 1
+        try:
+            normalized = feed_object(event, obj)
+        except MalformedStream as exc:
+            assembler.fault(str(exc))
+            return pos, frames, True
+        for item in normalized:
+            apply(item)
+            append(item)
+            if isinstance(item, _ENDING) and machine.terminated:
+                return pos, frames, True
+    return pos, frames, False
+
+
+class FastReading:
+    """The fast path's side of :class:`~railings.turn.reader.StreamReader`: which chunks
+    go to :func:`read_blocks`, and the bytes it holds back (the start of a block, so the
+    SSE decoder stays between blocks; it completes no event, so the decoder gets it with
+    the next bytes, or at close, with the same result)."""
+
+    _framer: Framer | None
+    _assembler: TurnAssembler | None
+    _decoder: ProviderDecoder | None
+    _max: int
+    events_seen: int
+
+    def __init__(self) -> None:
+        self._carry = b""  # the bytes held back
+        self._ready: FeedObject | None = None  # set while feed may go to _fast directly
+        self._names: dict[bytes, str] = {}  # the event names decoded so far
+        self._fast_for: object = None  # the decoder whose entry _fast_entry caches
+        self._fast_entry: FeedObject | None = None
+
+    if TYPE_CHECKING:
+
+        @property
+        def terminated(self) -> bool:
+            """The reader's: the turn has ended."""
+
+        @property
+        def reads_on(self) -> bool:
+            """The reader's: bytes may still change the turn."""
+
+        @property
+        def _spec(self) -> ProviderSpec | None: ...
+        def _decode(
+            self, chunk: bytes, final: bool, out: list[StreamEvent]
+        ) -> list[StreamEvent]: ...
+
+    def _fast_frames(
+        self, framer_: SSEDecoder, chunk: bytes, out: list[StreamEvent]
+    ) -> list[StreamEvent]:
+        """``chunk`` for an SSE stream: by the fast path where it may read it, else (and
+        after it) by the general one, ``_decode``."""
+        feed_object = self._feed_object()
+        if (
+            feed_object is not None
+            and self._assembler is not None
+            and not framer_.invalid_utf8
+            and eligible(self._carry + chunk if self._carry else chunk, self._max)
+        ):
+            if self._carry:
+                chunk, self._carry = self._carry + chunk, b""
+            if not framer_.between_blocks:
+                # The end of the block the decoder is in goes to it: it is then between
+                # blocks (the whole chunk is valid UTF-8 without CR).
+                cut = chunk.find(b"\n\n") + 2
+                if cut == 1:
+                    return self._decode(chunk, False, out)
+                self._decode(chunk[:cut], False, out)
+                chunk = chunk[cut:]
+                if self.terminated and not self.reads_on:
+                    self.events_seen += len(framer_.feed(chunk)) if chunk else 0
+                    return out
+                if not framer_.between_blocks or not chunk:
+                    return self._decode(chunk, False, out) if chunk else out
+            return self._fast(feed_object, chunk, out)
+        if self._carry:
+            chunk, self._carry = self._carry + chunk, b""
+        return self._decode(chunk, False, out)
+
+    def _fast(
+        self, feed_object: FeedObject, chunk: bytes, out: list[StreamEvent]
+    ) -> list[StreamEvent]:
+        """``chunk`` (after the bytes held back), fed with the SSE decoder between blocks
+        and the turn open: the plain blocks by :func:`read_blocks`, the rest by the
+        general path."""
+        if self._carry:
+            chunk, self._carry = self._carry + chunk, b""
+        framer_ = self._framer
+        assembler = self._assembler
+        if not (eligible(chunk, self._max) and isinstance(framer_, SSEDecoder) and assembler):
+            self._ready = None
+            return self._decode(chunk, False, out)
+        read, frames, ended = read_blocks(chunk, feed_object, assembler, out, self._names)
+        self.events_seen += frames
+        if read:
+            framer_.skip(read)
+            chunk = chunk[read:]
+        if ended:
+            # The general path decodes the whole chunk before the end is seen.
+            self._ready = None
+            self.events_seen += len(framer_.feed(chunk)) if chunk else 0
+            return out
+        if len(chunk) <= _CARRY_LIMIT and b"\n\n" not in chunk:
+            self._carry = chunk  # the start of a block (see the class docstring)
+            self._ready = feed_object
+            return out
+        self._ready = None
+        return self._decode(chunk, False, out)
+
+    def _feed_object(self) -> FeedObject | None:
+        """The decoder's ``feed_sse_object`` when the fast path may use it: a known wire
+        with no usage after its proof (so the first end is the end)."""
+        decoder = self._decoder
+        if decoder is not self._fast_for:
+            self._fast_for = decoder
+            wire = self._spec
+            found = getattr(decoder, "feed_sse_object", None)
+            usable = wire is not None and not wire.usage_after_proof and callable(found)
+            self._fast_entry = found if usable else None
+        return self._fast_entry

@@ -1,0 +1,231 @@
+"""The reader's fast path for plain SSE blocks (turn/fastpath.py) equals the general path.
+
+Every property runs the same bytes, cut at the same places, through two readers: the
+real one, and one whose fast path is switched off (its decoder offers no
+``feed_sse_object``, so every byte goes through the WHATWG decoder and ``feed``). The events
+each ``feed`` and ``close`` return, the frame count, the verdict and the exception
+raised (where and which) must all be equal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import REAL, RESPONSES, manifest
+from railings import RailingsError, to_json
+from railings.replay import Replay
+from railings.turn.assembler import TurnAssembler
+from railings.turn.fastpath import FeedObject, eligible, read_blocks
+from railings.turn.reader import StreamReader
+from railings.turn.verdict import judge
+from railings.wire.openai_chat import OpenAIChatDecoder
+
+
+class GeneralReader(StreamReader):
+    """The reader with its fast path off: the reference the fast path must equal."""
+
+    def _feed_object(self) -> FeedObject | None:
+        return None
+
+
+CAPTURES = [REAL / row["file"] for row in manifest()] + sorted(RESPONSES.glob("*.sse"))
+BODIES = {path.name: path.read_bytes() for path in CAPTURES}
+
+
+def _run(
+    make: Callable[[], StreamReader], body: bytes, cuts: list[int]
+) -> tuple[list[object], object]:
+    """What a reader returns for ``body`` fed in pieces, step by step, and how it ended."""
+    reader = make()
+    steps: list[object] = []
+    last = 0
+    try:
+        for cut in [*sorted(set(cuts)), len(body)]:
+            steps.append(reader.feed(body[last:cut]))
+            last = cut
+        steps.append(reader.close())
+    except RailingsError as exc:
+        return steps, (type(exc).__name__, str(exc), len(steps))
+    turn = reader.turn()
+    return steps, (reader.events_seen, reader.framing, to_json(Replay(turn, judge(turn))))
+
+
+def _equal(provider: str, body: bytes, cuts: list[int], max_event_size: int = 1 << 24) -> None:
+    fast = _run(lambda: StreamReader(provider, max_event_size=max_event_size), body, cuts)
+    general = _run(lambda: GeneralReader(provider, max_event_size=max_event_size), body, cuts)
+    assert fast == general
+
+
+_cuts = st.lists(st.integers(0, 1 << 20), max_size=40)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(sorted(BODIES)), data=st.data())
+def test_every_capture_cut_anywhere_reads_the_same(name: str, data: st.DataObject) -> None:
+    body = BODIES[name]
+    cuts = data.draw(st.lists(st.integers(0, len(body)), max_size=40))
+    provider = data.draw(st.sampled_from(["auto", "openai", "anthropic", "openai-responses"]))
+    _equal(provider, body, cuts)
+
+
+def test_every_capture_one_byte_at_a_time_and_whole_reads_the_same() -> None:
+    for body in BODIES.values():
+        _equal("auto", body, [])
+        _equal("auto", body, list(range(len(body))))
+
+
+# Blocks as providers send them, and everything the fast path must leave to the decoder.
+_pieces = st.sampled_from(
+    [
+        b'data: {"choices":[{"index":0,"delta":{"content":"x"}}]}\n\n',
+        b'data: {"id":"c","model":"m","choices":[{"index":0,"delta":{"role":"assistant"}}]}\n\n',
+        b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","function"'
+        b':{"name":"f","arguments":"{\\"a"}}]}}]}\n\n',
+        b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}\n\n',
+        b'data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}\n\n',
+        b"data: [DONE]\n\n",
+        b'event: error\ndata: {"error":{"message":"x"}}\n\n',
+        b'event: message_start\ndata: {"type":"message_start","message":{"id":"m"}}\n\n',
+        b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+        b'"content_block":{"type":"text","text":""}}\n\n',
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+        b'"delta":{"type":"text_delta","text":"\xc3\xa9t\xc3\xa9 \xef\xbf\xbd"}}\n\n',
+        b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":'
+        b'"max_tokens"},"usage":{"output_tokens":3}}\n\n',
+        b'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+        b'event: ping\ndata: {"type": "ping"}\n\n',
+        b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta",'
+        b'"sequence_number":1,"delta":"hi"}\n\n',
+        b'event: response.completed\ndata: {"type":"response.completed","sequence_number":2,'
+        b'"response":{"status":"completed","output":[]}}\n\n',
+        b'event:\ndata: {"choices":[]}\n\n',
+        b"event: \ndata: {}\n\n",
+        b"event: weird\ndata: {}\n\n",
+        b"data: {}\ndata: {}\n\n",
+        b"data:{}\n\n",
+        b"data: \n\n",
+        b"data: null\n\n",
+        b"data: [1]\n\n",
+        b"data: {bad\n\n",
+        b"data: {} \n\n",
+        b": keep-alive\n\n",
+        b"id: 7\n",
+        b"id: a\x00b\n",
+        b"retry: 1000\n",
+        b"\n",
+        b"\r\n",
+        b"\r",
+        b"\xef\xbb\xbf",
+        b"\xff",
+        b"\xe2\x82",
+        b"\xef\xbf\xbd",
+        b"data: ",
+        b"event: ",
+        b'{"choices":[{"index":0,"delta":{"content":"y"}}]}',
+        b'data: {"choices":[{"index":0,"delta":{"content":"' + b"z" * 300 + b'"}}]}\n\n',
+    ]
+)
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(_pieces, max_size=40),
+    _cuts,
+    st.sampled_from(["auto", "openai", "anthropic", "openai-responses"]),
+    st.sampled_from([1 << 24, 64, 200, 400]),
+)
+def test_protocol_shaped_streams_cut_anywhere_read_the_same(
+    pieces: list[bytes], cuts: list[int], provider: str, limit: int
+) -> None:
+    body = b"".join(pieces)
+    _equal(provider, body, [cut % (len(body) + 1) for cut in cuts], max_event_size=limit)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(sorted(BODIES)), data=st.data())
+def test_captures_with_noise_between_blocks_read_the_same(name: str, data: st.DataObject) -> None:
+    blocks = BODIES[name].split(b"\n\n")
+    noise = data.draw(st.lists(st.tuples(st.integers(0, len(blocks)), _pieces), max_size=6))
+    for where, piece in sorted(noise, reverse=True):
+        blocks.insert(where, piece.rstrip(b"\n"))
+    body = b"\n\n".join(blocks)
+    cuts = data.draw(st.lists(st.integers(0, len(body)), max_size=30))
+    _equal("auto", body, cuts)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=600), _cuts, st.sampled_from(["auto", "openai", "anthropic"]))
+def test_random_bytes_read_the_same(body: bytes, cuts: list[int], provider: str) -> None:
+    _equal(provider, b"data: {}\n\n" + body, [cut % (len(body) + 11) for cut in cuts])
+
+
+def test_plain_blocks_are_read_by_the_fast_path_up_to_the_first_other_one() -> None:
+    chunk = (
+        b'data: {"choices":[{"index":0,"delta":{"content":"a"}}]}\n\n'
+        b'data: {"choices":[{"index":0,"delta":{"content":"b"}}]}\n\n'
+        b": comment\n\n"
+        b'data: {"choices":[{"index":0,"delta":{"content":"c"}}]}\n\n'
+    )
+    assert eligible(chunk, 1 << 24)
+    out: list[object] = []
+    read, frames, ended = read_blocks(
+        chunk,
+        OpenAIChatDecoder().feed_sse_object,
+        TurnAssembler("openai"),
+        out,  # type: ignore[arg-type]
+        {},
+    )
+    assert (read, frames, ended) == (chunk.index(b": comment"), 2, False)
+    assert [getattr(e, "text", None) for e in out] == ["a", "b"]
+
+
+def test_a_proof_ends_the_fast_path_at_its_block() -> None:
+    chunk = b"data: [DONE]\n\n"
+    assembler = TurnAssembler("anthropic")
+    assembler.received()
+    out: list[object] = []
+    stop = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+    decoder = StreamReader("anthropic")._decoder
+    read, frames, ended = read_blocks(
+        stop + chunk,
+        decoder.feed_sse_object,  # type: ignore[union-attr]
+        assembler,
+        out,  # type: ignore[arg-type]
+        {},
+    )
+    assert (read, frames, ended) == (len(stop), 1, True)
+    assert assembler.machine.terminated
+
+
+def test_chunks_the_fast_path_leaves_to_the_decoder() -> None:
+    assert not eligible(b"data: {}\r\n\r\n", 1 << 24)
+    assert not eligible(b"data: {}\n\n\xff", 1 << 24)
+    assert not eligible(b"data: {}\n\n", 5)
+    assert not eligible(bytearray(b"data: {}\n\n"), 1 << 24)  # type: ignore[arg-type]
+    assert eligible(b"data: {}\n\n\xe2\x82", 1 << 24)  # a character cut at the end waits
+
+
+def test_other_buffers_read_the_same() -> None:
+    body = b"".join(BODIES[name] for name in sorted(BODIES)[:1])
+    pieces = [bytearray(body[i : i + 100]) for i in range(0, len(body), 100)]
+    fast, general = StreamReader(), GeneralReader()
+    assert [fast.feed(p) for p in pieces] == [general.feed(p) for p in pieces]  # type: ignore[arg-type]
+    assert fast.close() == general.close()
+
+
+def test_the_fast_event_constructors_build_equal_frozen_events() -> None:
+    import dataclasses
+
+    from railings.events import TextDelta, ToolArgumentsDelta
+    from railings.wire._events import arguments_delta, text_delta
+
+    text, arguments = text_delta("é"), arguments_delta(3, '{"a"')
+    assert text == TextDelta(text="é") and hash(text) == hash(TextDelta(text="é"))
+    assert arguments == ToolArgumentsDelta(index=3, fragment='{"a"')
+    assert arguments.parsed is False
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        text.text = "x"  # type: ignore[misc]
