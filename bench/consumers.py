@@ -290,6 +290,9 @@ def _railings_transport(provider: str) -> Callable[[list[bytes]], Result]:
         model=_MODEL[provider],
         base_url=base,  # type: ignore[arg-type]
         api_key="bench",
+        # W2 and W4 carry 1 MB of arguments: about 250k tokens, so a request for them
+        # asks for that much output (the turn's bounds derive from it).
+        max_tokens=262_144,
     )
     client = AsyncProviderClient(config, transport=httpx2.MockTransport(_handler))
     loop = asyncio.new_event_loop()
