@@ -82,7 +82,8 @@ MAX_KEEP = 4 * 2**20
 _MIN_EVENT_BYTES = 8  # "data:{}" and the blank line that dispatches it
 _SLICE = 65536
 _DATA = b"data:"
-_PINGS = (b'"type": "ping"', b'"type":"ping"')
+_PING = b'"type": "ping"'
+_PING_COMPACT = b'"type":"ping"'
 # A read timeout is the idle gap when at least this share of the gap passed in silence
 # (the socket's timer starts after the guard saw the last byte, so never later).
 _ELAPSED = 0.9
@@ -251,7 +252,7 @@ class StreamWatch:
             return True
         edge, self._edge = self._edge, piece[-4:]
         data = piece.count(_DATA) + (edge + piece[:4]).count(_DATA)
-        return data > sum(piece.count(ping) for ping in _PINGS)
+        return data > piece.count(_PING) + piece.count(_PING_COMPACT)
 
     def _read_from_here(self) -> StreamReader:
         """The body outgrew ``keep``: hand what was kept to the reader, keep nothing more."""
