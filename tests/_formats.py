@@ -11,7 +11,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Protocol
 
-from railings.errors import MalformedStream
+from hypothesis import strategies as st
+
+from railings.errors import MalformedStream, RailingsError
 from railings.events import (
     ProviderErrorEvent,
     StopReason,
@@ -131,3 +133,21 @@ def assert_every_file_listed_once(folder: str) -> None:
     for row in rows:
         body_of(folder, row)
         assert row["source_repo"] and row["source_path"] and len(row["source_commit"]) == 40
+
+
+class _ByteStream(Protocol):
+    def feed(self, chunk: bytes) -> object: ...
+    def close(self) -> object: ...
+
+
+def read_damaged(
+    data: st.DataObject, folder: str, rows: list[dict[str, str]], stream: _ByteStream
+) -> None:
+    """One capture of ``folder`` with 1-4 bytes overwritten, read by ``stream``: only
+    railings' own errors (malformed, too large) may escape."""
+    body = bytearray(body_of(folder, data.draw(st.sampled_from(rows))))
+    for _ in range(data.draw(st.integers(1, 4))):
+        body[data.draw(st.integers(0, len(body) - 1))] = data.draw(st.integers(0, 255))
+    with contextlib.suppress(RailingsError):
+        stream.feed(bytes(body))
+        stream.close()

@@ -18,6 +18,7 @@ from _formats import (
     facts,
     manifest,
     proofs_at_every_cut,
+    read_damaged,
     turn_of,
 )
 from railings.errors import (
@@ -25,7 +26,6 @@ from railings.errors import (
     EventTooLarge,
     IllegalTransition,
     MalformedStream,
-    RailingsError,
 )
 from railings.events import (
     MessageStart,
@@ -221,15 +221,7 @@ def test_detection() -> None:
 @settings(max_examples=150, deadline=None)
 @given(st.data())
 def test_only_railings_errors_escape_on_damaged_bytes(data: st.DataObject) -> None:
-    body = bytearray(body_of("ollama", data.draw(st.sampled_from(ROWS))))
-    for _ in range(data.draw(st.integers(1, 4))):
-        body[data.draw(st.integers(0, len(body) - 1))] = data.draw(st.integers(0, 255))
-    stream = OllamaStream()
-    try:
-        stream.feed(bytes(body))
-        stream.close()
-    except RailingsError:
-        pass  # a typed error: malformed, or too large
+    read_damaged(data, "ollama", ROWS, OllamaStream())
 
 
 def test_every_capture_is_listed_once_with_its_source() -> None:
