@@ -30,6 +30,7 @@ __all__ = [
     "count_tokens",
     "openai_finish_reason",
     "plan_turn",
+    "positive_int",
     "responses_status",
 ]
 
@@ -39,6 +40,12 @@ TOKEN_CHARS = 4
 def count_tokens(chars: int) -> int:
     """How many tokens ``chars`` characters count as: ``ceil(chars / 4)``."""
     return math.ceil(chars / TOKEN_CHARS)
+
+
+def positive_int(value: object) -> bool:
+    """True for an integer of at least 1 (an output limit a request may carry; a bool is
+    not one, though Python counts it as an int)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -111,6 +111,7 @@ from railings.testing.plan import (
     count_tokens,
     openai_finish_reason,
     plan_turn,
+    positive_int,
     responses_status,
 )
 
@@ -127,6 +128,7 @@ __all__ = [
     "filler",
     "openai_finish_reason",
     "plan_turn",
+    "positive_int",
     "responses_status",
 ]
 

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from railings.testing.script import Plan, anthropic_stop_reason, count_tokens
+from railings.testing.script import Plan, anthropic_stop_reason, count_tokens, positive_int
 
 __all__ = [
     "AnthropicAsk",
@@ -111,7 +111,7 @@ def parse_ask(obj: Any) -> AnthropicAsk | str:
         return "messages: at least one message is required"
     if limit is None:
         return "max_tokens: Field required"
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+    if not positive_int(limit):
         return "max_tokens: Input should be a valid integer greater than 0"
     prompt = _dumps([obj.get("system"), messages, obj.get("tools")])
     return AnthropicAsk(

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from railings.testing.eventstream import event_frame, exception_frame
-from railings.testing.script import Plan, count_tokens
+from railings.testing.script import Plan, count_tokens, positive_int
 
 __all__ = [
     "BedrockAsk",
@@ -124,7 +124,7 @@ def parse_ask(obj: Any, path: str) -> BedrockAsk | str:
         return "A conversation must start with a user message."
     config = obj.get("inferenceConfig") or {}
     limit = config.get("maxTokens") if isinstance(config, Mapping) else None
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+    if limit is not None and not positive_int(limit):
         return "1 validation error detected: Value at 'inferenceConfig.maxTokens' failed"
     prompt = json.dumps([obj.get("system"), messages, obj.get("toolConfig")])
     return BedrockAsk(

@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from railings.testing.script import Plan, count_tokens
+from railings.testing.script import Plan, count_tokens, positive_int
 
 __all__ = [
     "GeminiAsk",
@@ -133,7 +133,7 @@ def parse_ask(obj: Any, path: str) -> GeminiAsk | str:
         return "* GenerateContentRequest.contents: contents is not specified"
     config = obj.get("generationConfig") or {}
     limit = config.get("maxOutputTokens") if isinstance(config, Mapping) else None
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+    if limit is not None and not positive_int(limit):
         return "* GenerateContentRequest.generation_config.max_output_tokens: must be positive"
     prompt = _dumps([obj.get("systemInstruction"), contents, obj.get("tools")])
     query = path.partition("?")[2]

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from railings.testing.script import Plan, count_tokens, openai_finish_reason
+from railings.testing.script import Plan, count_tokens, openai_finish_reason, positive_int
 
 __all__ = [
     "DONE_EVENT",
@@ -121,7 +121,7 @@ def parse_ask(obj: Any) -> OpenAIAsk | str:
             else "Missing required parameter: 'messages'."
         )
     limit = obj.get("max_completion_tokens", obj.get("max_tokens"))
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+    if limit is not None and not positive_int(limit):
         return f"Invalid 'max_tokens': integer below minimum value. Got {limit!r}."
     options = obj.get("stream_options") or {}
     prompt = _dumps([obj.get("messages"), obj.get("tools")])

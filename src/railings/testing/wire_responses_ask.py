@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from railings.testing.script import assistant_turns, count_tokens
+from railings.testing.script import assistant_turns, count_tokens, positive_int
 
 __all__ = ["ResponsesAsk", "parse_ask"]
 
@@ -65,7 +65,7 @@ def parse_ask(obj: Any, reasoned: Mapping[str, str] | None = None) -> ResponsesA
             "items, but got an object instead."
         )
     limit = obj.get("max_output_tokens")
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+    if limit is not None and not positive_int(limit):
         return (
             f"Invalid 'max_output_tokens': integer below minimum value. Expected a value "
             f">= 1, but got {limit!r} instead."
