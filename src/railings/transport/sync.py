@@ -9,15 +9,26 @@ to the loop, and the wait for its result) costs more than an event. Once a
 :class:`SyncTurnStream` is first read, a task on the loop (:class:`_Pump`)
 iterates the async stream and collects its events; each ``next()`` that finds
 its batch used up takes everything collected so far in one hop. The task stops
-reading while :data:`_AHEAD` events wait unread, so a slow consumer holds the
-stream back as it would in the async client (and the idle gap is timed only
-while a read waits, as there).
+reading while one batch (:data:`_AHEAD` events) waits unread, so a slow
+consumer holds the stream back as it would in the async client (and the idle
+gap is timed only while a read waits, as there).
+
+Letting go. A consumer that breaks out and closes the stream (``close()``,
+leaving ``with``), or drops it unclosed (a ``break`` out of ``for event in
+client.stream_turn(...)``), stops the task at once: a flag the task checks
+before each event, set from the consumer's thread (the loop may be busy reading
+events already buffered, and would run a close only after them); then the
+response is closed on the loop. So the reader never runs more than one batch
+past what the consumer took, and reads at most the event in flight once the
+consumer let go.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
+import weakref
 from collections.abc import Coroutine, Iterable, Iterator
 from types import TracebackType
 from typing import Any, TypeVar
@@ -76,8 +87,9 @@ async def _cancel_tasks() -> None:
         await asyncio.wait(tasks)
 
 
-# How many events the pump collects before it waits for the consumer to take them.
-_AHEAD = 4096
+# How many events the pump collects before it waits for the consumer to take them: one
+# batch. Past a few hundred a hop costs less than 1% of the events it carries.
+_AHEAD = 512
 
 
 class _Pump:
@@ -93,19 +105,26 @@ class _Pump:
         self._events: list[StreamEvent] = []
         self._error: BaseException | None = None
         self._ended = False
+        self.stopped = False  # the consumer let go: read nothing more (set from its thread)
+        self._loop = asyncio.get_running_loop()
         self._ready = asyncio.Event()  # events or the end are there to take
         self._room = asyncio.Event()  # fewer than _AHEAD events wait
         self._room.set()
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        self._closing: asyncio.Task[None] | None = None
+        self._task = self._loop.create_task(self._run())
 
     async def _run(self) -> None:
         try:
             async for event in self._stream:
+                if self.stopped:
+                    break
                 self._events.append(event)
                 self._ready.set()
                 if len(self._events) >= _AHEAD:
                     self._room.clear()
                     await self._room.wait()
+                    if self.stopped:
+                        break
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # handed to the consumer, after the events before it
@@ -113,6 +132,16 @@ class _Pump:
         finally:
             self._ended = True
             self._ready.set()
+
+    def stop(self) -> None:
+        """From any thread: read no further event, and close the response (module docstring)."""
+        self.stopped = True
+        with contextlib.suppress(RuntimeError):  # the loop already closed: nothing reads
+            self._loop.call_soon_threadsafe(self._release)
+
+    def _release(self) -> None:
+        if self._closing is None:
+            self._closing = self._loop.create_task(self._close())
 
     async def take(self) -> list[StreamEvent]:
         """The next batch (at least one event), or [] at the end; raises the stream's error."""
@@ -128,7 +157,13 @@ class _Pump:
 
     async def close(self) -> None:
         """Stop reading, and release the stream's connection."""
-        if not self._task.done():
+        self.stopped = True
+        self._release()
+        assert self._closing is not None
+        await self._closing
+
+    async def _close(self) -> None:
+        if not self._task.done():  # waiting for room or for bytes (past the flag it ended)
             self._task.cancel()
             await asyncio.wait([self._task])  # its cancellation, not ours: nothing raised
         await self._stream.aclose()
@@ -162,6 +197,9 @@ class SyncTurnStream:
             raise StopIteration
         if self._pump is None:
             self._pump, batch = self._runner.run(_start(self._stream))
+            # Dropped unclosed (a ``break`` out of ``for event in client.stream_turn(...)``):
+            # the pump stops all the same.
+            weakref.finalize(self, self._pump.stop).atexit = False
         else:
             batch = self._runner.run(self._pump.take())
         if not batch:
@@ -186,6 +224,7 @@ class SyncTurnStream:
         if self._pump is None:
             self._runner.run(self._stream.aclose())
         else:
+            self._pump.stop()  # at once, from this thread: the loop may be busy reading
             self._runner.run(self._pump.close())
 
     def __enter__(self) -> SyncTurnStream:
