@@ -20,6 +20,7 @@ the decision out; the rules, and their tests, are the machine's.
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any
@@ -44,6 +45,7 @@ from railings.telemetry import tracing
 from railings.transport.attempt import is_event_stream, read_bounded, within
 from railings.transport.banner import countdown
 from railings.transport.body import STOPS, Body, backstop
+from railings.transport.bulk import BulkTransport
 from railings.transport.config import ClientConfig
 from railings.transport.context import DEFAULT_CONTEXT, ClientContext
 from railings.transport.errors_map import BOUNDARY, error_from_response, map_exception
@@ -60,6 +62,7 @@ from railings.transport.machine import (
     ResendWithoutUsage,
     Retry,
 )
+from railings.transport.shards import ShardedTransport
 from railings.transport.stream import TurnStream
 from railings.transport.tracing import traced
 
@@ -150,14 +153,7 @@ class AsyncProviderClient:
             elif given is not None:
                 transport = given(http2)
             else:
-                transport = httpx2.AsyncHTTPTransport(
-                    http2=http2,
-                    verify=self.config.verify,
-                    # The official SDKs' pool: 1,000 connections, 100 kept alive when idle.
-                    limits=httpx2.Limits(
-                        max_connections=size, max_keepalive_connections=min(100, size)
-                    ),
-                )
+                transport = _default_transport(http2, self.config.verify, size)
             client = httpx2.AsyncClient(
                 transport=transport,
                 timeout=self._timeout,
@@ -202,7 +198,7 @@ class AsyncProviderClient:
             zero_waits=self.context.zero_waits,
         )
         events = self._run(machine, history, specs, quiet)
-        if not tracing(self._tracer):  # no OpenTelemetry: no extra layer on the event path
+        if not _recording(self._tracer):  # no span to record: no extra layer per event
             return TurnStream(machine, lambda stream: events)
         return TurnStream(machine, lambda stream: traced(stream, events, self.config, self._tracer))
 
@@ -239,7 +235,7 @@ class AsyncProviderClient:
             else:
                 machine.responded(response.http_version)
                 body = Body(self.config, deadline, keep=_RECEIVED_LIMIT)
-                chunks = response.aiter_bytes()
+                chunks = _body_chunks(response)
                 watch = GapWatch()
                 try:
                     # Until the turn ended, and on a wire whose usage follows its proof
@@ -347,6 +343,44 @@ class AsyncProviderClient:
         raise MalformedStream(
             f"expected a streamed answer ({' or '.join(wanted)}), got {ctype or 'no content type'}"
         )
+
+
+def _recording(tracer: Any) -> bool:
+    """Whether a turn's span would be recorded: a tracer was given, or OpenTelemetry's
+    global provider is a configured one. With the API alone every span is a
+    non-recording no-op, so the turn's events skip the tracing layer."""
+    if tracer is not None:
+        return True
+    if not tracing(None):
+        return False
+    from opentelemetry import trace
+
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
+def _body_chunks(response: httpx2.Response) -> AsyncGenerator[bytes, None]:
+    """The body's chunks as the reader wants them: decoded when the server compressed
+    it (``aiter_bytes``: gzip, deflate, br, zstd); otherwise the raw stream, which is
+    the same bytes one generator layer (and one decoder call per chunk) sooner."""
+    coding = response.headers.get("content-encoding", "").strip().lower()
+    if coding in ("", "identity"):
+        return response.aiter_raw()
+    return response.aiter_bytes()
+
+
+def _default_transport(
+    http2: bool, verify: ssl.SSLContext | bool, size: int
+) -> httpx2.AsyncBaseTransport:
+    """httpx2's transport with the official SDKs' pool (1,000 connections, 100 kept alive
+    when idle), split into shards of 32 (transport/shards.py), each reading its HTTP/1.1
+    bodies in bulk (transport/bulk.py)."""
+    context = httpx2.create_ssl_context(verify=verify)  # one for all the shards
+
+    def shard(limits: httpx2.Limits) -> httpx2.AsyncBaseTransport:
+        return BulkTransport(http2=http2, verify=context, limits=limits)
+
+    limits = httpx2.Limits(max_connections=size, max_keepalive_connections=min(100, size))
+    return ShardedTransport(shard, limits)
 
 
 def _signer(config: ClientConfig) -> httpx2.Auth | None:
