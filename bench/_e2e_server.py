@@ -7,9 +7,11 @@ from :mod:`workloads`, with the number of content chunks the bench last sent dow
 the control pipe (so every client keeps one URL, and one warm pool, for the whole
 run). The answer is
 ``transfer-encoding: chunked`` with one SSE event per HTTP chunk, each written
-on its own and the stream's task yielding to the others after each one, the way a
+on its own (one ``send``), the open answers taking turns chunk by chunk, the way a
 provider flushes token by token; then the last chunk, and the connection waits for
-the next request (keep-alive, as the providers' front ends do).
+the next request (keep-alive, as the providers' front ends do). One task writes
+every answer's chunks, so the server's cost per event is one write and the load
+process, not the server, is what a round measures.
 
 Only what the bench needs is parsed: the request line, ``content-length`` and
 the body (read and dropped). Anything else (a path it does not know) gets a 404.
@@ -20,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import re
 import socket
+from collections.abc import Iterator
 from multiprocessing.connection import Connection
 
 __all__ = ["HEAD", "framed", "serve"]
@@ -33,6 +36,9 @@ _PATH = re.compile(rb"^POST (/v1/chat/completions|/v1/messages) HTTP/1\.1\r\n")
 _LENGTH = re.compile(rb"(?im)^content-length:\s*(\d+)\r\n")
 _NOT_FOUND = b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n"
 _WIRES = {b"/v1/chat/completions": "W1", b"/v1/messages": "W3"}
+# An answer being written: its transport, the chunks left, what its handler awaits.
+_Answer = tuple[asyncio.WriteTransport, Iterator[bytes], "asyncio.Future[None]"]
+_BACKLOG = 64 * 1024  # bytes an answer may have waiting in user space before it skips a round
 
 
 def framed(body: bytes) -> list[bytes]:
@@ -46,6 +52,37 @@ class _Server:
     def __init__(self) -> None:
         self.n = 1  # content chunks per answer: set by the bench between rounds
         self._chunks: dict[tuple[str, int], list[bytes]] = {}
+        # The answers being written: their transport, the chunks left, the handler's wait.
+        self._streams: list[_Answer] = []
+        self._wake = asyncio.Event()
+
+    async def pace(self) -> None:
+        """Write the next chunk of every open answer, one write each, round after round.
+
+        One task for all of them, so the server's cost is a write per event; an answer
+        whose client has not taken the last round's bytes waits a round (backpressure)."""
+        while True:
+            if not self._streams:
+                self._wake.clear()
+                await self._wake.wait()
+            still = []
+            for stream in self._streams:
+                transport, chunks, done = stream
+                if transport.is_closing():
+                    done.set_result(None)
+                    continue
+                if transport.get_write_buffer_size() > _BACKLOG:
+                    still.append(stream)
+                    continue
+                chunk = next(chunks, None)
+                if chunk is None:
+                    transport.write(_LAST)
+                    done.set_result(None)
+                else:
+                    transport.write(chunk)
+                    still.append(stream)
+            self._streams = still
+            await asyncio.sleep(0)  # the handlers read the next requests
 
     def chunks(self, wire: str, n: int) -> list[bytes]:
         key = (wire, n)
@@ -69,14 +106,12 @@ class _Server:
                 if found is None:
                     writer.write(_NOT_FOUND)
                     continue
-                chunks = self.chunks(_WIRES[found.group(1)], self.n)
                 writer.write(HEAD)
-                for chunk in chunks:
-                    writer.write(chunk)
-                    await writer.drain()
-                    await asyncio.sleep(0)  # the next stream's event goes out before ours
-                writer.write(_LAST)
-                await writer.drain()
+                done = asyncio.get_running_loop().create_future()
+                chunks = self.chunks(_WIRES[found.group(1)], self.n)
+                self._streams.append((writer.transport, iter(chunks), done))
+                self._wake.set()
+                await done
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             pass
         finally:
@@ -105,8 +140,9 @@ def serve(conn: Connection) -> None:
 
         asyncio.get_running_loop().add_reader(conn.fileno(), control)
         conn.send(f"http://127.0.0.1:{listener.sockets[0].getsockname()[1]}")
+        pacer = asyncio.create_task(server.pace())
         async with listener:
-            await listener.serve_forever()
+            await asyncio.gather(listener.serve_forever(), pacer)
 
     if uvloop is not None:
         uvloop.run(main())
