@@ -288,3 +288,20 @@ def test_a_turn_without_a_tracer_or_sdk_skips_the_tracing_layer() -> None:
     # With OpenTelemetry's API alone the global provider makes non-recording spans.
     assert _recording(None) is False
     assert _recording(object()) is True
+
+
+def test_a_body_already_in_memory_is_read_from_there() -> None:
+    # httpx2.MockTransport answers with Response(content=...): no stream left to read raw.
+    body = b"".join(events(WORDS[:4]))
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    async def main() -> None:
+        config = ClientConfig(provider="openai", model="m", api_key="k")
+        transport = httpx2.MockTransport(handler)
+        async with AsyncProviderClient(config, transport=transport) as client:
+            turn = await client.stream_turn([User("hi")]).result()
+        assert (turn.outcome, turn.text) == (Outcome.COMPLETE, "".join(WORDS[:4]))
+
+    run(main())

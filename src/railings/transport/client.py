@@ -361,9 +361,10 @@ def _recording(tracer: Any) -> bool:
 def _body_chunks(response: httpx2.Response) -> AsyncGenerator[bytes, None]:
     """The body's chunks as the reader wants them: decoded when the server compressed
     it (``aiter_bytes``: gzip, deflate, br, zstd); otherwise the raw stream, which is
-    the same bytes one generator layer (and one decoder call per chunk) sooner."""
+    the same bytes one generator layer (and one decoder call per chunk) sooner. A body
+    already in memory (a mock transport's ``Response(content=...)``) is read from there."""
     coding = response.headers.get("content-encoding", "").strip().lower()
-    if coding in ("", "identity"):
+    if coding in ("", "identity") and not response.is_stream_consumed:
         return response.aiter_raw()
     return response.aiter_bytes()
 
