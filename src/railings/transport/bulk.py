@@ -73,16 +73,17 @@ async def _receive_in_bulk(self: Any, request: httpcore2.Request) -> AsyncGenera
     timeouts = request.extensions.get("timeout", {})
     timeout = timeouts.get("read", None)  # read once, at the body's start, as httpcore2 does
     state: h11.Connection = self._h11_state
+    next_event, data = state.next_event, h11.Data  # the inner loop runs once per chunk
     while True:
         event = await self._receive_event(timeout=timeout)
-        if type(event) is h11.Data:
+        if type(event) is data:
             parts = [event.data]
             failure: httpcore2.RemoteProtocolError | None = None
             try:
-                event = state.next_event()
-                while type(event) is h11.Data:
+                event = next_event()
+                while type(event) is data:
                     parts.append(event.data)
-                    event = state.next_event()
+                    event = next_event()
             except h11.RemoteProtocolError as exc:  # as httpcore2's _receive_event maps it
                 failure = httpcore2.RemoteProtocolError(exc)
                 failure.__cause__ = exc
