@@ -284,6 +284,11 @@ def test_shards_spread_a_burst_and_reuse_one_connection_alone() -> None:
     run(main())
 
 
+def test_an_unbounded_pool_stays_one_shard() -> None:
+    unbounded = ShardedTransport(lambda per: BulkTransport(limits=per), httpx2.Limits())
+    assert len(unbounded.shards) == 1  # no bound to split: one pool, as httpx2 would make
+
+
 def test_a_turn_without_a_tracer_or_sdk_skips_the_tracing_layer() -> None:
     # With OpenTelemetry's API alone the global provider makes non-recording spans.
     assert _recording(None) is False

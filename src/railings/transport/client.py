@@ -20,7 +20,6 @@ the decision out; the rules, and their tests, are the machine's.
 from __future__ import annotations
 
 import asyncio
-import ssl
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any
@@ -45,7 +44,6 @@ from railings.telemetry import tracing
 from railings.transport.attempt import is_event_stream, read_bounded, within
 from railings.transport.banner import countdown
 from railings.transport.body import STOPS, Body, backstop
-from railings.transport.bulk import BulkTransport
 from railings.transport.config import ClientConfig
 from railings.transport.context import DEFAULT_CONTEXT, ClientContext
 from railings.transport.errors_map import BOUNDARY, error_from_response, map_exception
@@ -62,7 +60,7 @@ from railings.transport.machine import (
     ResendWithoutUsage,
     Retry,
 )
-from railings.transport.shards import ShardedTransport
+from railings.transport.shards import pooled
 from railings.transport.stream import TurnStream
 from railings.transport.tracing import traced
 
@@ -153,7 +151,7 @@ class AsyncProviderClient:
             elif given is not None:
                 transport = given(http2)
             else:
-                transport = _default_transport(http2, self.config.verify, size)
+                transport = pooled(http2, self.config.verify, size)
             client = httpx2.AsyncClient(
                 transport=transport,
                 timeout=self._timeout,
@@ -367,21 +365,6 @@ def _body_chunks(response: httpx2.Response) -> AsyncGenerator[bytes, None]:
     if coding in ("", "identity") and not response.is_stream_consumed:
         return response.aiter_raw()
     return response.aiter_bytes()
-
-
-def _default_transport(
-    http2: bool, verify: ssl.SSLContext | bool, size: int
-) -> httpx2.AsyncBaseTransport:
-    """httpx2's transport with the official SDKs' pool (1,000 connections, 100 kept alive
-    when idle), split into shards of 32 (transport/shards.py), each reading its HTTP/1.1
-    bodies in bulk (transport/bulk.py)."""
-    context = httpx2.create_ssl_context(verify=verify)  # one for all the shards
-
-    def shard(limits: httpx2.Limits) -> httpx2.AsyncBaseTransport:
-        return BulkTransport(http2=http2, verify=context, limits=limits)
-
-    limits = httpx2.Limits(max_connections=size, max_keepalive_connections=min(100, size))
-    return ShardedTransport(shard, limits)
 
 
 def _signer(config: ClientConfig) -> httpx2.Auth | None:

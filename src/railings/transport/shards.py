@@ -20,11 +20,14 @@ released when the response's stream is closed, as the pool releases a connection
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import AsyncIterator, Callable
 
 import httpx2
 
-__all__ = ["SHARD", "ShardedTransport"]
+from railings.transport.bulk import BulkTransport
+
+__all__ = ["SHARD", "ShardedTransport", "pooled"]
 
 SHARD = 32  # connections per shard: the pass over a shard stays short
 
@@ -35,11 +38,11 @@ class ShardedTransport(httpx2.AsyncBaseTransport):
     def __init__(
         self, make: Callable[[httpx2.Limits], httpx2.AsyncBaseTransport], limits: httpx2.Limits
     ) -> None:
-        size = limits.max_connections or SHARD
-        count = -(-size // SHARD)
+        size = limits.max_connections
+        count = 1 if size is None else -(-size // SHARD)  # no bound: one pool, as given
         keep = limits.max_keepalive_connections
         per = httpx2.Limits(
-            max_connections=-(-size // count),
+            max_connections=None if size is None else -(-size // count),
             max_keepalive_connections=None if keep is None else -(-keep // count),
             keepalive_expiry=limits.keepalive_expiry,
         )
@@ -100,3 +103,16 @@ class _Counted(httpx2.AsyncByteStream):
             await inner.aclose()
         finally:
             self._owner.release(self._index)
+
+
+def pooled(http2: bool, verify: ssl.SSLContext | bool, size: int) -> httpx2.AsyncBaseTransport:
+    """The client's default transport: httpx2's, with a pool of ``size`` connections (the
+    official SDKs' 1,000), 100 of them kept alive when idle, split into shards of
+    :data:`SHARD`, each reading its HTTP/1.1 bodies in bulk (:mod:`.bulk`)."""
+    context = httpx2.create_ssl_context(verify=verify)  # one for all the shards
+
+    def shard(limits: httpx2.Limits) -> httpx2.AsyncBaseTransport:
+        return BulkTransport(http2=http2, verify=context, limits=limits)
+
+    limits = httpx2.Limits(max_connections=size, max_keepalive_connections=min(100, size))
+    return ShardedTransport(shard, limits)
