@@ -8,10 +8,10 @@ LINTED := src tests tools bench
 # pytest-xdist workers: one per core by default; PYTEST_ARGS adds options (e.g. -k NAME, -n 0).
 JOBS ?= auto
 
-.PHONY: help test lint demo bench gateway-bench fuzz soak measure sdk-suites clean
+.PHONY: help test lint demo bench e2e-bench gateway-bench fuzz soak measure sdk-suites clean
 
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  make %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -36,9 +36,13 @@ lint: $(STAMP) ## ruff check, ruff format --check and mypy --strict only (about 
 demo: $(STAMP) ## railings beside the plain official SDKs on the main faults (about 10 s)
 	$(BIN)/railings demo
 
-bench: $(BENCH_STAMP) ## benchmarks against the SDKs, httpx-sse and the floor, then the gateway load (about 5 min)
+bench: $(BENCH_STAMP) ## benchmarks against the SDKs, httpx-sse and the floor, end to end over loopback, then the gateway load (about 7 min)
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
+	$(BIN)/python bench/e2e.py $(if $(findstring --write-docs,$(BENCH_ARGS)),--write-docs) $(if $(findstring --quick,$(BENCH_ARGS)),--quick) $(E2E_BENCH_ARGS)
 	$(BIN)/python bench/gateway.py $(if $(findstring --write-docs,$(BENCH_ARGS)),--write-docs) $(GATEWAY_BENCH_ARGS)
+
+e2e-bench: $(BENCH_STAMP) ## railings, the official SDKs and httpx2 over loopback, 100 and 1,000 concurrent streams (about 90 s)
+	$(BIN)/python bench/e2e.py $(E2E_BENCH_ARGS)
 
 gateway-bench: $(STAMP) ## the gateway load alone: 1,000 streams, failures, added latency, memory (about 1 min)
 	$(BIN)/python bench/gateway.py $(GATEWAY_BENCH_ARGS)

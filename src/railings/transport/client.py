@@ -60,6 +60,7 @@ from railings.transport.machine import (
     ResendWithoutUsage,
     Retry,
 )
+from railings.transport.shards import pooled
 from railings.transport.stream import TurnStream
 from railings.transport.tracing import traced
 
@@ -150,14 +151,7 @@ class AsyncProviderClient:
             elif given is not None:
                 transport = given(http2)
             else:
-                transport = httpx2.AsyncHTTPTransport(
-                    http2=http2,
-                    verify=self.config.verify,
-                    # The official SDKs' pool: 1,000 connections, 100 kept alive when idle.
-                    limits=httpx2.Limits(
-                        max_connections=size, max_keepalive_connections=min(100, size)
-                    ),
-                )
+                transport = pooled(http2, self.config.verify, size)
             client = httpx2.AsyncClient(
                 transport=transport,
                 timeout=self._timeout,
@@ -202,7 +196,7 @@ class AsyncProviderClient:
             zero_waits=self.context.zero_waits,
         )
         events = self._run(machine, history, specs, quiet)
-        if not tracing(self._tracer):  # no OpenTelemetry: no extra layer on the event path
+        if not _recording(self._tracer):  # no span to record: no extra layer per event
             return TurnStream(machine, lambda stream: events)
         return TurnStream(machine, lambda stream: traced(stream, events, self.config, self._tracer))
 
@@ -239,7 +233,7 @@ class AsyncProviderClient:
             else:
                 machine.responded(response.http_version)
                 body = Body(self.config, deadline, keep=_RECEIVED_LIMIT)
-                chunks = response.aiter_bytes()
+                chunks = _body_chunks(response)
                 watch = GapWatch()
                 try:
                     # Until the turn ended, and on a wire whose usage follows its proof
@@ -347,6 +341,30 @@ class AsyncProviderClient:
         raise MalformedStream(
             f"expected a streamed answer ({' or '.join(wanted)}), got {ctype or 'no content type'}"
         )
+
+
+def _recording(tracer: Any) -> bool:
+    """Whether a turn's span would be recorded: a tracer was given, or OpenTelemetry's
+    global provider is a configured one. With the API alone every span is a
+    non-recording no-op, so the turn's events skip the tracing layer."""
+    if tracer is not None:
+        return True
+    if not tracing(None):
+        return False
+    from opentelemetry import trace
+
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
+def _body_chunks(response: httpx2.Response) -> AsyncGenerator[bytes, None]:
+    """The body's chunks as the reader wants them: decoded when the server compressed
+    it (``aiter_bytes``: gzip, deflate, br, zstd); otherwise the raw stream, which is
+    the same bytes one generator layer (and one decoder call per chunk) sooner. A body
+    already in memory (a mock transport's ``Response(content=...)``) is read from there."""
+    coding = response.headers.get("content-encoding", "").strip().lower()
+    if coding in ("", "identity") and not response.is_stream_consumed:
+        return response.aiter_raw()
+    return response.aiter_bytes()
 
 
 def _signer(config: ClientConfig) -> httpx2.Auth | None:
