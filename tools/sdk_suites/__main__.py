@@ -108,7 +108,7 @@ def venv(versions: dict[str, str]) -> Path:
     where = BUILD / "venv"
     python = where / "bin" / "python"
     stamp = where / ".installed.json"
-    want = {"sdks": versions, "deps": list(TEST_DEPS)}
+    want = {"sdks": versions, "deps": list(TEST_DEPS), "railings": "with its dependencies"}
     if stamp.exists() and json.loads(stamp.read_text()) == want:
         return python
     if not python.exists():
