@@ -17,12 +17,11 @@ from hypothesis import strategies as st
 
 from conftest import REAL, RESPONSES, manifest
 from railings import RailingsError, to_json
+from railings.events import StreamEvent
 from railings.replay import Replay
-from railings.turn.assembler import TurnAssembler
-from railings.turn.fastpath import FeedObject, eligible, read_blocks
+from railings.turn.fastpath import FeedObject, eligible
 from railings.turn.reader import StreamReader
 from railings.turn.verdict import judge
-from railings.wire.openai_chat import OpenAIChatDecoder
 
 
 class GeneralReader(StreamReader):
@@ -163,42 +162,47 @@ def test_random_bytes_read_the_same(body: bytes, cuts: list[int], provider: str)
     _equal(provider, b"data: {}\n\n" + body, [cut % (len(body) + 11) for cut in cuts])
 
 
+class SpyReader(StreamReader):
+    """The real reader, recording what its fast path leaves to the general one."""
+
+    def __init__(self, provider: str) -> None:
+        super().__init__(provider)
+        self.general: list[bytes] = []
+
+    def _decode(self, chunk: bytes, final: bool, out: list[StreamEvent]) -> list[StreamEvent]:
+        self.general.append(chunk)
+        return super()._decode(chunk, final, out)
+
+
 def test_plain_blocks_are_read_by_the_fast_path_up_to_the_first_other_one() -> None:
+    first = b'data: {"id":"c","choices":[{"index":0,"delta":{"role":"assistant"}}]}\n\n'
     chunk = (
-        b'data: {"choices":[{"index":0,"delta":{"content":"a"}}]}\n\n'
-        b'data: {"choices":[{"index":0,"delta":{"content":"b"}}]}\n\n'
+        b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"a"}}]}\n\n'
+        b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"b"}}]}\n\n'
         b": comment\n\n"
-        b'data: {"choices":[{"index":0,"delta":{"content":"c"}}]}\n\n'
+        b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"c"}}]}\n\n'
     )
     assert eligible(chunk, 1 << 24)
-    out: list[object] = []
-    read, frames, ended = read_blocks(
-        chunk,
-        OpenAIChatDecoder().feed_sse_object,
-        TurnAssembler("openai"),
-        out,  # type: ignore[arg-type]
-        {},
-    )
-    assert (read, frames, ended) == (chunk.index(b": comment"), 2, False)
-    assert [getattr(e, "text", None) for e in out] == ["a", "b"]
+    reader = SpyReader("openai")
+    reader.feed(first)  # the first block: the decoder's (a BOM may come)
+    reader.general.clear()
+    out = reader.feed(chunk)
+    assert reader.general == [chunk[chunk.index(b": comment") :]]
+    assert [getattr(e, "text", None) for e in out] == ["a", "b", "c"]
+    assert reader.events_seen == 4
 
 
 def test_a_proof_ends_the_fast_path_at_its_block() -> None:
-    chunk = b"data: [DONE]\n\n"
-    assembler = TurnAssembler("anthropic")
-    assembler.received()
-    out: list[object] = []
+    start = b'event: message_start\ndata: {"type":"message_start","message":{"id":"m"}}\n\n'
     stop = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
-    decoder = StreamReader("anthropic")._decoder
-    read, frames, ended = read_blocks(
-        stop + chunk,
-        decoder.feed_sse_object,  # type: ignore[union-attr]
-        assembler,
-        out,  # type: ignore[arg-type]
-        {},
-    )
-    assert (read, frames, ended) == (len(stop), 1, True)
-    assert assembler.machine.terminated
+    reader = SpyReader("anthropic")
+    reader.feed(start)
+    reader.general.clear()
+    out = reader.feed(stop + b"data: [DONE]\n\n")
+    assert reader.general == []
+    assert reader.terminated
+    assert [type(e).__name__ for e in out] == ["TerminationProof"]
+    assert reader.events_seen == 3  # the block after the proof is still counted
 
 
 def test_chunks_the_fast_path_leaves_to_the_decoder() -> None:

@@ -47,7 +47,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from railings.errors import MalformedStream
-from railings.events import ProviderErrorEvent, StreamEvent, TerminationProof
+from railings.events import (
+    ProviderErrorEvent,
+    StreamEvent,
+    TerminationProof,
+    TextDelta,
+    ToolArgumentsDelta,
+)
 from railings.turn.assembler import TurnAssembler
 from railings.wire._json import parse_bytes
 from railings.wire.sse import SSEDecoder
@@ -56,9 +62,10 @@ if TYPE_CHECKING:
     from railings.providers import ProviderDecoder, ProviderSpec
     from railings.turn.framing import Framer
 
-__all__ = ["FastReading", "FeedObject", "eligible", "read_blocks"]
+__all__ = ["FastReading", "FeedCommon", "FeedObject", "eligible"]
 
 FeedObject = Callable[[str, dict[str, Any]], list[StreamEvent]]
+FeedCommon = Callable[[str, dict[str, Any]], StreamEvent | None]
 
 _ENDING = (TerminationProof, ProviderErrorEvent)  # the events after which a turn may be over
 _utf8_decode = codecs.utf_8_decode
@@ -83,60 +90,9 @@ def eligible(chunk: bytes, limit: int) -> bool:
     return True
 
 
-def read_blocks(
-    chunk: bytes,
-    feed_object: FeedObject,
-    assembler: TurnAssembler,
-    out: list[StreamEvent],
-    names: dict[bytes, str],
-) -> tuple[int, int, bool]:
-    """Read the plain blocks at the start of ``chunk`` (an :func:`eligible` chunk, fed
-    between blocks), appending their events to ``out``. Returns the bytes read (whole
-    blocks), the events decoded, and whether the turn ended. ``names`` keeps the event
-    names decoded so far (``event: `` lines as bytes -> the event type)."""
-    blocks = chunk.split(b"\n\n")
-    blocks.pop()  # what follows the last blank line: not a whole block
-    apply = assembler.apply
-    append = out.append
-    machine = assembler.machine
-    pos = frames = 0
-    for block in blocks:
-        if block[:6] == b"data: ":
-            event = "message"
-            data = block[6:]
-        elif block[:7] == b"event: ":
-            line, _, data = block.partition(b"\ndata: ")  # no data line: b"", not JSON
-            found = names.get(line)
-            if found is None:
-                if 10 in line:  # LF
-                    break  # another field between the two
-                found = line[7:].decode() or "message"
-                if len(names) < _NAMES:
-                    names[line] = found
-            event = found
-        else:
-            break
-        if 10 in data:  # LF
-            break  # several data lines, or a field after the data
-        try:
-            obj = parse_bytes(data)
-        except Exception:  # not JSON, or not what the fast parser accepts: the general path
-            break
-        if type(obj) is not dict:
-            break
-        pos += len(block) + 2
-        frames += 1
-        try:
-            normalized = feed_object(event, obj)
-        except MalformedStream as exc:
-            assembler.fault(str(exc))
-            return pos, frames, True
-        for item in normalized:
-            apply(item)
-            append(item)
-            if isinstance(item, _ENDING) and machine.terminated:
-                return pos, frames, True
-    return pos, frames, False
+def _length(blocks: list[bytes], count: int) -> int:
+    """The bytes of the first ``count`` blocks, each with its blank line."""
+    return sum(map(len, blocks[:count])) + 2 * count
 
 
 class FastReading:
@@ -157,6 +113,9 @@ class FastReading:
         self._names: dict[bytes, str] = {}  # the event names decoded so far
         self._fast_for: object = None  # the decoder whose entry _fast_entry caches
         self._fast_entry: FeedObject | None = None
+        self._common: FeedCommon | None = None  # the decoder's feed_common, if any
+        # The call whose fragment list the assembler opened (open_fragments), and the list.
+        self._fragments: tuple[int, list[str] | None] = (-1, None)
 
     if TYPE_CHECKING:
 
@@ -206,35 +165,131 @@ class FastReading:
             chunk, self._carry = self._carry + chunk, b""
         return self._decode(chunk, False, out)
 
-    def _fast(
+    def _fast(  # noqa: C901 -- one loop on purpose: each call it saves is per event
         self, feed_object: FeedObject, chunk: bytes, out: list[StreamEvent]
     ) -> list[StreamEvent]:
         """``chunk`` (after the bytes held back), fed with the SSE decoder between blocks
-        and the turn open: the plain blocks by :func:`read_blocks`, the rest by the
-        general path."""
+        and the turn streaming: its plain blocks read straight from the bytes, the rest of
+        it (from the first other block) by the general path, ``_decode``.
+
+        What it skips, and why the result is the general path's (the module docstring has
+        the SSE side): the text of the chunk (each data is parsed from its bytes); the
+        ``ServerSentEvent``; for the decoder's commonest block (``feed_common``: a text or
+        argument fragment) the handler table's lookups, lists and calls, since it returns
+        exactly the one event the table would; for that event, ``apply``'s dispatch where
+        the assembler says that applying it is one append (``open_text``,
+        ``open_fragments``); and the termination check after any event but a proof or a
+        provider error, the only ones that end a turn (a fault ends it here too)."""
         if self._carry:
             chunk, self._carry = self._carry + chunk, b""
         framer_ = self._framer
         assembler = self._assembler
-        if not (eligible(chunk, self._max) and isinstance(framer_, SSEDecoder) and assembler):
+        if not (
+            # eligible(), its commonest case first: one call less per chunk
+            (
+                (
+                    type(chunk) is bytes
+                    and chunk.isascii()
+                    and len(chunk) <= self._max
+                    and 13 not in chunk
+                )
+                or eligible(chunk, self._max)
+            )
+            and type(framer_) is SSEDecoder
+            and assembler is not None
+        ):
             self._ready = None
             return self._decode(chunk, False, out)
-        read, frames, ended = read_blocks(chunk, feed_object, assembler, out, self._names)
-        self.events_seen += frames
-        if read:
-            framer_.skip(read)
-            chunk = chunk[read:]
-        if ended:
-            # The general path decodes the whole chunk before the end is seen.
+        blocks = chunk.split(b"\n\n")
+        rest = blocks.pop()  # what follows the last blank line: not a whole block
+        names, common = self._names, self._common
+        apply, append = assembler.apply, out.append
+        texts = assembler.open_text
+        at, fragments = self._fragments
+        frames = 0
+        for block in blocks:
+            if block[:6] == b"data: ":
+                event = "message"
+                data = block[6:]
+            elif block[:7] == b"event: ":
+                line, _, data = block.partition(b"\ndata: ")  # no data line: b"", not JSON
+                found = names.get(line)
+                if found is None:
+                    if 10 in line:  # LF
+                        break  # another field between the two
+                    found = line[7:].decode() or "message"
+                    if len(names) < _NAMES:
+                        names[line] = found
+                event = found
+            else:
+                break
+            if 10 in data:  # LF
+                break  # several data lines, or a field after the data
+            try:
+                obj = parse_bytes(data)
+            except Exception:  # not JSON, or not what the fast parser accepts
+                break
+            if type(obj) is not dict:
+                break
+            frames += 1
+            item = common(event, obj) if common is not None else None
+            if item is not None:  # a text or argument fragment: never an end
+                kind = type(item)
+                if kind is TextDelta and texts is not None:
+                    texts.append(item.text)  # type: ignore[union-attr]
+                elif kind is ToolArgumentsDelta and fragments is not None and item.index == at:  # type: ignore[union-attr]
+                    fragments.append(item.fragment)  # type: ignore[union-attr]
+                else:
+                    apply(item)
+                    texts = assembler.open_text
+                    if kind is ToolArgumentsDelta:
+                        at = item.index  # type: ignore[union-attr]
+                        fragments = assembler.open_fragments(at)
+                        if fragments is not None:  # open for the rest of the turn
+                            self._fragments = at, fragments
+                append(item)
+                continue
+            try:
+                normalized = feed_object(event, obj)
+            except MalformedStream as exc:
+                assembler.fault(str(exc))
+                return self._ended(framer_, chunk, _length(blocks, frames), frames, out)
+            for item in normalized:
+                apply(item)
+                append(item)
+                if isinstance(item, _ENDING) and assembler.machine.terminated:
+                    return self._ended(framer_, chunk, _length(blocks, frames), frames, out)
+            texts = assembler.open_text
+        else:
+            # Every block read: what follows the last one is held back (see the class).
+            self.events_seen += frames
+            if len(rest) < len(chunk):
+                framer_.skip(len(chunk) - len(rest))
+            if len(rest) <= _CARRY_LIMIT:
+                self._carry = rest
+                self._ready = feed_object
+                return out
             self._ready = None
-            self.events_seen += len(framer_.feed(chunk)) if chunk else 0
-            return out
-        if len(chunk) <= _CARRY_LIMIT and b"\n\n" not in chunk:
-            self._carry = chunk  # the start of a block (see the class docstring)
-            self._ready = feed_object
-            return out
+            return self._decode(rest, False, out)
+        # Another block: it and what follows go through the general path, from a boundary.
+        read = _length(blocks, frames)
+        self.events_seen += frames
+        framer_.skip(read)
         self._ready = None
-        return self._decode(chunk, False, out)
+        return self._decode(chunk[read:], False, out)
+
+    def _ended(
+        self, framer_: SSEDecoder, chunk: bytes, read: int, frames: int, out: list[StreamEvent]
+    ) -> list[StreamEvent]:
+        """The turn ended at the block that ends at ``read``: the SSE decoder still counts
+        the events after it in the chunk, as the general path decodes the whole chunk before
+        the end is seen."""
+        self.events_seen += frames
+        framer_.skip(read)
+        self._ready = None
+        if read < len(chunk):
+            self.events_seen += len(framer_.feed(chunk[read:]))
+        return out
 
     def _feed_object(self) -> FeedObject | None:
         """The decoder's ``feed_sse_object`` when the fast path may use it: a known wire
@@ -246,4 +301,6 @@ class FastReading:
             found = getattr(decoder, "feed_sse_object", None)
             usable = wire is not None and not wire.usage_after_proof and callable(found)
             self._fast_entry = found if usable else None
+            common = getattr(decoder, "feed_common", None)
+            self._common = common if usable and callable(common) else None
         return self._fast_entry

@@ -85,6 +85,33 @@ class AnthropicDecoder:
             return [Unknown(name=f"anthropic:{kind}")]
         return handler(self, obj)
 
+    def feed_common(self, event: str, obj: dict[str, Any]) -> StreamEvent | None:
+        """The one event of the commonest event, or None for any other (then
+        :meth:`feed_sse_object` decodes it): the reader's fast path (``turn/fastpath.py``).
+
+        The commonest event is a ``content_block_delta`` whose ``type`` field says so, with
+        a non-empty ``text_delta``, or a non-empty ``input_json_delta`` for a tool block
+        already started at an integer ``index``: for those the table returns exactly this
+        one event (``_delta`` and ``_arguments``), and this skips only its lookups, lists
+        and calls. Anything else returns None, having changed nothing."""
+        if obj.get("type") != "content_block_delta":
+            return None
+        delta = obj.get("delta")
+        if type(delta) is not dict:
+            return None
+        kind = delta.get("type")
+        if kind == "text_delta":
+            text = delta.get("text")
+            return text_delta(text) if type(text) is str and text else None
+        if kind != "input_json_delta":
+            return None
+        index = obj.get("index")
+        fragment = delta.get("partial_json")
+        position = self._blocks.get(index) if type(index) is int else None
+        if position is None or type(fragment) is not str or not fragment:
+            return None
+        return arguments_delta(position, fragment)
+
     def close(self) -> list[StreamEvent]:
         """No events: each SSE event was decoded whole as it came. Whether the end was
         proven is the assembler's to judge."""

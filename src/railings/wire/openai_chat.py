@@ -124,6 +124,72 @@ class OpenAIChatDecoder:
             return [Unknown(name=f"openai:event:{event}")]
         return handler(self, obj)
 
+    def feed_common(self, event: str, obj: dict[str, Any]) -> StreamEvent | None:
+        """The one event of the commonest chunk, or None for any other chunk (then
+        :meth:`feed_sse_object` decodes it): the reader's fast path (``turn/fastpath.py``).
+
+        The commonest chunk is a content or argument fragment: one choice, the one read,
+        whose delta holds ``content`` alone, or ``tool_calls`` alone with one fragment of a
+        call already started at a known index; no finish reason, usage or error; and the
+        chunk, the choice (and the call and its function) with the very fields, in the
+        same order, that the table last checked at each level. For it the table emits
+        exactly this one event: the decoder has started, every field check compares equal
+        (so no :class:`Unknown`), and nothing else fires. What it skips is the table's
+        lookups, lists and calls, never a check: any other shape returns None before it
+        changes anything."""
+        if (
+            event != "message"
+            or not self._started
+            or tuple(obj) != self._chunk_keys
+            or obj.get("usage") is not None
+            or obj.get("error")
+        ):
+            return None
+        choices = obj.get("choices")
+        if type(choices) is not list or len(choices) != 1:
+            return None
+        choice = choices[0]
+        if (
+            type(choice) is not dict
+            or tuple(choice) != self._choice_keys
+            or choice.get("finish_reason") is not None
+        ):
+            return None
+        index = choice.get("index", 0)
+        delta = choice.get("delta")
+        if type(index) is not int or index != self.choice or type(delta) is not dict:
+            return None
+        if len(delta) != 1:
+            return None
+        content = delta.get("content")
+        if content is not None:
+            if type(content) is str and content and index in self.choices:
+                return text_delta(content)
+            return None
+        calls = delta.get("tool_calls")
+        if type(calls) is not list or len(calls) != 1 or index not in self.choices:
+            return None
+        call = calls[0]
+        if type(call) is not dict or tuple(call) != self._call_keys:
+            return None
+        function = call.get("function")
+        wire_index = call.get("index")
+        if (
+            type(function) is not dict
+            or tuple(function) != self._function_keys
+            or type(wire_index) is not int
+        ):
+            return None
+        known = self._by_index.get(wire_index)
+        ident = call.get("id") or ""
+        arguments = function.get("arguments")
+        if known is None or type(ident) is not str or type(arguments) is not str or not arguments:
+            return None
+        position, known_id = known
+        if ident and known_id and ident != known_id:
+            return None  # a new call at a known index
+        return arguments_delta(position, arguments)
+
     def close(self) -> list[StreamEvent]:
         """No events: each SSE event was decoded whole as it came. Whether the end was
         proven is the assembler's to judge."""
