@@ -21,7 +21,9 @@ The consumers:
   lookups a hand-written client needs. No checks: the lean baseline.
 * ``railings``: the sans-IO core, ``StreamReader`` bytes -> turn.
 * ``railings-transport``: railings' own ``AsyncProviderClient`` (one event loop,
-  reused across runs).
+  reused across runs), iterated event by event, then its turn.
+* ``railings-sync``: the blocking ``ProviderClient`` (its event loop on a thread of
+  its own), iterated event by event, then its turn: the sync facade's cost.
 * ``openai`` / ``openai.stream``: ``chat.completions.create(stream=True)``
   iterated, and the ``chat.completions.stream()`` accumulating helper.
 * ``anthropic`` / ``anthropic.stream``: ``messages.create(stream=True)`` iterated,
@@ -298,8 +300,40 @@ def _railings_transport(provider: str) -> Callable[[list[bytes]], Result]:
     loop = asyncio.new_event_loop()
     history = [User("Write the handler.")]
 
+    async def read() -> Any:
+        stream = client.stream_turn(history)
+        async for _ in stream:  # as a caller reads it (and as railings-sync does)
+            pass
+        return await stream.result()
+
     def run(pieces: list[bytes]) -> Result:
-        turn = loop.run_until_complete(client.stream_turn(history).result())
+        turn = loop.run_until_complete(read())
+        calls = turn.tool_calls
+        return Result(turn.text, calls[0].arguments if calls else None)
+
+    return run
+
+
+def _railings_sync(provider: str) -> Callable[[list[bytes]], Result]:
+    from railings.messages import User
+    from railings.transport import ClientConfig, ProviderClient
+
+    base = _OPENAI_URL if provider == "openai" else _ANTHROPIC_URL
+    config = ClientConfig(
+        provider=provider,
+        model=_MODEL[provider],
+        base_url=base,  # type: ignore[arg-type]
+        api_key="bench",
+        max_tokens=262_144,  # as railings-transport
+    )
+    client = ProviderClient(config, transport=httpx2.MockTransport(_handler))
+    history = [User("Write the handler.")]
+
+    def run(pieces: list[bytes]) -> Result:
+        stream = client.stream_turn(history)
+        for _ in stream:  # every event crosses from the client's loop thread
+            pass
+        turn = stream.result()
         calls = turn.tool_calls
         return Result(turn.text, calls[0].arguments if calls else None)
 
@@ -461,6 +495,7 @@ class Consumer:
     make: Callable[[str], Callable[[list[bytes]], Result]]
     group: str  # "floor" | "baseline" | "railings" | "sdk" | "guard"
     note: str
+    threads: bool = False  # its work runs on a thread of its own: timed by process CPU
 
 
 CONSUMERS: tuple[Consumer, ...] = (
@@ -498,6 +533,14 @@ CONSUMERS: tuple[Consumer, ...] = (
         _railings_transport,
         "railings",
         "AsyncProviderClient over httpx2.MockTransport",
+    ),
+    Consumer(
+        "railings-sync",
+        ("openai", "anthropic"),
+        _railings_sync,
+        "railings",
+        "ProviderClient (blocking) over httpx2.MockTransport, events iterated",
+        threads=True,
     ),
     Consumer(
         "httpx2",
@@ -573,7 +616,7 @@ def available() -> dict[str, str]:
         ("orjson", ("orjson-split",)),
         ("openai", ("openai", "openai.responses", "openai.stream", "openai+guard")),
         ("anthropic", ("anthropic", "anthropic.stream", "anthropic+guard")),
-        ("railings.transport", ("railings-transport",)),
+        ("railings.transport", ("railings-transport", "railings-sync")),
         ("railings.guard", ("openai+guard", "anthropic+guard", "httpx2+guard")),
     ):
         try:

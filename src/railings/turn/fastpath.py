@@ -1,13 +1,16 @@
 """The reader's fast path for SSE streams: whole ``data:`` blocks read straight from bytes.
 
 Nearly every block an LLM provider sends is ``data: {json}\\n\\n`` or ``event: name\\n
-data: {json}\\n\\n``. For those, the general path decodes the bytes to text, runs the
-WHATWG line rules, builds a :class:`~railings.wire.sse.ServerSentEvent`, and the
-provider decoder encodes the data back to bytes for jiter. :func:`read_blocks` does
-the same work in one loop over the bytes: ``bytes.split`` at the blank lines, the
-JSON parsed from the chunk's own bytes, the provider decoder's handler table called
-directly (``feed_sse_object``), the assembler applied inline, and the termination state
-looked at only after a proof or a provider error, the only events that end a turn.
+data: {json}\\n\\n``, and nearly every one of those is a text or argument fragment. For
+those, the general path decodes the bytes to text, runs the WHATWG line rules, builds a
+:class:`~railings.wire.sse.ServerSentEvent`, encodes the data back to bytes for jiter,
+walks the decoder's handler tables and dispatches each event in the assembler.
+:meth:`FastReading._fast` does the same work in one loop over the bytes: ``bytes.split``
+at the blank lines, the JSON parsed from the chunk's own bytes, the decoder's commonest
+block recognised by one function (``feed_common``) that builds its one event directly,
+else its handler table called directly (``feed_sse_object``), the fragment appended
+where the assembler keeps it, and the termination state looked at only after a proof or
+a provider error, the only events that end a turn.
 
 What it skips, and why the result is the same (events, :class:`~railings.turn.model.Turn`,
 verdict, ``events_seen`` and the SSE decoder's state):
@@ -23,6 +26,14 @@ verdict, ``events_seen`` and the SSE decoder's state):
   scanner) parses to an object: ``load_object`` would then return the same object,
   and ``feed_sse_object`` is the decoder's ``feed`` after that parse (``[DONE]`` and the
   other non-JSON data are not objects).
+* ``feed_common(event, obj)`` returns the one event ``feed_sse_object`` would return for
+  the decoder's commonest shape (an OpenAI content or argument chunk whose fields repeat
+  the last ones checked, an Anthropic ``text_delta`` or ``input_json_delta``, a Responses
+  ``output_text.delta``), or None having changed nothing; ``tests/test_fastpath_common.py``
+  holds each decoder's two answers equal. Such an event is a non-empty text or a
+  fragment that is the model's text, never an end: applying it is one append to the list
+  the assembler names (``open_text``, ``open_fragments``), and no termination check
+  follows it.
 * Anything else -- a comment, an ``id:`` or ``retry:`` field, ``data:`` without its
   space, several data lines, data that is not a JSON object, a decoder or framing
   without a ``feed_sse_object`` -- stops the loop at that block's first byte, a block
@@ -55,6 +66,7 @@ from railings.events import (
     ToolArgumentsDelta,
 )
 from railings.turn.assembler import TurnAssembler
+from railings.turn.termination import State
 from railings.wire._json import parse_bytes
 from railings.wire.sse import SSEDecoder
 
@@ -97,7 +109,7 @@ def _length(blocks: list[bytes], count: int) -> int:
 
 class FastReading:
     """The fast path's side of :class:`~railings.turn.reader.StreamReader`: which chunks
-    go to :func:`read_blocks`, and the bytes it holds back (the start of a block, so the
+    go to :meth:`_fast`, and the bytes it holds back (the start of a block, so the
     SSE decoder stays between blocks; it completes no event, so the decoder gets it with
     the next bytes, or at close, with the same result)."""
 
@@ -142,6 +154,7 @@ class FastReading:
         if (
             feed_object is not None
             and self._assembler is not None
+            and self._assembler.machine.state is State.STREAMING
             and not framer_.invalid_utf8
             and eligible(self._carry + chunk if self._carry else chunk, self._max)
         ):

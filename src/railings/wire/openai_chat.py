@@ -137,55 +137,59 @@ class OpenAIChatDecoder:
         (so no :class:`Unknown`), and nothing else fires. What it skips is the table's
         lookups, lists and calls, never a check: any other shape returns None before it
         changes anything."""
+        # (No _started check: a chunk with the keys of the last one checked follows it.)
         if (
             event != "message"
-            or not self._started
             or tuple(obj) != self._chunk_keys
             or obj.get("usage") is not None
             or obj.get("error")
         ):
             return None
-        choices = obj.get("choices")
-        if type(choices) is not list or len(choices) != 1:
+        try:  # KeyError: a field missing; ValueError: not one choice, not one call
+            choices = obj["choices"]
+            if type(choices) is not list:
+                return None
+            (choice,) = choices
+            if (
+                type(choice) is not dict
+                or tuple(choice) != self._choice_keys
+                or choice.get("finish_reason") is not None
+            ):
+                return None
+            index = choice.get("index", 0)
+            delta = choice["delta"]
+            if (
+                type(index) is not int
+                or index != self.choice
+                or index not in self.choices
+                or type(delta) is not dict
+                or len(delta) != 1
+            ):
+                return None
+            content = delta.get("content")
+            if content is not None:
+                return text_delta(content) if type(content) is str and content else None
+            calls = delta["tool_calls"]
+            if type(calls) is not list:
+                return None
+            (call,) = calls
+            if type(call) is not dict or tuple(call) != self._call_keys:
+                return None
+            function = call["function"]
+            wire_index = call["index"]
+            if (
+                type(function) is not dict
+                or tuple(function) != self._function_keys
+                or type(wire_index) is not int
+            ):
+                return None
+            position, known_id = self._by_index[wire_index]
+            arguments = function["arguments"]
+        except (KeyError, ValueError):
             return None
-        choice = choices[0]
-        if (
-            type(choice) is not dict
-            or tuple(choice) != self._choice_keys
-            or choice.get("finish_reason") is not None
-        ):
-            return None
-        index = choice.get("index", 0)
-        delta = choice.get("delta")
-        if type(index) is not int or index != self.choice or type(delta) is not dict:
-            return None
-        if len(delta) != 1:
-            return None
-        content = delta.get("content")
-        if content is not None:
-            if type(content) is str and content and index in self.choices:
-                return text_delta(content)
-            return None
-        calls = delta.get("tool_calls")
-        if type(calls) is not list or len(calls) != 1 or index not in self.choices:
-            return None
-        call = calls[0]
-        if type(call) is not dict or tuple(call) != self._call_keys:
-            return None
-        function = call.get("function")
-        wire_index = call.get("index")
-        if (
-            type(function) is not dict
-            or tuple(function) != self._function_keys
-            or type(wire_index) is not int
-        ):
-            return None
-        known = self._by_index.get(wire_index)
         ident = call.get("id") or ""
-        arguments = function.get("arguments")
-        if known is None or type(ident) is not str or type(arguments) is not str or not arguments:
+        if type(ident) is not str or type(arguments) is not str or not arguments:
             return None
-        position, known_id = known
         if ident and known_id and ident != known_id:
             return None  # a new call at a known index
         return arguments_delta(position, arguments)
