@@ -126,6 +126,23 @@ _pieces = st.sampled_from(
         b"event: ",
         b'{"choices":[{"index":0,"delta":{"content":"y"}}]}',
         b'data: {"choices":[{"index":0,"delta":{"content":"' + b"z" * 300 + b'"}}]}\n\n',
+        # The common shapes (turn/fastpath.py, feed_common), odd bytes and escapes in them.
+        b'data: {"choices":[{"index":0,"delta":{"content":"\xff"}}]}\n\n',
+        b'data: {"choices":[{"index":0,"delta":{"content":"\xef\xbf\xbd \\u00e9"}}]}\n\n',
+        b'data: {"choices":[{"index":0,"delta":{"content":"\\ud83d\\ude00 \\ud800"}}]}\n\n',
+        b'data: {"choices":[{"delta":{"content":"k"},"index":0}]}\n\n',
+        b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":'
+        b'{"arguments":"\\"b"}}]}}]}\n\n',
+        b'data: {"choices":[{"index":1,"delta":{"content":"other choice"}}]}\n\n',
+        b"event: \xff\ndata: {}\n\n",
+        b'event: content_block_start\ndata: {"type":"content_block_start","index":1,'
+        b'"content_block":{"type":"tool_use","id":"t","name":"f","input":{}}}\n\n',
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":1,'
+        b'"delta":{"type":"input_json_delta","partial_json":"{\\"a\\": \xe6\x97\xa5"}}\n\n',
+        b'event: content_block_delta\ndata: {"index":0,"delta":{"text":"r","type":"text_delta"},'
+        b'"type":"content_block_delta"}\n\n',
+        b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta",'
+        b'"delta":"no number"}\n\n',
     ]
 )
 
@@ -219,6 +236,22 @@ def test_other_buffers_read_the_same() -> None:
     fast, general = StreamReader(), GeneralReader()
     assert [fast.feed(p) for p in pieces] == [general.feed(p) for p in pieces]  # type: ignore[arg-type]
     assert fast.close() == general.close()
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=40), st.sampled_from([b'{"a":"', b'{"', b"[", b""]))
+def test_parse_bytes_accepts_only_utf8_and_agrees_with_json(tail: bytes, head: bytes) -> None:
+    """The fast path relies on it: a block whose data parsed is valid UTF-8."""
+    import json
+
+    from railings.wire._json import parse_bytes
+
+    raw = head + tail + (b'"}' if head.startswith(b"{") else b"")
+    try:
+        value = parse_bytes(raw)
+    except Exception:
+        return
+    assert repr(value) == repr(json.loads(raw.decode("utf-8")))  # strictly, or this fails
 
 
 def test_the_fast_event_constructors_build_equal_frozen_events() -> None:

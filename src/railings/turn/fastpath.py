@@ -16,12 +16,18 @@ What it skips, and why the result is the same (events, :class:`~railings.turn.mo
 verdict, ``events_seen`` and the SSE decoder's state):
 
 * It runs only from a block boundary (:attr:`SSEDecoder.between_blocks`: nothing
-  buffered, no CR pending, no invalid UTF-8 seen yet), on a chunk that has no CR, is
-  valid UTF-8 (a character cut at its end is left to the decoder) and is no larger
-  than the event size limit (so the general path could not have raised
+  buffered, no CR pending, no invalid UTF-8 seen yet), on a chunk that has no CR and is
+  no larger than the event size limit (so the general path could not have raised
   ``EventTooLarge`` on it either). There a block of LF-ended lines ``data: X`` or
   ``event: N`` + ``data: X`` is, by WHATWG's rules, exactly one event ``(N or
   "message", X)``: no BOM can be stripped, no ID or retry changes, no comment counted.
+* Each block it reads is valid UTF-8: ``data: `` and the ``event:`` line's name are
+  decoded strictly (the name once per stream, cached), and the data is parsed from its
+  bytes, which accepts nothing but UTF-8 (``parse_bytes``). A block that is not stops the
+  loop there, so the SSE decoder sees and counts it. The blocks read before it would
+  differ only if the general path, having seen invalid UTF-8 in the chunk, faulted one of
+  them for holding a U+FFFD (the reader's rule looks at every event of such a chunk): a
+  chunk that holds a U+FFFD is therefore checked whole first (:func:`eligible`).
 * Each block is decoded only when its data is one line that jiter (or the stdlib's
   scanner) parses to an object: ``load_object`` would then return the same object,
   and ``feed_sse_object`` is the decoder's ``feed`` after that parse (``[DONE]`` and the
@@ -43,9 +49,7 @@ verdict, ``events_seen`` and the SSE decoder's state):
   decoder that block's end first (up to its blank line), then the fast path reads from
   there; the start of a block a chunk ends in is held back and prepended to the next
   chunk (or given to the decoder at close): from a boundary it completes no event, and
-  the decoder is split-invariant. Since the whole chunk is valid UTF-8, the reader's
-  invalid-UTF-8 check (which looks at every event of a chunk that had any) finds
-  nothing on either path. Wires whose usage follows the proof (Bedrock), other
+  the decoder is split-invariant. Wires whose usage follows the proof (Bedrock), other
   framings and ``auto`` streams not yet recognised never take it.
 
 ``tests/test_fastpath.py`` checks the two paths equal on arbitrary streams cut anywhere.
@@ -81,6 +85,7 @@ FeedCommon = Callable[[str, dict[str, Any]], StreamEvent | None]
 
 _ENDING = (TerminationProof, ProviderErrorEvent)  # the events after which a turn may be over
 _utf8_decode = codecs.utf_8_decode
+_REPLACEMENT = "\ufffd".encode()  # U+FFFD in UTF-8
 _NAMES = 64  # how many event names one stream's cache keeps
 # The most bytes of an unfinished SSE block the fast path holds back; a longer block goes
 # to the SSE decoder, which joins a long line's pieces only once.
@@ -198,14 +203,16 @@ class FastReading:
         framer_ = self._framer
         assembler = self._assembler
         if not (
-            # eligible(), its commonest case first: one call less per chunk
-            (
-                (
-                    type(chunk) is bytes
-                    and chunk.isascii()
-                    and len(chunk) <= self._max
-                    and 13 not in chunk
-                )
+            type(chunk) is bytes
+            and len(chunk) <= self._max
+            and 13 not in chunk  # CR, by memchr
+            # Its UTF-8 is checked block by block (see the module docstring) unless it holds
+            # a U+FFFD, which the reader's invalid-UTF-8 rule may fault: then here, whole.
+            # (0xEF, the first byte of U+FFFD's encoding, is found by memchr.)
+            and (
+                chunk.isascii()
+                or 0xEF not in chunk
+                or _REPLACEMENT not in chunk
                 or eligible(chunk, self._max)
             )
             and type(framer_) is SSEDecoder
@@ -230,7 +237,10 @@ class FastReading:
                 if found is None:
                     if 10 in line:  # LF
                         break  # another field between the two
-                    found = line[7:].decode() or "message"
+                    try:
+                        found = line[7:].decode() or "message"
+                    except UnicodeDecodeError:
+                        break  # not UTF-8: the SSE decoder's to replace and count
                     if len(names) < _NAMES:
                         names[line] = found
                 event = found

@@ -37,13 +37,22 @@ from railings.events import (
     TerminationProof,
     TextDelta,
     ThinkingDelta,
+    ToolArgumentsDelta,
     ToolCallEnd,
     ToolCallStart,
     ToolKind,
     Unknown,
     UsageUpdate,
 )
-from railings.wire._events import arguments_delta, text_delta
+from railings.wire._events import (
+    NEW,
+    SET_FRAGMENT,
+    SET_INDEX,
+    SET_PARSED,
+    SET_TEXT,
+    arguments_delta,
+    text_delta,
+)
 from railings.wire._json import as_int, load_object
 from railings.wire.sse import ServerSentEvent
 
@@ -102,7 +111,11 @@ class AnthropicDecoder:
         kind = delta.get("type")
         if kind == "text_delta":
             text = delta.get("text")
-            return text_delta(text) if type(text) is str and text else None
+            if type(text) is not str or not text:
+                return None
+            made = NEW(TextDelta)  # text_delta(text), inline
+            SET_TEXT(made, text)
+            return made
         if kind != "input_json_delta":
             return None
         index = obj.get("index")
@@ -110,7 +123,11 @@ class AnthropicDecoder:
         position = self._blocks.get(index) if type(index) is int else None
         if position is None or type(fragment) is not str or not fragment:
             return None
-        return arguments_delta(position, fragment)
+        piece = NEW(ToolArgumentsDelta)  # arguments_delta(position, fragment), inline
+        SET_INDEX(piece, position)
+        SET_FRAGMENT(piece, fragment)
+        SET_PARSED(piece, False)
+        return piece
 
     def close(self) -> list[StreamEvent]:
         """No events: each SSE event was decoded whole as it came. Whether the end was

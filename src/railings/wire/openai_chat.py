@@ -53,7 +53,15 @@ from railings.events import (
     Unknown,
     UsageUpdate,
 )
-from railings.wire._events import arguments_delta, text_delta
+from railings.wire._events import (
+    NEW,
+    SET_FRAGMENT,
+    SET_INDEX,
+    SET_PARSED,
+    SET_TEXT,
+    arguments_delta,
+    text_delta,
+)
 from railings.wire._json import as_int, load_object
 from railings.wire.chat_fields import (
     CALL_FIELDS,
@@ -168,7 +176,11 @@ class OpenAIChatDecoder:
                 return None
             content = delta.get("content")
             if content is not None:
-                return text_delta(content) if type(content) is str and content else None
+                if type(content) is not str or not content:
+                    return None
+                made = NEW(TextDelta)  # text_delta(content), inline
+                SET_TEXT(made, content)
+                return made
             calls = delta["tool_calls"]
             if type(calls) is not list:
                 return None
@@ -192,7 +204,11 @@ class OpenAIChatDecoder:
             return None
         if ident and known_id and ident != known_id:
             return None  # a new call at a known index
-        return arguments_delta(position, arguments)
+        piece = NEW(ToolArgumentsDelta)  # arguments_delta(position, arguments), inline
+        SET_INDEX(piece, position)
+        SET_FRAGMENT(piece, arguments)
+        SET_PARSED(piece, False)
+        return piece
 
     def close(self) -> list[StreamEvent]:
         """No events: each SSE event was decoded whole as it came. Whether the end was

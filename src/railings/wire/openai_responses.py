@@ -73,6 +73,7 @@ from railings.events import (
     RefusalDelta,
     ServerToolResult,
     StreamEvent,
+    TextDelta,
     ThinkingDelta,
     ToolArgumentsDelta,
     ToolCallEnd,
@@ -80,7 +81,7 @@ from railings.events import (
     ToolKind,
     Unknown,
 )
-from railings.wire._events import arguments_delta, text_delta
+from railings.wire._events import NEW, SET_TEXT, arguments_delta, text_delta
 from railings.wire._json import as_int, load_object
 from railings.wire.responses_items import LOCAL_ITEMS, SERVER_ITEMS, final_input
 from railings.wire.responses_lifecycle import COMPLETED, FAILED, INCOMPLETE, LIFECYCLE
@@ -229,7 +230,9 @@ class OpenAIResponsesDecoder:
             if type(sequence) is not int or (last is not None and sequence != last + 1):
                 return None
             self._sequence = sequence
-        return text_delta(delta)
+        made = NEW(TextDelta)  # text_delta(delta), inline
+        SET_TEXT(made, delta)
+        return made
 
     def close(self) -> list[StreamEvent]:
         """No events: each SSE event was decoded whole as it came. Whether the end was
