@@ -228,15 +228,16 @@ class FastReading:
         at, fragments = self._fragments
         frames = 0
         for block in blocks:
-            if block[:6] == b"data: ":
+            head = block[:6]
+            if head == b"data: ":
                 event = "message"
                 data = block[6:]
-            elif block[:7] == b"event: ":
+            elif head == b"event:":
                 line, _, data = block.partition(b"\ndata: ")  # no data line: b"", not JSON
                 found = names.get(line)
                 if found is None:
-                    if 10 in line:  # LF
-                        break  # another field between the two
+                    if line[6:7] != b" " or 10 in line:  # LF
+                        break  # no space after the colon, or another field between the two
                     try:
                         found = line[7:].decode() or "message"
                     except UnicodeDecodeError:
