@@ -107,6 +107,11 @@ def eligible(chunk: bytes, limit: int) -> bool:
     return True
 
 
+def _no_common(event: str, obj: dict[str, Any]) -> StreamEvent | None:
+    """The ``feed_common`` of a decoder without one: every block goes to its table."""
+    return None
+
+
 def _length(blocks: list[bytes], count: int) -> int:
     """The bytes of the first ``count`` blocks, each with its blank line."""
     return sum(map(len, blocks[:count])) + 2 * count
@@ -130,7 +135,7 @@ class FastReading:
         self._names: dict[bytes, str] = {}  # the event names decoded so far
         self._fast_for: object = None  # the decoder whose entry _fast_entry caches
         self._fast_entry: FeedObject | None = None
-        self._common: FeedCommon | None = None  # the decoder's feed_common, if any
+        self._common: FeedCommon = _no_common  # the decoder's feed_common, if it has one
         # The call whose fragment list the assembler opened (open_fragments), and the list.
         self._fragments: tuple[int, list[str] | None] = (-1, None)
 
@@ -256,7 +261,7 @@ class FastReading:
             if type(obj) is not dict:
                 break
             frames += 1
-            item = common(event, obj) if common is not None else None
+            item = common(event, obj)
             if item is not None:  # a text or argument fragment: never an end
                 kind = type(item)
                 if kind is TextDelta and texts is not None:
@@ -326,5 +331,5 @@ class FastReading:
             usable = wire is not None and not wire.usage_after_proof and callable(found)
             self._fast_entry = found if usable else None
             common = getattr(decoder, "feed_common", None)
-            self._common = common if usable and callable(common) else None
+            self._common = common if usable and callable(common) else _no_common
         return self._fast_entry

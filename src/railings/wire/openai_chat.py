@@ -164,7 +164,7 @@ class OpenAIChatDecoder:
                 or choice.get("finish_reason") is not None
             ):
                 return None
-            index = choice.get("index", 0)
+            index = choice["index"]  # (absent, 0 by default: the table reads that chunk)
             delta = choice["delta"]
             if (
                 type(index) is not int
