@@ -10,6 +10,7 @@ Usage (from the repository root)::
 See ``docs/PERFORMANCE.md`` for what is measured and why; the modules here say
 how: :mod:`workloads` (the bodies), :mod:`consumers` (who reads them),
 :mod:`measure` (timing and memory), :mod:`report` (tables and targets),
+:mod:`sdk_consumers` and :mod:`feeds` (beside :mod:`consumers`),
 :mod:`faultproxy` and :mod:`profiling`.
 """
 

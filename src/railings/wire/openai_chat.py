@@ -40,7 +40,6 @@ from typing import Any
 
 from railings.events import (
     MessageStart,
-    ProviderErrorEvent,
     RefusalDelta,
     StopReason,
     StreamEvent,
@@ -68,6 +67,8 @@ from railings.wire.chat_fields import (
     CHOICE_FIELDS,
     CHUNK_FIELDS,
     FUNCTION_FIELDS,
+    content_parts,
+    error_event,
     unknown_fields,
 )
 from railings.wire.sse import ServerSentEvent
@@ -292,7 +293,7 @@ class OpenAIChatDecoder:
             if content:
                 out.append(TextDelta(text=content))
         elif isinstance(content, list):
-            _content_parts(content, out)
+            content_parts(content, out)
         else:
             out.append(Unknown(name="openai:delta:content"))
 
@@ -417,42 +418,3 @@ _DELTA: tuple[tuple[str, _DeltaHandler], ...] = (
 )
 _DELTA_HANDLERS = dict(_DELTA)
 _DELTA_KEYS = frozenset(_DELTA_HANDLERS)
-
-
-def _content_parts(parts: list[Any], out: list[StreamEvent]) -> None:
-    """``delta.content`` given as a list of parts (Mistral Magistral)."""
-    for part in parts:
-        if not isinstance(part, dict):
-            out.append(Unknown(name="openai:content"))
-            continue
-        kind = part.get("type")
-        if kind == "text":
-            text = part.get("text")
-            if isinstance(text, str) and text:
-                out.append(TextDelta(text=text))
-        elif kind == "thinking":
-            inner = part.get("thinking")
-            if isinstance(inner, str):
-                if inner:
-                    out.append(ThinkingDelta(text=inner))
-            elif isinstance(inner, list):
-                for sub in inner:
-                    if isinstance(sub, dict) and isinstance(sub.get("text"), str) and sub["text"]:
-                        out.append(ThinkingDelta(text=sub["text"]))
-        else:
-            out.append(Unknown(name=f"openai:content:{kind}"))
-
-
-def error_event(obj: dict[str, Any]) -> ProviderErrorEvent:
-    """An OpenAI-style error object (``{"error": {...}}``) as a normalized event."""
-    error = obj.get("error", obj)
-    if not isinstance(error, dict):
-        return ProviderErrorEvent(message=str(error), provider_type=None)
-    kind = error.get("code") if isinstance(error.get("code"), str) else None
-    kind = kind or (error.get("type") if isinstance(error.get("type"), str) else None)
-    status = error.get("status_code", error.get("code"))
-    return ProviderErrorEvent(
-        message=str(error.get("message") or "provider error"),
-        provider_type=kind,
-        status=status if isinstance(status, int) else None,
-    )
