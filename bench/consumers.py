@@ -21,7 +21,9 @@ The consumers:
   lookups a hand-written client needs. No checks: the lean baseline.
 * ``railings``: the sans-IO core, ``StreamReader`` bytes -> turn.
 * ``railings-transport``: railings' own ``AsyncProviderClient`` (one event loop,
-  reused across runs).
+  reused across runs), iterated event by event, then its turn.
+* ``railings-sync``: the blocking ``ProviderClient`` (its event loop on a thread of
+  its own), iterated event by event, then its turn: the sync facade's cost.
 * ``openai`` / ``openai.stream``: ``chat.completions.create(stream=True)``
   iterated, and the ``chat.completions.stream()`` accumulating helper.
 * ``anthropic`` / ``anthropic.stream``: ``messages.create(stream=True)`` iterated,
@@ -30,87 +32,35 @@ The consumers:
   ``railings.guard.transport(inner=...)`` wrapping the mock transport.
 * ``httpx2`` / ``httpx2+guard``: the body bytes read through an httpx2 client, plain
   and guarded: the guard's own cost, measured on runs fast enough to repeat.
+
+The official SDKs' runners are in :mod:`sdk_consumers`; what every runner is fed (the
+mock transports, the request, :class:`~feeds.Result`) is in :mod:`feeds`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import httpx2
+import sdk_consumers as S
+from feeds import (
+    ANTHROPIC_URL,
+    MODEL,
+    OPENAI_URL,
+    SSE_HEADERS,
+    Feed,
+    Result,
+    arguments,
+    handler,
+    mock,
+)
 from workloads import Workload
 
 __all__ = ["CONSUMERS", "Consumer", "Result", "available", "check", "runner"]
-
-_OPENAI_URL = "http://bench.invalid/v1"
-_ANTHROPIC_URL = "http://bench.invalid"
-_MODEL = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}
-_MESSAGES = [{"role": "user", "content": "Write the handler."}]
-_TOOL_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "path": {"type": "string"},
-        "content": {"type": "string"},
-        "mode": {"type": "string"},
-    },
-    "required": ["path", "content"],
-}
-_OPENAI_TOOLS = [
-    {"type": "function", "function": {"name": "write_file", "parameters": _TOOL_SCHEMA}}
-]
-_ANTHROPIC_TOOLS = [{"name": "write_file", "input_schema": _TOOL_SCHEMA}]
-
-
-@dataclass(frozen=True, slots=True)
-class Result:
-    """What the consumer got out of the stream (the orjson split extracts nothing: ``events``)."""
-
-    text: str = ""
-    arguments: Any = None
-    events: int | None = None
-    bytes: int | None = None  # the httpx2 consumers, which only read the body
-
-
-class _Feed:
-    """The pieces the mock transports answer with; set before each run."""
-
-    pieces: list[bytes] = []  # noqa: RUF012 -- one shared slot, set per run
-
-
-class _Pieces(httpx2.SyncByteStream, httpx2.AsyncByteStream):
-    def __init__(self, pieces: list[bytes]) -> None:
-        self._pieces = pieces
-
-    def __iter__(self) -> Iterator[bytes]:
-        return iter(self._pieces)
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for piece in self._pieces:
-            yield piece
-
-
-_SSE_HEADERS = {"content-type": "text/event-stream; charset=utf-8"}
-
-
-def _handler(request: httpx2.Request) -> httpx2.Response:
-    return httpx2.Response(200, headers=_SSE_HEADERS, stream=_Pieces(_Feed.pieces))
-
-
-def _mock(guard: bool = False) -> httpx2.BaseTransport:
-    transport = httpx2.MockTransport(_handler)
-    if guard:
-        import railings.guard
-
-        return railings.guard.transport(inner=transport)
-    return transport
-
-
-def _arguments(parts: list[str]) -> Any:
-    return json.loads("".join(parts)) if parts else None
-
 
 # -- the floor and the lean baseline -----------------------------------------------------
 
@@ -158,7 +108,7 @@ def _floor(provider: str) -> Callable[[list[bytes]], Result]:
                 calls = delta.get("tool_calls")
                 if calls:
                     args.append(calls[0]["function"].get("arguments") or "")
-        return Result("".join(text), _arguments(args))
+        return Result("".join(text), arguments(args))
 
     def anthropic(pieces: list[bytes]) -> Result:
         text: list[str] = []
@@ -171,7 +121,7 @@ def _floor(provider: str) -> Callable[[list[bytes]], Result]:
                     text.append(delta["text"])
                 elif delta["type"] == "input_json_delta":
                     args.append(delta["partial_json"])
-        return Result("".join(text), _arguments(args))
+        return Result("".join(text), arguments(args))
 
     return {"openai": openai, "anthropic": anthropic, "openai-responses": _floor_responses}[
         provider
@@ -190,7 +140,7 @@ def _floor_responses(pieces: list[bytes]) -> Result:
             text.append(event["delta"])
         elif kind == "response.function_call_arguments.delta":
             args.append(event["delta"])
-    return Result("".join(text), _arguments(args))
+    return Result("".join(text), arguments(args))
 
 
 def _orjson_split(pieces: list[bytes]) -> Result:
@@ -212,17 +162,17 @@ def _httpx_sse(provider: str) -> Callable[[list[bytes]], Result]:
 
     class Pieces(httpx.SyncByteStream):
         def __iter__(self) -> Iterator[bytes]:
-            return iter(_Feed.pieces)
+            return iter(Feed.pieces)
 
     def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, headers=_SSE_HEADERS, stream=Pieces())
+        return httpx.Response(200, headers=SSE_HEADERS, stream=Pieces())
 
     client = httpx.Client(transport=httpx.MockTransport(handler))
     loads = json.loads
     path = (
-        f"{_OPENAI_URL}/chat/completions"
+        f"{OPENAI_URL}/chat/completions"
         if provider == "openai"
-        else (f"{_ANTHROPIC_URL}/v1/messages")
+        else (f"{ANTHROPIC_URL}/v1/messages")
     )
 
     def openai(pieces: list[bytes]) -> Result:
@@ -239,7 +189,7 @@ def _httpx_sse(provider: str) -> Callable[[list[bytes]], Result]:
                         text.append(delta["content"])
                     for call in delta.get("tool_calls") or ():
                         args.append(call["function"].get("arguments") or "")
-        return Result("".join(text), _arguments(args))
+        return Result("".join(text), arguments(args))
 
     def anthropic(pieces: list[bytes]) -> Result:
         text: list[str] = []
@@ -256,7 +206,7 @@ def _httpx_sse(provider: str) -> Callable[[list[bytes]], Result]:
                         args.append(delta["partial_json"])
                 elif kind == "message_stop":
                     break
-        return Result("".join(text), _arguments(args))
+        return Result("".join(text), arguments(args))
 
     return openai if provider == "openai" else anthropic
 
@@ -284,147 +234,56 @@ def _railings_transport(provider: str) -> Callable[[list[bytes]], Result]:
     from railings.messages import User
     from railings.transport import AsyncProviderClient, ClientConfig
 
-    base = _OPENAI_URL if provider == "openai" else _ANTHROPIC_URL
+    base = OPENAI_URL if provider == "openai" else ANTHROPIC_URL
     config = ClientConfig(
         provider=provider,
-        model=_MODEL[provider],
+        model=MODEL[provider],
         base_url=base,  # type: ignore[arg-type]
         api_key="bench",
         # W2 and W4 carry 1 MB of arguments: about 250k tokens, so a request for them
         # asks for that much output (the turn's bounds derive from it).
         max_tokens=262_144,
     )
-    client = AsyncProviderClient(config, transport=httpx2.MockTransport(_handler))
+    client = AsyncProviderClient(config, transport=httpx2.MockTransport(handler))
     loop = asyncio.new_event_loop()
     history = [User("Write the handler.")]
 
+    async def read() -> Any:
+        stream = client.stream_turn(history)
+        async for _ in stream:  # as a caller reads it (and as railings-sync does)
+            pass
+        return await stream.result()
+
     def run(pieces: list[bytes]) -> Result:
-        turn = loop.run_until_complete(client.stream_turn(history).result())
+        turn = loop.run_until_complete(read())
         calls = turn.tool_calls
         return Result(turn.text, calls[0].arguments if calls else None)
 
     return run
 
 
-# -- the official SDKs ---------------------------------------------------------------------
+def _railings_sync(provider: str) -> Callable[[list[bytes]], Result]:
+    from railings.messages import User
+    from railings.transport import ClientConfig, ProviderClient
 
-
-def _openai_client(guard: bool = False) -> Any:
-    import openai
-
-    return openai.OpenAI(
+    base = OPENAI_URL if provider == "openai" else ANTHROPIC_URL
+    config = ClientConfig(
+        provider=provider,
+        model=MODEL[provider],
+        base_url=base,  # type: ignore[arg-type]
         api_key="bench",
-        base_url=_OPENAI_URL,
-        max_retries=0,
-        http_client=httpx2.Client(transport=_mock(guard)),
+        max_tokens=262_144,  # as railings-transport
     )
-
-
-def _anthropic_client(guard: bool = False) -> Any:
-    import anthropic
-
-    return anthropic.Anthropic(
-        api_key="bench",
-        base_url=_ANTHROPIC_URL,
-        max_retries=0,
-        http_client=httpx2.Client(transport=_mock(guard)),
-    )
-
-
-def _openai_iterate(guard: bool) -> Callable[[list[bytes]], Result]:
-    client = _openai_client(guard)
+    client = ProviderClient(config, transport=httpx2.MockTransport(handler))
+    history = [User("Write the handler.")]
 
     def run(pieces: list[bytes]) -> Result:
-        text: list[str] = []
-        args: list[str] = []
-        stream = client.chat.completions.create(
-            model=_MODEL["openai"], messages=_MESSAGES, tools=_OPENAI_TOOLS, stream=True
-        )
-        for chunk in stream:
-            if chunk.choices:
-                delta = chunk.choices[0].delta
-                if delta.content:
-                    text.append(delta.content)
-                for call in delta.tool_calls or ():
-                    if call.function and call.function.arguments:
-                        args.append(call.function.arguments)
-        return Result("".join(text), _arguments(args))
-
-    return run
-
-
-def _openai_responses() -> Callable[[list[bytes]], Result]:
-    client = _openai_client()
-
-    def run(pieces: list[bytes]) -> Result:
-        text: list[str] = []
-        args: list[str] = []
-        stream = client.responses.create(
-            model=_MODEL["openai"], input="Write the handler.", stream=True
-        )
-        for event in stream:
-            if event.type == "response.output_text.delta":
-                text.append(event.delta)
-            elif event.type == "response.function_call_arguments.delta":
-                args.append(event.delta)
-        return Result("".join(text), _arguments(args))
-
-    return run
-
-
-def _openai_helper() -> Callable[[list[bytes]], Result]:
-    client = _openai_client()
-
-    def run(pieces: list[bytes]) -> Result:
-        with client.chat.completions.stream(
-            model=_MODEL["openai"], messages=_MESSAGES, tools=_OPENAI_TOOLS
-        ) as stream:
-            for _ in stream:
-                pass
-            message = stream.get_final_completion().choices[0].message
-        calls = message.tool_calls or []
-        args = json.loads(calls[0].function.arguments) if calls else None
-        return Result(message.content or "", args)
-
-    return run
-
-
-def _anthropic_iterate(guard: bool) -> Callable[[list[bytes]], Result]:
-    client = _anthropic_client(guard)
-
-    def run(pieces: list[bytes]) -> Result:
-        text: list[str] = []
-        args: list[str] = []
-        stream = client.messages.create(
-            model=_MODEL["anthropic"],
-            max_tokens=64000,
-            messages=_MESSAGES,
-            tools=_ANTHROPIC_TOOLS,
-            stream=True,
-        )
-        for event in stream:
-            if event.type == "content_block_delta":
-                delta = event.delta
-                if delta.type == "text_delta":
-                    text.append(delta.text)
-                elif delta.type == "input_json_delta":
-                    args.append(delta.partial_json)
-        return Result("".join(text), _arguments(args))
-
-    return run
-
-
-def _anthropic_helper() -> Callable[[list[bytes]], Result]:
-    client = _anthropic_client()
-
-    def run(pieces: list[bytes]) -> Result:
-        with client.messages.stream(
-            model=_MODEL["anthropic"], max_tokens=64000, messages=_MESSAGES, tools=_ANTHROPIC_TOOLS
-        ) as stream:
-            message = stream.get_final_message()
-        text = "".join(b.text for b in message.content if b.type == "text")
-        tools = [b.input for b in message.content if b.type == "tool_use"]
-        return Result(text, tools[0] if tools else None)
+        stream = client.stream_turn(history)
+        for _ in stream:  # every event crosses from the client's loop thread
+            pass
+        turn = stream.result()
+        calls = turn.tool_calls
+        return Result(turn.text, calls[0].arguments if calls else None)
 
     return run
 
@@ -432,11 +291,11 @@ def _anthropic_helper() -> Callable[[list[bytes]], Result]:
 def _httpx2_bytes(provider: str, guard: bool) -> Callable[[list[bytes]], Result]:
     """The body read through an httpx2 client, and nothing else. The guard's own cost is the
     difference between the guarded and the plain runs (see report.guard_overheads)."""
-    client = httpx2.Client(transport=_mock(guard))
+    client = httpx2.Client(transport=mock(guard))
     url = (
-        f"{_OPENAI_URL}/chat/completions"
+        f"{OPENAI_URL}/chat/completions"
         if provider == "openai"
-        else (f"{_ANTHROPIC_URL}/v1/messages")
+        else (f"{ANTHROPIC_URL}/v1/messages")
     )
 
     def run(pieces: list[bytes]) -> Result:
@@ -461,6 +320,7 @@ class Consumer:
     make: Callable[[str], Callable[[list[bytes]], Result]]
     group: str  # "floor" | "baseline" | "railings" | "sdk" | "guard"
     note: str
+    threads: bool = False  # its work runs on a thread of its own: timed by process CPU
 
 
 CONSUMERS: tuple[Consumer, ...] = (
@@ -500,6 +360,14 @@ CONSUMERS: tuple[Consumer, ...] = (
         "AsyncProviderClient over httpx2.MockTransport",
     ),
     Consumer(
+        "railings-sync",
+        ("openai", "anthropic"),
+        _railings_sync,
+        "railings",
+        "ProviderClient (blocking) over httpx2.MockTransport, events iterated",
+        threads=True,
+    ),
+    Consumer(
         "httpx2",
         ("openai", "anthropic"),
         lambda p: _httpx2_bytes(p, False),
@@ -516,49 +384,49 @@ CONSUMERS: tuple[Consumer, ...] = (
     Consumer(
         "openai",
         ("openai",),
-        lambda p: _openai_iterate(False),
+        lambda p: S.openai_iterate(False),
         "sdk",
         "chat.completions.create(stream=True), iterated",
     ),
     Consumer(
         "openai.responses",
         ("openai-responses",),
-        lambda p: _openai_responses(),
+        lambda p: S.openai_responses(),
         "sdk",
         "responses.create(stream=True), iterated",
     ),
     Consumer(
         "openai.stream",
         ("openai",),
-        lambda p: _openai_helper(),
+        lambda p: S.openai_helper(),
         "sdk",
         "chat.completions.stream() + get_final_completion()",
     ),
     Consumer(
         "openai+guard",
         ("openai",),
-        lambda p: _openai_iterate(True),
+        lambda p: S.openai_iterate(True),
         "guard",
         "create(stream=True) through railings.guard.transport",
     ),
     Consumer(
         "anthropic",
         ("anthropic",),
-        lambda p: _anthropic_iterate(False),
+        lambda p: S.anthropic_iterate(False),
         "sdk",
         "messages.create(stream=True), iterated",
     ),
     Consumer(
         "anthropic.stream",
         ("anthropic",),
-        lambda p: _anthropic_helper(),
+        lambda p: S.anthropic_helper(),
         "sdk",
         "messages.stream() + get_final_message()",
     ),
     Consumer(
         "anthropic+guard",
         ("anthropic",),
-        lambda p: _anthropic_iterate(True),
+        lambda p: S.anthropic_iterate(True),
         "guard",
         "create(stream=True) through railings.guard.transport",
     ),
@@ -573,7 +441,7 @@ def available() -> dict[str, str]:
         ("orjson", ("orjson-split",)),
         ("openai", ("openai", "openai.responses", "openai.stream", "openai+guard")),
         ("anthropic", ("anthropic", "anthropic.stream", "anthropic+guard")),
-        ("railings.transport", ("railings-transport",)),
+        ("railings.transport", ("railings-transport", "railings-sync")),
         ("railings.guard", ("openai+guard", "anthropic+guard", "httpx2+guard")),
     ):
         try:
@@ -589,7 +457,7 @@ def runner(consumer: Consumer, provider: str) -> Callable[[list[bytes]], Result]
     run = consumer.make(provider)
 
     def fed(pieces: list[bytes]) -> Result:
-        _Feed.pieces = pieces
+        Feed.pieces = pieces
         return run(pieces)
 
     return fed

@@ -11,8 +11,9 @@ the timing harness (``run.py``) for everything else.
 
 Usage (valgrind must be installed; about 20 s per line)::
 
-    .venv/bin/python bench/instructions.py                 # every stage, W1-W4, net pieces
+    .venv/bin/python bench/instructions.py                 # every stage, W1-W5, net pieces
     .venv/bin/python bench/instructions.py --stage reader --workload W3 --mode event
+    .venv/bin/python bench/instructions.py --stage floor --stage reader   # the ratio too
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
 STAGES = ("sse", "json", "decoder", "reader")
+# Not railings: the floor of bench/consumers.py on the same pieces, to read a stage against.
+OTHERS = ("floor",)
 
 
 def _stage(stage: str, name: str, n: int, mode: str, passes: int) -> None:
@@ -42,11 +45,18 @@ def _stage(stage: str, name: str, n: int, mode: str, passes: int) -> None:
 
     wl = W.build(name, n)
     chunks = W.pieces(wl.body, mode)
+    floor = None
+    if stage == "floor":
+        import consumers as C
+
+        floor = C.runner(next(c for c in C.CONSUMERS if c.name == "floor"), wl.provider)
     datas = [e.data for e in SSEDecoder().feed(wl.body) if e.data != "[DONE]"]
     gc.collect()
     gc.freeze()  # the set-up's objects: not rescanned by the collections the passes cause
     for _ in range(passes):
-        if stage == "sse":
+        if floor is not None:
+            floor(chunks)
+        elif stage == "sse":
             feed = SSEDecoder().feed
             for piece in chunks:
                 feed(piece)
@@ -107,10 +117,10 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument(
         "--stage",
-        choices=STAGES,
+        choices=STAGES + OTHERS,
         action="append",
         help="cumulative: sse, sse+json+decoder (decoder), everything (reader); "
-        "json alone parses the events' data",
+        "json alone parses the events' data; floor: bench/consumers.py's floor",
     )
     p.add_argument("--workload", action="append", choices=("W1", "W2", "W3", "W4", "W5"))
     p.add_argument("--mode", default="net", choices=("net", "event"))
@@ -120,13 +130,17 @@ def main() -> int:
     if shutil.which("valgrind") is None:
         print("valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
         return 2
-    for name in args.workload or ("W1", "W2", "W3", "W4"):
+    for name in args.workload or ("W1", "W2", "W3", "W4", "W5"):
         jiter = "off" if args.no_jiter else "on"
         counts = {s: per_event(s, name, args.n, args.mode, jiter) for s in args.stage or STAGES}
+        ratio = ""
+        if "floor" in counts and "reader" in counts:
+            ratio = f"  (reader {counts['reader'] / counts['floor']:.2f}x the floor)"
         print(
             f"{name}/{args.mode}: "
             + "  ".join(f"{s} {v:,.0f}" for s, v in counts.items())
             + "  instructions per event"
+            + ratio
         )
     return 0
 

@@ -14,7 +14,9 @@ on during it, as in real use.
 The clock is the consuming thread's CPU time (``time.thread_time``) by default:
 every consumer runs in this one thread (railings' async transport too, on a loop
 driven from here), and CPU time does not count the time another process held
-the core. Wall time is recorded alongside (``--clock wall`` reports it).
+the core. The one exception, ``railings-sync`` (the blocking client, whose event
+loop is a thread of its own), is timed by the process's CPU time: both threads.
+Wall time is recorded alongside (``--clock wall`` reports it).
 
 Memory. A separate pass, after the timing, under ``tracemalloc`` (which slows
 allocation-heavy code fivefold and so must never overlap the timing): the peak
@@ -88,13 +90,16 @@ def _runs(first: float, rounds: int, schedule: Schedule) -> int:
 
 
 def _timed(
-    run: Callable[[list[bytes]], Result], chunks: list[bytes]
+    run: Callable[[list[bytes]], Result], chunks: list[bytes], threads: bool = False
 ) -> tuple[Result, float, float]:
+    """One run: its result, its CPU time (this thread's, or with ``threads`` the whole
+    process's: a consumer whose work runs on a thread of its own) and its wall time."""
+    clock = time.process_time if threads else time.thread_time
     gc.collect()
     wall = time.perf_counter()
-    cpu = time.thread_time()
+    cpu = clock()
     result = run(chunks)
-    cpu = time.thread_time() - cpu
+    cpu = clock() - cpu
     wall = time.perf_counter() - wall
     return result, cpu, wall
 
@@ -173,7 +178,7 @@ def _run_once(
         return
     run = runners[consumer.name, case.workload.provider]
     try:
-        result, cpu, wall = _timed(run, case.pieces)
+        result, cpu, wall = _timed(run, case.pieces, consumer.threads)
     except Exception as exc:
         sample.error = f"{type(exc).__name__}: {exc}"[:200]
         return

@@ -10,6 +10,7 @@ Usage (from the repository root)::
 See ``docs/PERFORMANCE.md`` for what is measured and why; the modules here say
 how: :mod:`workloads` (the bodies), :mod:`consumers` (who reads them),
 :mod:`measure` (timing and memory), :mod:`report` (tables and targets),
+:mod:`sdk_consumers` and :mod:`feeds` (beside :mod:`consumers`),
 :mod:`faultproxy` and :mod:`profiling`.
 """
 
@@ -124,7 +125,7 @@ def _environment() -> dict[str, Any]:
 HELPERS = {"openai.stream", "anthropic.stream"}
 GUARDS = {"openai+guard", "anthropic+guard"}
 PROBES = {"httpx2", "httpx2+guard"}  # the guard's own cost
-LEAN = {"floor", "orjson-split", "httpx-sse", "railings", "railings-transport"}
+LEAN = {"floor", "orjson-split", "httpx-sse", "railings", "railings-transport", "railings-sync"}
 
 
 def _timed_here(

@@ -17,12 +17,11 @@ from hypothesis import strategies as st
 
 from conftest import REAL, RESPONSES, manifest
 from railings import RailingsError, to_json
+from railings.events import StreamEvent
 from railings.replay import Replay
-from railings.turn.assembler import TurnAssembler
-from railings.turn.fastpath import FeedObject, eligible, read_blocks
+from railings.turn.fastpath import FeedObject, eligible
 from railings.turn.reader import StreamReader
 from railings.turn.verdict import judge
-from railings.wire.openai_chat import OpenAIChatDecoder
 
 
 class GeneralReader(StreamReader):
@@ -127,6 +126,23 @@ _pieces = st.sampled_from(
         b"event: ",
         b'{"choices":[{"index":0,"delta":{"content":"y"}}]}',
         b'data: {"choices":[{"index":0,"delta":{"content":"' + b"z" * 300 + b'"}}]}\n\n',
+        # The common shapes (turn/fastpath.py, feed_common), odd bytes and escapes in them.
+        b'data: {"choices":[{"index":0,"delta":{"content":"\xff"}}]}\n\n',
+        b'data: {"choices":[{"index":0,"delta":{"content":"\xef\xbf\xbd \\u00e9"}}]}\n\n',
+        b'data: {"choices":[{"index":0,"delta":{"content":"\\ud83d\\ude00 \\ud800"}}]}\n\n',
+        b'data: {"choices":[{"delta":{"content":"k"},"index":0}]}\n\n',
+        b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":'
+        b'{"arguments":"\\"b"}}]}}]}\n\n',
+        b'data: {"choices":[{"index":1,"delta":{"content":"other choice"}}]}\n\n',
+        b"event: \xff\ndata: {}\n\n",
+        b'event: content_block_start\ndata: {"type":"content_block_start","index":1,'
+        b'"content_block":{"type":"tool_use","id":"t","name":"f","input":{}}}\n\n',
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":1,'
+        b'"delta":{"type":"input_json_delta","partial_json":"{\\"a\\": \xe6\x97\xa5"}}\n\n',
+        b'event: content_block_delta\ndata: {"index":0,"delta":{"text":"r","type":"text_delta"},'
+        b'"type":"content_block_delta"}\n\n',
+        b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta",'
+        b'"delta":"no number"}\n\n',
     ]
 )
 
@@ -163,42 +179,47 @@ def test_random_bytes_read_the_same(body: bytes, cuts: list[int], provider: str)
     _equal(provider, b"data: {}\n\n" + body, [cut % (len(body) + 11) for cut in cuts])
 
 
+class SpyReader(StreamReader):
+    """The real reader, recording what its fast path leaves to the general one."""
+
+    def __init__(self, provider: str) -> None:
+        super().__init__(provider)
+        self.general: list[bytes] = []
+
+    def _decode(self, chunk: bytes, final: bool, out: list[StreamEvent]) -> list[StreamEvent]:
+        self.general.append(chunk)
+        return super()._decode(chunk, final, out)
+
+
 def test_plain_blocks_are_read_by_the_fast_path_up_to_the_first_other_one() -> None:
+    first = b'data: {"id":"c","choices":[{"index":0,"delta":{"role":"assistant"}}]}\n\n'
     chunk = (
-        b'data: {"choices":[{"index":0,"delta":{"content":"a"}}]}\n\n'
-        b'data: {"choices":[{"index":0,"delta":{"content":"b"}}]}\n\n'
+        b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"a"}}]}\n\n'
+        b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"b"}}]}\n\n'
         b": comment\n\n"
-        b'data: {"choices":[{"index":0,"delta":{"content":"c"}}]}\n\n'
+        b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"c"}}]}\n\n'
     )
     assert eligible(chunk, 1 << 24)
-    out: list[object] = []
-    read, frames, ended = read_blocks(
-        chunk,
-        OpenAIChatDecoder().feed_sse_object,
-        TurnAssembler("openai"),
-        out,  # type: ignore[arg-type]
-        {},
-    )
-    assert (read, frames, ended) == (chunk.index(b": comment"), 2, False)
-    assert [getattr(e, "text", None) for e in out] == ["a", "b"]
+    reader = SpyReader("openai")
+    reader.feed(first)  # the first block: the decoder's (a BOM may come)
+    reader.general.clear()
+    out = reader.feed(chunk)
+    assert reader.general == [chunk[chunk.index(b": comment") :]]
+    assert [getattr(e, "text", None) for e in out] == ["a", "b", "c"]
+    assert reader.events_seen == 4
 
 
 def test_a_proof_ends_the_fast_path_at_its_block() -> None:
-    chunk = b"data: [DONE]\n\n"
-    assembler = TurnAssembler("anthropic")
-    assembler.received()
-    out: list[object] = []
+    start = b'event: message_start\ndata: {"type":"message_start","message":{"id":"m"}}\n\n'
     stop = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
-    decoder = StreamReader("anthropic")._decoder
-    read, frames, ended = read_blocks(
-        stop + chunk,
-        decoder.feed_sse_object,  # type: ignore[union-attr]
-        assembler,
-        out,  # type: ignore[arg-type]
-        {},
-    )
-    assert (read, frames, ended) == (len(stop), 1, True)
-    assert assembler.machine.terminated
+    reader = SpyReader("anthropic")
+    reader.feed(start)
+    reader.general.clear()
+    out = reader.feed(stop + b"data: [DONE]\n\n")
+    assert reader.general == []
+    assert reader.terminated
+    assert [type(e).__name__ for e in out] == ["TerminationProof"]
+    assert reader.events_seen == 3  # the block after the proof is still counted
 
 
 def test_chunks_the_fast_path_leaves_to_the_decoder() -> None:
@@ -215,6 +236,22 @@ def test_other_buffers_read_the_same() -> None:
     fast, general = StreamReader(), GeneralReader()
     assert [fast.feed(p) for p in pieces] == [general.feed(p) for p in pieces]  # type: ignore[arg-type]
     assert fast.close() == general.close()
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=40), st.sampled_from([b'{"a":"', b'{"', b"[", b""]))
+def test_parse_bytes_accepts_only_utf8_and_agrees_with_json(tail: bytes, head: bytes) -> None:
+    """The fast path relies on it: a block whose data parsed is valid UTF-8."""
+    import json
+
+    from railings.wire._json import parse_bytes
+
+    raw = head + tail + (b'"}' if head.startswith(b"{") else b"")
+    try:
+        value = parse_bytes(raw)
+    except Exception:
+        return
+    assert repr(value) == repr(json.loads(raw.decode("utf-8")))  # strictly, or this fails
 
 
 def test_the_fast_event_constructors_build_equal_frozen_events() -> None:

@@ -102,6 +102,25 @@ class TurnAssembler:
         if self.machine.state is State.CONNECTING:
             self.machine.signal(Signal.RECEIVED)
 
+    @property
+    def open_text(self) -> list[str] | None:
+        """The pieces of the text part being written, when applying a non-empty
+        :class:`TextDelta` is appending its text to them and nothing else (the turn is
+        streaming, content has arrived and the latest part is text), else None. The
+        reader's fast path appends to it directly (``turn/fastpath.py``)."""
+        if self.content and self.machine.state is _STREAMING:
+            return self._parts.open_text
+        return None
+
+    def open_fragments(self, index: int) -> list[str] | None:
+        """The fragments of call ``index``, when applying a
+        :class:`ToolArgumentsDelta` for it that is the model's text (``parsed`` False) is
+        appending its fragment to them and nothing else (the turn is streaming, content has
+        arrived, the call started), else None. The reader's fast path appends to it."""
+        if self.content and self.machine.state is _STREAMING:
+            return self._parts.fragments(index)
+        return None
+
     def apply(self, event: StreamEvent) -> None:
         """Apply one event; ignored once the stream has terminated, except usage after a
         clean end (Bedrock reports it in ``metadata``, after its proof ``messageStop``)."""

@@ -1,28 +1,45 @@
 """The reader's fast path for SSE streams: whole ``data:`` blocks read straight from bytes.
 
 Nearly every block an LLM provider sends is ``data: {json}\\n\\n`` or ``event: name\\n
-data: {json}\\n\\n``. For those, the general path decodes the bytes to text, runs the
-WHATWG line rules, builds a :class:`~railings.wire.sse.ServerSentEvent`, and the
-provider decoder encodes the data back to bytes for jiter. :func:`read_blocks` does
-the same work in one loop over the bytes: ``bytes.split`` at the blank lines, the
-JSON parsed from the chunk's own bytes, the provider decoder's handler table called
-directly (``feed_sse_object``), the assembler applied inline, and the termination state
-looked at only after a proof or a provider error, the only events that end a turn.
+data: {json}\\n\\n``, and nearly every one of those is a text or argument fragment. For
+those, the general path decodes the bytes to text, runs the WHATWG line rules, builds a
+:class:`~railings.wire.sse.ServerSentEvent`, encodes the data back to bytes for jiter,
+walks the decoder's handler tables and dispatches each event in the assembler.
+:meth:`FastReading._fast` does the same work in one loop over the bytes: ``bytes.split``
+at the blank lines, the JSON parsed from the chunk's own bytes, the decoder's commonest
+block recognised by one function (``feed_common``) that builds its one event directly,
+else its handler table called directly (``feed_sse_object``), the fragment appended
+where the assembler keeps it, and the termination state looked at only after a proof or
+a provider error, the only events that end a turn.
 
 What it skips, and why the result is the same (events, :class:`~railings.turn.model.Turn`,
 verdict, ``events_seen`` and the SSE decoder's state):
 
 * It runs only from a block boundary (:attr:`SSEDecoder.between_blocks`: nothing
-  buffered, no CR pending, no invalid UTF-8 seen yet), on a chunk that has no CR, is
-  valid UTF-8 (a character cut at its end is left to the decoder) and is no larger
-  than the event size limit (so the general path could not have raised
+  buffered, no CR pending, no invalid UTF-8 seen yet), on a chunk that has no CR and is
+  no larger than the event size limit (so the general path could not have raised
   ``EventTooLarge`` on it either). There a block of LF-ended lines ``data: X`` or
   ``event: N`` + ``data: X`` is, by WHATWG's rules, exactly one event ``(N or
   "message", X)``: no BOM can be stripped, no ID or retry changes, no comment counted.
+* Each block it reads is valid UTF-8: ``data: `` and the ``event:`` line's name are
+  decoded strictly (the name once per stream, cached), and the data is parsed from its
+  bytes, which accepts nothing but UTF-8 (``parse_bytes``). A block that is not stops the
+  loop there, so the SSE decoder sees and counts it. The blocks read before it would
+  differ only if the general path, having seen invalid UTF-8 in the chunk, faulted one of
+  them for holding a U+FFFD (the reader's rule looks at every event of such a chunk): a
+  chunk that holds a U+FFFD is therefore checked whole first (:func:`eligible`).
 * Each block is decoded only when its data is one line that jiter (or the stdlib's
   scanner) parses to an object: ``load_object`` would then return the same object,
   and ``feed_sse_object`` is the decoder's ``feed`` after that parse (``[DONE]`` and the
   other non-JSON data are not objects).
+* ``feed_common(event, obj)`` returns the one event ``feed_sse_object`` would return for
+  the decoder's commonest shape (an OpenAI content or argument chunk whose fields repeat
+  the last ones checked, an Anthropic ``text_delta`` or ``input_json_delta``, a Responses
+  ``output_text.delta``), or None having changed nothing; ``tests/test_fastpath_common.py``
+  holds each decoder's two answers equal. Such an event is a non-empty text or a
+  fragment that is the model's text, never an end: applying it is one append to the list
+  the assembler names (``open_text``, ``open_fragments``), and no termination check
+  follows it.
 * Anything else -- a comment, an ``id:`` or ``retry:`` field, ``data:`` without its
   space, several data lines, data that is not a JSON object, a decoder or framing
   without a ``feed_sse_object`` -- stops the loop at that block's first byte, a block
@@ -32,9 +49,7 @@ verdict, ``events_seen`` and the SSE decoder's state):
   decoder that block's end first (up to its blank line), then the fast path reads from
   there; the start of a block a chunk ends in is held back and prepended to the next
   chunk (or given to the decoder at close): from a boundary it completes no event, and
-  the decoder is split-invariant. Since the whole chunk is valid UTF-8, the reader's
-  invalid-UTF-8 check (which looks at every event of a chunk that had any) finds
-  nothing on either path. Wires whose usage follows the proof (Bedrock), other
+  the decoder is split-invariant. Wires whose usage follows the proof (Bedrock), other
   framings and ``auto`` streams not yet recognised never take it.
 
 ``tests/test_fastpath.py`` checks the two paths equal on arbitrary streams cut anywhere.
@@ -47,8 +62,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from railings.errors import MalformedStream
-from railings.events import ProviderErrorEvent, StreamEvent, TerminationProof
+from railings.events import (
+    ProviderErrorEvent,
+    StreamEvent,
+    TerminationProof,
+    TextDelta,
+    ToolArgumentsDelta,
+)
 from railings.turn.assembler import TurnAssembler
+from railings.turn.termination import State
 from railings.wire._json import parse_bytes
 from railings.wire.sse import SSEDecoder
 
@@ -56,12 +78,14 @@ if TYPE_CHECKING:
     from railings.providers import ProviderDecoder, ProviderSpec
     from railings.turn.framing import Framer
 
-__all__ = ["FastReading", "FeedObject", "eligible", "read_blocks"]
+__all__ = ["FastReading", "FeedCommon", "FeedObject", "eligible"]
 
 FeedObject = Callable[[str, dict[str, Any]], list[StreamEvent]]
+FeedCommon = Callable[[str, dict[str, Any]], StreamEvent | None]
 
 _ENDING = (TerminationProof, ProviderErrorEvent)  # the events after which a turn may be over
 _utf8_decode = codecs.utf_8_decode
+_REPLACEMENT = "\ufffd".encode()  # U+FFFD in UTF-8
 _NAMES = 64  # how many event names one stream's cache keeps
 # The most bytes of an unfinished SSE block the fast path holds back; a longer block goes
 # to the SSE decoder, which joins a long line's pieces only once.
@@ -83,65 +107,19 @@ def eligible(chunk: bytes, limit: int) -> bool:
     return True
 
 
-def read_blocks(
-    chunk: bytes,
-    feed_object: FeedObject,
-    assembler: TurnAssembler,
-    out: list[StreamEvent],
-    names: dict[bytes, str],
-) -> tuple[int, int, bool]:
-    """Read the plain blocks at the start of ``chunk`` (an :func:`eligible` chunk, fed
-    between blocks), appending their events to ``out``. Returns the bytes read (whole
-    blocks), the events decoded, and whether the turn ended. ``names`` keeps the event
-    names decoded so far (``event: `` lines as bytes -> the event type)."""
-    blocks = chunk.split(b"\n\n")
-    blocks.pop()  # what follows the last blank line: not a whole block
-    apply = assembler.apply
-    append = out.append
-    machine = assembler.machine
-    pos = frames = 0
-    for block in blocks:
-        if block[:6] == b"data: ":
-            event = "message"
-            data = block[6:]
-        elif block[:7] == b"event: ":
-            line, _, data = block.partition(b"\ndata: ")  # no data line: b"", not JSON
-            found = names.get(line)
-            if found is None:
-                if 10 in line:  # LF
-                    break  # another field between the two
-                found = line[7:].decode() or "message"
-                if len(names) < _NAMES:
-                    names[line] = found
-            event = found
-        else:
-            break
-        if 10 in data:  # LF
-            break  # several data lines, or a field after the data
-        try:
-            obj = parse_bytes(data)
-        except Exception:  # not JSON, or not what the fast parser accepts: the general path
-            break
-        if type(obj) is not dict:
-            break
-        pos += len(block) + 2
-        frames += 1
-        try:
-            normalized = feed_object(event, obj)
-        except MalformedStream as exc:
-            assembler.fault(str(exc))
-            return pos, frames, True
-        for item in normalized:
-            apply(item)
-            append(item)
-            if isinstance(item, _ENDING) and machine.terminated:
-                return pos, frames, True
-    return pos, frames, False
+def _no_common(event: str, obj: dict[str, Any]) -> StreamEvent | None:
+    """The ``feed_common`` of a decoder without one: every block goes to its table."""
+    return None
+
+
+def _length(blocks: list[bytes], count: int) -> int:
+    """The bytes of the first ``count`` blocks, each with its blank line."""
+    return sum(map(len, blocks[:count])) + 2 * count
 
 
 class FastReading:
     """The fast path's side of :class:`~railings.turn.reader.StreamReader`: which chunks
-    go to :func:`read_blocks`, and the bytes it holds back (the start of a block, so the
+    go to :meth:`_fast`, and the bytes it holds back (the start of a block, so the
     SSE decoder stays between blocks; it completes no event, so the decoder gets it with
     the next bytes, or at close, with the same result)."""
 
@@ -157,6 +135,9 @@ class FastReading:
         self._names: dict[bytes, str] = {}  # the event names decoded so far
         self._fast_for: object = None  # the decoder whose entry _fast_entry caches
         self._fast_entry: FeedObject | None = None
+        self._common: FeedCommon = _no_common  # the decoder's feed_common, if it has one
+        # The call whose fragment list the assembler opened (open_fragments), and the list.
+        self._fragments: tuple[int, list[str] | None] = (-1, None)
 
     if TYPE_CHECKING:
 
@@ -183,6 +164,7 @@ class FastReading:
         if (
             feed_object is not None
             and self._assembler is not None
+            and self._assembler.machine.state is State.STREAMING
             and not framer_.invalid_utf8
             and eligible(self._carry + chunk if self._carry else chunk, self._max)
         ):
@@ -206,35 +188,137 @@ class FastReading:
             chunk, self._carry = self._carry + chunk, b""
         return self._decode(chunk, False, out)
 
-    def _fast(
+    def _fast(  # noqa: C901 -- one loop on purpose: each call it saves is per event
         self, feed_object: FeedObject, chunk: bytes, out: list[StreamEvent]
     ) -> list[StreamEvent]:
         """``chunk`` (after the bytes held back), fed with the SSE decoder between blocks
-        and the turn open: the plain blocks by :func:`read_blocks`, the rest by the
-        general path."""
+        and the turn streaming: its plain blocks read straight from the bytes, the rest of
+        it (from the first other block) by the general path, ``_decode``.
+
+        What it skips, and why the result is the general path's (the module docstring has
+        the SSE side): the text of the chunk (each data is parsed from its bytes); the
+        ``ServerSentEvent``; for the decoder's commonest block (``feed_common``: a text or
+        argument fragment) the handler table's lookups, lists and calls, since it returns
+        exactly the one event the table would; for that event, ``apply``'s dispatch where
+        the assembler says that applying it is one append (``open_text``,
+        ``open_fragments``); and the termination check after any event but a proof or a
+        provider error, the only ones that end a turn (a fault ends it here too)."""
         if self._carry:
             chunk, self._carry = self._carry + chunk, b""
         framer_ = self._framer
         assembler = self._assembler
-        if not (eligible(chunk, self._max) and isinstance(framer_, SSEDecoder) and assembler):
+        if not (
+            type(chunk) is bytes
+            and len(chunk) <= self._max
+            and 13 not in chunk  # CR, by memchr
+            # Its UTF-8 is checked block by block (see the module docstring) unless it holds
+            # a U+FFFD, which the reader's invalid-UTF-8 rule may fault: then here, whole.
+            # (0xEF, the first byte of U+FFFD's encoding, is found by memchr.)
+            and (
+                chunk.isascii()
+                or 0xEF not in chunk
+                or _REPLACEMENT not in chunk
+                or eligible(chunk, self._max)
+            )
+            and type(framer_) is SSEDecoder
+            and assembler is not None
+        ):
             self._ready = None
             return self._decode(chunk, False, out)
-        read, frames, ended = read_blocks(chunk, feed_object, assembler, out, self._names)
-        self.events_seen += frames
-        if read:
-            framer_.skip(read)
-            chunk = chunk[read:]
-        if ended:
-            # The general path decodes the whole chunk before the end is seen.
+        blocks = chunk.split(b"\n\n")
+        rest = blocks.pop()  # what follows the last blank line: not a whole block
+        names, common = self._names, self._common
+        apply, append = assembler.apply, out.append
+        texts = assembler.open_text
+        at, fragments = self._fragments
+        frames = 0
+        for block in blocks:
+            head = block[:6]
+            if head == b"data: ":
+                event = "message"
+                data = block[6:]
+            elif head == b"event:":
+                line, _, data = block.partition(b"\ndata: ")  # no data line: b"", not JSON
+                found = names.get(line)
+                if found is None:
+                    if line[6:7] != b" " or 10 in line:  # LF
+                        break  # no space after the colon, or another field between the two
+                    try:
+                        found = line[7:].decode() or "message"
+                    except UnicodeDecodeError:
+                        break  # not UTF-8: the SSE decoder's to replace and count
+                    if len(names) < _NAMES:
+                        names[line] = found
+                event = found
+            else:
+                break
+            if 10 in data:  # LF
+                break  # several data lines, or a field after the data
+            try:
+                obj = parse_bytes(data)
+            except Exception:  # not JSON, or not what the fast parser accepts
+                break
+            if type(obj) is not dict:
+                break
+            frames += 1
+            item = common(event, obj)
+            if item is not None:  # a text or argument fragment: never an end
+                kind = type(item)
+                if kind is TextDelta and texts is not None:
+                    texts.append(item.text)  # type: ignore[union-attr]
+                elif kind is ToolArgumentsDelta and fragments is not None and item.index == at:  # type: ignore[union-attr]
+                    fragments.append(item.fragment)  # type: ignore[union-attr]
+                else:
+                    apply(item)
+                    texts = assembler.open_text
+                    if kind is ToolArgumentsDelta:
+                        at = item.index  # type: ignore[union-attr]
+                        fragments = assembler.open_fragments(at)
+                        if fragments is not None:  # open for the rest of the turn
+                            self._fragments = at, fragments
+                append(item)
+                continue
+            try:
+                normalized = feed_object(event, obj)
+            except MalformedStream as exc:
+                assembler.fault(str(exc))
+                return self._ended(framer_, chunk, _length(blocks, frames), frames, out)
+            for item in normalized:
+                apply(item)
+                append(item)
+                if isinstance(item, _ENDING) and assembler.machine.terminated:
+                    return self._ended(framer_, chunk, _length(blocks, frames), frames, out)
+            texts = assembler.open_text
+        else:
+            # Every block read: what follows the last one is held back (see the class).
+            self.events_seen += frames
+            if len(rest) < len(chunk):
+                framer_.skip(len(chunk) - len(rest))
+            if len(rest) <= _CARRY_LIMIT:
+                self._carry = rest
+                self._ready = feed_object
+                return out
             self._ready = None
-            self.events_seen += len(framer_.feed(chunk)) if chunk else 0
-            return out
-        if len(chunk) <= _CARRY_LIMIT and b"\n\n" not in chunk:
-            self._carry = chunk  # the start of a block (see the class docstring)
-            self._ready = feed_object
-            return out
+            return self._decode(rest, False, out)
+        # Another block: it and what follows go through the general path, from a boundary.
+        read = _length(blocks, frames)
+        self.events_seen += frames
+        framer_.skip(read)
         self._ready = None
-        return self._decode(chunk, False, out)
+        return self._decode(chunk[read:], False, out)
+
+    def _ended(
+        self, framer_: SSEDecoder, chunk: bytes, read: int, frames: int, out: list[StreamEvent]
+    ) -> list[StreamEvent]:
+        """The turn ended at the block that ends at ``read``: the SSE decoder still counts
+        the events after it in the chunk, as the general path decodes the whole chunk before
+        the end is seen."""
+        self.events_seen += frames
+        framer_.skip(read)
+        self._ready = None
+        if read < len(chunk):
+            self.events_seen += len(framer_.feed(chunk[read:]))
+        return out
 
     def _feed_object(self) -> FeedObject | None:
         """The decoder's ``feed_sse_object`` when the fast path may use it: a known wire
@@ -246,4 +330,6 @@ class FastReading:
             found = getattr(decoder, "feed_sse_object", None)
             usable = wire is not None and not wire.usage_after_proof and callable(found)
             self._fast_entry = found if usable else None
+            common = getattr(decoder, "feed_common", None)
+            self._common = common if usable and callable(common) else _no_common
         return self._fast_entry

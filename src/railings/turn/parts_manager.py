@@ -222,6 +222,11 @@ class PartsManager:
         call.parsed = call.parsed or parsed
         return True
 
+    def fragments(self, index: int) -> list[str] | None:
+        """The fragment list of call ``index`` (None when no such call started): where
+        :meth:`call_arguments` appends a fragment that is the model's text."""
+        return self._calls[index].fragments if 0 <= index < len(self._calls) else None
+
     def call_end(self, index: int) -> None:
         """The provider closed call ``index``'s argument block."""
         if 0 <= index < len(self._calls):

@@ -15,7 +15,15 @@ from typing import Any
 
 from railings.events import TextDelta, ToolArgumentsDelta
 
-__all__ = ["arguments_delta", "text_delta"]
+__all__ = [
+    "NEW",
+    "SET_FRAGMENT",
+    "SET_INDEX",
+    "SET_PARSED",
+    "SET_TEXT",
+    "arguments_delta",
+    "text_delta",
+]
 
 if tuple(f.name for f in fields(TextDelta)) != ("text",) or tuple(
     f.name for f in fields(ToolArgumentsDelta)
@@ -24,11 +32,13 @@ if tuple(f.name for f in fields(TextDelta)) != ("text",) or tuple(
         "railings.wire._events: the fields of TextDelta or ToolArgumentsDelta changed"
     )
 
-_new = object.__new__
-_set_text = vars(TextDelta)["text"].__set__
-_set_index = vars(ToolArgumentsDelta)["index"].__set__
-_set_fragment = vars(ToolArgumentsDelta)["fragment"].__set__
-_set_parsed = vars(ToolArgumentsDelta)["parsed"].__set__
+# The pieces, for the decoders' fast paths that build an event inline (one call less per
+# event): ``e = NEW(TextDelta); SET_TEXT(e, text)`` is ``text_delta(text)``.
+NEW = _new = object.__new__
+SET_TEXT = _set_text = vars(TextDelta)["text"].__set__
+SET_INDEX = _set_index = vars(ToolArgumentsDelta)["index"].__set__
+SET_FRAGMENT = _set_fragment = vars(ToolArgumentsDelta)["fragment"].__set__
+SET_PARSED = _set_parsed = vars(ToolArgumentsDelta)["parsed"].__set__
 
 
 def text_delta(text: str) -> TextDelta:

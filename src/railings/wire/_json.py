@@ -81,6 +81,9 @@ def _bytes_parser() -> Callable[[bytes], Any]:
 # The fast path given the UTF-8 bytes of the data (turn/fastpath.py): for bytes that are
 # valid UTF-8 it is ``_fast(raw.decode())`` -- jiter is handed ``data.encode()``, the same
 # bytes -- and it raises where that raises; the caller then goes through load_object.
+# Bytes that are not UTF-8 it refuses (jiter checks every string it reads, and outside
+# strings only ASCII is JSON; the stdlib's way decodes strictly): the reader's fast path
+# relies on it (tests/test_fastpath.py holds it to that).
 parse_bytes = _bytes_parser()
 
 

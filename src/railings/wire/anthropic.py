@@ -37,13 +37,22 @@ from railings.events import (
     TerminationProof,
     TextDelta,
     ThinkingDelta,
+    ToolArgumentsDelta,
     ToolCallEnd,
     ToolCallStart,
     ToolKind,
     Unknown,
     UsageUpdate,
 )
-from railings.wire._events import arguments_delta, text_delta
+from railings.wire._events import (
+    NEW,
+    SET_FRAGMENT,
+    SET_INDEX,
+    SET_PARSED,
+    SET_TEXT,
+    arguments_delta,
+    text_delta,
+)
 from railings.wire._json import as_int, load_object
 from railings.wire.sse import ServerSentEvent
 
@@ -84,6 +93,41 @@ class AnthropicDecoder:
         if handler is None:
             return [Unknown(name=f"anthropic:{kind}")]
         return handler(self, obj)
+
+    def feed_common(self, event: str, obj: dict[str, Any]) -> StreamEvent | None:
+        """The one event of the commonest event, or None for any other (then
+        :meth:`feed_sse_object` decodes it): the reader's fast path (``turn/fastpath.py``).
+
+        The commonest event is a ``content_block_delta`` whose ``type`` field says so, with
+        a non-empty ``text_delta``, or a non-empty ``input_json_delta`` for a tool block
+        already started at an integer ``index``: for those the table returns exactly this
+        one event (``_delta`` and ``_arguments``), and this skips only its lookups, lists
+        and calls. Anything else returns None, having changed nothing."""
+        if obj.get("type") != "content_block_delta":
+            return None
+        delta = obj.get("delta")
+        if type(delta) is not dict:
+            return None
+        kind = delta.get("type")
+        if kind == "text_delta":
+            text = delta.get("text")
+            if type(text) is not str or not text:
+                return None
+            made = NEW(TextDelta)  # text_delta(text), inline
+            SET_TEXT(made, text)
+            return made
+        if kind != "input_json_delta":
+            return None
+        index = obj.get("index")
+        fragment = delta.get("partial_json")
+        position = self._blocks.get(index) if type(index) is int else None
+        if position is None or type(fragment) is not str or not fragment:
+            return None
+        piece = NEW(ToolArgumentsDelta)  # arguments_delta(position, fragment), inline
+        SET_INDEX(piece, position)
+        SET_FRAGMENT(piece, fragment)
+        SET_PARSED(piece, False)
+        return piece
 
     def close(self) -> list[StreamEvent]:
         """No events: each SSE event was decoded whole as it came. Whether the end was

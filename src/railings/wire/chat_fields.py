@@ -4,16 +4,25 @@ A chunk, its choice, a tool call and its function each have a table of the field
 :mod:`railings.wire.openai_chat` knows: the ones it reads, and the ones it reads
 past on purpose, with who sends them. Any other field becomes an :class:`Unknown`
 event (``openai:<level>:<field>``), counted in the turn. The delta's own keys are
-the decoder's handler table (``_DELTA`` there).
+the decoder's handler table (``_DELTA`` there). Two values are read whole, here too:
+``delta.content`` given as a list of parts, and an error object.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from railings.events import StreamEvent, Unknown
+from railings.events import ProviderErrorEvent, StreamEvent, TextDelta, ThinkingDelta, Unknown
 
-__all__ = ["CALL_FIELDS", "CHOICE_FIELDS", "CHUNK_FIELDS", "FUNCTION_FIELDS", "unknown_fields"]
+__all__ = [
+    "CALL_FIELDS",
+    "CHOICE_FIELDS",
+    "CHUNK_FIELDS",
+    "FUNCTION_FIELDS",
+    "content_parts",
+    "error_event",
+    "unknown_fields",
+]
 
 # The check: a stream repeats one chunk shape thousands of times, and looking every key of
 # every chunk up in its table cost a tenth of the decoder's instructions per chunk
@@ -64,3 +73,42 @@ def unknown_fields(
 ) -> None:
     """An :class:`Unknown` event for each field of ``obj`` (at ``level``) not in ``known``."""
     out.extend(Unknown(name=f"openai:{level}:{key}") for key in obj if key not in known)
+
+
+def content_parts(parts: list[Any], out: list[StreamEvent]) -> None:
+    """``delta.content`` given as a list of parts (Mistral Magistral)."""
+    for part in parts:
+        if not isinstance(part, dict):
+            out.append(Unknown(name="openai:content"))
+            continue
+        kind = part.get("type")
+        if kind == "text":
+            text = part.get("text")
+            if isinstance(text, str) and text:
+                out.append(TextDelta(text=text))
+        elif kind == "thinking":
+            inner = part.get("thinking")
+            if isinstance(inner, str):
+                if inner:
+                    out.append(ThinkingDelta(text=inner))
+            elif isinstance(inner, list):
+                for sub in inner:
+                    if isinstance(sub, dict) and isinstance(sub.get("text"), str) and sub["text"]:
+                        out.append(ThinkingDelta(text=sub["text"]))
+        else:
+            out.append(Unknown(name=f"openai:content:{kind}"))
+
+
+def error_event(obj: dict[str, Any]) -> ProviderErrorEvent:
+    """An OpenAI-style error object (``{"error": {...}}``) as a normalized event."""
+    error = obj.get("error", obj)
+    if not isinstance(error, dict):
+        return ProviderErrorEvent(message=str(error), provider_type=None)
+    kind = error.get("code") if isinstance(error.get("code"), str) else None
+    kind = kind or (error.get("type") if isinstance(error.get("type"), str) else None)
+    status = error.get("status_code", error.get("code"))
+    return ProviderErrorEvent(
+        message=str(error.get("message") or "provider error"),
+        provider_type=kind,
+        status=status if isinstance(status, int) else None,
+    )

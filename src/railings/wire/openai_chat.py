@@ -40,7 +40,6 @@ from typing import Any
 
 from railings.events import (
     MessageStart,
-    ProviderErrorEvent,
     RefusalDelta,
     StopReason,
     StreamEvent,
@@ -53,13 +52,23 @@ from railings.events import (
     Unknown,
     UsageUpdate,
 )
-from railings.wire._events import arguments_delta, text_delta
+from railings.wire._events import (
+    NEW,
+    SET_FRAGMENT,
+    SET_INDEX,
+    SET_PARSED,
+    SET_TEXT,
+    arguments_delta,
+    text_delta,
+)
 from railings.wire._json import as_int, load_object
 from railings.wire.chat_fields import (
     CALL_FIELDS,
     CHOICE_FIELDS,
     CHUNK_FIELDS,
     FUNCTION_FIELDS,
+    content_parts,
+    error_event,
     unknown_fields,
 )
 from railings.wire.sse import ServerSentEvent
@@ -123,6 +132,84 @@ class OpenAIChatDecoder:
         if handler is None:
             return [Unknown(name=f"openai:event:{event}")]
         return handler(self, obj)
+
+    def feed_common(self, event: str, obj: dict[str, Any]) -> StreamEvent | None:
+        """The one event of the commonest chunk, or None for any other chunk (then
+        :meth:`feed_sse_object` decodes it): the reader's fast path (``turn/fastpath.py``).
+
+        The commonest chunk is a content or argument fragment: one choice, the one read,
+        whose delta holds ``content`` alone, or ``tool_calls`` alone with one fragment of a
+        call already started at a known index; no finish reason, usage or error; and the
+        chunk, the choice (and the call and its function) with the very fields, in the
+        same order, that the table last checked at each level. For it the table emits
+        exactly this one event: the decoder has started, every field check compares equal
+        (so no :class:`Unknown`), and nothing else fires. What it skips is the table's
+        lookups, lists and calls, never a check: any other shape returns None before it
+        changes anything."""
+        # (No _started check: a chunk with the keys of the last one checked follows it.)
+        if (
+            event != "message"
+            or tuple(obj) != self._chunk_keys
+            or obj.get("usage") is not None
+            or obj.get("error")
+        ):
+            return None
+        try:  # KeyError: a field missing; ValueError: not one choice, not one call
+            choices = obj["choices"]
+            if type(choices) is not list:
+                return None
+            (choice,) = choices
+            if (
+                type(choice) is not dict
+                or tuple(choice) != self._choice_keys
+                or choice.get("finish_reason") is not None
+            ):
+                return None
+            index = choice["index"]  # (absent, 0 by default: the table reads that chunk)
+            delta = choice["delta"]
+            if (
+                type(index) is not int
+                or index != self.choice
+                or index not in self.choices
+                or type(delta) is not dict
+                or len(delta) != 1
+            ):
+                return None
+            content = delta.get("content")
+            if content is not None:
+                if type(content) is not str or not content:
+                    return None
+                made = NEW(TextDelta)  # text_delta(content), inline
+                SET_TEXT(made, content)
+                return made
+            calls = delta["tool_calls"]
+            if type(calls) is not list:
+                return None
+            (call,) = calls
+            if type(call) is not dict or tuple(call) != self._call_keys:
+                return None
+            function = call["function"]
+            wire_index = call["index"]
+            if (
+                type(function) is not dict
+                or tuple(function) != self._function_keys
+                or type(wire_index) is not int
+            ):
+                return None
+            position, known_id = self._by_index[wire_index]
+            arguments = function["arguments"]
+        except (KeyError, ValueError):
+            return None
+        ident = call.get("id") or ""
+        if type(ident) is not str or type(arguments) is not str or not arguments:
+            return None
+        if ident and known_id and ident != known_id:
+            return None  # a new call at a known index
+        piece = NEW(ToolArgumentsDelta)  # arguments_delta(position, arguments), inline
+        SET_INDEX(piece, position)
+        SET_FRAGMENT(piece, arguments)
+        SET_PARSED(piece, False)
+        return piece
 
     def close(self) -> list[StreamEvent]:
         """No events: each SSE event was decoded whole as it came. Whether the end was
@@ -206,7 +293,7 @@ class OpenAIChatDecoder:
             if content:
                 out.append(TextDelta(text=content))
         elif isinstance(content, list):
-            _content_parts(content, out)
+            content_parts(content, out)
         else:
             out.append(Unknown(name="openai:delta:content"))
 
@@ -331,42 +418,3 @@ _DELTA: tuple[tuple[str, _DeltaHandler], ...] = (
 )
 _DELTA_HANDLERS = dict(_DELTA)
 _DELTA_KEYS = frozenset(_DELTA_HANDLERS)
-
-
-def _content_parts(parts: list[Any], out: list[StreamEvent]) -> None:
-    """``delta.content`` given as a list of parts (Mistral Magistral)."""
-    for part in parts:
-        if not isinstance(part, dict):
-            out.append(Unknown(name="openai:content"))
-            continue
-        kind = part.get("type")
-        if kind == "text":
-            text = part.get("text")
-            if isinstance(text, str) and text:
-                out.append(TextDelta(text=text))
-        elif kind == "thinking":
-            inner = part.get("thinking")
-            if isinstance(inner, str):
-                if inner:
-                    out.append(ThinkingDelta(text=inner))
-            elif isinstance(inner, list):
-                for sub in inner:
-                    if isinstance(sub, dict) and isinstance(sub.get("text"), str) and sub["text"]:
-                        out.append(ThinkingDelta(text=sub["text"]))
-        else:
-            out.append(Unknown(name=f"openai:content:{kind}"))
-
-
-def error_event(obj: dict[str, Any]) -> ProviderErrorEvent:
-    """An OpenAI-style error object (``{"error": {...}}``) as a normalized event."""
-    error = obj.get("error", obj)
-    if not isinstance(error, dict):
-        return ProviderErrorEvent(message=str(error), provider_type=None)
-    kind = error.get("code") if isinstance(error.get("code"), str) else None
-    kind = kind or (error.get("type") if isinstance(error.get("type"), str) else None)
-    status = error.get("status_code", error.get("code"))
-    return ProviderErrorEvent(
-        message=str(error.get("message") or "provider error"),
-        provider_type=kind,
-        status=status if isinstance(status, int) else None,
-    )

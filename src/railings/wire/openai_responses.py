@@ -73,6 +73,7 @@ from railings.events import (
     RefusalDelta,
     ServerToolResult,
     StreamEvent,
+    TextDelta,
     ThinkingDelta,
     ToolArgumentsDelta,
     ToolCallEnd,
@@ -80,7 +81,7 @@ from railings.events import (
     ToolKind,
     Unknown,
 )
-from railings.wire._events import arguments_delta, text_delta
+from railings.wire._events import NEW, SET_TEXT, arguments_delta, text_delta
 from railings.wire._json import as_int, load_object
 from railings.wire.responses_items import LOCAL_ITEMS, SERVER_ITEMS, final_input
 from railings.wire.responses_lifecycle import COMPLETED, FAILED, INCOMPLETE, LIFECYCLE
@@ -208,6 +209,30 @@ class OpenAIResponsesDecoder:
         if handler is None:
             return [Unknown(name=f"openai-responses:{kind}")]
         return handler(self, obj)
+
+    def feed_common(self, event: str, obj: dict[str, Any]) -> StreamEvent | None:
+        """The one event of the commonest event, or None for any other (then
+        :meth:`feed_sse_object` decodes it): the reader's fast path (``turn/fastpath.py``).
+
+        The commonest event is a ``response.output_text.delta`` (its ``type`` field says
+        so) with a non-empty ``delta`` whose integer ``sequence_number``, if any, follows
+        the last one: the table then returns exactly this one text event and keeps the
+        number; this skips only its lookups, lists and calls. Anything else (a number out
+        of step included: the table raises for it) returns None, having changed nothing."""
+        if obj.get("type") != "response.output_text.delta":
+            return None
+        delta = obj.get("delta")
+        if type(delta) is not str or not delta:
+            return None
+        sequence = obj.get("sequence_number")
+        if sequence is not None:
+            last = self._sequence
+            if type(sequence) is not int or (last is not None and sequence != last + 1):
+                return None
+            self._sequence = sequence
+        made = NEW(TextDelta)  # text_delta(delta), inline
+        SET_TEXT(made, delta)
+        return made
 
     def close(self) -> list[StreamEvent]:
         """No events: each SSE event was decoded whole as it came. Whether the end was
