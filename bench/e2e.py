@@ -151,7 +151,7 @@ def _targets(phases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ratio = at.get(100, {}).get("railings", {}).get("x_sdk")
     out.append(
         {
-            "id": "T8",
+            "id": "T9",
             "text": "railings >=10x openai events/s at 100 streams",
             "measured": ratio,
             "limit": f">= {TARGET_RATIO:g}x",
@@ -163,7 +163,7 @@ def _targets(phases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     failures = None if big is None else big["failures"]
     out.append(
         {
-            "id": "T8",
+            "id": "T9",
             "text": "1,000 concurrent streams, 0 failures",
             "measured": failures,
             "limit": "0",
