@@ -356,7 +356,7 @@ class StreamWatch:
         return None
 
     def _kept_progress(self) -> bool:
-        """Do the pieces kept since the clock's last check hold a data line, not a ping?"""
+        """Do the pieces kept since the clock's last look hold a data line, not a ping?"""
         kept, start = self._kept, self._scanned
         if self._reader is not None or start >= len(kept):
             return False
