@@ -2,12 +2,15 @@
 
 Past the first content a kept chunk costs the guard no Python call of its own
 but the content clock's, when due; the reader that looks for the first content
-stops at it; a body read by the core is read per 64 KiB, not per network piece.
+stops at it; a body read by the core is read per 64 KiB, not per network piece,
+and always before a piece that may carry the proof. The content clock runs on a
+fake clock (``watch._now``): its cuts are asserted in fake seconds.
 """
 
 from __future__ import annotations
 
 import sys
+import zlib
 from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any, ClassVar
@@ -24,7 +27,9 @@ from railings.transport.watch import MAX_KEEP, StreamWatch, carries_data
 from railings.turn.reader import StreamReader
 
 PING = sse({"type": "ping"}, "ping")
-CLOCK = ("_check", "_kept_progress", "carries_data")  # the content clock, when it is due
+KEEP_ALIVE = b": keep-alive\n\n"
+# The content clock, when it is due: the chunk goes the long way, and the clock looks.
+CLOCK = ("_take", "_piece", "_look", "_kept_progress", "carries_data", "_judge")
 
 
 class CountingReader(StreamReader):
@@ -78,14 +83,38 @@ def anthropic_chunks(words: int, *, stop: bool = True) -> list[bytes]:
     return [*events[:4], *[c for event in events[4:] for c in (event, PING)]]
 
 
-@pytest.mark.parametrize("clock", [{}, {"content_idle": None, "first_content": None}])
+class FakeClock:
+    """``watch._now``: fake seconds, moved by the test (``tick`` per reading, if set)."""
+
+    def __init__(self, tick: float = 0.0) -> None:
+        self.t = 1000.0
+        self.tick = tick
+
+    def __call__(self) -> float:
+        self.t += self.tick
+        return self.t
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr(watch, "_now", fake)
+    return fake
+
+
+@pytest.mark.parametrize(
+    ("settings", "tick"),
+    [({}, 0.0), ({"content_idle": None, "first_content": None}, 1.0), ({}, 1.0)],
+    ids=["clock-not-due", "clock-off", "clock-due-every-chunk"],
+)
 def test_past_the_first_content_a_kept_chunk_costs_no_python_call(
-    clock: dict[str, float | None],
+    clock: FakeClock, settings: dict[str, float | None], tick: float
 ) -> None:
     chunks = anthropic_chunks(500)
-    w = a_watch("anthropic", **clock)
+    w = a_watch("anthropic", **settings)
     for chunk in chunks[:4]:  # up to the first content delta
         assert w.take(chunk) is None
+    clock.tick = tick
 
     def rest() -> None:
         for chunk in chunks[4:]:
@@ -93,10 +122,16 @@ def test_past_the_first_content_a_kept_chunk_costs_no_python_call(
 
     calls = python_calls(rest)
     assert calls.count("take") == len(chunks) - 4
-    others = [name for name in calls if name != "take"]
-    assert set(others) <= set(CLOCK)  # no decoding, no reader, no count per chunk
-    if not clock:
-        assert others == []  # the clock off: nothing but the append and the clock read
+    # The fake clock is a Python call (time.monotonic, which it stands for, is C).
+    assert calls.count("__call__") <= len(chunks) - 4
+    others = [name for name in calls if name not in ("take", "__call__")]
+    if tick and settings == {}:  # the clock due at every chunk: its look, no more
+        assert set(others) <= set(CLOCK)  # no decoding, no reader, no count per chunk
+        # Per chunk: the long way (_take, _piece), two looks (what came before the chunk,
+        # then the chunk) of at most three calls each, the judgement.
+        assert len(others) <= 9 * (len(chunks) - 4)
+    else:  # not due, or off: nothing but the append and the clock read
+        assert others == []
     assert w.ended() is None
 
 
@@ -172,6 +207,67 @@ def test_a_bound_past_keep_is_seen_within_64_kib() -> None:
     assert crossed - len(chunks[1]) <= passed <= crossed + 65536
 
 
+def bound_near_the_end(provider: str) -> tuple[list[bytes], int]:
+    """A body past keep whose text passes its bound (MAX_KEEP + 10,000) about 4 KB before
+    the end, then the proof: what the SDK would read to the end if nobody read it."""
+    bound = MAX_KEEP + 10_000
+    words = ["x" * 2000] * (bound // 2000 + 3)
+    if provider == "openai":
+        return openai_text(words, done=True), bound
+    return anthropic_text(words), bound
+
+
+def split_at(chunks: list[bytes], at: int) -> list[bytes]:
+    """The last chunk (the proof) split in two network pieces ``at`` bytes in."""
+    *body, proof = chunks
+    return [*body, proof[:at], proof[at:]] if 0 < at < len(proof) else chunks
+
+
+def first_error(w: StreamWatch, chunks: list[bytes]) -> tuple[int, httpx2.HTTPError]:
+    """The first chunk ``take`` refuses (it is never handed over), and its error."""
+    for index, chunk in enumerate(chunks):
+        error = w.take(chunk)
+        if error is not None:
+            return index, error
+    pytest.fail("the text bound was never seen")
+
+
+def assert_text_bound(error: httpx2.HTTPError | None) -> None:
+    assert isinstance(error, httpx2.RemoteProtocolError)
+    cause = guard.interruption(error)
+    assert cause is not None and isinstance(cause.__cause__, TurnTooLarge)
+    assert cause.__cause__.bound == "text"
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("at", [0, 3, 8, 9, 11, 14])
+def test_a_bound_crossed_near_the_end_is_seen_before_the_proof_goes_on(
+    provider: str, at: int
+) -> None:
+    # The SDK stops at the proof (the openai SDK at [DONE], a caller at message_stop) and
+    # closes the body: the guard must have read the bytes before it, and raise, first.
+    chunks, bound = bound_near_the_end(provider)
+    chunks = split_at(chunks, at)
+    crossed = next(i for i in range(len(chunks)) if b"x" * 2000 in chunks[i]) + bound // 2000
+    w = StreamWatch(provider, None, None, [], limits=TurnLimits(text=bound))
+    index, error = first_error(w, chunks)
+    # Seen no earlier than the chunk that passed the bound, and before the proof's last
+    # piece (the one that completes its event) was handed over.
+    assert crossed <= index <= len(chunks) - 1
+    assert_text_bound(error)
+
+
+def test_a_bound_crossed_near_the_end_of_a_gzip_body_is_seen_before_the_proof() -> None:
+    chunks, bound = bound_near_the_end("openai")
+    deflate = zlib.compressobj(wbits=31)  # gzip, one flushed block per event
+    raw = [deflate.compress(chunk) + deflate.flush(zlib.Z_SYNC_FLUSH) for chunk in chunks]
+    raw[-1] += deflate.flush()
+    w = StreamWatch("openai", None, None, ["gzip"], limits=TurnLimits(text=bound))
+    index, error = first_error(w, raw)
+    assert index == len(raw) - 1  # at the proof's chunk, before the SDK had it
+    assert_text_bound(error)
+
+
 # -- the content count ----------------------------------------------------------------------
 
 
@@ -196,3 +292,67 @@ def test_a_ping_marker_before_the_first_data_belongs_to_an_earlier_line() -> Non
 def test_a_ping_split_across_looks_counts_as_progress_never_the_reverse() -> None:
     assert carries_data(b'event: ping\ndata: {"type": "pi', b"")  # lenient
     assert DONE.startswith(b"data:") and carries_data(DONE, b"")
+
+
+# -- the content clock (fake seconds) -------------------------------------------------------
+
+
+def feed_at(w: StreamWatch, clock: FakeClock, t: float, chunk: bytes) -> httpx2.HTTPError | None:
+    clock.t = 1000.0 + t
+    return w.take(chunk)
+
+
+def first_cut(w: StreamWatch, clock: FakeClock, start: float, every: float) -> float:
+    """Keep-alives from ``start`` every ``every`` seconds: when does the clock cut?"""
+    for i in range(1, 1000):
+        t = start + every * i
+        error = feed_at(w, clock, t, KEEP_ALIVE)
+        if error is not None:
+            assert isinstance(error, httpx2.ReadTimeout)
+            return t
+    pytest.fail("never cut")
+
+
+def test_content_between_looks_counts_from_when_it_arrived(clock: FakeClock) -> None:
+    # content_idle 10 s (the clock looks once a second); the last content at 0.5 s, then
+    # keep-alives every 9 s: the limit passes at 10.5 s, the first keep-alive after it
+    # (18.5 s) cuts. Stamped when the clock next looked (9.5 s), it cut at 27.5 s.
+    w = a_watch("openai", content_idle=10.0)
+    role, a, b, *_ = openai_text(["a", "b"])
+    assert feed_at(w, clock, 0.0, role) is None
+    assert feed_at(w, clock, 0.0, a) is None  # the first content: the clock looks now
+    assert feed_at(w, clock, 0.5, b) is None  # content before the next look is due
+    assert first_cut(w, clock, 0.5, 9.0) == 18.5
+
+
+def test_content_read_between_looks_counts_from_when_it_arrived(clock: FakeClock) -> None:
+    # The same past keep, where the reader reads what gathered.
+    w = a_watch("openai", content_idle=10.0)
+    for chunk in big_openai_body(done=False):
+        assert feed_at(w, clock, 0.0, chunk) is None
+    assert w._reader is not None  # read, not kept
+    assert feed_at(w, clock, 0.5, openai_chunk({"content": "late"})) is None
+    assert first_cut(w, clock, 0.5, 9.0) == 18.5
+
+
+@pytest.mark.parametrize("arrival", [0.1, 0.5, 0.9, 1.0])
+def test_the_clock_cuts_at_most_one_step_late_never_early(clock: FakeClock, arrival: float) -> None:
+    w = a_watch("openai", content_idle=10.0)
+    role, a, b, *_ = openai_text(["a", "b"])
+    assert feed_at(w, clock, 0.0, role) is None
+    assert feed_at(w, clock, 0.0, a) is None
+    assert feed_at(w, clock, arrival, b) is None
+    cut = first_cut(w, clock, arrival, 0.25)
+    assert arrival + 10.0 < cut <= arrival + 10.0 + 1.0 + 0.25  # the step, one keep-alive
+
+
+def test_content_in_the_chunk_that_finds_the_clock_due_is_seen(clock: FakeClock) -> None:
+    w = a_watch("openai", content_idle=10.0)
+    role, a, b, *_ = openai_text(["a", "b"])
+    assert feed_at(w, clock, 0.0, role) is None
+    assert feed_at(w, clock, 0.0, a) is None
+    for i in range(1, 20):  # keep-alives to 9.5 s: the clock last looked at 9.0 s
+        assert feed_at(w, clock, 0.5 * i, KEEP_ALIVE) is None
+    # 10.5 s since the last content, and the clock is due: but this chunk is content.
+    assert feed_at(w, clock, 10.5, b) is None
+    assert first_cut(w, clock, 10.5, 9.0) == 28.5

@@ -284,6 +284,56 @@ def test_shards_spread_a_burst_and_reuse_one_connection_alone() -> None:
     run(main())
 
 
+@pytest.mark.parametrize(("size", "keep"), [(33, 33), (65, 2), (97, 100)])
+def test_a_burst_past_the_limit_opens_exactly_max_connections(size: int, keep: int) -> None:
+    # size + 7 responses held open at once: exactly ``size`` connections, the rest wait for
+    # one; once all are done, exactly ``keep`` of them stay alive (at most ``size``).
+    pieces = events(WORDS[:3])
+    burst = size + 7
+
+    async def main() -> None:
+        async with serving(stream_of(pieces)) as server:
+            server.gate = asyncio.Event()  # every answer held until all are sent
+            limits = httpx2.Limits(max_connections=size, max_keepalive_connections=keep)
+            sharded = ShardedTransport(lambda per: BulkTransport(limits=per), limits)
+            async with httpx2.AsyncClient(transport=sharded, timeout=30) as client:
+                sends = [
+                    asyncio.create_task(client.post(server.url, content=b"{}"))
+                    for _ in range(burst)
+                ]
+                # Each request has its connection, or its place in a shard's queue, once it
+                # is counted open (the pool assigns it in the same step).
+                while sum(sharded.open) < burst or server.requests < size:
+                    await asyncio.sleep(0.01)
+                server.gate.set()
+                assert all(r.status_code == 200 for r in await asyncio.gather(*sends))
+                idle = [len(s._pool.connections) for s in sharded.shards if s is not None]  # type: ignore[attr-defined]
+            assert server.connections == size
+            assert server.requests == burst
+            assert sum(idle) == min(keep, size)
+
+    run(main())
+
+
+def test_the_limits_are_split_exactly_and_every_shard_keeps_a_connection() -> None:
+    def split(size: int, keep: int | None) -> list[httpx2.Limits]:
+        limits = httpx2.Limits(max_connections=size, max_keepalive_connections=keep)
+        return ShardedTransport(lambda per: BulkTransport(limits=per), limits).limits
+
+    for size, keep in [(33, 33), (65, 100), (1000, 100), (5000, 100), (64, 1), (40, None)]:
+        shards = split(size, keep)
+        assert sum(s.max_connections or 0 for s in shards) == size
+        assert all(s.max_connections for s in shards)  # none without a connection
+        if keep is not None:
+            assert sum(s.max_keepalive_connections or 0 for s in shards) == keep
+            assert all(s.max_keepalive_connections for s in shards)  # each keeps one
+        counts = [s.max_connections or 0 for s in shards]
+        assert counts == sorted(counts, reverse=True)  # the larger shards first
+        assert max(counts) - min(counts) <= 1
+    assert len(split(1000, 100)) == -(-1000 // SHARD)
+    assert len(split(5000, 100)) == 100  # no more shards than connections kept alive
+
+
 def test_an_unbounded_pool_stays_one_shard() -> None:
     unbounded = ShardedTransport(lambda per: BulkTransport(limits=per), httpx2.Limits())
     assert len(unbounded.shards) == 1  # no bound to split: one pool, as httpx2 would make

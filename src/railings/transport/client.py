@@ -151,7 +151,8 @@ class AsyncProviderClient:
             elif given is not None:
                 transport = given(http2)
             else:
-                transport = pooled(http2, self.config.verify, size)
+                tls = self.config.url.startswith("https://")  # HTTP/2 only ever over TLS
+                transport = pooled(http2, self.config.verify, size, tls=tls)
             client = httpx2.AsyncClient(
                 transport=transport,
                 timeout=self._timeout,

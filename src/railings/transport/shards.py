@@ -8,14 +8,32 @@ at 100 concurrent streams the probes were most of a turn's own cost, and at 1,00
 the passes took more CPU than the streams' events.
 
 :class:`ShardedTransport` keeps ``ceil(max_connections / SHARD)`` ordinary httpx2
-transports (each its own pool of at most ``SHARD`` connections) and sends each
-request to the shard with the fewest responses open, the first such one on a tie:
-one request at a time always lands on the first shard and reuses its connection,
-a burst spreads evenly, and a request waits for a connection only when every shard
-is full -- the same bound as one pool of ``max_connections``. Each shard keeps its
-share of the idle connections (``max_keepalive_connections`` split the same way).
-Public httpx2 API only: each shard is an ``AsyncBaseTransport``; the count is
-released when the response's stream is closed, as the pool releases a connection.
+transports (never more than ``max_keepalive_connections``, so each keeps at least
+one connection alive) and sends each request to the shard with the fewest
+responses open, the first such one on a tie: one request at a time always lands
+on the first shard and reuses its connection, and a burst spreads evenly. The
+limits are split exactly: the first ``max_connections % count`` shards hold one
+connection more than the others, and so for the idle connections kept alive, so
+the shards together hold ``max_connections`` connections and keep
+``max_keepalive_connections``, as one pool would. Since the larger shards come
+first and a tie goes to the first, a request lands on a shard with a free slot
+whenever one has, and waits for a connection only when every shard is full: the
+same bound as one pool. Public httpx2 API only: each shard is an
+``AsyncBaseTransport``; the count is released when the response's stream is
+closed, as the pool releases a connection.
+
+Not over HTTP/2. An HTTP/2 connection multiplexes the streams of every request
+to its origin, so a burst of 1,000 needs one connection, or a few (the server's
+``max_concurrent_streams`` each), and one pool's pass over them is short; shards
+would each open a connection of their own for the same origin (20 for a burst of
+20, against 1). Routing to a shard that already holds a connection would keep
+both, but would have to know which connections speak HTTP/2, which only the pool
+knows (ALPN decides, per connection). So :func:`pooled` keeps one pool, as
+httpx2 does, wherever HTTP/2 may be used: an ``https`` origin with HTTP/2 on
+(httpcore2 negotiates HTTP/2 only through TLS, since HTTP/1.1 stays allowed).
+A plain ``http`` origin, or HTTP/2 turned off -- in the config, or for good by
+the HTTP/2 -> HTTP/1.1 fallback (:mod:`.fallback`), whose HTTP/1.1 client is
+built anew -- gets the shards.
 """
 
 from __future__ import annotations
@@ -39,15 +57,20 @@ class ShardedTransport(httpx2.AsyncBaseTransport):
         self, make: Callable[[httpx2.Limits], httpx2.AsyncBaseTransport], limits: httpx2.Limits
     ) -> None:
         size = limits.max_connections
-        count = 1 if size is None else -(-size // SHARD)  # no bound: one pool, as given
         keep = limits.max_keepalive_connections
-        per = httpx2.Limits(
-            max_connections=None if size is None else -(-size // count),
-            max_keepalive_connections=None if keep is None else -(-keep // count),
-            keepalive_expiry=limits.keepalive_expiry,
-        )
+        count = 1 if size is None else -(-size // SHARD)  # no bound: one pool, as given
+        if keep:  # every shard keeps a connection alive (none kept: no bound on shards)
+            count = min(count, keep)
         self._make = make
-        self._per = per
+        # Each shard's limits: the totals split exactly (the module docstring).
+        self.limits = [
+            httpx2.Limits(
+                max_connections=_share(size, count, index),
+                max_keepalive_connections=_share(keep, count, index),
+                keepalive_expiry=limits.keepalive_expiry,
+            )
+            for index in range(count)
+        ]
         # Built on first use: a client that never runs two turns at once has one pool.
         self.shards: list[httpx2.AsyncBaseTransport | None] = [None] * count
         self.open = [0] * count  # responses open (or being opened) per shard
@@ -58,7 +81,7 @@ class ShardedTransport(httpx2.AsyncBaseTransport):
         index = load.index(min(load))
         shard = self.shards[index]
         if shard is None:
-            shard = self.shards[index] = self._make(self._per)
+            shard = self.shards[index] = self._make(self.limits[index])
         load[index] += 1
         try:
             response = await shard.handle_async_request(request)
@@ -105,14 +128,28 @@ class _Counted(httpx2.AsyncByteStream):
             self._owner.release(self._index)
 
 
-def pooled(http2: bool, verify: ssl.SSLContext | bool, size: int) -> httpx2.AsyncBaseTransport:
+def _share(total: int | None, count: int, index: int) -> int | None:
+    """Shard ``index``'s share of ``total`` split among ``count``: the first
+    ``total % count`` shards one more than the rest; None (no bound) stays None."""
+    if total is None:
+        return None
+    return total // count + (index < total % count)
+
+
+def pooled(
+    http2: bool, verify: ssl.SSLContext | bool, size: int, *, tls: bool = True
+) -> httpx2.AsyncBaseTransport:
     """The client's default transport: httpx2's, with a pool of ``size`` connections (the
-    official SDKs' 1,000), 100 of them kept alive when idle, split into shards of
-    :data:`SHARD`, each reading its HTTP/1.1 bodies in bulk (:mod:`.bulk`)."""
+    official SDKs' 1,000), 100 of them kept alive when idle, each reading its HTTP/1.1
+    bodies in bulk (:mod:`.bulk`); split into shards of :data:`SHARD` unless HTTP/2 may
+    be used (``http2`` on an origin spoken to over TLS, ``tls``: see the module
+    docstring)."""
     context = httpx2.create_ssl_context(verify=verify)  # one for all the shards
+    limits = httpx2.Limits(max_connections=size, max_keepalive_connections=min(100, size))
+    if http2 and tls:
+        return BulkTransport(http2=True, verify=context, limits=limits)
 
     def shard(limits: httpx2.Limits) -> httpx2.AsyncBaseTransport:
         return BulkTransport(http2=http2, verify=context, limits=limits)
 
-    limits = httpx2.Limits(max_connections=size, max_keepalive_connections=min(100, size))
     return ShardedTransport(shard, limits)

@@ -35,18 +35,29 @@ seconds pass with nothing but keep-alives (``first_content`` seconds before the
 first content: a model may think for minutes while a gateway sends comments),
 the stream ends with :class:`httpx2.ReadTimeout` from
 :class:`~railings.errors.IdleTimeout`. It is checked as chunks arrive, at most
-once a second (and eight times per limit), over what arrived since its last
-check, so it cuts at most that step late, never early (a silent stream is the
-idle clock's business). Read bytes show progress when the reader made an event
-of them; kept ones when they hold a ``data:`` line that is not a ping
-(:func:`carries_data`). The count is lenient on purpose: a ping split across two
-checks counts as progress, never progress as a ping.
+once a second (and eight times per limit). A chunk that finds it due is looked
+at last: what arrived before it counts as arrived with the chunk before (no
+earlier than it really did, and before the check was due), the chunk with its
+own time; so the clock cuts at most one step late, never early (a silent stream
+is the idle clock's business). Read bytes show progress when the reader made an
+event of them (at the time of the chunk they were read at); kept ones when they
+hold a ``data:`` line that is not a ping (:func:`.watch_bytes.carries_data`).
+The count is lenient on purpose: a ping split across two looks counts as
+progress, never progress as a ping.
 
 Per chunk, past the first content (:meth:`StreamWatch.take`). An identity body
-still kept costs one append, a sum and a clock read; one being read, the same,
-and the reader reads once 64 KiB have gathered (the core's cost per call is
-paid per 64 KiB, not per network piece; a bound is seen at most 64 KiB late).
-The probe is gone, and nothing is counted until the content clock is due.
+still kept costs one append, a sum and a clock read. One being read costs the
+same, plus a search for the proof's markers (:class:`.watch_bytes.ProofMarkers`,
+in C); the reader reads once 64 KiB have gathered (the core's cost per call is
+paid per 64 KiB, not per network piece), and at once when a piece may carry the
+proof: an SDK may stop at the proof and close the body (the openai SDK does, at
+``[DONE]``), so what gathered is read before the proof goes on. A bound is seen
+at most 64 KiB late, and always before the proof. A body closed before its end
+raises nothing at the close, whatever it held: the caller stopped before the
+proof, so it has no finished turn to trust, as when it stops early within every
+bound; and httpx2 closes a body from its iterators' ``finally``, where an
+exception would be lost ("Exception ignored in ..."). The probe is gone, and
+nothing is counted until the content clock is due.
 
 Two kinds of ending. Where the stream ended without raising (EOF without the
 proof, a bound, a body that does not decode, only keep-alives), the watch
@@ -70,39 +81,16 @@ from railings.transport import watch_errors as errors
 from railings.transport.coding import BodyDecoder, Unreadable
 from railings.transport.idle import arm_idle
 from railings.transport.tail import proven_by_tail, read_turn
+from railings.transport.watch_bytes import MAX_KEEP, ProofMarkers, carries_data, keep_for
 from railings.turn.model import Outcome, Turn
 from railings.turn.reader import StreamReader
 
 __all__ = ["MAX_KEEP", "StreamWatch", "carries_data", "keep_for"]
 
-MAX_KEEP = 4 * 2**20
-_MIN_EVENT_BYTES = 8  # "data:{}" and the blank line that dispatches it
 _GATHER = 65536  # what gathers before the reader reads it, past the first content
 _SLICE = 2 * _GATHER  # the most it reads at once (what it makes of one feed stays small)
-_DATA = b"data:"
-_PINGS = (b'"type": "ping"', b'"type":"ping"')
 _STEP = 1.0  # the content clock runs at most this often (and 8 times per limit)
 _now = time.monotonic
-
-
-def keep_for(limits: TurnLimits) -> int:
-    """How many decoded bytes may be kept unread and still be within every bound."""
-    b = limits.bounds(None)  # resolved limits: every bound is given, none is derived
-    return min(MAX_KEEP, b.text, b.arguments, b.events * _MIN_EVENT_BYTES)
-
-
-def carries_data(region: bytes, edge: bytes) -> bool:
-    """Does ``region`` (the bytes since the last look; ``edge``: the 4 before them) hold a
-    ``data:`` line that is not a ping? Byte counts, in C. A ping marker before the first
-    ``data:`` of the region belongs to a line counted before."""
-    if (edge[-4:] + region[:4]).count(_DATA):
-        first, split = 0, 1  # a data: across the edge (5 bytes never fit in 4)
-    else:
-        first, split = region.find(_DATA), 0
-        if first < 0:
-            return False
-    pings = region.count(_PINGS[0], first) + region.count(_PINGS[1], first)
-    return split + region.count(_DATA, first) > pings
 
 
 class StreamWatch:
@@ -123,6 +111,7 @@ class StreamWatch:
         "_edge",
         "_fill",
         "_first_content",
+        "_gathers",
         "_identity",
         "_idle",
         "_keep",
@@ -133,10 +122,9 @@ class StreamWatch:
         "_meter",
         "_plain",
         "_probe",
-        "_progressed",
+        "_proof",
         "_reader",
         "_refused",
-        "_room",
         "_scanned",
         "_timeouts",
         "gap",
@@ -166,7 +154,6 @@ class StreamWatch:
         self._content = False
         self._last_byte = self._last_content = _now()
         self._check_at = 0.0  # when the content clock is next due (at the first chunk)
-        self._progressed = False  # the reader made an event since the clock's last check
         self._scanned, self._edge = 0, b""  # the kept pieces the clock has looked at
         self._meter = TurnMeter(limits, max_tokens)
         self._keep = keep_for(self._meter.limits)
@@ -178,6 +165,8 @@ class StreamWatch:
         self._reader: StreamReader | None = None
         self._probe: StreamReader | None = StreamReader(provider)
         self._plain = False  # take() needs no decoding nor probing (module docstring)
+        self._gathers = False  # the same, for a body being read
+        self._proof = ProofMarkers(provider)  # searched in what gathers to be read
         self._decoder: BodyDecoder | None = None
         self._refused: str | None = None
         try:
@@ -199,76 +188,111 @@ class StreamWatch:
         if self._plain:
             size = self._kept_size + len(chunk)
             if size <= self._fill:
-                self._kept.append(chunk)
-                self._kept_size = size
-                now = self._last_byte = _now()
-                return None if now < self._check_at else self._check(now)
-        return self._take(chunk)
+                now = _now()
+                if now < self._check_at:
+                    self._kept.append(chunk)
+                    self._kept_size = size
+                    self._last_byte = now
+                    return None
+                return self._take(chunk, now)
+        elif self._gathers:
+            return self._gather(chunk)
+        return self._take(chunk, _now())
 
-    def _take(self, chunk: bytes) -> httpx2.HTTPError | None:
-        """:meth:`take` the long way: decode, keep or read, start the clocks."""
+    def _take(self, chunk: bytes, now: float) -> httpx2.HTTPError | None:
+        """:meth:`take` the long way: decode, keep or read, start the clocks, and look when
+        the content clock is due (first at what came before ``chunk``, then at ``chunk``)."""
         decoder = self._decoder
         if decoder is None:
             return self.refused()
+        due = now >= self._check_at
         try:
+            if due:  # what came before this chunk arrived by the last byte before it
+                self._look(self._last_byte)
             for piece in (chunk,) if self._identity else decoder.feed(chunk):
-                self._piece(piece)
+                self._piece(piece, now)
+            self._last_byte = now
+            if not self._content and self._saw_content():
+                self._content = True
+                # The idle clock starts here: the next read waits at most ``idle``.
+                if self._timeouts is not None:
+                    self.gap = arm_idle({"timeout": self._timeouts}, self._idle)
+                due = True  # the content clock changes its limit: check it now
+            plain = self._content and self._identity
+            self._plain = plain and self._reader is None
+            self._gathers = plain and self._reader is not None
+            if not due:
+                return None
+            self._look(now)
         except zlib.error as exc:
             return errors.undecodable(exc, self._turn())
         except TurnTooLarge as exc:
             return errors.too_large_error(exc, self._turn())
-        now = self._last_byte = _now()
-        if not self._content and self._saw_content():
-            self._content = True
-            # The idle clock starts here: the next read waits at most ``idle``.
-            if self._timeouts is not None:
-                self.gap = arm_idle({"timeout": self._timeouts}, self._idle)
-            self._check_at = now  # the content clock changes its limit: check it now
-        self._plain = self._content and self._identity
-        return None if now < self._check_at else self._check(now)
+        return self._judge(now)
+
+    def _gather(self, chunk: bytes) -> httpx2.HTTPError | None:
+        """:meth:`take` for an identity body being read, past the first content."""
+        now = _now()
+        if now >= self._check_at:
+            return self._take(chunk, now)
+        size = self._kept_size + len(chunk)
+        self._kept.append(chunk)
+        self._kept_size = size
+        self._last_byte = now
+        if self._proof.seen(chunk) or size > self._fill:
+            try:
+                self._read_gathered(now)
+            except TurnTooLarge as exc:
+                return errors.too_large_error(exc, self._turn())
+        return None
 
     def _saw_content(self) -> bool:
         if self._reader is not None:
             return self._reader.content or self._reader.terminated
         return self._probe is None
 
-    def _piece(self, piece: bytes) -> None:
-        """Keep one decoded piece, or gather it for the reader (raises past a bound)."""
+    def _piece(self, piece: bytes, now: float) -> None:
+        """Keep one decoded piece (arrived at ``now``), or gather it for the reader (raises
+        past a bound)."""
         size = self._kept_size + len(piece)
         if self._reader is None and size > self._fill:
-            self._read_from_here()  # the body outgrew keep
+            self._read_from_here(now)  # the body outgrew keep
             size = len(piece)
         self._kept.append(piece)
         self._kept_size = size
         if self._reader is None:
             if self._probe is not None:
                 self._feed_probe(piece)
-        elif size > self._fill or not self._content:
-            self._read_gathered()  # before the first content, every piece: to see it
+        elif self._proof.seen(piece) or size > self._fill or not self._content:
+            self._read_gathered(now)  # before the first content, every piece: to see it
 
-    def _read_from_here(self) -> None:
+    def _read_from_here(self, now: float) -> None:
         """The body outgrew ``keep``: hand what was kept to the reader, keep nothing more."""
+        if self._check_at < math.inf and self._kept_progress():
+            self._last_content = now  # what the clock had not looked at yet arrived by now
         self._reader = StreamReader(self.provider)
         self._probe = None
         self._fill = _GATHER
         kept, self._kept, self._kept_size, self._scanned = self._kept, [], 0, 0
+        self._proof.follow(kept)
         gathered: list[bytes] = []
         size = 0
         for piece in kept:  # read in 64 KiB pieces, as they will be from now on
             gathered.append(piece)
             size += len(piece)
             if size >= _GATHER:
-                self._read(gathered, size)
+                self._read(gathered, size, None)  # looked at already: no progress again
                 gathered, size = [], 0
-        self._read(gathered, size)
+        self._read(gathered, size, None)
 
-    def _read_gathered(self) -> None:
+    def _read_gathered(self, stamp: float | None) -> None:
         gathered, size = self._kept, self._kept_size
         self._kept, self._kept_size = [], 0
-        self._read(gathered, size)
+        self._read(gathered, size, stamp)
 
-    def _read(self, pieces: list[bytes], size: int) -> None:
-        """Count and read ``pieces`` (``size`` bytes); any event but Unknown is progress."""
+    def _read(self, pieces: list[bytes], size: int, stamp: float | None) -> None:
+        """Count and read ``pieces`` (``size`` bytes); any event but Unknown is progress,
+        and the content clock's last content becomes ``stamp`` (None: not counted)."""
         if not pieces:
             return
         self._meter.received(size)
@@ -277,16 +301,23 @@ class StreamWatch:
         body = pieces[0] if len(pieces) == 1 else b"".join(pieces)
         for at in range(0, len(body), _SLICE):
             if reader.terminated:
-                self._progressed = True  # the proof (or an abrupt end) arrived: clock done
-                return
+                break  # the proof (or an abrupt end) arrived: the clock is done
             try:
                 events = reader.feed(body[at : at + _SLICE] if len(body) > _SLICE else body)
             except EventTooLarge:
-                self._progressed = True  # the reader ended the turn abruptly; its turn says why
-                return
+                break  # the reader ended the turn abruptly; its turn says why
             self._meter.saw(events)
-            if events and not self._progressed:
-                self._progressed = any(type(event) is not Unknown for event in events)
+            if (
+                events
+                and stamp is not None
+                and self._last_content != stamp
+                and any(type(event) is not Unknown for event in events)
+            ):
+                self._last_content = stamp
+        else:
+            return
+        if stamp is not None:
+            self._last_content = stamp
 
     def _feed_probe(self, piece: bytes) -> None:
         """Before the first content: read the piece only to see whether content began."""
@@ -305,27 +336,27 @@ class StreamWatch:
                 return
         self._probe = None
 
-    def _check(self, now: float) -> httpx2.HTTPError | None:
-        """The content clock, due: did anything but keep-alives arrive since it last ran?"""
+    def _look(self, stamp: float) -> None:
+        """The content clock looks at what arrived since its last look: if it holds
+        content, the last content was at ``stamp`` (raises past a bound, when read)."""
+        if self._reader is not None:
+            self._read_gathered(stamp)
+        elif self._kept_progress():
+            self._last_content = stamp
+
+    def _judge(self, now: float) -> httpx2.HTTPError | None:
+        """The content clock, due: too long since the last content, only keep-alives?"""
         limit = self._content_idle if self._content else self._first_content
         if limit is None:
             self._check_at = math.inf  # off (until the first content changes the limit)
             return None
-        if self._reader is not None:
-            try:
-                self._read_gathered()
-            except TurnTooLarge as exc:
-                return errors.too_large_error(exc, self._turn())
-        if self._progressed or self._kept_progress():
-            self._last_content = now
-        elif now - self._last_content > limit:
+        if now - self._last_content > limit:
             return errors.keepalives_only(limit, self._turn())
-        self._progressed = False
         self._check_at = now + min(_STEP, limit / 8)
         return None
 
     def _kept_progress(self) -> bool:
-        """Do the pieces kept since the clock's last check hold a data line, not a ping?"""
+        """Do the pieces kept since the clock's last look hold a data line, not a ping?"""
         kept, start = self._kept, self._scanned
         if self._reader is not None or start >= len(kept):
             return False
@@ -338,14 +369,14 @@ class StreamWatch:
     def _finish(self) -> Turn | None:
         """At the end: flush the decoder; None when proven complete, else the turn."""
         for piece in self._decoder.close() if self._decoder is not None else ():
-            self._piece(piece)
+            self._piece(piece, self._last_byte)
         if self._reader is None:
             body = b"".join(self._kept)
             if proven_by_tail(self.provider, body):
                 return None
             turn = read_turn(self.provider, body)
         else:
-            self._read_gathered()
+            self._read_gathered(None)
             self._reader.close()
             turn = self._reader.turn()
         return None if turn.outcome is Outcome.COMPLETE else turn
@@ -378,7 +409,7 @@ class StreamWatch:
         if self._reader is None:
             return read_turn(self.provider, b"".join(self._kept))
         try:  # noqa: SIM105 -- past a bound: the turn is what was read before it
-            self._read_gathered()
+            self._read_gathered(None)
         except TurnTooLarge:
             pass
         self._reader.close()
