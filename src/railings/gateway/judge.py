@@ -1,7 +1,7 @@
 """The per-stream judge: upstream bytes in, the bytes to send the client out. Sans-IO.
 
 Theory of operation. Every chunk the upstream sends is cut into whole SSE events
-(:class:`~railings.testing.faults.EventSplitter`, byte-exact) and each event is fed
+(:class:`~railings.sse_blocks.EventSplitter`, byte-exact) and each event is fed
 to the core's :class:`~railings.turn.reader.StreamReader`, which alone decides how
 the stream ended. The bytes sent on are the upstream's, unchanged and in order; what
 the judge decides is only *when* each event leaves and whether the stream may end:
@@ -35,7 +35,7 @@ from railings.classify import INTERRUPTED_MESSAGE
 from railings.errors import EventTooLarge
 from railings.gateway.shapes import CUT_CODE, INTERRUPTED_CODE, error_event
 from railings.providers import spec
-from railings.testing.faults import EventSplitter
+from railings.sse_blocks import EventSplitter
 from railings.turn.model import ErrorKind, Outcome, Turn
 from railings.turn.reader import StreamReader
 from railings.turn.verdict import CallVerdict, RejectReason, judge
