@@ -11,9 +11,12 @@ production: a paced upstream (a minimal asyncio HTTP/1.1 server, its own process
 the gateway (``railings gateway``, journal on, as a user runs it, its own process) and
 the load generator (this process: raw asyncio sockets, one connection per stream).
 The CPU each one used in the steady window is printed, so a load generator that
-became the bottleneck would show. The upstream and the load generator run as
-SCHED_BATCH (Linux): the same share of the cores, but their wake-ups do not preempt
-the gateway in the middle of an event (``RAILINGS_BENCH_BATCH=0`` turns it off).
+became the bottleneck would show. The load generator runs as SCHED_BATCH (Linux):
+the same share of the cores, but its wake-ups (one per event the gateway writes) do
+not preempt the gateway in the middle of an event (``RAILINGS_BENCH_BATCH=0`` turns
+it off). The upstream keeps the normal policy: a batch upstream that waits for a core
+sends the events it owes in bursts, and a burst of k events costs its last one k
+events of the gateway's CPU.
 
 Every stream through the gateway has a **twin** opened straight at the upstream at
 the same moment. The upstream pairs the two (a request header names the pair) and
@@ -135,8 +138,14 @@ class _Upstream:
             writer.close()
 
     async def _pace(self, writers: list[asyncio.StreamWriter]) -> None:
-        for _ in range(self.events):
-            await asyncio.sleep(self.interval)
+        # Each stream keeps its own schedule, one event every interval from its start: a
+        # stall of this process delays the events due meanwhile, and then each stream is
+        # back on its schedule. (Sleeping one interval after each write would keep every
+        # stream a stall delayed in step with the others ever after, a burst each round.)
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        for k in range(1, self.events + 1):
+            await asyncio.sleep(max(0.0, start + k * self.interval - loop.time()))
             data = _chunk(_event({"content": f"t={time.monotonic():.6f} "}))
             for w in writers:
                 w.write(data)
@@ -159,7 +168,6 @@ def _batch() -> bool:
 
 
 async def _upstream_main(port_file: str, events: int, interval: float) -> None:
-    _batch()
     upstream = _Upstream(events, interval)
     server = await asyncio.start_server(upstream.handle, "127.0.0.1", 0, backlog=4096)
     Path(port_file).write_text(str(server.sockets[0].getsockname()[1]))
