@@ -8,8 +8,10 @@ AsyncioBackend), and asserts the two saw the same bytes and the same exception c
 from __future__ import annotations
 
 import asyncio
+import gc
 import socket
 import ssl
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
@@ -22,6 +24,14 @@ from railings.transport.config import Timeouts
 
 LIMITS = httpx2.Limits(max_connections=None, max_keepalive_connections=4)
 EVENTS = [b'data: {"i": %d}\n\n' % i for i in range(40)]
+
+
+@pytest.fixture(autouse=True)
+def collected() -> Iterator[None]:
+    # Each case's connections are collected within the case: a transport left unclosed
+    # would warn here, in the case that left it, not in a later test.
+    yield
+    gc.collect()
 
 
 @pytest.fixture(scope="module")
