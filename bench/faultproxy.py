@@ -136,6 +136,16 @@ def _throughput(url: str) -> float:
     return (time.perf_counter_ns() - started) / 1e9
 
 
+def _cpu(pid: int | None) -> float:
+    """CPU seconds of a process's main thread, the one the proxy runs on (Linux
+    ``/proc/PID/schedstat``, nanoseconds; NaN elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as stat:
+            return int(stat.read().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
 def _quantiles(values: list[float]) -> dict[str, float]:
     ordered = sorted(values)
     return {
@@ -176,9 +186,12 @@ def measure(
                     return {"error": f"lost events {label}: {len(got)} of {events}"}
                 runs[label].append(_quantiles(got))
         times: dict[str, list[float]] = {"direct": [], "proxy": []}
+        cpu = 0.0  # the proxy process's CPU seconds over its transfers
         for _ in range(repeats):
             times["direct"].append(_throughput(upstream_url))
+            before = _cpu(proxy.pid)
             times["proxy"].append(_throughput(proxy_url))
+            cpu += _cpu(proxy.pid) - before
     finally:
         for process in (proxy, upstream):
             if process is not None:
@@ -202,6 +215,9 @@ def measure(
         "proxy_s": times["proxy"],
         "direct_mb_per_s": body_bytes / 1e6 / statistics.median(times["direct"]),
         "proxy_mb_per_s": body_bytes / 1e6 / statistics.median(times["proxy"]),
+        # What the proxy's own CPU allows: the bound on a machine where it has a core.
+        "proxy_cpu_s": cpu,
+        "proxy_cpu_mb_per_s": body_bytes * repeats / 1e6 / cpu if cpu > 0 else float("nan"),
     }
     return {"latency": lat, "throughput": thr}
 
@@ -224,7 +240,8 @@ def main() -> None:
     print(
         f"fault {args.fault or 'none'}: added p99 {lat['added_p99_ms']:.3f} ms per event; "
         f"{thr['proxy_mb_per_s']:.1f} MB/s through the proxy, "
-        f"{thr['direct_mb_per_s']:.1f} MB/s direct"
+        f"{thr['direct_mb_per_s']:.1f} MB/s direct; the proxy's CPU moves "
+        f"{thr['proxy_cpu_mb_per_s']:.0f} MB per CPU second"
     )
 
 

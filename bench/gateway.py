@@ -11,15 +11,23 @@ production: a paced upstream (a minimal asyncio HTTP/1.1 server, its own process
 the gateway (``railings gateway``, journal on, as a user runs it, its own process) and
 the load generator (this process: raw asyncio sockets, one connection per stream).
 The CPU each one used in the steady window is printed, so a load generator that
-became the bottleneck would show.
+became the bottleneck would show. The load generator runs as SCHED_BATCH (Linux):
+the same share of the cores, but its wake-ups (one per event the gateway writes) do
+not preempt the gateway in the middle of an event (``RAILINGS_BENCH_BATCH=0`` turns
+it off). The upstream keeps the normal policy: a batch upstream that waits for a core
+sends the events it owes in bursts, and a burst of k events costs its last one k
+events of the gateway's CPU.
 
 Every stream through the gateway has a **twin** opened straight at the upstream at
 the same moment. The upstream pairs the two (a request header names the pair) and
-writes each event to both connections back to back, stamped with one
-``time.monotonic()`` (CLOCK_MONOTONIC is one clock for every process of a Linux
-machine). The load generator notes when each copy arrived, so the latency the
-gateway adds to an event is measured on that event: its arrival through the
-gateway minus its twin's arrival direct, under the same load, in the same second.
+writes each event to both connections back to back, the direct one first, stamped
+with one ``time.monotonic()`` (CLOCK_MONOTONIC is one clock for every process of a
+Linux machine). Each copy's arrival is the instant the kernel received it on the
+load generator's socket (``SO_TIMESTAMPNS``, brought to the monotonic clock), so the
+load generator's own waits for a core are not counted as the gateway's; the instant
+the load generator read it is printed beside. The latency the gateway adds to an
+event is measured on that event: its arrival through the gateway minus its twin's
+arrival direct, under the same load, in the same second.
 Streams start evenly over ``--ramp`` seconds (plus up to one interval of jitter);
 the figures are taken in the steady window, from the last start to the first end,
 when every stream is open at once.
@@ -30,6 +38,9 @@ when every stream is open at once.
   over the events of the steady window; the target is p99 <= 1 ms.
 * **memory per open stream**: the gateway's resident memory with every stream open
   (at the start of the steady window), minus its memory before the run, over N.
+* **stalls**: the events past the added p99, grouped by 10 ms gaps: a few groups
+  mean a few stalls of the whole gateway (a wait for a core), not a slow event path;
+  the machine's CPU pressure (PSI) says how often anything waited for a core.
 * **GC**: the gateway process records each garbage collection (``gc.callbacks``, a
   few microseconds per collection); the pauses in the window, and how many of the
   events past the added p99 arrived across one, say how much of the tail is the
@@ -51,6 +62,8 @@ import platform
 import random
 import re
 import shutil
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -64,6 +77,11 @@ DOCS = (ROOT / "docs" / "PERFORMANCE.md", ROOT / "docs" / "GATEWAY.md")
 BEGIN, END = "<!-- gateway-bench:begin -->", "<!-- gateway-bench:end -->"
 _STAMP = re.compile(rb"t=(\d+\.\d+)")
 _PAIR = re.compile(rb"(?i)x-bench-pair:\s*(\d+)")
+_DIRECT = re.compile(rb"(?i)x-bench-direct:")
+# Linux's SO_TIMESTAMPNS (= SCM_TIMESTAMPNS; the socket module does not name it): each read
+# comes with the instant the kernel received its last segment, a struct timespec.
+_SO_TIMESTAMPNS = 35
+_TIMESPEC = struct.Struct("qq")
 
 
 def _chunk(data: bytes) -> bytes:
@@ -104,7 +122,10 @@ class _Upstream:
             key = pair.group(1) if pair else b"-%d" % id(writer)
             if key in self.waiting or not pair:
                 twin, done = self.waiting.pop(key, (None, None))
-                await self._pace([writer] if twin is None else [writer, twin])
+                writers = [writer] if twin is None else [writer, twin]
+                if twin is not None and _DIRECT.search(head) is None:
+                    writers.reverse()  # the direct copy is written first: no head start for ours
+                await self._pace(writers)
                 if done is not None:
                     done.set_result(None)
             else:
@@ -117,8 +138,14 @@ class _Upstream:
             writer.close()
 
     async def _pace(self, writers: list[asyncio.StreamWriter]) -> None:
-        for _ in range(self.events):
-            await asyncio.sleep(self.interval)
+        # Each stream keeps its own schedule, one event every interval from its start: a
+        # stall of this process delays the events due meanwhile, and then each stream is
+        # back on its schedule. (Sleeping one interval after each write would keep every
+        # stream a stall delayed in step with the others ever after, a burst each round.)
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        for k in range(1, self.events + 1):
+            await asyncio.sleep(max(0.0, start + k * self.interval - loop.time()))
             data = _chunk(_event({"content": f"t={time.monotonic():.6f} "}))
             for w in writers:
                 w.write(data)
@@ -126,6 +153,18 @@ class _Upstream:
         for w in writers:
             w.write(end)
         await asyncio.gather(*(w.drain() for w in writers), return_exceptions=True)
+
+
+def _batch() -> bool:
+    """This process as SCHED_BATCH (Linux): its wake-ups no longer preempt the process
+    that runs on the core, the gateway included. Its share of the cores is unchanged."""
+    if os.environ.get("RAILINGS_BENCH_BATCH", "1") == "0" or not hasattr(os, "SCHED_BATCH"):
+        return False
+    try:
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    except OSError:
+        return False
+    return True
 
 
 async def _upstream_main(port_file: str, events: int, interval: float) -> None:
@@ -170,33 +209,80 @@ def _traced_gateway(trace_file: str, argv: list[str]) -> int:
 
 
 async def _one(
-    port: int, pair: int, events: int, arrivals: dict[bytes, float], start: float
+    port: int,
+    pair: int,
+    events: int,
+    arrivals: dict[bytes, tuple[float, float]],
+    start: float,
+    *,
+    direct: bool,
 ) -> bool:
+    """One stream: for each event, when the kernel received it on this socket and when this
+    process read it (both on the monotonic clock)."""
     await asyncio.sleep(start)
+    loop = asyncio.get_running_loop()
     payload = b'{"model":"bench","messages":[{"role":"user","content":"hi"}],"stream":true}'
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(
-        b"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\n"
-        b"authorization: Bearer sk-bench-key-0000000000\r\ncontent-type: application/json\r\n"
-        b"x-bench-pair: %d\r\ncontent-length: %d\r\nconnection: close\r\n\r\n%s"
-        % (pair, len(payload), payload)
-    )
+    sock = socket.socket()
+    sock.setblocking(False)
+    sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
     data = bytearray()
     seen = 0
+    ended: asyncio.Future[None] = loop.create_future()
+    # The kernel's stamps are CLOCK_REALTIME: one offset brings them to the monotonic clock.
+    offset = time.time() - time.monotonic()
+
+    def readable() -> None:
+        nonlocal seen
+        try:
+            chunk, ancillary, _, _ = sock.recvmsg(65536, 64)
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            chunk, ancillary = b"", []
+            if not ended.done():
+                ended.set_exception(exc)
+        now = time.monotonic()
+        if not chunk:
+            loop.remove_reader(sock)
+            if not ended.done():
+                ended.set_result(None)
+            return
+        kernel = now
+        for level, kind, value in ancillary:
+            if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS:
+                sec, nsec = _TIMESPEC.unpack_from(value)
+                kernel = sec + nsec / 1e9 - offset
+        for stamp in _STAMP.findall(chunk):
+            arrivals[stamp] = (kernel, now)
+            seen += 1
+        data.extend(chunk)
+
     try:
-        while True:
-            chunk = await reader.read(65536)
-            if not chunk:
-                break
-            now = time.monotonic()
-            for stamp in _STAMP.findall(chunk):
-                arrivals[stamp] = now
-                seen += 1
-            data += chunk
+        await loop.sock_connect(sock, ("127.0.0.1", port))
+        await loop.sock_sendall(
+            sock,
+            b"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\n"
+            b"authorization: Bearer sk-bench-key-0000000000\r\ncontent-type: application/json\r\n"
+            b"x-bench-pair: %d\r\n%scontent-length: %d\r\nconnection: close\r\n\r\n%s"
+            % (pair, b"x-bench-direct: 1\r\n" if direct else b"", len(payload), payload),
+        )
+        loop.add_reader(sock, readable)
+        await ended
     finally:
-        writer.close()
+        loop.remove_reader(sock)
+        sock.close()
     ok = data.startswith(b"HTTP/1.1 200") and b"data: [DONE]" in data
     return ok and seen == events and data.endswith(b"0\r\n\r\n")
+
+
+def _pressure() -> float:
+    """Seconds, since boot, in which some runnable task of this machine waited for a core
+    (Linux PSI, ``/proc/pressure/cpu``; NaN without it)."""
+    try:
+        some = Path("/proc/pressure/cpu").read_text().split("\n")[0]
+        return int(some.rsplit("total=", 1)[1]) / 1e6
+    except (OSError, IndexError, ValueError):
+        return float("nan")
 
 
 def _waited(pid: int) -> float:
@@ -207,11 +293,12 @@ def _waited(pid: int) -> float:
         return float("nan")  # a kernel without schedstat
 
 
-def _stat(pid: int) -> tuple[float, int]:
-    """A process's CPU seconds (user + system) and resident KiB."""
+def _stat(pid: int) -> tuple[float, int, float]:
+    """A process's CPU seconds (user + system), resident KiB, and system CPU seconds."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return cpu, int(fields[21]) * os.sysconf("SC_PAGE_SIZE") // 1024
+    tick = os.sysconf("SC_CLK_TCK")
+    cpu = (int(fields[11]) + int(fields[12])) / tick
+    return cpu, int(fields[21]) * os.sysconf("SC_PAGE_SIZE") // 1024, int(fields[12]) / tick
 
 
 async def _load(
@@ -219,39 +306,52 @@ async def _load(
     pids: dict[str, int],
 ) -> dict[str, Any]:  # fmt: skip
     """Open ``streams`` pairs (one stream direct, its twin through the gateway)."""
-    direct: list[dict[bytes, float]] = [{} for _ in range(streams)]
-    via: list[dict[bytes, float]] = [{} for _ in range(streams)]
+    direct: list[dict[bytes, tuple[float, float]]] = [{} for _ in range(streams)]
+    via: list[dict[bytes, tuple[float, float]]] = [{} for _ in range(streams)]
     began = time.monotonic()
     tasks = []
     for i in range(streams):
         start = ramp * i / streams + random.uniform(0.0, interval)
-        tasks.append(asyncio.create_task(_one(up_port, i, events, direct[i], start)))
-        tasks.append(asyncio.create_task(_one(gw_port, i, events, via[i], start)))
+        tasks.append(asyncio.create_task(_one(up_port, i, events, direct[i], start, direct=True)))
+        tasks.append(asyncio.create_task(_one(gw_port, i, events, via[i], start, direct=False)))
     window = (began + ramp + 2 * interval, began + events * interval)
     cpu: dict[str, float] = {}
+    system: dict[str, float] = {}
+    pressure = float("nan")
     waited: dict[str, float] = {}
     rss_open = 0
     if window[1] > window[0]:
         await asyncio.sleep(window[0] - time.monotonic())
         everyone = {**pids, "load generator": os.getpid()} if pids else {}
-        before = {name: (_stat(pid)[0], _waited(pid)) for name, pid in everyone.items()}
+        before = {name: (_stat(pid), _waited(pid)) for name, pid in everyone.items()}
+        pressure = _pressure()
         rss_open = _stat(pids["gateway"])[1] if pids else 0
         await asyncio.sleep(max(0.0, window[1] - time.monotonic()))
-        cpu = {name: _stat(pid)[0] - before[name][0] for name, pid in everyone.items()}
+        after = {name: _stat(pid) for name, pid in everyone.items()}
+        cpu = {name: after[name][0] - before[name][0][0] for name in everyone}
+        system = {name: after[name][2] - before[name][0][2] for name in everyone}
         waited = {name: _waited(pid) - before[name][1] for name, pid in everyone.items()}
+        pressure = _pressure() - pressure
     results = await asyncio.gather(*tasks, return_exceptions=True)
-    samples = []  # (sent, direct latency, gateway latency), steady window only
+    # (sent, direct latency, gateway latency at the kernel's receipt, the same two at the
+    # load generator's read), steady window only
+    samples = []
     for d, v in zip(direct, via, strict=True):
-        for stamp, arrived in v.items():
+        for stamp, (kernel, read) in v.items():
             sent = float(stamp)
             if window[0] <= sent <= window[1] and stamp in d:
-                samples.append((sent, d[stamp] - sent, arrived - sent))
+                twin_kernel, twin_read = d[stamp]
+                samples.append(
+                    (sent, twin_kernel - sent, kernel - sent, twin_read - sent, read - sent)
+                )
     return {
         "failures_direct": sum(1 for r in results[0::2] if r is not True),
         "failures_gateway": sum(1 for r in results[1::2] if r is not True),
         "samples": samples,
         "window": window,
         "cpu": cpu,
+        "system": system,
+        "pressure": pressure,
         "waited": waited,
         "rss_open": rss_open,
     }
@@ -306,8 +406,12 @@ def _gc_figures(pauses: list[list[float]], run: dict[str, Any], p99: float) -> d
         i = bisect.bisect_right(starts, sent + lat)
         return i > 0 and spans[i - 1][1] >= sent
 
-    tail = [(s, v) for s, d, v in run["samples"] if v - d >= p99]
+    tail = [(s, v) for s, d, v, *_ in run["samples"] if v - d >= p99]
+    sent = sorted(s for s, _ in tail)
+    # Tail events sent within 10 ms of each other were held up by one stall of the gateway.
+    bursts = sum(1 for i, s in enumerate(sent) if i == 0 or s - sent[i - 1] > 0.010)
     return {
+        "tail_bursts": bursts,
         "gc_collections": {f"gen{g}": sum(1 for x in inside if x[0] == g) for g in (0, 1, 2)},
         "gc_pause_total_ms": sum(d for _, _, d in inside) * 1e3,
         "gc_pause_max_ms": max((d for _, _, d in inside), default=0.0) * 1e3,
@@ -323,6 +427,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     trace = tmp + "/gc.json"
     try:
         gateway, gw_port = _spawn_gateway(up_port, tmp + "/journal.sqlite3", trace, args.gc)
+        batch = _batch()  # after the gateway started: it keeps the normal policy
         try:
             asyncio.run(_load(up_port, gw_port, 20, 2, 0.01, 0.1, {}))  # warm up
             idle = _stat(gateway.pid)[1]
@@ -338,9 +443,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     pauses = json.loads(Path(trace).read_text()) if os.path.exists(trace) else []
     shutil.rmtree(tmp, ignore_errors=True)
     samples = result["samples"]
+    if args.samples:
+        args.samples.write_text(json.dumps({"samples": samples, "pauses": pauses}))
     d = [x[1] * 1e3 for x in samples]
     v = [x[2] * 1e3 for x in samples]
     added = [b - a for a, b in zip(d, v, strict=True)]
+    added_read = [(x[4] - x[3]) * 1e3 for x in samples]
     seconds = result["window"][1] - result["window"][0]
     figures: dict[str, Any] = {
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -348,6 +456,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         f"{platform.python_version()}, load average {load_before:.2f} at the start, "
         f"{os.getloadavg()[0]:.2f} at the end",
         "gc": args.gc,
+        "harness_batch": batch,
         "server": "uvicorn, "
         + ("uvloop" if importlib.util.find_spec("uvloop") else "asyncio")
         + " + "
@@ -368,12 +477,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "added_p99_ms": _pct(added, 0.99),
         "added_p999_ms": _pct(added, 0.999),
         "added_max_ms": max(added, default=float("nan")),
+        "direct_read_p99_ms": _pct([x[3] * 1e3 for x in samples], 0.99),
+        "gateway_read_p99_ms": _pct([x[4] * 1e3 for x in samples], 0.99),
+        "added_read_p50_ms": _pct(added_read, 0.5),
+        "added_read_p99_ms": _pct(added_read, 0.99),
         "rss_idle_mib": idle / 1024,
         "rss_open_mib": result["rss_open"] / 1024,
         "kib_per_open_stream": (result["rss_open"] - idle) / args.streams,
         "gateway_cpu_us_per_event": result["cpu"].get("gateway", 0) / max(1, len(v)) * 1e6,
+        "gateway_system_us_per_event": result["system"].get("gateway", 0) / max(1, len(v)) * 1e6,
         "cpu_share": {k: round(c / seconds, 3) for k, c in result["cpu"].items()},
         "waited_for_a_core_ms": {k: round(w * 1e3) for k, w in result["waited"].items()},
+        "machine_cpu_pressure": result["pressure"] / seconds,
     }
     figures.update(_gc_figures(pauses, result, _pct(added, 0.99) / 1e3))
     return figures
@@ -389,11 +504,11 @@ def table(f: dict[str, Any], command: str) -> str:
         ("failures, gateway / direct", f"{f['failures_gateway']} / {f['failures_direct']}"),
         ("events in the steady window", f"{f['events_steady']:,}"),
         (
-            "event latency p50, direct → gateway",
+            "event latency p50 at the client's socket, direct → gateway",
             f"{f['direct_p50_ms']:.2f} → {f['gateway_p50_ms']:.2f} ms ({f['ratio_p50']:.1f}x)",
         ),
         (
-            "event latency p99, direct → gateway",
+            "event latency p99 at the client's socket, direct → gateway",
             f"{f['direct_p99_ms']:.2f} → {f['gateway_p99_ms']:.2f} ms ({f['ratio_p99']:.1f}x)",
         ),
         (
@@ -402,13 +517,28 @@ def table(f: dict[str, Any], command: str) -> str:
         ),
         ("added latency p99.9 / max", f"{f['added_p999_ms']:.1f} / {f['added_max_ms']:.1f} ms"),
         (
+            "added latency p50 / p99 at the load generator's read (its own waits included)",
+            f"{f['added_read_p50_ms']:.2f} / {f['added_read_p99_ms']:.2f} ms",
+        ),
+        (
+            "events past the added p99: stalls they came in (10 ms apart)",
+            f"{f['tail_bursts']}",
+        ),
+        (
             "gateway resident memory, idle → all open",
             f"{f['rss_idle_mib']:.0f} → {f['rss_open_mib']:.0f} MiB",
         ),
         ("**memory per open stream**", f"**{f['kib_per_open_stream']:.0f} KiB**"),
-        ("gateway CPU per event", f"{f['gateway_cpu_us_per_event']:.0f} µs"),
+        (
+            "gateway CPU per event (of it in the kernel)",
+            f"{f['gateway_cpu_us_per_event']:.0f} µs ({f['gateway_system_us_per_event']:.0f} µs)",
+        ),
         ("CPU in the window (of one core)", cpu),
         ("time runnable but waiting for a core, in the window", waited),
+        (
+            "the machine's CPU pressure in the window (PSI: some task waiting for a core)",
+            f"{f['machine_cpu_pressure'] * 100:.0f}% of the time",
+        ),
         (
             "gateway GC in the window: collections; pause total / max",
             f"{gcs}; {f['gc_pause_total_ms']:.0f} / {f['gc_pause_max_ms']:.1f} ms",
@@ -448,6 +578,7 @@ def main(argv: list[str] | None = None) -> int:
         help="the gateway's collector: as `railings gateway` tunes it (default), CPython's "
         "defaults without the freeze (off), or gc.freeze() and these thresholds",
     )
+    p.add_argument("--samples", type=Path, help="save every event's timings (JSON) here")
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     p.add_argument("--write-docs", action="store_true", help="replace the block in docs/")
     p.add_argument("--docs-from", type=Path, help="write the docs' block from a saved --json run")

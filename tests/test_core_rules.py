@@ -228,6 +228,7 @@ LAYERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     },
     "conversation.py": (frozenset(), frozenset({"errors.py", "events.py", "turn", "providers"})),
     "_responses_shapes.py": (frozenset(), frozenset()),
+    "sse_blocks.py": (frozenset(), frozenset()),
     "replay.py": (
         frozenset(),
         frozenset({"errors.py", "events.py", "classify.py", "wire", "turn", "providers"}),
@@ -281,6 +282,28 @@ def test_every_core_layer_imports_only_its_allow_list() -> None:
             bad = import_violations(file.read_text(encoding="utf-8"), layer)
             assert not bad, f"{file.relative_to(SRC)} ({layer}) imports {bad}"
     assert checked > 20
+
+
+# The product's I/O layers: each may import any layer above except the test kit, which
+# is a consumer of the product (fault proxy, scripted server, matrix), never a part of it.
+PRODUCT = ("gateway", "transport", "agent", "dispatch", "integrations", "guard.py")
+
+
+def test_the_product_never_imports_the_test_kit() -> None:
+    checked = 0
+    for layer in (*LAYERS, *PRODUCT):
+        for file in layer_files(layer):
+            checked += 1
+            for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+                names: list[str] = []
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module:
+                    names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+                kit = ("railings.testing", "railings.testing.")
+                bad = [n for n in names if n == kit[0] or n.startswith(kit[1])]
+                assert not bad, f"{file.relative_to(SRC)} ({layer}) imports the test kit: {bad}"
+    assert checked > 40
 
 
 def test_the_allow_list_is_closed_under_its_own_imports() -> None:

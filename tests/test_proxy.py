@@ -209,6 +209,23 @@ def test_duplicate(proxy: FaultProxy) -> None:
     assert resp.chunks == [OA[0], OA[1], OA[1], OA[1], *OA[2:]]
 
 
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/pieces"])
+def test_a_fault_late_in_the_stream_acts_on_its_own_event(proxy: FaultProxy, path: str) -> None:
+    # The events before the fault's pass in one step, read by read: the fault still acts
+    # on event k exactly, whichever read brings it.
+    k = len(OA) - 2
+    assert via(proxy, f"duplicate:event={k}", path).chunks == [*OA[:k], OA[k - 1], *OA[k:]]
+    assert (proxy.log[-1].events_in, proxy.log[-1].events_out) == (len(OA), len(OA) + 1)
+    assert via(proxy, f"reorder:event={k}", path).chunks == [
+        *OA[: k - 1],
+        OA[k],
+        OA[k - 1],
+        *OA[k + 1 :],
+    ]
+    assert via(proxy, f"truncate:events={k}", path).chunks == OA[:k]
+    assert via(proxy, f"corrupt:event={k}", path).chunks[: k - 1] == OA[: k - 1]
+
+
 def test_reset(proxy: FaultProxy) -> None:
     resp = via(proxy, "reset:events=3")
     assert resp.reset and not resp.complete

@@ -189,19 +189,26 @@ def test_gemini_drop_terminator_drops_the_finish_chunk(server: ScriptedServer) -
 
 def test_google_genai_through_the_proxy(server: ScriptedServer) -> None:
     with FaultProxy(server.url) as proxy:
-        client = genai.Client(
+        # Each client is closed here: a stream the SDK raised out of leaves its socket open
+        # until then, and an unclosed one would warn in whichever test the collector ran.
+        with genai.Client(
             api_key="k",
             http_options={
                 "base_url": proxy.url,
                 "headers": {"x-railings-fault": "drop_terminator"},
             },
-        )
-        chunks = list(client.models.generate_content_stream(model="g", contents="Go."))
-        erring = genai.Client(
-            api_key="k",
-            http_options={"base_url": proxy.url, "headers": {"x-railings-fault": "error_event"}},
-        )
-        with pytest.raises(genai_errors.ServerError) as caught:
+        ) as client:
+            chunks = list(client.models.generate_content_stream(model="g", contents="Go."))
+        with (
+            genai.Client(
+                api_key="k",
+                http_options={
+                    "base_url": proxy.url,
+                    "headers": {"x-railings-fault": "error_event"},
+                },
+            ) as erring,
+            pytest.raises(genai_errors.ServerError) as caught,
+        ):
             list(erring.models.generate_content_stream(model="g", contents="Go."))
     # No finishReason anywhere, and no error: the stream just ends.
     assert all(c.candidates[0].finish_reason is None for c in chunks)

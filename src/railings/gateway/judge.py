@@ -1,10 +1,13 @@
 """The per-stream judge: upstream bytes in, the bytes to send the client out. Sans-IO.
 
 Theory of operation. Every chunk the upstream sends is cut into whole SSE events
-(:class:`~railings.testing.faults.EventSplitter`, byte-exact) and each event is fed
+(:class:`~railings.sse_blocks.EventSplitter`, byte-exact) and each event is fed
 to the core's :class:`~railings.turn.reader.StreamReader`, which alone decides how
-the stream ended. The bytes sent on are the upstream's, unchanged and in order; what
-the judge decides is only *when* each event leaves and whether the stream may end:
+the stream ended. A chunk that is one whole event, from an event boundary (what a
+streaming provider sends nearly every time), is that event: it skips the splitter
+and goes to the reader as it is, through the reader's own fast path. The bytes sent
+on are the upstream's, unchanged and in order; what the judge decides is only *when*
+each event leaves and whether the stream may end:
 
 * **Before content** (OpenAI's role chunk, ``message_start``, ``response.created``,
   pings) the events are held back: if the stream then ends without its proof, the
@@ -28,14 +31,13 @@ the stream can no longer be retried transparently).
 
 from __future__ import annotations
 
-import contextlib
 import enum
 
 from railings.classify import INTERRUPTED_MESSAGE
 from railings.errors import EventTooLarge
 from railings.gateway.shapes import CUT_CODE, INTERRUPTED_CODE, error_event
 from railings.providers import spec
-from railings.testing.faults import EventSplitter
+from railings.sse_blocks import EventSplitter
 from railings.turn.model import ErrorKind, Outcome, Turn
 from railings.turn.reader import StreamReader
 from railings.turn.verdict import CallVerdict, RejectReason, judge
@@ -92,7 +94,6 @@ class StreamJudge:
         self.provider_error = b""  # a retryable provider error event before content
         self._refuse = refuse_cut_calls
         self._splitter = EventSplitter()
-        self._pending = 0  # bytes of the unfinished event, held by the splitter
         self._held: list[bytes] = []
         self._held_size = 0
         self._max_event = max_event_size
@@ -112,24 +113,36 @@ class StreamJudge:
         if self.ending is not None:
             return b""
         out: list[bytes] = []
-        self._pending += len(chunk)
+        if (
+            not self._splitter.pending
+            and len(chunk) > 2
+            and chunk.find(b"\n\n") == len(chunk) - 2
+            and chunk[:1] != b"\n"
+            and 13 not in chunk  # CR, by memchr
+        ):
+            # One whole block from a block boundary: what the splitter would return for
+            # it is the chunk itself (its one blank line is its end, no blank line leads
+            # it, no CR can end a line), and the splitter stays empty either way.
+            self._event(chunk, out)
+            return out[0] if len(out) == 1 else b"".join(out)
         blocks = self._splitter.feed(chunk)
         for i, block in enumerate(blocks):
-            self._pending -= len(block)
             self._event(block, out)
             if self.ending is not None:
                 if self.ending is Ending.COMPLETE:  # the rest of the chunk, as it came
                     out.extend(blocks[i + 1 :])
                     out.append(self._splitter.close())
                 break
-        if self.ending is None and self._pending > self._max_event:
+        if self.ending is None and self._splitter.pending > self._max_event:
             self._fault(out, f"an event grew past {self._max_event} bytes")
         return b"".join(out)
 
     def _event(self, block: bytes, out: list[bytes]) -> None:
         reader = self.reader
-        with contextlib.suppress(EventTooLarge):  # the reader ended the turn with this fault
+        try:  # noqa: SIM105 (once per event: no context manager object)
             reader.feed(block)
+        except EventTooLarge:  # the reader ended the turn with this fault
+            pass
         if not reader.terminated:
             self._pass(block, out)
             return

@@ -14,9 +14,11 @@ import ssl
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
+import httpcore2
 import httpx2
 
 from railings.errors import ConfigurationError
+from railings.gateway.network import AsyncioBackend
 from railings.redact import MARKER, SECRET_HEADERS, redact
 from railings.transport.config import Timeouts
 
@@ -24,6 +26,7 @@ __all__ = [
     "HOP_BY_HOP",
     "POOLS",
     "Clients",
+    "asyncio_transport",
     "client",
     "header_secrets",
     "request_headers",
@@ -105,8 +108,11 @@ def client(
     them), keep-alive for reuse, no environment proxies or redirects: the gateway
     forwards exactly where it was told, and a redirect goes back to the client.
     ``transport`` replaces httpx2's own (a custom TLS setup, a recording tap); ``tls``
-    is the context to verify the upstream with (default: httpx2's).
+    is the context to verify the upstream with (default: httpx2's). httpx2's own
+    transport runs on :class:`~railings.gateway.network.AsyncioBackend`.
     """
+    limits = httpx2.Limits(max_connections=None, max_keepalive_connections=256 // POOLS)
+    verify = tls if tls is not None else httpx2.create_ssl_context(trust_env=False)
     return httpx2.AsyncClient(
         http2=http2,
         timeout=httpx2.Timeout(
@@ -115,12 +121,36 @@ def client(
             write=timeouts.write,
             pool=timeouts.connect,
         ),
-        limits=httpx2.Limits(max_connections=None, max_keepalive_connections=256 // POOLS),
+        limits=limits,
         follow_redirects=False,
         trust_env=False,
-        transport=transport,
-        verify=tls if tls is not None else True,
+        transport=transport or asyncio_transport(verify, http2=http2, limits=limits),
+        verify=verify,
     )
+
+
+def asyncio_transport(
+    tls: ssl.SSLContext, *, http2: bool, limits: httpx2.Limits
+) -> httpx2.AsyncHTTPTransport:
+    """httpx2's transport with its httpcore2 pool on :class:`AsyncioBackend`.
+
+    httpcore2's pool takes a ``network_backend``; httpx2's transport does not pass one
+    on, so the pool it built is replaced by the same pool with the backend. Should a
+    later httpx2 keep its pool elsewhere, the transport stays as httpx2 built it: the
+    same answers, on anyio (``tests/test_gateway_network.py`` notices).
+    """
+    transport = httpx2.AsyncHTTPTransport(verify=tls, http2=http2, limits=limits, trust_env=False)
+    if isinstance(getattr(transport, "_pool", None), httpcore2.AsyncConnectionPool):
+        transport._pool = httpcore2.AsyncConnectionPool(
+            ssl_context=tls,
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            http1=True,
+            http2=http2,
+            network_backend=AsyncioBackend(),
+        )
+    return transport
 
 
 def request_headers(raw: Iterable[tuple[bytes, bytes]], *, watched: bool) -> RawHeaders:

@@ -1,7 +1,8 @@
 """SSE blocks, byte-exact: the fault proxy's unit of action.
 
 A block is everything up to and including the blank line that ends an event, with
-its bytes unchanged (:class:`EventSplitter`); :func:`is_terminator` tells a
+its bytes unchanged (:class:`EventSplitter`, from the core's
+:mod:`railings.sse_blocks`, re-exported here); :func:`is_terminator` tells a
 provider's termination proof by the provider specs' own proofs, and
 :func:`corrupt_event` breaks one block on purpose. The gateway and the reliability
 tools cut streams with the same splitter.
@@ -13,99 +14,11 @@ import json
 import re
 
 from railings.providers import SPECS
+from railings.sse_blocks import EventSplitter
 
 __all__ = ["EventSplitter", "corrupt_event", "is_terminator"]
 
 _EOL = re.compile(rb"\r\n|\r|\n")
-
-
-class EventSplitter:
-    """Bytes in, whole SSE blocks out, each with its own bytes unchanged.
-
-    A block ends at a blank line (WHATWG: CRLF, LF or CR line ends; a CR at the
-    end of the input waits for a possible LF). Blank lines before a block's
-    first line belong to that block, so every block carries at least one line.
-
-    Every provider ends its lines with LF alone, so while the buffer holds no CR
-    a block is found with ``bytes.find(b"\n\n")``, in C; any CR sends the
-    buffer through the general scan, line by line. Both keep the same state.
-    """
-
-    def __init__(self) -> None:
-        self._buf = bytearray()
-        self._scan = 0  # where to look for the next line end
-        self._line = 0  # where the current line starts
-        self._first_line = -1  # where the current block's first non-empty line starts
-        self._cr = False  # the buffer may hold a CR
-
-    def feed(self, data: bytes) -> list[bytes]:
-        """The blocks ``data`` completed, each byte-exact, in order."""
-        self._buf += data
-        self._cr = self._cr or b"\r" in data
-        return self._scan_any() if self._cr else self._scan_lf()
-
-    def _scan_lf(self) -> list[bytes]:
-        buf = self._buf
-        size = len(buf)
-        out: list[bytes] = []
-        start = 0
-        look = max(self._scan - 1, 0)  # a blank line can start on the last byte scanned
-        while True:
-            first = start
-            while first < size and buf[first] == 10:
-                first += 1  # blank lines before the first line belong to the block
-            if first == size:
-                break
-            end = buf.find(b"\n\n", max(first, look))
-            if end < 0:
-                break
-            # The first LF of the pair ends a non-empty line: an earlier pair would
-            # have been found, and the block's first line does not start with LF.
-            out.append(bytes(buf[start : end + 2]))
-            start = end + 2
-        if start:
-            del buf[:start]
-        self._first_line = first - start if first < size else -1
-        self._line = buf.rfind(b"\n") + 1
-        self._scan = len(buf)
-        return out
-
-    def _scan_any(self) -> list[bytes]:
-        buf = self._buf
-        out: list[bytes] = []
-        start = 0
-        while True:
-            m = _EOL.search(buf, self._scan)
-            if m is None:
-                self._scan = len(buf)  # no line end up to here: never rescan it
-                break
-            if m.group() == b"\r" and m.end() == len(buf):
-                break  # maybe the first half of a CRLF
-            if m.start() == self._line:
-                if self._first_line >= 0:
-                    out.append(bytes(buf[start : m.end()]))
-                    start = m.end()
-                    self._first_line = -1
-            elif self._first_line < 0:
-                self._first_line = self._line
-            self._line = self._scan = m.end()
-        if start:
-            del buf[:start]
-            self._scan -= start
-            self._line -= start
-            if self._first_line >= 0:
-                self._first_line -= start
-        self._cr = b"\r" in buf
-        return out
-
-    def close(self) -> bytes:
-        """What is left: an unterminated block (or nothing)."""
-        rest = bytes(self._buf)
-        self._buf.clear()
-        self._scan = self._line = 0
-        self._first_line = -1
-        self._cr = False
-        return rest
 
 
 def _lines(block: bytes) -> list[bytes]:

@@ -12,11 +12,12 @@ With no fault, every upstream chunk goes on as it came, in one chunk of its
 own (the events are only counted). Under a fault, an event stream is cut into
 its events -- SSE blocks, Bedrock's event-stream frames, Ollama's NDJSON lines,
 by its content type (:mod:`railings.testing.frames`) -- and re-sent one event per
-HTTP chunk, so the fault can act on events; the events of one upstream read
-leave in one write. Any other body passes through as it came, and only the
-byte-level faults (``truncate:bytes``, ``reset:bytes``, ``drip``) apply. When the
-upstream breaks off, what it did send still reaches the client, an unfinished
-event included.
+HTTP chunk, so the fault can act on events. Either way what has arrived leaves in
+one write once the proxy has read all of it: nothing waits for bytes still on
+their way, and a fast upstream costs one system call per burst, not per chunk.
+Any other body passes through as it came, and only the byte-level faults
+(``truncate:bytes``, ``reset:bytes``, ``drip``) apply. When the upstream breaks off,
+what it did send still reaches the client, an unfinished event included.
 
 The fault comes from the request header ``x-railings-fault: <spec>`` (removed
 before forwarding), else from the proxy's own ``fault``. Spec syntax and the
@@ -301,7 +302,7 @@ class FaultProxy(Service):
                 async for data in body:
                     record.bytes_in += len(data)
                     out.send(data)
-                    await out.flush()
+                    await out.later()
         except Stop as stop:
             record.action = stop.action
             await out.finish(stop.end)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Out", "Stop", "pump_events"]
 
+_HIGH_WATER = 64 * 1024  # asyncio's: past it, ``later`` waits for the client to read
+
 
 class Stop(Exception):
     """The fault ends the response here, the way ``end`` says."""
@@ -40,9 +43,12 @@ class Out:
     """The client side of the response body, chunked or raw.
 
     ``send`` queues, ``flush`` writes what is queued with one ``write`` and one
-    ``drain``: one system call per upstream read instead of one per event. In
-    chunked mode each ``send`` is its own HTTP chunk, so a fault's events keep
-    one chunk each. ``record.bytes_out`` counts what was handed to the socket.
+    ``drain``. ``later`` writes it once the pump waits for the upstream: the pieces
+    of every upstream read that had already arrived leave in one system call (none
+    waits for bytes still on their way), and the pump waits for the client only
+    when the socket's buffer is full. In chunked mode each ``send`` is its own HTTP
+    chunk, so a fault's events keep one chunk each, and each upstream chunk passes
+    as one. ``record.bytes_out`` counts what was handed to the socket.
     """
 
     def __init__(
@@ -59,6 +65,7 @@ class Out:
         self.limit, self.limit_end, self.drip = limit, limit_end, drip
         self._pending: list[bytes] = []
         self._queued = 0  # body bytes sent or queued, for the byte limit
+        self._soon: asyncio.Handle | None = None  # the write ``later`` scheduled
 
     def send(self, data: bytes, *, event: bool = False) -> None:
         """Queue ``data`` (one SSE block when ``event``); past the byte limit, raise
@@ -71,6 +78,16 @@ class Out:
         if event:
             self.record.events_out += 1
 
+    def send_events(self, blocks: list[bytes]) -> None:
+        """Queue whole events, as ``send(block, event=True)`` for each would."""
+        if self.limit is not None:
+            for block in blocks:
+                self.send(block, event=True)
+            return
+        self._pending += blocks
+        self._queued += sum(map(len, blocks))
+        self.record.events_out += len(blocks)
+
     def _queue(self, data: bytes) -> None:
         if data:
             self._pending.append(data)
@@ -78,15 +95,31 @@ class Out:
 
     async def flush(self) -> None:
         """Write what is queued: one write and one drain (or byte by byte, dripping)."""
-        pending, self._pending = self._pending, []
         if self.drip:
+            pending, self._pending = self._pending, []
             await self._drip(b"".join(pending), self.drip)
             return
-        if not pending:
+        if self._pending:
+            self._write()
+            await self.writer.drain()
+
+    async def later(self) -> None:
+        """Write what is queued once this task waits (see the class docstring); flush now
+        while the client reads slower than the upstream sends, or when dripping."""
+        if self.drip or self.writer.transport.get_write_buffer_size() > _HIGH_WATER:
+            await self.flush()
+        elif self._pending and self._soon is None:
+            self._soon = asyncio.get_running_loop().call_soon(self._write)
+
+    def _write(self) -> None:
+        self._soon = None
+        pending, self._pending = self._pending, []
+        if not pending or self.writer.transport.is_closing():
             return
-        frame = encode_chunk if self.chunked else bytes
-        self.writer.write(b"".join([frame(data) for data in pending]))
-        await self.writer.drain()
+        if self.chunked:
+            self.writer.write(b"".join([encode_chunk(data) for data in pending]))
+        else:
+            self.writer.write(b"".join(pending))
         self.record.bytes_out += sum(map(len, pending))
 
     async def _drip(self, data: bytes, drip: F.Drip) -> None:
@@ -134,7 +167,7 @@ async def pump_events(
             record.events_in += events
             out.send(data)
             record.events_out += events
-            await out.flush()
+            await out.later()
         return
     stream = _Seen()
     await _before_first(out, fault, wire, stream, ids)
@@ -157,9 +190,19 @@ async def _act(
     ids: Ids,
     framing: Framing,
 ) -> None:
+    quiet = _quiet_until(fault)
     async for data in body:
         record.bytes_in += len(data)
-        for block in splitter.feed(data):
+        blocks = splitter.feed(data)
+        if blocks and record.events_in + len(blocks) < quiet:
+            # Every one of these events comes before the fault's: each passes as it came.
+            record.events_in += len(blocks)
+            stream.saw(blocks[0])
+            stream.saw(blocks[-1])
+            out.send_events(blocks)
+            await out.later()
+            continue
+        for block in blocks:
             record.events_in += 1
             n = record.events_in
             stream.saw(block)
@@ -199,7 +242,25 @@ async def _act(
                     _inject_error(out, error, wire, stream, ids)
                 case _:
                     out.send(block, event=True)
-        await out.flush()
+        await out.later()
+
+
+def _quiet_until(fault: Fault) -> float:
+    """The first event number ``fault`` may act on (or look at): every event before it
+    passes unchanged. The proof-watching faults look at every event."""
+    match fault:
+        case F.Truncate(events=int() as n) | F.Reset(events=int() as n):
+            return n
+        case F.Idle(events=n) | F.ErrorEvent(events=n):
+            return n
+        case F.Reorder(event=n) | F.Duplicate(event=n) | F.CutMidEvent(event=n):
+            return n
+        case F.Corrupt(event=n):
+            return n
+        case F.Truncate() | F.Reset() | F.Drip():
+            return math.inf  # a byte limit (``Out`` keeps it, event by event), or pacing
+        case _:
+            return 1  # DropTerminator, CloseAfterTerminator: every event is looked at
 
 
 def _edit(block: bytes, n: int, out: Out, fault: Fault, wire: KitWire, framing: Framing) -> bool:

@@ -1,0 +1,149 @@
+"""The gateway's upstream sockets (railings.gateway.network): the same answers as anyio's.
+
+Each case runs one request against a real server on 127.0.0.1 twice, through httpx2's
+stock transport (httpcore2 on anyio) and through the gateway's (httpcore2 on
+AsyncioBackend), and asserts the two saw the same bytes and the same exception class.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import socket
+import ssl
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from _server import CannedServer, Reply, make_certificate
+from railings.gateway.network import AsyncioBackend
+from railings.gateway.upstream import POOLS, Clients, asyncio_transport
+from railings.transport.config import Timeouts
+
+LIMITS = httpx2.Limits(max_connections=None, max_keepalive_connections=4)
+EVENTS = [b'data: {"i": %d}\n\n' % i for i in range(40)]
+
+
+@pytest.fixture(autouse=True)
+def collected() -> Iterator[None]:
+    # Each case's connections are collected within the case: a transport left unclosed
+    # would warn here, in the case that left it, not in a later test.
+    yield
+    gc.collect()
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return make_certificate(tmp_path_factory.mktemp("tls"))
+
+
+def _read(
+    url: str, transport: httpx2.AsyncBaseTransport | None, *, read: float = 5.0,
+    verify: ssl.SSLContext | bool = True, slow: bool = False,
+) -> tuple[bytes, str | None]:  # fmt: skip
+    """The body bytes that arrived and the exception class that ended it (None: clean)."""
+
+    async def go() -> tuple[bytes, str | None]:
+        got = bytearray()
+        timeout = httpx2.Timeout(connect=2.0, read=read, write=2.0, pool=2.0)
+        async with httpx2.AsyncClient(transport=transport, timeout=timeout, verify=verify) as c:
+            try:
+                async with c.stream("POST", url + "/v1/chat/completions", content=b"{}") as r:
+                    if slow:
+                        await asyncio.sleep(0.3)  # the server fills the socket meanwhile
+                    async for chunk in r.aiter_raw():
+                        got += chunk
+            except httpx2.HTTPError as exc:
+                return bytes(got), type(exc).__name__
+        return bytes(got), None
+
+    return asyncio.run(go())
+
+
+def _both(reply: Reply, **options: object) -> tuple[tuple[bytes, str | None], ...]:
+    outcomes = []
+    for ours in (False, True):
+        with CannedServer() as server:
+            server.push(reply)
+            transport = asyncio_transport(_context(), http2=False, limits=LIMITS) if ours else None
+            outcomes.append(_read(server.url, transport, **options))  # type: ignore[arg-type]
+    return tuple(outcomes)
+
+
+def _context() -> ssl.SSLContext:
+    return httpx2.create_ssl_context(trust_env=False)
+
+
+def test_the_gateway_pools_run_on_the_asyncio_backend() -> None:
+    # A canary for httpx2 upgrades: the backend goes in through the transport's pool.
+    clients = Clients(Timeouts())
+    assert len(clients.pools) == POOLS
+    for pool in clients.pools:
+        inner = pool._transport._pool  # type: ignore[attr-defined]
+        assert isinstance(inner._network_backend, AsyncioBackend)
+    asyncio.run(clients.aclose())
+
+
+def test_a_whole_stream_arrives_byte_for_byte() -> None:
+    stock, ours = _both(Reply(chunks=EVENTS))
+    assert ours == stock == (b"".join(EVENTS), None)
+
+
+def test_a_body_larger_than_the_read_buffer_arrives_whole_while_reading_pauses() -> None:
+    # 4 MiB written at once while the client does not read: the backend pauses the
+    # socket past its buffer bound and resumes it as the body is read.
+    big = [b"x" * (1 << 20)] * 4
+    stock, ours = _both(Reply(chunks=big, headers=(("content-type", "text/plain"),)), slow=True)
+    assert ours == stock == (b"".join(big), None)
+
+
+@pytest.mark.parametrize("end", ["reset", "close"])
+def test_a_broken_body_raises_what_anyio_raises(end: str) -> None:
+    stock, ours = _both(Reply(chunks=EVENTS[:3], end=end))  # type: ignore[arg-type]
+    assert stock[1] is not None
+    assert ours == stock
+
+
+def test_a_silent_upstream_times_out_as_with_anyio() -> None:
+    stock, ours = _both(Reply(chunks=[EVENTS[0], 2.0, EVENTS[1]]), read=0.3)
+    assert ours == stock == (EVENTS[0], "ReadTimeout")
+
+
+def test_a_refused_connection_is_a_connect_error() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # bound, never listening: refused
+        url = f"http://127.0.0.1:{port}"
+        stock = _read(url, None)
+        ours = _read(url, asyncio_transport(_context(), http2=False, limits=LIMITS))
+    assert ours == stock == (b"", "ConnectError")
+
+
+def test_tls_streams_through_the_loops_tls(certificate: tuple[Path, Path]) -> None:
+    cert, _ = certificate
+    trust = ssl.create_default_context(cafile=str(cert))
+    with CannedServer(tls=certificate) as server:
+        server.push(Reply(chunks=EVENTS))
+        got = _read(server.url, asyncio_transport(trust, http2=False, limits=LIMITS))
+    assert got == (b"".join(EVENTS), None)
+
+
+def test_an_untrusted_certificate_is_a_connect_error(certificate: tuple[Path, Path]) -> None:
+    with CannedServer(tls=certificate) as server:
+        server.push(Reply(chunks=EVENTS))
+        got = _read(server.url, asyncio_transport(_context(), http2=False, limits=LIMITS))
+    assert got == (b"", "ConnectError")
+
+
+def test_http2_is_negotiated_and_read_on_the_backend(certificate: tuple[Path, Path]) -> None:
+    # The canned server answers h2 with the start of an event stream, then GOAWAY: the
+    # bytes before it arrive, and the break is httpx2's RemoteProtocolError, as it is on
+    # anyio (the SETTINGS, HEADERS and DATA frames all went through the backend).
+    cert, _ = certificate
+    trust = ssl.create_default_context(cafile=str(cert))
+    with CannedServer(tls=certificate, h2_partial=EVENTS[0]) as server:
+        got = _read(server.url, asyncio_transport(trust, http2=True, limits=LIMITS))
+        assert server.h2_connections == 1
+    assert got == (EVENTS[0], "RemoteProtocolError")
