@@ -471,7 +471,9 @@ def test_keepalives_forever_are_ended_by_the_total_deadline(
     assert isinstance(error, TotalTimeout), error
     assert not error.retryable
     assert elapsed >= 1.0
-    assert server.sent > 20 * len(b": keep-alive\n\n")  # it did keep talking past the gaps
+    # It kept talking after its first comment (50 in the second on an idle machine; two
+    # are enough to show the comments kept the stream open, however busy the machine).
+    assert server.sent >= 2 * len(b": keep-alive\n\n")
     assert peak < 4 * MiB
 
 
