@@ -295,3 +295,50 @@ def test_every_one_field_change_of_the_common_chunks_equals_the_table() -> None:
         _RESPONSES_TEXT,
         {**_RESPONSES_TEXT, "sequence_number": 2},
     )
+
+
+def _without(obj: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+    """``obj`` with the field at ``path`` (keys through nested objects) left out."""
+    head, *rest = path
+    if not rest:
+        return {k: v for k, v in obj.items() if k != head}
+    return {**obj, head: _without(obj[head], tuple(rest))}
+
+
+def test_a_common_delta_missing_a_field_it_needs_is_left_to_the_table() -> None:
+    """The Anthropic and Responses ``feed_common`` read the fields their shape needs by
+    subscript: each one missing is a KeyError there, answered None (never raised) having
+    changed nothing, and the table decides the event (a missing ``type`` is the SSE
+    event's name there, so it may still be a text delta)."""
+    cases: list[tuple[Any, list[Any], str, dict[str, Any], tuple[str, ...]]] = [
+        (AnthropicDecoder, [], "content_block_delta", _ANTHROPIC_TEXT, ("type",)),
+        (AnthropicDecoder, [], "content_block_delta", _ANTHROPIC_TEXT, ("delta",)),
+        (AnthropicDecoder, [], "content_block_delta", _ANTHROPIC_TEXT, ("delta", "type")),
+        (AnthropicDecoder, [], "content_block_delta", _ANTHROPIC_TEXT, ("delta", "text")),
+        (
+            AnthropicDecoder,
+            [_ANTHROPIC_TOOL],
+            "content_block_delta",
+            _ANTHROPIC_FRAGMENT,
+            ("index",),
+        ),
+        (
+            AnthropicDecoder,
+            [_ANTHROPIC_TOOL],
+            "content_block_delta",
+            _ANTHROPIC_FRAGMENT,
+            ("delta", "partial_json"),
+        ),
+        (OpenAIResponsesDecoder, [], "response.output_text.delta", _RESPONSES_TEXT, ("type",)),
+        (OpenAIResponsesDecoder, [], "response.output_text.delta", _RESPONSES_TEXT, ("delta",)),
+    ]
+    for make, prefix, event, base, path in cases:
+        fast, table = make(), make()
+        for obj in prefix:
+            fast.feed_sse_object(event, obj)
+            table.feed_sse_object(event, obj)
+        assert fast.feed_common(event, base) is not None  # the whole shape is taken
+        table.feed_sse_object(event, base)
+        missing = _without(base, path)
+        assert fast.feed_common(event, missing) is None, path
+        assert _state(fast) == _state(table)

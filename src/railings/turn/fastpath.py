@@ -239,17 +239,17 @@ class FastReading:
                 data = block[6:]
             elif head == b"event:":
                 line, _, data = block.partition(b"\ndata: ")  # no data line: b"", not JSON
-                found = names.get(line)
-                if found is None:
+                try:
+                    event = names[line]
+                except KeyError:
                     if line[6:7] != b" " or 10 in line:  # LF
                         break  # no space after the colon, or another field between the two
                     try:
-                        found = line[7:].decode() or "message"
+                        event = line[7:].decode() or "message"
                     except UnicodeDecodeError:
                         break  # not UTF-8: the SSE decoder's to replace and count
                     if len(names) < _NAMES:
-                        names[line] = found
-                event = found
+                        names[line] = event
             else:
                 break
             if 10 in data:  # LF

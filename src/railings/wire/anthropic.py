@@ -102,26 +102,30 @@ class AnthropicDecoder:
         a non-empty ``text_delta``, or a non-empty ``input_json_delta`` for a tool block
         already started at an integer ``index``: for those the table returns exactly this
         one event (``_delta`` and ``_arguments``), and this skips only its lookups, lists
-        and calls. Anything else returns None, having changed nothing."""
-        if obj.get("type") != "content_block_delta":
-            return None
-        delta = obj.get("delta")
-        if type(delta) is not dict:
-            return None
-        kind = delta.get("type")
-        if kind == "text_delta":
-            text = delta.get("text")
-            if type(text) is not str or not text:
+        and calls (its subscripts stand for the table's ``get``: a missing field is None
+        there, not this shape here). Anything else returns None, having changed nothing."""
+        try:  # KeyError: a field missing (None for .get, so the table's answer is not this)
+            if obj["type"] != "content_block_delta":
                 return None
-            made = NEW(TextDelta)  # text_delta(text), inline
-            SET_TEXT(made, text)
-            return made
-        if kind != "input_json_delta":
-            return None
-        index = obj.get("index")
-        fragment = delta.get("partial_json")
-        position = self._blocks.get(index) if type(index) is int else None
-        if position is None or type(fragment) is not str or not fragment:
+            delta = obj["delta"]
+            if type(delta) is not dict:
+                return None
+            kind = delta["type"]
+            if kind == "text_delta":
+                text = delta["text"]
+                if type(text) is not str or not text:
+                    return None
+                made = NEW(TextDelta)  # text_delta(text), inline
+                SET_TEXT(made, text)
+                return made
+            if kind != "input_json_delta":
+                return None
+            index = obj["index"]
+            fragment = delta["partial_json"]
+            if type(index) is not int or type(fragment) is not str or not fragment:
+                return None
+            position = self._blocks[index]
+        except KeyError:
             return None
         piece = NEW(ToolArgumentsDelta)  # arguments_delta(position, fragment), inline
         SET_INDEX(piece, position)

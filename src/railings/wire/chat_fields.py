@@ -4,23 +4,35 @@ A chunk, its choice, a tool call and its function each have a table of the field
 :mod:`railings.wire.openai_chat` knows: the ones it reads, and the ones it reads
 past on purpose, with who sends them. Any other field becomes an :class:`Unknown`
 event (``openai:<level>:<field>``), counted in the turn. The delta's own keys are
-the decoder's handler table (``_DELTA`` there). Two values are read whole, here too:
-``delta.content`` given as a list of parts, and an error object.
+the decoder's handler table (``_DELTA`` there); the handlers of its text-valued keys
+(content, reasoning, refusal) are here, and two values read whole: ``delta.content``
+given as a list of parts, and an error object.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from railings.events import ProviderErrorEvent, StreamEvent, TextDelta, ThinkingDelta, Unknown
+from railings.events import (
+    ProviderErrorEvent,
+    RefusalDelta,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    Unknown,
+)
 
 __all__ = [
     "CALL_FIELDS",
     "CHOICE_FIELDS",
     "CHUNK_FIELDS",
     "FUNCTION_FIELDS",
+    "content",
     "content_parts",
     "error_event",
+    "read_past",
+    "reasoning",
+    "refusal",
     "unknown_fields",
 ]
 
@@ -28,7 +40,7 @@ __all__ = [
 # every chunk up in its table cost a tenth of the decoder's instructions per chunk
 # (bench/instructions.py, W1). So the fields of a chunk (a choice, a tool call, its
 # function) are checked when they are not, in the same order, those of the last one
-# checked at that level: comparing two short tuples of the same keys costs a fraction of a
+# checked at that level: comparing two short lists of the same keys costs a fraction of a
 # lookup per key, and a chunk that repeats the last shape has nothing new.
 CHUNK_FIELDS = frozenset(
     {
@@ -73,6 +85,43 @@ def unknown_fields(
 ) -> None:
     """An :class:`Unknown` event for each field of ``obj`` (at ``level``) not in ``known``."""
     out.extend(Unknown(name=f"openai:{level}:{key}") for key in obj if key not in known)
+
+
+# The handlers of the delta's text-valued keys (the decoder's ``_DELTA`` table; the decoder
+# itself, their first argument, is not needed). A null value never reaches them.
+
+
+def content(_: object, value: object, out: list[StreamEvent]) -> None:
+    """``delta.content``: text, or a list of parts."""
+    if isinstance(value, str):
+        if value:
+            out.append(TextDelta(text=value))
+    elif isinstance(value, list):
+        content_parts(value, out)
+    else:
+        out.append(Unknown(name="openai:delta:content"))
+
+
+def reasoning(_: object, value: object, out: list[StreamEvent]) -> None:
+    """``delta.reasoning_content`` or ``delta.reasoning``: reasoning text."""
+    if isinstance(value, str):
+        if value:
+            out.append(ThinkingDelta(text=value))
+    else:
+        out.append(Unknown(name="openai:delta:reasoning"))
+
+
+def refusal(_: object, value: object, out: list[StreamEvent]) -> None:
+    """``delta.refusal``: the model's refusal text."""
+    if isinstance(value, str):
+        if value:
+            out.append(RefusalDelta(text=value))
+    else:
+        out.append(Unknown(name="openai:delta:refusal"))
+
+
+def read_past(_: object, value: object, out: list[StreamEvent]) -> None:
+    """A delta key that carries nothing for the turn."""
 
 
 def content_parts(parts: list[Any], out: list[StreamEvent]) -> None:

@@ -219,9 +219,12 @@ class OpenAIResponsesDecoder:
         the last one: the table then returns exactly this one text event and keeps the
         number; this skips only its lookups, lists and calls. Anything else (a number out
         of step included: the table raises for it) returns None, having changed nothing."""
-        if obj.get("type") != "response.output_text.delta":
+        try:  # KeyError: a field missing (None for .get, so the table's answer is not this)
+            if obj["type"] != "response.output_text.delta":
+                return None
+            delta = obj["delta"]
+        except KeyError:
             return None
-        delta = obj.get("delta")
         if type(delta) is not str or not delta:
             return None
         sequence = obj.get("sequence_number")
