@@ -14,6 +14,7 @@ import ssl
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpcore2
 import httpx2
 import pytest
 
@@ -147,3 +148,82 @@ def test_http2_is_negotiated_and_read_on_the_backend(certificate: tuple[Path, Pa
         got = _read(server.url, asyncio_transport(trust, http2=True, limits=LIMITS))
         assert server.h2_connections == 1
     assert got == (EVENTS[0], "RemoteProtocolError")
+
+
+def _listener() -> socket.socket:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    return server
+
+
+def test_closing_after_a_write_timeout_closes_the_socket_at_once() -> None:
+    # The peer accepts and never reads: writes fill both buffers and time out. Closing
+    # then must not wait to send what is buffered (forever, here): the socket goes now.
+    server = _listener()
+
+    async def go() -> tuple[str, int]:
+        stream = await AsyncioBackend().connect_tcp("127.0.0.1", server.getsockname()[1], 2.0)
+        peer, _ = server.accept()
+        raised = ""
+        try:
+            for _ in range(4096):  # at most 256 MiB: far past any socket buffer
+                await stream.write(b"x" * 65536, timeout=0.05)
+        except (httpcore2.WriteTimeout, httpcore2.WriteError) as exc:
+            raised = type(exc).__name__
+        sock = stream.get_extra_info("socket")
+        await stream.aclose()
+        await asyncio.sleep(0)  # one loop turn: abort() releases the socket on the next
+        peer.close()
+        return raised, sock.fileno()
+
+    try:
+        raised, fileno = asyncio.run(go())
+    finally:
+        server.close()
+    assert raised == "WriteTimeout"
+    assert fileno == -1
+
+
+def test_a_read_without_a_limit_is_not_cut_by_an_earlier_reads_timer() -> None:
+    # A first read with a 1 s limit waits for its data (its timer stays scheduled: the
+    # data comes at once, the margin is for a busy machine); a second read with no limit
+    # must then wait as long as it takes, past that timer, as with anyio.
+    server = _listener()
+
+    async def go() -> tuple[bytes, bytes]:
+        stream = await AsyncioBackend().connect_tcp("127.0.0.1", server.getsockname()[1], 2.0)
+        peer, _ = server.accept()
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.01, peer.send, b"a")
+        first = await stream.read(10, timeout=1.0)
+        loop.call_later(1.3, peer.send, b"b")  # past the first read's deadline
+        second = await stream.read(10, timeout=None)
+        await stream.aclose()
+        peer.close()
+        return first, second
+
+    try:
+        assert asyncio.run(go()) == (b"a", b"b")
+    finally:
+        server.close()
+
+
+def test_socket_options_are_set_on_the_connection() -> None:
+    server = _listener()
+
+    async def go() -> int:
+        option = (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        backend = AsyncioBackend()
+        port = server.getsockname()[1]
+        stream = await backend.connect_tcp("127.0.0.1", port, 2.0, socket_options=[option])
+        peer, _ = server.accept()
+        value = stream.get_extra_info("socket").getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE)
+        await stream.aclose()
+        peer.close()
+        return int(value)
+
+    try:
+        assert asyncio.run(go()) == 1
+    finally:
+        server.close()

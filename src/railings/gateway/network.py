@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import socket
+import math
 import ssl
 from collections.abc import Iterable
 from typing import Any, cast
@@ -151,6 +151,8 @@ class AsyncioStream(httpcore2.AsyncNetworkStream):
                 raise ReadError("the connection is closed")
             if timeout is not None:
                 p.watch(timeout)
+            else:
+                p.until = math.inf  # no limit: a timer left by an earlier read never fires
             p.waiter = p.loop.create_future()
             try:
                 await p.waiter
@@ -191,8 +193,10 @@ class AsyncioStream(httpcore2.AsyncNetworkStream):
             raise WriteError(str(p.error) or type(p.error).__name__)
 
     async def aclose(self) -> None:
-        """Close the connection."""
-        self._transport.close()
+        """Close the connection at once, as anyio's backend does: ``close()`` would wait
+        to send what is buffered, forever when the peer stopped reading (after a
+        ``WriteTimeout``, say), and keep the socket open meanwhile."""
+        self._transport.abort()
 
     async def start_tls(
         self,
@@ -264,10 +268,13 @@ class AsyncioBackend(httpcore2.AsyncNetworkBackend):
             raise ConnectTimeout("timed out") from None
         except OSError as exc:
             raise ConnectError(str(exc)) from exc
-        sock = transport.get_extra_info("socket")
-        for option in socket_options or ():
-            if isinstance(sock, socket.socket):
+        sock = transport.get_extra_info("socket")  # asyncio's TransportSocket
+        try:
+            for option in socket_options or ():
                 sock.setsockopt(*option)
+        except OSError as exc:
+            transport.abort()
+            raise ConnectError(str(exc)) from exc
         return AsyncioStream(protocol, transport)
 
     async def sleep(self, seconds: float) -> None:

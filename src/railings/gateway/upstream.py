@@ -137,7 +137,9 @@ def asyncio_transport(
     httpcore2's pool takes a ``network_backend``; httpx2's transport does not pass one
     on, so the pool it built is replaced by the same pool with the backend. Should a
     later httpx2 keep its pool elsewhere, the transport stays as httpx2 built it: the
-    same answers, on anyio (``tests/test_gateway_network.py`` notices).
+    same answers, on anyio (``tests/test_gateway_network.py`` notices). The pool is
+    rebuilt from the arguments this function takes only (no retries, local address,
+    Unix socket or socket options: the gateway sets none of them).
     """
     transport = httpx2.AsyncHTTPTransport(verify=tls, http2=http2, limits=limits, trust_env=False)
     if isinstance(getattr(transport, "_pool", None), httpcore2.AsyncConnectionPool):
