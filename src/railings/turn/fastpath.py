@@ -40,6 +40,17 @@ verdict, ``events_seen`` and the SSE decoder's state):
   fragment that is the model's text, never an end: applying it is one append to the list
   the assembler names (``open_text``, ``open_fragments``), and no termination check
   follows it.
+* A block that is the last common block's envelope with other values in it (OpenAI's
+  chunks: only the text, the arguments and the padding change) is read by the
+  decoder's block template (``turn/template.py``) without parsing it: the template
+  returns the event ``feed_common`` would return for the object the block parses to,
+  or None, and the block is then parsed as above. The template is learned from a block
+  ``feed_common`` took, at most ``_LEARNS`` times per stream; Anthropic's and the
+  Responses API's events are small enough that jiter parses them faster than a template
+  reads them (``bench/instructions.py``), so their decoders offer none.
+* The field lines of the last block (``data: `` or an ``event:`` line and ``data: ``) are
+  kept with the event they name: a block that starts with those bytes is that event's
+  data, as the ``event:`` line holds no LF.
 * Anything else -- a comment, an ``id:`` or ``retry:`` field, ``data:`` without its
   space, several data lines, data that is not a JSON object, a decoder or framing
   without a ``feed_sse_object`` -- stops the loop at that block's first byte, a block
@@ -70,7 +81,9 @@ from railings.events import (
     ToolArgumentsDelta,
 )
 from railings.turn.assembler import TurnAssembler
+from railings.turn.template import BlockTemplate
 from railings.turn.termination import State
+from railings.wire._events import Holes
 from railings.wire._json import parse_bytes
 from railings.wire.sse import SSEDecoder
 
@@ -82,11 +95,13 @@ __all__ = ["FastReading", "FeedCommon", "FeedObject", "eligible"]
 
 FeedObject = Callable[[str, dict[str, Any]], list[StreamEvent]]
 FeedCommon = Callable[[str, dict[str, Any]], StreamEvent | None]
+HolesOf = Callable[[str, dict[str, Any], StreamEvent], Holes]
 
 _ENDING = (TerminationProof, ProviderErrorEvent)  # the events after which a turn may be over
 _utf8_decode = codecs.utf_8_decode
 _REPLACEMENT = "\ufffd".encode()  # U+FFFD in UTF-8
 _NAMES = 64  # how many event names one stream's cache keeps
+_LEARNS = 8  # how many block templates one stream may learn (template.py)
 # The most bytes of an unfinished SSE block the fast path holds back; a longer block goes
 # to the SSE decoder, which joins a long line's pieces only once.
 _CARRY_LIMIT = 32 * 1024
@@ -133,11 +148,15 @@ class FastReading:
         self._carry = b""  # the bytes held back
         self._ready: FeedObject | None = None  # set while feed may go to _fast directly
         self._names: dict[bytes, str] = {}  # the event names decoded so far
+        self._fields: tuple[bytes, str, int] = (b"data: ", "message", 6)  # see _fast
         self._fast_for: object = None  # the decoder whose entry _fast_entry caches
         self._fast_entry: FeedObject | None = None
         self._common: FeedCommon = _no_common  # the decoder's feed_common, if it has one
         # The call whose fragment list the assembler opened (open_fragments), and the list.
         self._fragments: tuple[int, list[str] | None] = (-1, None)
+        self._holes: HolesOf | None = None  # the decoder's common_template, if it has one
+        self._template: BlockTemplate | None = None  # the last common block's (template.py)
+        self._learns = _LEARNS  # how many more templates this stream may learn
 
     if TYPE_CHECKING:
 
@@ -199,7 +218,8 @@ class FastReading:
         the SSE side): the text of the chunk (each data is parsed from its bytes); the
         ``ServerSentEvent``; for the decoder's commonest block (``feed_common``: a text or
         argument fragment) the handler table's lookups, lists and calls, since it returns
-        exactly the one event the table would; for that event, ``apply``'s dispatch where
+        exactly the one event the table would, and for a block its template reads, the
+        parse too; for that event, ``apply``'s dispatch where
         the assembler says that applying it is one append (``open_text``,
         ``open_fragments``); and the termination check after any event but a proof or a
         provider error, the only ones that end a turn (a fault ends it here too)."""
@@ -227,17 +247,24 @@ class FastReading:
             return self._decode(chunk, False, out)
         blocks = chunk.split(b"\n\n")
         rest = blocks.pop()  # what follows the last blank line: not a whole block
-        names, common = self._names, self._common
+        names, common, template = self._names, self._common, self._template
         apply, append = assembler.apply, out.append
         texts = assembler.open_text
         at, fragments = self._fragments
         frames = 0
+        # The last block's field lines up to its data (b"data: ", or an event: line and
+        # b"\ndata: "), the event they name, and their length: a block that starts with
+        # them is that event's (the event: line holds no LF, so its data line is the next).
+        prefix, named, cut = self._fields
         for block in blocks:
-            head = block[:6]
-            if head == b"data: ":
-                event = "message"
+            if block.startswith(prefix):
+                event = named
+                data = block[cut:]
+            elif block[:6] == b"data: ":
+                prefix, named, cut = b"data: ", "message", 6
+                event = named
                 data = block[6:]
-            elif head == b"event:":
+            elif block[:6] == b"event:":
                 line, _, data = block.partition(b"\ndata: ")  # no data line: b"", not JSON
                 try:
                     event = names[line]
@@ -250,18 +277,26 @@ class FastReading:
                         break  # not UTF-8: the SSE decoder's to replace and count
                     if len(names) < _NAMES:
                         names[line] = event
+                prefix = line + b"\ndata: "
+                named, cut = event, len(prefix)
             else:
                 break
             if 10 in data:  # LF
                 break  # several data lines, or a field after the data
-            try:
-                obj = parse_bytes(data)
-            except Exception:  # not JSON, or not what the fast parser accepts
-                break
-            if type(obj) is not dict:
-                break
+            item = None
+            if template is not None and event == template.event:
+                item = template.read(data)  # the last common block's envelope: no parse
+            if item is None:
+                try:
+                    obj = parse_bytes(data)
+                except Exception:  # not JSON, or not what the fast parser accepts
+                    break
+                if type(obj) is not dict:
+                    break
+                item = common(event, obj)
+                if item is not None and self._learns:
+                    template = self._learn(event, data, obj, item)
             frames += 1
-            item = common(event, obj)
             if item is not None:  # a text or argument fragment: never an end
                 kind = type(item)
                 if kind is TextDelta and texts is not None:
@@ -291,6 +326,7 @@ class FastReading:
             texts = assembler.open_text
         else:
             # Every block read: what follows the last one is held back (see the class).
+            self._fields = prefix, named, cut
             self.events_seen += frames
             if len(rest) < len(chunk):
                 framer_.skip(len(chunk) - len(rest))
@@ -332,4 +368,22 @@ class FastReading:
             self._fast_entry = found if usable else None
             common = getattr(decoder, "feed_common", None)
             self._common = common if usable and callable(common) else _no_common
+            holes = getattr(decoder, "common_template", None)
+            self._holes = holes if self._common is common and callable(holes) else None
+            self._template = None
         return self._fast_entry
+
+    def _learn(
+        self, event: str, data: bytes, obj: dict[str, Any], item: StreamEvent
+    ) -> BlockTemplate | None:
+        """The template of a block ``feed_common`` took, kept for the blocks after it (or
+        None, and the one kept before is dropped: it did not fit this block)."""
+        self._learns -= 1
+        holes = self._holes
+        template = (
+            None
+            if holes is None
+            else BlockTemplate.learn(event, data, obj, *holes(event, obj, item))
+        )
+        self._template = template
+        return template

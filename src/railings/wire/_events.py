@@ -10,10 +10,11 @@ either class fails loudly here instead of being left unset.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import fields
 from typing import Any
 
-from railings.events import TextDelta, ToolArgumentsDelta
+from railings.events import StreamEvent, TextDelta, ToolArgumentsDelta
 
 __all__ = [
     "NEW",
@@ -21,8 +22,12 @@ __all__ = [
     "SET_INDEX",
     "SET_PARSED",
     "SET_TEXT",
+    "Holes",
+    "Make",
+    "Path",
     "arguments_delta",
     "text_delta",
+    "text_hole",
 ]
 
 if tuple(f.name for f in fields(TextDelta)) != ("text",) or tuple(
@@ -54,4 +59,22 @@ def arguments_delta(index: int, fragment: str) -> ToolArgumentsDelta:
     _set_index(event, index)
     _set_fragment(event, fragment)
     _set_parsed(event, False)
+    return event  # type: ignore[no-any-return]
+
+
+# What a decoder's ``common_template`` returns for a block template (``turn/template.py``):
+# the paths of the values handed to ``make``, the paths of the free values, and ``make``.
+Path = tuple[str | int, ...]
+Make = Callable[[list[Any]], StreamEvent | None]
+Holes = tuple[Sequence[Path], Sequence[Path], Make]
+
+
+def text_hole(values: list[Any]) -> TextDelta | None:
+    """A block template's ``make`` for a text fragment that no state decides: the text
+    of its one hole if not empty (``turn/template.py``)."""
+    text = values[0]
+    if not text:
+        return None
+    event: Any = _new(TextDelta)
+    _set_text(event, text)
     return event  # type: ignore[no-any-return]

@@ -56,8 +56,10 @@ from railings.wire._events import (
     SET_INDEX,
     SET_PARSED,
     SET_TEXT,
+    Holes,
     arguments_delta,
     text_delta,
+    text_hole,
 )
 from railings.wire._json import as_int, load_object
 from railings.wire.chat_fields import (
@@ -77,6 +79,7 @@ from railings.wire.sse import ServerSentEvent
 __all__ = ["DONE", "OpenAIChatDecoder", "error_event"]
 
 DONE = "[DONE]"
+_FREE = [("obfuscation",)]  # random padding against length side channels: read by nothing
 
 
 class OpenAIChatDecoder:
@@ -212,6 +215,54 @@ class OpenAIChatDecoder:
         SET_FRAGMENT(piece, arguments)
         SET_PARSED(piece, False)
         return piece
+
+    def common_template(self, event: str, obj: dict[str, Any], item: StreamEvent) -> Holes:
+        """The holes of a chunk :meth:`feed_common` took (it returned ``item``) for the
+        reader's block template (``turn/template.py``): the content or the arguments, and
+        the ``obfuscation`` padding, which nothing reads. ``make`` is :meth:`feed_common`
+        for the learned chunk with other values there: it checks the value is not empty
+        and the decoder's state as :meth:`feed_common` does (the fields last checked, the
+        choice read, the call at the chunk's index); the rest of the chunk passed."""
+        keys = [*obj]
+        choice = obj["choices"][0]
+        choice_keys, index = [*choice], choice["index"]
+
+        def fits() -> bool:
+            return (
+                self._chunk_keys == keys
+                and self._choice_keys == choice_keys
+                and index == self.choice
+                and index in self.choices
+            )
+
+        if type(item) is TextDelta:
+
+            def text(values: list[Any]) -> StreamEvent | None:
+                return text_hole(values) if fits() else None
+
+            return [("choices", 0, "delta", "content")], _FREE, text
+        call = choice["delta"]["tool_calls"][0]
+        call_keys, function_keys = [*call], [*call["function"]]
+        wire_index, ident = call["index"], call.get("id") or ""
+
+        def arguments(values: list[Any]) -> StreamEvent | None:
+            fragment = values[0]
+            if (
+                not fragment
+                or not fits()
+                or self._call_keys != call_keys
+                or self._function_keys != function_keys
+            ):
+                return None
+            known = self._by_index.get(wire_index)
+            if known is None:
+                return None
+            position, known_id = known
+            if ident and known_id and ident != known_id:
+                return None  # a new call at a known index
+            return arguments_delta(position, fragment)
+
+        return [("choices", 0, "delta", "tool_calls", 0, "function", "arguments")], _FREE, arguments
 
     def close(self) -> list[StreamEvent]:
         """No events: each SSE event was decoded whole as it came. Whether the end was

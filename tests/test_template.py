@@ -1,0 +1,248 @@
+"""Block templates (turn/template.py): a block read through one is the block parsed.
+
+Three properties and one end to end: the spans found are the values' tokens; a block the
+template reads parses (``json.loads``) to the learned object with the holes' values; the
+decoder's ``make`` is its ``feed_common`` for that object, whatever state the decoder is
+in; and a stream whose blocks repeat an envelope reads the same through the fast path,
+where the template reads them, as through the general path.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from railings.turn.reader import StreamReader
+from railings.turn.template import BlockTemplate, spans
+from railings.wire.openai_chat import OpenAIChatDecoder
+from test_fastpath import _equal
+from test_fastpath_common import _chunk, _openai_event, _stream
+
+_SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=20,
+)
+
+
+def _leaves(value: Any, path: tuple[Any, ...] = ()) -> dict[tuple[Any, ...], Any]:
+    if isinstance(value, dict):
+        return {p: v for key, item in value.items() for p, v in _leaves(item, (*path, key)).items()}
+    if isinstance(value, list):
+        return {p: v for i, item in enumerate(value) for p, v in _leaves(item, (*path, i)).items()}
+    return {path: value}
+
+
+@_SETTINGS
+@given(st.dictionaries(st.text(max_size=4), _json), st.booleans(), st.sampled_from([0, None, 1]))
+def test_spans_are_the_tokens_of_the_values(obj: dict[str, Any], ascii: bool, indent: Any) -> None:
+    data = json.dumps(obj, ensure_ascii=ascii, indent=indent).encode()
+    leaves = _leaves(obj)
+    found = spans(data, set(leaves))
+    assert found is not None
+    assert set(found) == set(leaves)
+    for path, (start, end) in found.items():
+        assert json.loads(data[start:end]) == leaves[path]
+
+
+def test_a_repeated_key_makes_no_spans() -> None:
+    assert spans(b'{"a": {"b": 1, "b": 2}}', {("a", "b")}) is None
+    assert spans(b'{"a": {"b": 1}, "c": [{"d": 1}, {"d": 2}]}', {("a", "b")}) is not None
+
+
+# -- a template reads what parsing reads ---------------------------------------------------
+
+_CHUNK = {
+    "id": "chatcmpl-1",
+    "object": "chat.completion.chunk",
+    "model": "m",
+    "choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": None}],
+    "usage": None,
+    "obfuscation": "abc",
+}
+_CONTENT = ("choices", 0, "delta", "content")
+
+
+def _learned(obj: dict[str, Any], data: bytes) -> BlockTemplate:
+    template = BlockTemplate.learn("message", data, obj, [_CONTENT], [("obfuscation",)], list)
+    assert template is not None
+    return template
+
+
+def _with(obj: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+    out = copy.deepcopy(obj)
+    at: Any = out
+    for step in path[:-1]:
+        at = at[step]
+    at[path[-1]] = value
+    return out
+
+
+# Tokens a hole may hold: JSON strings written every way, and bytes that are not one.
+_token = st.one_of(
+    st.builds(
+        lambda text, ascii: json.dumps(text, ensure_ascii=ascii).encode(),
+        st.text(),
+        st.booleans(),
+    ),
+    st.sampled_from(
+        [b'"a\\ud800"', b'"\x01"', b'"\\x"', b'"a', b'a"', b"1", b"null", b'"a","b"', b'""']
+    ),
+    st.sampled_from([b'"\xff"', b'"\xc3"', b'"\\"', b'" "x"', b"[]", b'"a\\u00e9"']),
+    st.binary(max_size=12),
+)
+
+
+def _string(token: bytes) -> bool:
+    """A JSON string token whose text UTF-8 can hold (no lone surrogate)."""
+    try:
+        value = json.loads(token)
+        if type(value) is not str:
+            return False
+        value.encode()
+    except (ValueError, UnicodeError):
+        return False
+    return True
+
+
+@_SETTINGS
+@given(_token, _token, st.booleans())
+def test_a_block_the_template_reads_parses_to_the_learned_object_with_its_values(
+    content: bytes, padding: bytes, spaced: bool
+) -> None:
+    data = json.dumps(_CHUNK, separators=(", ", ": ") if spaced else (",", ":")).encode()
+    template = _learned(_CHUNK, data)
+    block = data.replace(b'"hi"', content).replace(b'"abc"', padding)
+    values = template.values(block)
+    try:
+        parsed = json.loads(block)
+    except ValueError:
+        parsed = None
+    if values is None:
+        # Only a token that is not a JSON string, or one the fast parser refuses (a lone
+        # surrogate, which the general path then reads), is refused.
+        assert parsed is None or not (_string(content) and _string(padding))
+        return
+    assert parsed is not None
+    assert parsed == _with(
+        _with(_CHUNK, _CONTENT, values[0]), ("obfuscation",), parsed["obfuscation"]
+    )
+
+
+def test_a_block_another_envelope_is_not_read() -> None:
+    data = json.dumps(_CHUNK).encode()
+    template = _learned(_CHUNK, data)
+    assert template.values(data.replace(b'"m"', b'"n"')) is None
+    assert template.values(data.replace(b'"usage": null', b'"usage":  null')) is None
+    assert template.values(data + b" ") is None
+    assert template.values(data[:-1]) is None
+    assert template.values(data.replace(b'"abc"', b'"abc", "x": 1')) is None
+
+
+def test_no_template_where_the_cut_could_be_wrong() -> None:
+    twice = b'{"choices":[{"delta":{"content":"a","content":"b"}}]}'
+    obj = json.loads(twice)
+    assert BlockTemplate.learn("message", twice, obj, [_CONTENT], [], list) is None
+    missing = json.dumps({"choices": [{"delta": {}}]}).encode()
+    assert (
+        BlockTemplate.learn("message", missing, json.loads(missing), [_CONTENT], [], list) is None
+    )
+    number = json.dumps({"choices": [{"delta": {"content": 1.5}}]}).encode()
+    assert BlockTemplate.learn("message", number, json.loads(number), [_CONTENT], [], list) is None
+
+
+def test_an_integer_hole_takes_json_integers_only() -> None:
+    data = b'{"n":5,"t":"x"}'
+    template = BlockTemplate.learn("e", data, json.loads(data), [("t",), ("n",)], [], list)
+    assert template is not None
+    assert template.values(b'{"n":12,"t":"y"}') == ["y", 12]
+    for other in (b"05", b"-1", b"1.0", b"1e2", b"", b"\xd9\xa1", b"true"):
+        assert template.values(b'{"n":' + other + b',"t":"y"}') is None
+
+
+# -- make is feed_common -----------------------------------------------------------------
+
+_values = st.sampled_from(["x", "", "é ✓ 😀", "\n\n", '{"a"', "a\ud800"])
+
+
+@_SETTINGS
+@given(_stream(_openai_event, _chunk), st.data())
+def test_openai_make_equals_feed_common_in_every_later_state(
+    events: list[tuple[str, dict[str, Any]]], data: st.DataObject
+) -> None:
+    decoder = OpenAIChatDecoder()
+    learned: list[tuple[str, dict[str, Any], Any]] = []
+    for event, obj in events:
+        for at_event, at_obj, (paths, _, make) in learned:
+            value = data.draw(_values)
+            other = _with(at_obj, paths[0], value)
+            assert make([value]) == decoder.feed_common(at_event, other)
+        item = decoder.feed_common(event, obj)
+        if item is not None:
+            learned.append((event, obj, decoder.common_template(event, obj, item)))
+            continue
+        try:
+            decoder.feed_sse_object(event, obj)
+        except Exception:
+            return
+
+
+# -- end to end ----------------------------------------------------------------------------
+
+_ENVELOPE = '{"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,'
+_TAIL = '"logprobs":null,"finish_reason":null}],"usage":null,"obfuscation":"%s"}'
+
+
+def _openai_body(tokens: list[bytes], tool: bool) -> bytes:
+    start = '"delta":{"role":"assistant","content":""},'
+    if tool:
+        start = (
+            '"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function",'
+            '"function":{"name":"f","arguments":""}}]},'
+        )
+    blocks = [(_ENVELOPE + start + _TAIL % "p").encode()]
+    for i, token in enumerate(tokens):
+        if tool:
+            delta = b'"delta":{"tool_calls":[{"index":0,"function":{"arguments":%s}}]},' % token
+        else:
+            delta = b'"delta":{"content":%s},' % token
+        blocks.append(_ENVELOPE.encode() + delta + (_TAIL % ("x" * (i % 7))).encode())
+    end = _ENVELOPE + '"delta":{},"logprobs":null,"finish_reason":"stop"}],"usage":null}'
+    blocks.append(end.encode())
+    return b"".join(b"data: " + block + b"\n\n" for block in blocks) + b"data: [DONE]\n\n"
+
+
+_plain = st.builds(lambda text: json.dumps(text).encode(), st.text(min_size=1, max_size=8))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.one_of(_plain, _plain, _plain, _token), min_size=1, max_size=30),
+    st.booleans(),
+    st.data(),
+)
+def test_streams_repeating_an_envelope_read_the_same_cut_anywhere(
+    tokens: list[bytes], tool: bool, data: st.DataObject
+) -> None:
+    body = _openai_body(tokens, tool)
+    cuts = data.draw(st.lists(st.integers(0, len(body)), max_size=20))
+    _equal("openai", body, cuts)
+
+
+def test_the_template_reads_every_fragment_after_the_first() -> None:
+    for tool in (False, True):
+        body = _openai_body([json.dumps(f'piece {i} ✓ "q"').encode() for i in range(200)], tool)
+        reader = StreamReader("openai")
+        for at in range(0, len(body), 1024):
+            reader.feed(body[at : at + 1024])
+        reader.close()
+        assert reader._learns == 7  # learned once, then every block fit it
+        turn = reader.turn()
+        expected = "".join(f'piece {i} ✓ "q"' for i in range(200))
+        assert (turn.tool_calls[0].raw_arguments if tool else turn.text) == expected
