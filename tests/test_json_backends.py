@@ -74,3 +74,18 @@ def test_load_object_raises_typed_errors() -> None:
         with pytest.raises(MalformedStream):
             _json.load_object(data, where="test")
     assert _json.load_object('{"a": 1}', where="test") == {"a": 1}
+
+
+@pytest.mark.parametrize("data", CASES, ids=[repr(c[:24]) for c in CASES])
+def test_load_object_on_long_data_agrees_with_json_loads(data: str) -> None:
+    """Past 16 KiB load_object takes the stdlib's scanner even with jiter installed."""
+    padded = data.replace('{"a"', '{"pad": "%s", "a"' % ("x" * _json._LONG), 1)
+    assert len(padded) >= _json._LONG or padded == data
+    try:
+        got: tuple[str, Any] = (
+            "value",
+            json.dumps(_json.load_object(padded, where="t"), sort_keys=True),
+        )
+    except MalformedStream:
+        got = ("error", None)
+    assert got == _reference(padded)

@@ -8,7 +8,11 @@ Parsing each event's data is the largest single cost of reading a stream (see
   ``openai`` and ``anthropic`` SDKs depend on it), it parses first: 2-3.5x
   faster than ``json.loads`` on event-sized objects. Not ``orjson``: it turns
   integers past 64 bits into floats without an error, a silent difference.
-* Without it, the stdlib's own C scanner is called directly. ``json.loads``
+* Without it, and for data of 16 KiB or more, the stdlib's own C scanner is called
+  directly. Past a few KiB a document is mostly its strings (the Responses API's
+  ``*.done`` and ``response.completed`` events repeat the whole text), and there the
+  stdlib's scanner is faster: 0.34 against jiter's 0.89 ms (the encode included) on a
+  209 KB ``response.completed`` (``docs/PERFORMANCE.md``, change 9). ``json.loads``
   ends in that same call, after three Python-level wrappers and two regex
   matches for surrounding whitespace that cost a third of its time on a
   300-byte chunk.
@@ -65,6 +69,8 @@ def _fast_parser() -> tuple[Callable[[str], Any], str]:
 
 
 _fast, BACKEND = _fast_parser()
+_scan = _stdlib_fast()  # for long data, with or without jiter (the module docstring)
+_LONG = 16 * 1024  # characters
 
 
 def _bytes_parser() -> Callable[[bytes], Any]:
@@ -101,7 +107,7 @@ def _strict(data: str, where: str) -> Any:
 def load_object(data: str, *, where: str) -> dict[str, Any]:
     """Parse one event's data as a JSON object, or raise :class:`MalformedStream`."""
     try:
-        value = _fast(data)
+        value = _fast(data) if len(data) < _LONG else _scan(data)
     except Exception:  # whatever the fast path refuses, json.loads judges
         value = _strict(data, where)
     if not isinstance(value, dict):
