@@ -23,10 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import jiter  # noqa: E402
-import workloads as W  # noqa: E402
+import jiter
+import workloads as W
 
-from railings.turn.reader import StreamReader  # noqa: E402
+from railings.turn.reader import StreamReader
 
 _scan = vars(json.JSONDecoder())["scan_once"]
 
@@ -65,8 +65,9 @@ def main() -> int:
     for n in (50, 200, 500, 2000, 5000, 20000):
         data = _completed(n)
         repeat = max(1, 200_000 // len(data))
-        j = _best(lambda: [jiter.from_json(data.encode()) for _ in range(repeat)]) / repeat
-        s = _best(lambda: [_scan(data, 0) for _ in range(repeat)]) / repeat
+        j = _best(lambda d=data, k=repeat: [jiter.from_json(d.encode()) for _ in range(k)])
+        s = _best(lambda d=data, k=repeat: [_scan(d, 0) for _ in range(k)])
+        j, s = j / repeat, s / repeat
         print(f"{n:>10} {len(data):>9} {j * 1e3:>8.3f}ms {s * 1e3:>8.3f}ms {s / j:>13.2f}")
     body = W.build("W5", 20000).body
     blocks = body.split(b"\n\n")
