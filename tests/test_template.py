@@ -143,6 +143,9 @@ def test_a_block_another_envelope_is_not_read() -> None:
     assert template.values(data + b" ") is None
     assert template.values(data[:-1]) is None
     assert template.values(data.replace(b'"abc"', b'"abc", "x": 1')) is None
+    # The padding's shortcut takes ASCII letters and digits only; others are parsed.
+    assert template.values(data.replace(b'"abc"', '"é1"'.encode())) == ["hi"]
+    assert template.values(data.replace(b'"abc"', b'"\xff1"')) is None
 
 
 def test_no_template_where_the_cut_could_be_wrong() -> None:
@@ -162,7 +165,7 @@ def test_an_integer_hole_takes_json_integers_only() -> None:
     template = BlockTemplate.learn("e", data, json.loads(data), [("t",), ("n",)], [], list)
     assert template is not None
     assert template.values(b'{"n":12,"t":"y"}') == ["y", 12]
-    for other in (b"05", b"-1", b"1.0", b"1e2", b"", b"\xd9\xa1", b"true"):
+    for other in (b"05", b"-1", b"1.0", b"1e2", b"", b"\xd9\xa1", b"true", b"1" * 5000):
         assert template.values(b'{"n":' + other + b',"t":"y"}') is None
 
 

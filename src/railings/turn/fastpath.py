@@ -371,13 +371,15 @@ class FastReading:
             holes = getattr(decoder, "common_template", None)
             self._holes = holes if self._common is common and callable(holes) else None
             self._template = None
+            self._learns = _LEARNS if self._holes is not None else 0
         return self._fast_entry
 
     def _learn(
         self, event: str, data: bytes, obj: dict[str, Any], item: StreamEvent
     ) -> BlockTemplate | None:
-        """The template of a block ``feed_common`` took, kept for the blocks after it (or
-        None, and the one kept before is dropped: it did not fit this block)."""
+        """The template of a block ``feed_common`` took, kept for the blocks after it; or
+        None, when none can be made of it (a template kept before, which did not fit this
+        block, is dropped)."""
         self._learns -= 1
         holes = self._holes
         template = (

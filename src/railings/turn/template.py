@@ -3,8 +3,9 @@
 Within one stream a provider sends the same envelope with nearly every fragment: an
 OpenAI chunk repeats its ``id``, ``model``, ``system_fingerprint``, ``choices`` and
 ``usage`` byte for byte, and only the delta's text and the ``obfuscation`` padding
-change; an Anthropic ``content_block_delta`` changes only its text. Parsing the whole
-object again costs about twice what reading the one string that changed does.
+change. Parsing the whole 300-400 byte object again costs about twice what reading the
+strings that changed does. (Anthropic's and the Responses API's events are small
+enough that parsing them is cheaper than a template: their decoders offer none.)
 
 A :class:`BlockTemplate` is learned from a block the decoder's ``feed_common`` took:
 its bytes cut at the values the decoder names (``common_template``), into the constant
@@ -122,7 +123,8 @@ class BlockTemplate:
     def __init__(
         self, event: str, segments: list[bytes], holes: list[tuple[int, int]], make: Make
     ) -> None:
-        """``segments`` around the holes, each ``(kind, slot)`` in the order of the bytes."""
+        """``holes``: each hole's ``(kind, slot)``, in the order of the bytes; ``segments``:
+        the bytes before, between and after them (one more than the holes)."""
         self.event = event
         self.head, self.tail = segments[0], segments[-1]
         self._first = len(segments[0])
@@ -199,7 +201,11 @@ class BlockTemplate:
                 token = data[pos:stop]
                 pos = stop + len(after)
             if kind == _INT:
-                if not token.isdigit() or (token[0] == 48 and len(token) > 1):  # 48: "0"
+                if (
+                    not token.isdigit()
+                    or len(token) > 18  # a longer one is parsed whole (int() has a limit)
+                    or (token[0] == 48 and len(token) > 1)  # 48: "0"
+                ):
                     return None
                 out.append(int(token))
                 continue
