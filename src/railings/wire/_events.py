@@ -27,7 +27,6 @@ __all__ = [
     "Path",
     "arguments_delta",
     "text_delta",
-    "text_hole",
 ]
 
 if tuple(f.name for f in fields(TextDelta)) != ("text",) or tuple(
@@ -67,14 +66,3 @@ def arguments_delta(index: int, fragment: str) -> ToolArgumentsDelta:
 Path = tuple[str | int, ...]
 Make = Callable[[list[Any]], StreamEvent | None]
 Holes = tuple[Sequence[Path], Sequence[Path], Make]
-
-
-def text_hole(values: list[Any]) -> TextDelta | None:
-    """A block template's ``make`` for a text fragment that no state decides: the text
-    of its one hole if not empty (``turn/template.py``)."""
-    text = values[0]
-    if not text:
-        return None
-    event: Any = _new(TextDelta)
-    _set_text(event, text)
-    return event  # type: ignore[no-any-return]

@@ -59,7 +59,6 @@ from railings.wire._events import (
     Holes,
     arguments_delta,
     text_delta,
-    text_hole,
 )
 from railings.wire._json import as_int, load_object
 from railings.wire.chat_fields import (
@@ -238,7 +237,8 @@ class OpenAIChatDecoder:
         if type(item) is TextDelta:
 
             def text(values: list[Any]) -> StreamEvent | None:
-                return text_hole(values) if fits() else None
+                content = values[0]
+                return text_delta(content) if content and fits() else None
 
             return [("choices", 0, "delta", "content")], _FREE, text
         call = choice["delta"]["tool_calls"][0]
