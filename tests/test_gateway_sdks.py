@@ -31,35 +31,41 @@ def gateway_url(server: ScriptedServer, tmp_path: Path) -> Iterator[str]:
         yield url
 
 
+# Each client is closed before it is dropped: a kept-alive connection left in its pool would
+# warn (an unclosed socket) whenever the collector reaches the client, in some later test.
 def chat(url: str, fault: str, **kw: Any) -> str:
-    client = openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0)
-    stream = client.chat.completions.create(
-        model="m",
-        messages=[{"role": "user", "content": "hi"}],
-        stream=True,
-        extra_headers={"x-railings-fault": fault},
-        **kw,
-    )
-    return "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    with openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0) as client:
+        stream = client.chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": "hi"}],
+            stream=True,
+            extra_headers={"x-railings-fault": fault},
+            **kw,
+        )
+        return "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
 
 
 def responses(url: str, fault: str, **kw: Any) -> str:
-    client = openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0)
-    with client.responses.stream(
-        model="m", input="hi", extra_headers={"x-railings-fault": fault}, **kw
-    ) as stream:
+    with (
+        openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0) as client,
+        client.responses.stream(
+            model="m", input="hi", extra_headers={"x-railings-fault": fault}, **kw
+        ) as stream,
+    ):
         return stream.get_final_response().output_text
 
 
 def messages(url: str, fault: str, **kw: Any) -> str:
-    client = anthropic.Anthropic(base_url=url, api_key=KEY, max_retries=0)
     kw.setdefault("max_tokens", 1024)
-    with client.messages.stream(
-        model="m",
-        messages=[{"role": "user", "content": "hi"}],
-        extra_headers={"x-railings-fault": fault},
-        **kw,
-    ) as stream:
+    with (
+        anthropic.Anthropic(base_url=url, api_key=KEY, max_retries=0) as client,
+        client.messages.stream(
+            model="m",
+            messages=[{"role": "user", "content": "hi"}],
+            extra_headers={"x-railings-fault": fault},
+            **kw,
+        ) as stream,
+    ):
         return stream.get_final_text()
 
 
@@ -107,8 +113,8 @@ def test_with_cut_calls_pass_the_sdk_gets_the_cut_call(tmp_path: Path) -> None:
     with (
         ScriptedServer(Script.from_dict(CUT_SCRIPT)) as upstream,
         running(upstream.url, tmp_path, cut_calls="pass") as (url, _, _),
+        openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0) as client,
     ):
-        client = openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0)
         stream = client.chat.completions.create(
             model="m", messages=[{"role": "user", "content": "hi"}], stream=True, max_tokens=40
         )
