@@ -41,13 +41,14 @@ verdict, ``events_seen`` and the SSE decoder's state):
   the assembler names (``open_text``, ``open_fragments``), and no termination check
   follows it.
 * A block that is the last common block's envelope with other values in it (OpenAI's
-  chunks: only the text, the arguments and the padding change) is read by the
-  decoder's block template (``turn/template.py``) without parsing it: the template
-  returns the event ``feed_common`` would return for the object the block parses to,
-  or None, and the block is then parsed as above. The template is learned from a block
-  ``feed_common`` took, at most ``_LEARNS`` times per stream; Anthropic's and the
-  Responses API's events are small enough that jiter parses them faster than a template
-  reads them (``bench/instructions.py``), so their decoders offer none.
+  chunks: only the text, the arguments and the padding change; Anthropic's deltas: only
+  the text or the input fragment) is read by the decoder's block template
+  (``turn/template.py``) without parsing it: the template returns the event
+  ``feed_common`` would return for the object the block parses to, or None, and the
+  block is then parsed as above. The template is learned from a block ``feed_common``
+  took, at most ``_LEARNS`` times per stream. The Responses API's text deltas have three
+  holes in a small object, which jiter parses faster than a template reads them
+  (``docs/PERFORMANCE.md``, change 10), so its decoder offers none.
 * The field lines of the last block (``data: `` or an ``event:`` line and ``data: ``) are
   kept with the event they name: a block that starts with those bytes is that event's
   data, as the ``event:`` line holds no LF.
@@ -58,10 +59,11 @@ verdict, ``events_seen`` and the SSE decoder's state):
   boundary decodes it exactly as it would have inside the whole chunk.
 * Around it (:class:`FastReading`): a chunk that starts inside a block gives the
   decoder that block's end first (up to its blank line), then the fast path reads from
-  there; the start of a block a chunk ends in is held back and prepended to the next
-  chunk (or given to the decoder at close): from a boundary it completes no event, and
-  the decoder is split-invariant. Wires whose usage follows the proof (Bedrock), other
-  framings and ``auto`` streams not yet recognised never take it.
+  there (a chunk that does not end the block is the decoder's whole, as the fast path
+  could read none of it); the start of a block a chunk ends in is held back and
+  prepended to the next chunk (or given to the decoder at close): from a boundary it
+  completes no event, and the decoder is split-invariant. Wires whose usage follows the
+  proof (Bedrock), other framings and ``auto`` streams not yet recognised never take it.
 
 ``tests/test_fastpath.py`` checks the two paths equal on arbitrary streams cut anywhere.
 """
@@ -180,8 +182,13 @@ class FastReading:
         """``chunk`` for an SSE stream: by the fast path where it may read it, else (and
         after it) by the general one, ``_decode``."""
         feed_object = self._feed_object()
+        # Where the decoder is inside a block (nothing is held back then) the block's end
+        # goes to it first; a chunk that does not end the block is all the decoder's, and
+        # is not checked for the fast path (a long event's pieces are decoded once).
+        cut = -1 if framer_.between_blocks or self._carry else chunk.find(b"\n\n") + 2
         if (
-            feed_object is not None
+            cut != 1
+            and feed_object is not None
             and self._assembler is not None
             and self._assembler.machine.state is State.STREAMING
             and not framer_.invalid_utf8
@@ -189,12 +196,9 @@ class FastReading:
         ):
             if self._carry:
                 chunk, self._carry = self._carry + chunk, b""
-            if not framer_.between_blocks:
+            if cut > 1:
                 # The end of the block the decoder is in goes to it: it is then between
                 # blocks (the whole chunk is valid UTF-8 without CR).
-                cut = chunk.find(b"\n\n") + 2
-                if cut == 1:
-                    return self._decode(chunk, False, out)
                 self._decode(chunk[:cut], False, out)
                 chunk = chunk[cut:]
                 if self.terminated and not self.reads_on:
