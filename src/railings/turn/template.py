@@ -4,8 +4,13 @@ Within one stream a provider sends the same envelope with nearly every fragment:
 OpenAI chunk repeats its ``id``, ``model``, ``system_fingerprint``, ``choices`` and
 ``usage`` byte for byte, and only the delta's text and the ``obfuscation`` padding
 change. Parsing the whole 300-400 byte object again costs about twice what reading the
-strings that changed does. (Anthropic's and the Responses API's events are small
-enough that parsing them is cheaper than a template: their decoders offer none.)
+strings that changed does. An Anthropic delta is smaller, but its one value is the
+last, and reading one string between a head and a tail takes less time than parsing the
+object. Those two shapes (a string hole, perhaps followed by a free one) are read
+inline, without the general loop over holes, whose per-hole steps cost about what a
+small object's parse does. (The Responses API's text deltas hold three values in a
+small object: parsing it is cheaper than reading three holes, and its decoder offers
+none; ``bench/templates.py`` measures both answers.)
 
 A :class:`BlockTemplate` is learned from a block the decoder's ``feed_common`` took:
 its bytes cut at the values the decoder names (``common_template``), into the constant
@@ -108,6 +113,14 @@ def spans(data: bytes, wanted: set[Path]) -> dict[Path, tuple[int, int]] | None:
     return found
 
 
+def _is_string(token: bytes) -> bool:
+    """Whether ``token`` is a JSON string the parser accepts."""
+    try:
+        return type(parse_bytes(token)) is str
+    except Exception:  # not a JSON value the parser accepts
+        return False
+
+
 def _value(obj: Any, path: Path) -> Any:
     for step in path:
         obj = obj[step]
@@ -118,7 +131,18 @@ class BlockTemplate:
     """The constant segments of one learned block and the holes between them (see the
     module docstring)."""
 
-    __slots__ = ("_first", "_holes", "_make", "_order", "_tail_length", "event", "head", "tail")
+    __slots__ = (
+        "_first",
+        "_holes",
+        "_make",
+        "_middle",
+        "_order",
+        "_shape",
+        "_tail_length",
+        "event",
+        "head",
+        "tail",
+    )
 
     def __init__(
         self, event: str, segments: list[bytes], holes: list[tuple[int, int]], make: Make
@@ -138,6 +162,12 @@ class BlockTemplate:
         order = sorted(range(len(slots)), key=slots.__getitem__)
         self._order = None if order == [*range(len(slots))] else order
         self._make = make
+        # The two commonest shapes are read inline (read): one string hole (Anthropic's
+        # deltas), and one string hole followed by a free one (OpenAI's chunks, whose
+        # padding comes last); any other, by the loop of values().
+        kinds = [kind for kind, _ in holes]
+        self._shape = 1 if kinds == [_STRING] else 2 if kinds == [_STRING, _FREE] else 0
+        self._middle = segments[1] if self._shape == 2 else b""
 
     @classmethod
     def learn(
@@ -225,5 +255,26 @@ class BlockTemplate:
     def read(self, data: bytes) -> StreamEvent | None:
         """The event ``feed_common`` would return for ``data``, or None (then the block is
         parsed): the block does not fit, or ``make`` finds it is not the common shape."""
+        shape = self._shape
+        if shape:  # values(), inline for one string hole and perhaps a free one after it
+            first, last = self._first, len(data) - self._tail_length
+            if last < first or not (data.startswith(self.head) and data.endswith(self.tail)):
+                return None
+            if shape == 2:
+                middle = self._middle
+                stop = data.find(middle, first, last)
+                if stop < 0:
+                    return None
+                free = data[stop + len(middle) : last]
+                # ASCII letters and digits between quotes are a JSON string; else parse it.
+                plain = free[1:-1].isalnum() and free[0] == free[-1] == _QUOTE
+                if not plain and not _is_string(free):
+                    return None
+                last = stop
+            try:
+                value = parse_bytes(data[first:last])
+            except Exception:  # not a JSON value the parser accepts
+                return None
+            return self._make([value]) if type(value) is str else None
         values = self.values(data)
         return None if values is None else self._make(values)

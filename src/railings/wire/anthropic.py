@@ -50,6 +50,7 @@ from railings.wire._events import (
     SET_INDEX,
     SET_PARSED,
     SET_TEXT,
+    Holes,
     arguments_delta,
     text_delta,
 )
@@ -132,6 +133,38 @@ class AnthropicDecoder:
         SET_FRAGMENT(piece, fragment)
         SET_PARSED(piece, False)
         return piece
+
+    def common_template(self, event: str, obj: dict[str, Any], item: StreamEvent) -> Holes:
+        """The hole of an event :meth:`feed_common` took (it returned ``item``) for the
+        reader's block template (``turn/template.py``): the text, or the input fragment.
+        ``make`` is :meth:`feed_common` for the learned event with another string there:
+        it checks the string is not empty and, for a fragment, that the block at the
+        learned index is still a started tool block (the rest of the event passed)."""
+        if type(item) is TextDelta:
+
+            def text(values: list[Any]) -> StreamEvent | None:
+                value = values[0]
+                if not value:
+                    return None
+                made = NEW(TextDelta)
+                SET_TEXT(made, value)
+                return made
+
+            return [("delta", "text")], (), text
+        index, blocks = obj["index"], self._blocks
+
+        def fragment(values: list[Any]) -> StreamEvent | None:
+            value = values[0]
+            position = blocks.get(index)
+            if not value or position is None:
+                return None
+            piece = NEW(ToolArgumentsDelta)
+            SET_INDEX(piece, position)
+            SET_FRAGMENT(piece, value)
+            SET_PARSED(piece, False)
+            return piece
+
+        return [("delta", "partial_json")], (), fragment
 
     def close(self) -> list[StreamEvent]:
         """No events: each SSE event was decoded whole as it came. Whether the end was
