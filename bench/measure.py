@@ -44,6 +44,7 @@ __all__ = [
     "Sample",
     "consumers_for",
     "memory_pass",
+    "paired_ratio",
     "timing_rounds",
 ]
 
@@ -116,16 +117,42 @@ def _warm(
             print(f"  warm-up of {name} on {provider} failed: {exc!r}", file=sys.stderr)
 
 
+# The consumers a target compares run back to back, in alternating order, so the two runs of
+# a pair see the same machine (a neighbour's load on a shared host comes and goes within
+# seconds, and the SDKs between two consumers of a round take seconds): the floor and the
+# core (T1b), the async client and the blocking one (T8), and each SDK and its guarded twin
+# (T6, the "+guard" name).
+TWINS = {"floor": "railings", "railings-transport": "railings-sync"}
+
+
+def _twin(name: str) -> str:
+    return TWINS.get(name) or f"{name}+guard"
+
+
 def _units(consumers: list[Consumer]) -> list[list[Consumer]]:
-    """Consumers in running order; an SDK and the same SDK behind the guard form one unit."""
+    """Consumers in running order; a consumer and its twin (``TWINS``) form one unit."""
     names = {c.name for c in consumers}
+    twins = {_twin(c.name) for c in consumers} & names
     units: list[list[Consumer]] = []
     for c in consumers:
-        if c.name.endswith("+guard") and c.name.removesuffix("+guard") in names:
+        if c.name in twins:
             continue
-        twin = [g for g in consumers if g.name == f"{c.name}+guard"]
+        twin = [g for g in consumers if g.name == _twin(c.name)]
         units.append([c, *twin])
     return units
+
+
+def paired_ratio(
+    samples: dict[tuple[str, str], Sample], case: str, lead: str, twin: str, clock: str
+) -> float | None:
+    """The median over rounds of ``twin / lead``, each from one pair of runs made back to
+    back; None when either has no runs."""
+    a, b = samples.get((case, lead)), samples.get((case, twin))
+    if a is None or b is None or a.error or b.error:
+        return None
+    x, y = (a.cpu, b.cpu) if clock == "cpu" else (a.wall, b.wall)
+    pairs = [t / s for s, t in zip(x, y, strict=False) if s > 0]
+    return statistics.median(pairs) if pairs else None
 
 
 def timing_rounds(
@@ -137,8 +164,9 @@ def timing_rounds(
 ) -> dict[tuple[str, str], Sample]:
     """Run every case's consumers ``rounds`` times, interleaved; return the samples.
 
-    An SDK and its guarded twin run back to back (in alternating order) and get the
-    same number of runs, so the guard's cost is read from pairs of neighbouring runs.
+    A consumer and its twin (``TWINS``: the floor and railings, the async and the blocking
+    client, an SDK and its guarded twin) run back to back (in alternating order) and get the
+    same number of runs, so their ratio is read from pairs of neighbouring runs.
     """
     runners = {
         (c.name, case.workload.provider): runner(c, case.workload.provider)

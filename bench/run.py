@@ -274,7 +274,9 @@ def main(argv: list[str] | None = None) -> int:
     modes = W.MODES
     guard = R.guard_overheads(cases, samples, args.clock)
     linear = R.growth_ratios(samples, sizes, args.clock)
-    goals = R.targets(table, sizes, memory, bodies, proxy, modes, guard, linear)
+    goals = R.targets(
+        table, sizes, memory, bodies, proxy, modes, guard, linear, samples, args.clock
+    )
     R.print_tables(console, table, grow, sizes, goals, memory_rows, guard)
     elapsed = time.perf_counter() - started
     console.print(f"elapsed {elapsed:.0f} s; JSON in {args.json}")
