@@ -13,9 +13,11 @@ import copy
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from railings.events import ToolArgumentsDelta
 from railings.turn.reader import StreamReader
 from railings.turn.template import BlockTemplate, spans
 from railings.wire.anthropic import AnthropicDecoder
@@ -172,14 +174,28 @@ def test_an_integer_hole_takes_json_integers_only() -> None:
 
 # -- make is feed_common -----------------------------------------------------------------
 
+_TOOL = {"type": "tool_use", "id": "t", "name": "f", "input": {}}
+_FRAGMENT = ("delta", "partial_json")
 _values = st.sampled_from(["x", "", "é ✓ 😀", "\n\n", '{"a"', "a\ud800"])
 
 
-def _make_equals_feed_common(
-    decoder: Any, events: list[tuple[str, dict[str, Any]]], data: st.DataObject
-) -> None:
+# Each decoder with a template, and streams of its shapes. In Anthropic's, a tool block
+# started at index 1 or restarted at index 0 moves the call a fragment belongs to: make
+# looks the block up when it is called, as feed_common does.
+_DECODERS: dict[str, tuple[Any, Any]] = {
+    "openai": (OpenAIChatDecoder, _stream(_openai_event, _chunk)),
+    "anthropic": (AnthropicDecoder, _stream(_anthropic_event, _anthropic)),
+}
+
+
+@pytest.mark.parametrize("provider", _DECODERS)
+@_SETTINGS
+@given(data=st.data())
+def test_make_equals_feed_common_in_every_later_state(provider: str, data: st.DataObject) -> None:
+    make_decoder, streams = _DECODERS[provider]
+    decoder = make_decoder()
     learned: list[tuple[str, dict[str, Any], Any]] = []
-    for event, obj in events:
+    for event, obj in data.draw(streams):
         for at_event, at_obj, (paths, _, make) in learned:
             value = data.draw(_values)
             other = _with(at_obj, paths[0], value)
@@ -194,55 +210,23 @@ def _make_equals_feed_common(
             return
 
 
-@_SETTINGS
-@given(_stream(_openai_event, _chunk), st.data())
-def test_openai_make_equals_feed_common_in_every_later_state(
-    events: list[tuple[str, dict[str, Any]]], data: st.DataObject
-) -> None:
-    _make_equals_feed_common(OpenAIChatDecoder(), events, data)
-
-
-@_SETTINGS
-@given(_stream(_anthropic_event, _anthropic), st.data())
-def test_anthropic_make_equals_feed_common_in_every_later_state(
-    events: list[tuple[str, dict[str, Any]]], data: st.DataObject
-) -> None:
-    # A tool block started at index 1 or restarted at index 0 moves the call a fragment
-    # belongs to: make looks the block up when it is called, as feed_common does.
-    _make_equals_feed_common(AnthropicDecoder(), events, data)
-
-
-def test_a_one_hole_template_reads_only_one_string_between_head_and_tail() -> None:
-    data = b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}'
-    path = ("delta", "text")
-    template = BlockTemplate.learn("e", data, json.loads(data), [path], [], lambda v: v)
-    assert template is not None
-    head, tail = data.split(b'"hi"')
-    assert template.read(head + b'"a\\"}}"' + tail) == ['a"}}']
-    assert template.read(head + '"é ✓"'.encode() + tail) == ["é ✓"]
-    # Whitespace around the token is JSON's: the block still parses to the learned object.
-    assert template.read(head + b' "a" ' + tail) == ["a"]
-    for token in (b'"a","type":"x"', b"1", b"null", b'"\\ud800"', b'"\xff"', b""):
-        assert template.read(head + token + tail) is None, token
-    assert template.read(head[:-1]) is None  # the head and the tail overlap
-    assert template.read(data.replace(b'"index":0', b'"index":1')) is None
-
-
-@_SETTINGS
-@given(_token, _token)
-def test_the_inline_readings_are_the_general_one(token: bytes, padding: bytes) -> None:
-    # read() reads one string hole, and one followed by a free hole, without values()'s
-    # loop: the same answer (make is list here, so read returns the values).
-    data = b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}'
-    template = BlockTemplate.learn("e", data, json.loads(data), [("delta", "text")], [], list)
-    assert template is not None
-    block = data.replace(b'"hi"', token)
-    assert template.read(block) == template.values(block)
-    data = json.dumps(_CHUNK).encode()
-    block = data.replace(b'"hi"', token).replace(b'"abc"', padding)
-    template = _learned(_CHUNK, data)
-    assert template._shape == 2  # the content, then the padding: the second inline reading
-    assert template.read(block) == template.values(block)
+def test_anthropic_make_follows_a_tool_block_restarted_at_its_index() -> None:
+    decoder = AnthropicDecoder()
+    start = {"type": "content_block_start", "index": 0, "content_block": _TOOL}
+    delta = {
+        "type": "content_block_delta",
+        "index": 0,
+        "delta": {"type": "input_json_delta", "partial_json": '{"a"'},
+    }
+    decoder.feed_sse_object("content_block_start", start)
+    item = decoder.feed_common("content_block_delta", delta)
+    assert item is not None
+    _, _, make = decoder.common_template("content_block_delta", delta, item)
+    assert make(["1"]) == decoder.feed_common("content_block_delta", _with(delta, _FRAGMENT, "1"))
+    decoder.feed_sse_object("content_block_start", start)  # a second call at index 0
+    later = make(["2"])
+    assert later == decoder.feed_common("content_block_delta", _with(delta, _FRAGMENT, "2"))
+    assert isinstance(later, ToolArgumentsDelta) and later.index == 1
 
 
 # -- end to end ----------------------------------------------------------------------------
@@ -273,20 +257,6 @@ def _openai_body(tokens: list[bytes], tool: bool) -> bytes:
 _plain = st.builds(lambda text: json.dumps(text).encode(), st.text(min_size=1, max_size=8))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    st.lists(st.one_of(_plain, _plain, _plain, _token), min_size=1, max_size=30),
-    st.booleans(),
-    st.data(),
-)
-def test_streams_repeating_an_envelope_read_the_same_cut_anywhere(
-    tokens: list[bytes], tool: bool, data: st.DataObject
-) -> None:
-    body = _openai_body(tokens, tool)
-    cuts = data.draw(st.lists(st.integers(0, len(body)), max_size=20))
-    _equal("openai", body, cuts)
-
-
 def _anthropic_body(tokens: list[bytes], tool: bool) -> bytes:
     """An Anthropic stream with one content block whose deltas carry ``tokens``."""
     block: dict[str, Any] = {"type": "text", "text": ""}
@@ -307,36 +277,34 @@ def _anthropic_body(tokens: list[bytes], tool: bool) -> bytes:
     return b"".join(b"event: %s\ndata: %s\n\n" % event for event in events)
 
 
+_BODIES = {"openai": _openai_body, "anthropic": _anthropic_body}
+
+
+@pytest.mark.parametrize("provider", _BODIES)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.one_of(_plain, _plain, _plain, _token), min_size=1, max_size=30),
     st.booleans(),
     st.data(),
 )
-def test_anthropic_streams_read_the_same_cut_anywhere(
-    tokens: list[bytes], tool: bool, data: st.DataObject
+def test_streams_repeating_an_envelope_read_the_same_cut_anywhere(
+    provider: str, tokens: list[bytes], tool: bool, data: st.DataObject
 ) -> None:
-    body = _anthropic_body(tokens, tool)
+    body = _BODIES[provider](tokens, tool)
     cuts = data.draw(st.lists(st.integers(0, len(body)), max_size=20))
-    _equal("anthropic", body, cuts)
+    _equal(provider, body, cuts)
 
 
-def test_the_template_reads_every_fragment_after_the_first() -> None:
-    for tool in (False, True):
-        body = _openai_body([json.dumps(f'piece {i} ✓ "q"').encode() for i in range(200)], tool)
-        reader = StreamReader("openai")
-        for at in range(0, len(body), 1024):
-            reader.feed(body[at : at + 1024])
-        reader.close()
-        assert reader._learns == 7  # learned once, then every block fit it
-        turn = reader.turn()
-        expected = "".join(f'piece {i} ✓ "q"' for i in range(200))
-        assert (turn.tool_calls[0].raw_arguments if tool else turn.text) == expected
-        reader = StreamReader("anthropic")
-        body = _anthropic_body([json.dumps(f'piece {i} ✓ "q"').encode() for i in range(200)], tool)
-        for at in range(0, len(body), 1024):
-            reader.feed(body[at : at + 1024])
-        reader.close()
-        assert reader._learns == 7
-        turn = reader.turn()
-        assert (turn.tool_calls[0].raw_arguments if tool else turn.text) == expected
+@pytest.mark.parametrize("provider", _BODIES)
+@pytest.mark.parametrize("tool", [False, True])
+def test_the_template_reads_every_fragment_after_the_first(provider: str, tool: bool) -> None:
+    pieces = [json.dumps(f'piece {i} ✓ "q"').encode() for i in range(200)]
+    body = _BODIES[provider](pieces, tool)
+    reader = StreamReader(provider)
+    for at in range(0, len(body), 1024):
+        reader.feed(body[at : at + 1024])
+    reader.close()
+    assert reader._learns == 7  # learned once, then every block fit it
+    turn = reader.turn()
+    expected = "".join(f'piece {i} ✓ "q"' for i in range(200))
+    assert (turn.tool_calls[0].raw_arguments if tool else turn.text) == expected
