@@ -113,8 +113,11 @@ def spans(data: bytes, wanted: set[Path]) -> dict[Path, tuple[int, int]] | None:
     return found
 
 
-def _is_string(token: bytes) -> bool:
-    """Whether ``token`` is a JSON string the parser accepts."""
+def _is_padding(token: bytes) -> bool:
+    """Whether ``token``, a free hole's, is a JSON string the parser accepts: ASCII letters
+    and digits between quotes are one without a parse."""
+    if token[1:-1].isalnum() and token[0] == token[-1] == _QUOTE:
+        return True
     try:
         return type(parse_bytes(token)) is str
     except Exception:  # not a JSON value the parser accepts
@@ -239,8 +242,10 @@ class BlockTemplate:
                     return None
                 out.append(int(token))
                 continue
-            if kind == _FREE and token[1:-1].isalnum() and token[0] == token[-1] == _QUOTE:
-                continue  # ASCII letters and digits between quotes: a JSON string
+            if kind == _FREE:
+                if not _is_padding(token):
+                    return None
+                continue
             try:
                 value = parse_bytes(token)
             except Exception:  # not a JSON value the parser accepts
@@ -265,10 +270,7 @@ class BlockTemplate:
                 stop = data.find(middle, first, last)
                 if stop < 0:
                     return None
-                free = data[stop + len(middle) : last]
-                # ASCII letters and digits between quotes are a JSON string; else parse it.
-                plain = free[1:-1].isalnum() and free[0] == free[-1] == _QUOTE
-                if not plain and not _is_string(free):
+                if not _is_padding(data[stop + len(middle) : last]):
                     return None
                 last = stop
             try:
