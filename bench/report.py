@@ -141,12 +141,9 @@ def guard_overheads(
             plain, guarded = median("httpx2"), median("httpx2+guard")
             if plain is not None and guarded is not None:
                 entry["own"] = (guarded - plain) / sdk_time * 100
-            a, b = samples.get((case.key, sdk)), samples.get((case.key, f"{sdk}+guard"))
-            if a is not None and b is not None and a.cpu and b.cpu and not b.error:
-                x, y = (a.cpu, b.cpu) if clock == "cpu" else (a.wall, b.wall)
-                entry["paired"] = (
-                    statistics.median(g / p for p, g in zip(x, y, strict=False)) - 1
-                ) * 100
+            paired = paired_ratio(samples, case.key, sdk, f"{sdk}+guard", clock)
+            if paired is not None:
+                entry["paired"] = (paired - 1) * 100
             if entry:
                 out[case.key] = entry
     return out
@@ -182,18 +179,12 @@ def targets(
     clock: str,
 ) -> list[Target]:
     """The issue's targets, each measured where the issue says, in every feeding mode.
-    T1b and T8 are the median of the ratios of paired runs (``measure.TWINS``), else the
-    ratio of the two medians."""
+    T1b and T8 are the median of the ratios of paired runs (``measure.TWINS``)."""
     big, small = size_label(sizes[-1]), size_label(sizes[0])
     out: list[Target] = []
 
     def pair(case: str, lead: str, twin: str) -> float | None:
-        paired = paired_ratio(samples, case, lead, twin, clock)
-        return (
-            paired
-            if paired is not None
-            else _ratio(_time(table, case, twin), _time(table, case, lead))
-        )
+        return paired_ratio(samples, case, lead, twin, clock)
 
     def add(
         id_: str, text: str, where: str, value: float | None, limit: float, unit: str, at_most: bool

@@ -34,17 +34,11 @@ import consumers as C
 import workloads as W
 
 from railings.events import StreamEvent
+from railings.turn.reader import provider_decoder
 from railings.wire._events import text_delta
-from railings.wire.anthropic import AnthropicDecoder
-from railings.wire.openai_chat import OpenAIChatDecoder
 from railings.wire.openai_responses import OpenAIResponsesDecoder
 
 _WORKLOADS = ("W1", "W2", "W3", "W4", "W5")
-_DECODERS: dict[str, type] = {
-    "openai": OpenAIChatDecoder,
-    "anthropic": AnthropicDecoder,
-    "openai-responses": OpenAIResponsesDecoder,
-}
 
 
 def _responses_template(
@@ -77,7 +71,7 @@ def _compare(name: str, mode: str, n: int, rounds: int) -> tuple[float, float, b
     pieces = W.pieces(workload.body, mode)
     floor = C.runner(next(c for c in C.CONSUMERS if c.name == "floor"), workload.provider)
     reader = C.runner(next(c for c in C.CONSUMERS if c.name == "railings"), workload.provider)
-    decoder = _DECODERS[workload.provider]
+    decoder: Any = type(provider_decoder(workload.provider))
     own = vars(decoder).get("common_template")
     template = own if own is not None else _responses_template
     gc.collect()
@@ -87,15 +81,15 @@ def _compare(name: str, mode: str, n: int, rounds: int) -> tuple[float, float, b
     try:
         for _ in range(rounds):
             base = _cpu(floor, pieces)
-            decoder.common_template = template  # type: ignore[attr-defined]
+            decoder.common_template = template
             with_it.append(_cpu(reader, pieces) / base)
-            del decoder.common_template  # type: ignore[attr-defined]
+            del decoder.common_template
             without.append(_cpu(reader, pieces) / base)
     finally:
         if own is not None:
-            decoder.common_template = own  # type: ignore[attr-defined]
+            decoder.common_template = own
         elif "common_template" in vars(decoder):
-            del decoder.common_template  # type: ignore[attr-defined]
+            del decoder.common_template
         gc.unfreeze()
     return statistics.median(with_it), statistics.median(without), own is not None
 
