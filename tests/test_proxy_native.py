@@ -149,8 +149,17 @@ def _boto3_stream(url: str, fault: str) -> list[dict[str, Any]]:
         "before-send.bedrock-runtime.*",
         lambda request, **_: request.headers.__setitem__("x-railings-fault", fault),
     )
-    reply = client.converse_stream(modelId="m", messages=BEDROCK_BODY["messages"])
-    return list(reply["stream"])
+    # The stream and the client are closed here: a stream boto3 raised out of keeps its
+    # socket (urllib3's, read through a file object) open, and an unclosed one would
+    # warn in whichever later test the collector ran.
+    try:
+        stream = client.converse_stream(modelId="m", messages=BEDROCK_BODY["messages"])["stream"]
+        try:
+            return list(stream)
+        finally:
+            stream.close()
+    finally:
+        client.close()
 
 
 def test_boto3_through_the_proxy(server: ScriptedServer) -> None:
