@@ -238,3 +238,9 @@ def test_fragments_out_of_order_are_not_unwrapped_into_a_cut_command() -> None:
     assert parse_arguments('x"]{"a": 1}', RepairPolicy.REPAIR_ALLOWED) is None
     unwrapped = parse_arguments('Here\'s the call: {"a": 1}', RepairPolicy.REPAIR_ALLOWED)
     assert unwrapped is not None and unwrapped.value == {"a": 1}  # prose still unwraps
+
+
+@bounded(150)
+@given(data=st.data())
+def test_http_chunks_read_by_the_bulk_reader_as_by_h11(fuzzer: Fuzzer, data: st.DataObject) -> None:
+    fuzzer.http_chunks(data)

@@ -126,6 +126,39 @@ def test_buffered_chunks_are_handed_over_in_one_step() -> None:
     run(main())
 
 
+def test_a_chunked_body_is_decoded_in_bulk_on_the_way() -> None:
+    # Through the transport, h11's chunked reader is replaced for the body
+    # (transport/chunks.py): h11 hands the 200-odd chunks of one read over in a few
+    # events instead of one per chunk, and the body comes out whole.
+    pieces = events(WORDS)
+
+    async def main() -> None:
+        async with serving(stream_of(pieces)) as server:
+            transport = BulkTransport()
+            request = httpx2.Request("POST", server.url, content=b"{}")
+            response = await transport.handle_async_request(request)
+            state = response.stream._httpcore_stream._stream._connection._h11_state  # type: ignore[attr-defined]
+            seen: list[object] = []
+            next_event = state.next_event
+
+            def counted() -> object:
+                event = next_event()
+                seen.append(type(event))
+                return event
+
+            state.next_event = counted
+            try:
+                got = b"".join([part async for part in response.stream])
+            finally:
+                await response.aclose()
+                await transport.aclose()
+            assert got == b"".join(pieces)
+            assert seen.count(h11.Data) <= 3 < len(pieces)  # one per read, not per chunk
+            assert seen[-1] is h11.EndOfMessage
+
+    run(main())
+
+
 def test_connection_is_kept_alive_after_a_bulk_body() -> None:
     pieces = events(WORDS[:20])
 

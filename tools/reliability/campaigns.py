@@ -32,6 +32,7 @@ from railings.replay import Replay, replay, to_json
 from railings.transport import AsyncProviderClient, ClientConfig, RetryPolicy
 from railings.turn.reader import PROVIDERS, StreamReader
 from railings.turn.verdict import RejectReason, judge
+from tools.reliability.chunked import framed, outcome
 from tools.reliability.corpus import Capture, is_proof_block, split_blocks
 from tools.reliability.inputs import HOSTILE_FRAGMENTS, mutate, mutations, split_points
 from tools.reliability.properties import (
@@ -187,6 +188,39 @@ class Fuzzer:
                         f"({verdict.rung.name if verdict.rung else '?'} rung): {raw[-80:]!r}",
                         reproduce,
                     )
+
+    # -- the HTTP/1.1 framing under the stream
+
+    def http_chunks(self, data: st.DataObject) -> None:
+        """A capture framed as a chunked HTTP body in chunks of random sizes, with
+        malformed framing now and then, maybe cut, read by h11's chunked reader and by
+        railings' bulk one (transport/chunks.py): the two must see the same."""
+        capture = self._capture(data)
+        body, payloads, at = capture.body, [], 0
+        sizes = data.draw(st.lists(st.integers(1, 700), min_size=1, max_size=30), label="sizes")
+        for size in itertools.cycle(sizes):
+            if at >= len(body):
+                break
+            payloads.append(body[at : at + size])
+            at += size
+        wire = data.draw(framed(payloads), label="framing")
+        if data.draw(st.booleans(), label="cut"):
+            wire = wire[: data.draw(st.integers(0, len(wire)), label="cut at")]
+        eof = data.draw(st.booleans(), label="then closed")
+        points = data.draw(split_points(len(wire)), label="cuts")
+        pieces = [wire[a:b] for a, b in _pairs(points, wire)]
+        reproduce = f"{capture.name} framed as {wire[:200]!r}... in {len(pieces)} pieces"
+        self.tally.checked["chunks_as_h11"] += 1
+        try:
+            plain, _ = outcome(pieces, bulk=False, eof=eof)
+            bulk, _ = outcome(pieces, bulk=True, eof=eof)
+        except Exception as exc:
+            raise PropertyViolation(
+                "chunks_as_h11", f"{type(exc).__name__} escaped h11: {exc!r}", reproduce
+            ) from exc
+        if bulk != plain:
+            seen = f"h11 read {plain!r:.300}, the bulk reader {bulk!r:.300}"
+            raise PropertyViolation("chunks_as_h11", seen, reproduce)
 
     # -- end to end: transport, agent, dispatcher, spied shell
 
@@ -357,6 +391,7 @@ CAMPAIGNS: dict[str, Callable[[Fuzzer, st.DataObject], None]] = {
     "truncations": Fuzzer.truncations,
     "mutations": Fuzzer.mutations,
     "agent_e2e": Fuzzer.agent_e2e,
+    "http_chunks": Fuzzer.http_chunks,
 }
 # Relative cost: agent_e2e runs a whole agent per example.
 WEIGHTS = {"agent_e2e": 0.25}

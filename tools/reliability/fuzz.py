@@ -20,6 +20,9 @@ Campaigns (each checks the properties of :mod:`tools.reliability.properties`):
 ``agent_e2e``          mutated or cut captures served through the real transport
                        to a real :class:`~railings.agent.Agent` whose tools are
                        the spied ``shell``
+``http_chunks``        a real capture framed as a chunked HTTP body (random chunk
+                       sizes, malformed framing, cuts) reads the same through h11's
+                       chunked reader and railings' bulk one
 ``every_offset``       deterministic: every capture cut at **every** byte offset
 
 The campaigns live in :mod:`tools.reliability.campaigns`, what they feed in

@@ -13,9 +13,11 @@ HTTP/1.1 connection of its pool hands over, per step, every chunk that h11 has
 already decoded from the bytes received: :func:`_receive_in_bulk` is httpcore2's
 ``_receive_response_body`` with one inner loop that keeps asking h11 for the next
 event while it has one without reading the socket. Nothing waits for more bytes
-(a lone chunk goes up at once, as before), the chunked decoding is still h11's, the
-bytes and their order are the same, and an error found after some chunks is raised
-only once those chunks went up. HTTP/2 connections are left as they are.
+(a lone chunk goes up at once, as before), the bytes and their order are the same,
+and an error found after some chunks is raised only once those chunks went up. A
+chunked body's chunks are decoded in bulk too (:mod:`.chunks`: every well-formed chunk
+received in one h11 event, anything else decoded by h11's own reader). HTTP/2
+connections are left as they are.
 
 This reaches into httpcore2's private HTTP/1.1 connection (``_receive_response_body``,
 ``_receive_event``, ``_h11_state``) and the pool's stream (``_stream``,
@@ -33,6 +35,8 @@ from typing import Any
 import h11
 import httpcore2
 import httpx2
+
+from railings.transport import chunks
 
 __all__ = ["BulkTransport", "install"]
 
@@ -73,7 +77,8 @@ async def _receive_in_bulk(self: Any, request: httpcore2.Request) -> AsyncGenera
     timeouts = request.extensions.get("timeout", {})
     timeout = timeouts.get("read", None)  # read once, at the body's start, as httpcore2 does
     state: h11.Connection = self._h11_state
-    next_event, data = state.next_event, h11.Data  # the inner loop runs once per chunk
+    chunks.wrap(state)  # a chunked body: every chunk received decoded in one event
+    next_event, data = state.next_event, h11.Data  # the inner loop runs once per event
     while True:
         event = await self._receive_event(timeout=timeout)
         if type(event) is data:
