@@ -43,6 +43,7 @@ __all__ = [
     "Case",
     "Sample",
     "consumers_for",
+    "growth_pairs",
     "memory_pass",
     "paired_ratio",
     "timing_rounds",
@@ -191,6 +192,22 @@ def timing_rounds(
                     samples[case.key, unit[1].name].runs = samples[case.key, unit[0].name].runs
         progress(f"round {r + 1}/{rounds} done in {time.perf_counter() - started:.1f} s")
     return samples
+
+
+def growth_pairs(small: Case, big: Case, consumer: Consumer, pairs: int, clock: str) -> float:
+    """The median over ``pairs`` of ``consumer``'s time on ``big`` over its time on
+    ``small``, the two runs of each pair made back to back (in alternating order): the
+    growth target's ratio. Read from the timing rounds instead, the two sizes ran seconds
+    apart (the SDKs' runs between them), and their ratio took the machine's changes."""
+    run = runner(consumer, small.workload.provider)
+    ratios = []
+    for p in range(pairs):
+        times = {}
+        for case in (small, big) if p % 2 == 0 else (big, small):
+            _, cpu, wall = _timed(run, case.pieces, consumer.threads)
+            times[case.key] = cpu if clock == "cpu" else wall
+        ratios.append(times[big.key] / times[small.key])
+    return statistics.median(ratios)
 
 
 def _run_once(

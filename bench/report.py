@@ -7,7 +7,6 @@ tables on the terminal, ``bench/results/latest.json`` and the generated block of
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +17,6 @@ __all__ = [
     "Row",
     "Target",
     "growth",
-    "growth_ratios",
     "guard_overheads",
     "markdown",
     "print_tables",
@@ -146,23 +144,6 @@ def guard_overheads(
                 entry["paired"] = (paired - 1) * 100
             if entry:
                 out[case.key] = entry
-    return out
-
-
-def growth_ratios(
-    samples: dict[tuple[str, str], Sample], sizes: list[int], clock: str, consumer: str = "railings"
-) -> dict[str, float]:
-    """W2, W4 -> the median over rounds of time(largest) / time(smallest), each pair of runs
-    from the same round: slow drift in the machine's speed between cases cancels out."""
-    out: dict[str, float] = {}
-    for name in ("W2", "W4"):
-        big = samples.get((f"{name}@{size_label(sizes[-1])}/net", consumer))
-        small = samples.get((f"{name}@{size_label(sizes[0])}/net", consumer))
-        if big is None or small is None or big.error or small.error:
-            continue
-        a, b = (small.cpu, big.cpu) if clock == "cpu" else (small.wall, big.wall)
-        if a and b:
-            out[name] = statistics.median(y / x for x, y in zip(a, b, strict=False))
     return out
 
 
