@@ -54,7 +54,9 @@ from tools.reliability.properties import PROPERTIES, PropertyViolation, ShellSpy
 
 __all__ = ["CAMPAIGNS", "CampaignResult", "main", "run_campaign", "run_exhaustive"]
 
-PROPERTY_NAMES = (*PROPERTIES, "split_invariance")
+# Beside the four every campaign checks, those one campaign checks (random_splits and
+# every_offset; http_chunks).
+PROPERTY_NAMES = (*PROPERTIES, "split_invariance", "chunks_as_h11")
 
 
 # -- running ---------------------------------------------------------------------------------
