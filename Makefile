@@ -25,7 +25,7 @@ $(BENCH_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	touch $(BENCH_STAMP)
 
-test: lint ## ruff, ruff format, mypy and the whole test suite (about 2 min; +1 min first install)
+test: lint ## ruff, ruff format, mypy and the whole test suite (about 4 min; +1 min first install)
 	$(BIN)/python -m pytest -q -n $(JOBS) $(PYTEST_ARGS)
 
 lint: $(STAMP) ## ruff check, ruff format --check and mypy --strict only (about 20 s)

@@ -209,7 +209,10 @@ class Fuzzer:
         eof = data.draw(st.booleans(), label="then closed")
         points = data.draw(split_points(len(wire)), label="cuts")
         pieces = [wire[a:b] for a, b in _pairs(points, wire)]
-        reproduce = f"{capture.name} framed as {wire[:200]!r}... in {len(pieces)} pieces"
+        reproduce = (
+            f"{capture.name} in chunks of {sizes} framed as {wire!r:.400}... ({len(wire)} "
+            f"bytes), split at {sorted(set(points))}{', then closed' if eof else ''}"
+        )
         self.tally.checked["chunks_as_h11"] += 1
         try:
             plain, _ = outcome(pieces, bulk=False, eof=eof)
