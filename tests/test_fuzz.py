@@ -20,7 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from railings.errors import ConfigurationError
-from railings.replay import replay
+from railings.replay import Replay, replay, to_json
+from railings.turn.reader import StreamReader
+from railings.turn.verdict import judge
 from railings.wire.sse import SSEDecoder
 from tools.reliability import fuzz
 from tools.reliability.campaigns import Fuzzer
@@ -173,6 +175,30 @@ def test_a_pickled_decoder_keeps_working() -> None:
     decoder.feed(b"data: a")
     copy = pickle.loads(pickle.dumps(decoder))
     assert [e.data for e in copy.feed(b"b\n\n")] == ["ab"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["openai/parallel_tool_calls_usage_chunk.sse", "anthropic/tool_use_input_json_delta.sse"],
+)
+def test_a_reader_with_a_learned_template_pickles_and_its_copy_reads_on(name: str) -> None:
+    # A block template holds its decoder's checks as closures; a reader that had learned
+    # one could not be pickled, and the exhaustive campaign fed every prefix from the
+    # start instead of forking (quadratic: three times the campaign's time).
+    (capture,) = [c for c in CAPTURES if c.name == name]
+    reader, start = StreamReader(), 0
+    for end in capture.block_ends:  # block by block, as the campaign feeds
+        reader.feed(capture.body[start:end])
+        start = end
+        if reader._template is not None:  # the fast path learned one
+            break
+    assert start < len(capture.body) and reader._template is not None
+    copy: StreamReader = pickle.loads(pickle.dumps(reader))
+    for each in (reader, copy):
+        each.feed(capture.body[start:])
+        each.close()
+    assert to_json(Replay(copy.turn(), judge(copy.turn()))) == to_json(replay(capture.body))
+    assert copy.turn() == reader.turn()
 
 
 def test_make_fuzz_entry_point_reports_counts(

@@ -160,6 +160,16 @@ class FastReading:
         self._template: BlockTemplate | None = None  # the last common block's (template.py)
         self._learns = _LEARNS  # how many more templates this stream may learn
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy made by pickle (the fuzz's forking reader, another process) keeps no
+        learned template: a template holds its decoder's checks as closures, which pickle
+        cannot copy, and it is a cache of what ``feed_common`` would return. The copy
+        reads its next common blocks without one, with the same events."""
+        state = self.__dict__.copy()
+        state["_template"] = None
+        state["_learns"] = 0
+        return state
+
     if TYPE_CHECKING:
 
         @property
