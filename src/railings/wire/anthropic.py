@@ -146,7 +146,7 @@ class AnthropicDecoder:
                 value = values[0]
                 if not value:
                     return None
-                made = NEW(TextDelta)
+                made = NEW(TextDelta)  # text_delta(value), inline: 3% of an event's cost
                 SET_TEXT(made, value)
                 return made
 
@@ -158,7 +158,7 @@ class AnthropicDecoder:
             position = blocks.get(index)
             if not value or position is None:
                 return None
-            piece = NEW(ToolArgumentsDelta)
+            piece = NEW(ToolArgumentsDelta)  # arguments_delta(position, value), inline
             SET_INDEX(piece, position)
             SET_FRAGMENT(piece, value)
             SET_PARSED(piece, False)
