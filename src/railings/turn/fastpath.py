@@ -195,13 +195,13 @@ class FastReading:
         # Where the decoder is inside a block (nothing is held back then) the block's end
         # goes to it first; a chunk that does not end the block is all the decoder's, and
         # is not checked for the fast path (a long event's pieces are decoded once).
-        cut = -1 if framer_.between_blocks or self._carry else chunk.find(b"\n\n") + 2
+        cut = -1
         if (
-            cut != 1
-            and feed_object is not None
+            feed_object is not None
             and self._assembler is not None
             and self._assembler.machine.state is State.STREAMING
             and not framer_.invalid_utf8
+            and (framer_.between_blocks or self._carry or (cut := chunk.find(b"\n\n") + 2) > 1)
             and eligible(self._carry + chunk if self._carry else chunk, self._max)
         ):
             if self._carry:
