@@ -12,31 +12,25 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import h11
-from workloads import build, pieces
 
-from railings.transport.chunks import wrap
+BENCH = Path(__file__).resolve().parent
+sys.path[:0] = [str(BENCH), str(BENCH.parent)]  # workloads; tools.reliability.chunked
 
-HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+from workloads import build, pieces  # noqa: E402
+
+from tools.reliability.chunked import LAST, chunk, connection  # noqa: E402
+
 READ = 64 * 1024
-
-
-def framed(events: list[bytes]) -> bytes:
-    return b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in events) + b"0\r\n\r\n"
 
 
 def read(body: bytes, bulk: bool) -> tuple[bytes, float]:
     """The body's data through a client connection, and the CPU seconds it took."""
-    conn = h11.Connection(h11.CLIENT)
-    headers = [("host", "b"), ("content-length", "0")]
-    conn.send(h11.Request(method="POST", target="/", headers=headers))
-    conn.send(h11.EndOfMessage())
-    conn.receive_data(HEAD)
-    conn.next_event()
-    if bulk and not wrap(conn):
-        raise SystemExit("the bulk reader could not be put in place")
+    conn = connection(bulk)
     out: list[bytes] = []
     started = time.thread_time()
     for at in range(0, len(body), READ):
@@ -62,7 +56,7 @@ def main() -> None:
     for name in args.workloads.split(","):
         workload = build(name, args.n)
         events = pieces(workload.body, "event")
-        body = framed(events)
+        body = b"".join(chunk(e) for e in events) + LAST
         times: dict[bool, list[float]] = {False: [], True: []}
         for r in range(args.rounds):
             for bulk in (False, True) if r % 2 == 0 else (True, False):

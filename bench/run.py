@@ -190,9 +190,11 @@ def _growth(cases: list[M.Case], sizes: list[int], clock: str, progress: Any) ->
     for name in ("W2", "W4"):
         small = by_key.get(f"{name}@{W.size_label(sizes[0])}/net")
         big = by_key.get(f"{name}@{W.size_label(sizes[-1])}/net")
-        lead = [c for c in big.consumers if c.name == "railings"] if big and small else []
-        if small is not None and big is not None and lead:
-            out[name] = M.growth_pairs(small, big, lead[0], GROWTH_PAIRS, clock)
+        if small is None or big is None:
+            continue
+        for consumer in big.consumers:
+            if consumer.name == "railings":
+                out[name] = M.growth_pairs(small, big, consumer, GROWTH_PAIRS, clock)
     progress(f"growth measured in {GROWTH_PAIRS} pairs per workload")
     return out
 
