@@ -38,9 +38,10 @@ def test_gemini_proof_comes_at_close_from_the_last_event() -> None:
     reader = StreamReader("gemini", max_tokens=200)
     events = reader.feed(body)
     assert not any(isinstance(e, TerminationProof) for e in events)
+    assert StopReason(wire="MAX_TOKENS") in events  # the model's word, where it came
     assert not reader.terminated  # finishReason is proof only on the last event
     closed = reader.close()
-    assert [type(e) for e in closed] == [StopReason, TerminationProof]
+    assert [type(e) for e in closed] == [TerminationProof]
     turn = reader.turn()
     assert turn.termination is Termination.CLEAN and turn.truncated
 

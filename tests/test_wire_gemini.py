@@ -186,8 +186,12 @@ def test_usage_after_the_stop_keeps_the_proof() -> None:
         {"usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 1}},
     )
     events = events_of(body)
-    assert events[-2:] == [StopReason(wire="STOP"), TerminationProof(marker="finishReason")]
-    assert UsageUpdate(input_tokens=3, output_tokens=1) in events
+    # The stop is reported where it arrived; the proof, at the end, once nothing followed.
+    assert events[-3:] == [
+        StopReason(wire="STOP"),
+        UsageUpdate(input_tokens=3, output_tokens=1),
+        TerminationProof(marker="finishReason"),
+    ]
 
 
 def test_unspecified_is_no_stop_and_no_finish_is_interrupted() -> None:

@@ -26,7 +26,14 @@ model's word that it stopped (``STOP``, ``MAX_TOKENS`` -- the output-limit cut -
 without candidates is the API's word that the prompt was refused. Either is the proof
 **only on the stream's last event**: the decoder holds it, a later event that carries
 content withdraws it, and :meth:`GeminiDecoder.close` (EOF after a whole event)
-emits :class:`StopReason` and :class:`TerminationProof`.
+emits the :class:`TerminationProof`.
+
+The stop reason itself is reported where it arrives, as a :class:`StopReason` (one per
+change of reason): the proof waits for the end, the model's word does not. A
+``MAX_TOKENS`` on the chunk that carries a function call, followed by a contentless
+chunk saying ``STOP``, is two stop reasons, and the turn assembler keeps the output
+limit whatever follows it (its sticky rule, the same for every wire): the call was cut.
+Reporting only the last event's reason would let that ``STOP`` hide the cut.
 
 Why not at once: ``finishReason: "STOP"`` has been seen on chunks that are not the
 last. The Gemini API itself sent it on every chunk of a stream in 2024 (gemini-pro;
@@ -120,7 +127,15 @@ class GeminiDecoder:
     ``candidate`` picks the candidate read (``candidateCount`` > 1); the indexes seen
     are in :attr:`candidates`."""
 
-    __slots__ = ("_call", "_next", "_pending", "_started", "candidate", "candidates")
+    __slots__ = (
+        "_call",
+        "_next",
+        "_pending",
+        "_reported",
+        "_started",
+        "candidate",
+        "candidates",
+    )
 
     def __init__(self, *, candidate: int = 0) -> None:
         self.candidate = candidate
@@ -130,6 +145,7 @@ class GeminiDecoder:
         self._call: tuple[int, PartialArguments] | None = None  # a call streaming its args
         # The last event's stop, if terminal: (wire reason, proof marker).
         self._pending: tuple[str, str] | None = None
+        self._reported = ""  # the stop reason last emitted
 
     def feed(self, sse: ServerSentEvent) -> list[StreamEvent]:
         """The normalized events of one SSE event. The proof is held until
@@ -190,13 +206,16 @@ class GeminiDecoder:
             out += _usage(usage)
         if reason is not None:
             self._pending = reason
+            if reason[0] != self._reported:
+                self._reported = reason[0]
+                out.append(StopReason(wire=reason[0]))  # where it arrives: module docstring
         elif content:
             self._pending = None  # more content came: the earlier stop was not the last
         return out
 
     def close(self) -> list[StreamEvent]:
-        """EOF after whole events: the stop reason and the proof when the last event
-        carried a terminal ``finishReason`` (or a prompt block), else nothing."""
+        """EOF after whole events: the proof when the last event carried a terminal
+        ``finishReason`` (or a prompt block), else nothing."""
         pending, self._pending = self._pending, None
         if pending is None:
             return []  # no proof: a call still streaming stays open (interrupted)
@@ -211,8 +230,7 @@ class GeminiDecoder:
                 ToolArgumentsDelta(index=position, fragment=arguments.raw(), parsed=True),
                 ToolCallEnd(index=position),
             ]
-        reason, marker = pending
-        return [*out, StopReason(wire=reason), TerminationProof(marker=marker)]
+        return [*out, TerminationProof(marker=pending[1])]
 
     # -- parts ------------------------------------------------------------------------------
 
