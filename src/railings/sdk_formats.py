@@ -9,8 +9,8 @@ Read without importing ``google-genai``, ``boto3`` or ``ollama``:
 * boto3 ``converse_stream`` events (``{"messageStart": {...}}``,
   ``{"contentBlockDelta": {...}}`` ..., an exception as ``{"throttlingException":
   {...}}``), as a list, or the response dict whose ``"stream"`` holds them;
-* an ollama ``ChatResponse`` (``model_dump``) or its dict, or a list of the chunks
-  ``chat(stream=True)`` yielded.
+* an ollama ``ChatResponse`` or ``GenerateResponse`` (``model_dump``) or its dict, or a
+  list of the chunks ``chat(stream=True)`` or ``generate(stream=True)`` yielded.
 
 Each object goes through the wire's own decoder (:mod:`railings.wire.gemini`,
 :mod:`railings.wire.bedrock`, :mod:`railings.wire.ollama`), so the proof rule is the
@@ -52,7 +52,7 @@ def read(obj: Any) -> tuple[str, list[StreamEvent]] | None:
     first = items[0]
     if _GEMINI_KEYS & first.keys():
         return gemini.SPEC.name, _gemini(items)
-    if "message" in first and "done" in first:
+    if "done" in first and ("message" in first or "response" in first):  # chat, generate
         return ollama.SPEC.name, _ollama(items)
     if len(first) == 1 and _bedrock_kind(next(iter(first))):
         return bedrock.SPEC.name, _bedrock(items)

@@ -81,7 +81,7 @@ def inspect(obj: Any, *, max_tokens: int | None = None, service: str | None = No
         raise ConfigurationError(
             "inspect() takes an openai ChatCompletion or Response, an anthropic Message, a "
             "google-genai GenerateContentResponse, boto3 converse_stream events or an "
-            f"ollama ChatResponse (or their dicts); got {type(obj).__name__}"
+            f"ollama ChatResponse or GenerateResponse (or their dicts); got {type(obj).__name__}"
         )
     return _judged(provider, events, max_tokens=max_tokens, service=service)
 

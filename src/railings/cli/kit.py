@@ -18,8 +18,8 @@ Run the scripted model server: OpenAI-compatible POST /v1/chat/completions and
 POST /v1/responses, an Anthropic-compatible POST /v1/messages, Gemini's
 POST /v1beta/models/{model}:streamGenerateContent (and :generateContent),
 Bedrock's POST /model/{modelId}/converse-stream (and /converse) and Ollama's
-POST /api/chat (streaming and not), driven by a deterministic script. Point any
-client at it:
+POST /api/chat and /api/generate (streaming and not), driven by a deterministic
+script. Point any client at it:
 
   OpenAI SDK:     base_url = http://127.0.0.1:PORT/v1
   Anthropic SDK:  base_url = http://127.0.0.1:PORT

@@ -7,7 +7,7 @@
     openai_responses.SPEC   "openai-responses"  OpenAI Responses
     gemini.SPEC             "gemini"            Google Gemini (and Vertex AI)
     bedrock.SPEC            "bedrock"           Amazon Bedrock ConverseStream
-    ollama.SPEC             "ollama"            Ollama /api/chat
+    ollama.SPEC             "ollama"            Ollama /api/chat and /api/generate
 
 Each module exports one frozen :class:`~railings.providers.base.ProviderSpec`;
 every other layer reads the specs through this registry (by name, by request path,

@@ -1,10 +1,16 @@
-"""Ollama's native chat API (``"ollama"``): ``POST {base_url}/api/chat``.
+"""Ollama's native API (``"ollama"``): ``POST {base_url}/api/chat``.
 
 The answer is ``application/x-ndjson``, one JSON object per line
 (:mod:`railings.wire.ollama`); the proof of termination is the line with
 ``done: true``, whose ``done_reason`` is the stop reason (``length``: the
 ``num_predict`` cut). Tool calls arrive whole and parsed; tool results go back as
 ``role: tool`` messages (:mod:`railings.messages_ollama`).
+
+``/api/generate`` (a prompt in, text out: no conversation) is the same wire: its lines
+carry ``response`` and ``thinking`` where a chat line has ``message``, with the same
+proof and usage, and the one decoder reads both. So both paths route here (the guard
+watches them, the fault proxy shapes their faults and errors); railings' own client
+sends conversations, to ``/api/chat``.
 
 A local server needs no key: ``OLLAMA_API_KEY`` (ollama.com's hosted models, as the
 ollama client reads it) is sent as a bearer token when set, and its absence is no
@@ -85,7 +91,7 @@ SPEC = ProviderSpec(
     request_path="/api/chat",
     framing=Framing.NDJSON,
     content_types=(CONTENT_TYPE,),
-    path_suffixes=("/api/chat",),
+    path_suffixes=("/api/chat", "/api/generate"),
     default_base_url=DEFAULT_HOST,
     base_url_env="OLLAMA_HOST",
     api_key_env="OLLAMA_API_KEY",

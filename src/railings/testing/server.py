@@ -13,8 +13,8 @@ Endpoints: ``POST /v1/chat/completions`` (also ``/chat/completions``),
 (``"stream": true``) or not; Gemini's ``POST /v1beta/models/{model}:streamGenerateContent``
 (SSE with ``?alt=sse``, else one JSON array) and ``:generateContent``; Bedrock's
 ``POST /model/{modelId}/converse-stream`` (event-stream frames) and ``/converse``;
-Ollama's ``POST /api/chat`` (NDJSON unless ``"stream": false``). What the model says comes from a
-:class:`~railings.testing.script.Script`; the wire shapes from
+Ollama's ``POST /api/chat`` and ``/api/generate`` (NDJSON unless ``"stream": false``).
+What the model says comes from a :class:`~railings.testing.script.Script`; the wire shapes from
 :mod:`~railings.testing.wires`, one per provider spec (:mod:`~railings.testing.wire_openai`,
 :mod:`~railings.testing.wire_responses`, :mod:`~railings.testing.wire_anthropic`). The
 server is stateless: a

@@ -243,7 +243,8 @@ class BedrockWire(KitWire):
 
 
 class OllamaWire(KitWire):
-    """Ollama ``/api/chat``: ``{"error": ...}``, NDJSON lines, the proof ``done: true``."""
+    """Ollama ``/api/chat`` and ``/api/generate``: ``{"error": ...}``, NDJSON lines, the
+    proof ``done: true``."""
 
     spec = ollama.SPEC
     invalid_json = "invalid character in request body"
@@ -252,6 +253,10 @@ class OllamaWire(KitWire):
     whole_calls = True
     # The first line already carries content; the calls come in one line.
     scripted = ScriptedShape(lead=0, seams=1)
+
+    def answers(self, path: str) -> bool:
+        """``/api/chat`` and ``/api/generate``."""
+        return path in (self.spec.request_path, wl.GENERATE)
 
     def claims(self, path: str) -> bool:
         """Any other ``/api/...`` endpoint."""
@@ -301,12 +306,20 @@ class OllamaWire(KitWire):
 
     def parse_ask(self, body: Any, reasoned: Mapping[str, str], path: str) -> Any:
         """The request reduced to what the server needs, or the 400 message."""
+        if path.partition("?")[0] == wl.GENERATE:
+            return wl.parse_generate(body)
         return wl.parse_ask(body)
 
     def answer(self, ask: Any, turn: ScriptTurn, at: Answer) -> dict[str, Any] | Iterator[bytes]:
-        """The ``done`` object whole, or the lines of the stream."""
+        """The ``done`` object whole, or the lines of the stream (a generate request with
+        an empty prompt: its one lifecycle object)."""
+        if ask.lifecycle is not None:
+            return wl.lifecycle(ask, model=at.model)
         plan = plan_turn(turn, ask.max_tokens, at.ids.ollama_call)
         stop = _stop(self, plan)
+        final, events = (
+            (wl.generate_final, wl.generate_events) if ask.generate else (wl.final, wl.events)
+        )
         if not ask.stream:
-            return wl.final(plan, ask, done_reason=stop, model=at.model, whole=True)
-        return wl.events(plan, ask, done_reason=stop, model=at.model, chunk_size=at.chunk_size)
+            return final(plan, ask, done_reason=stop, model=at.model, whole=True)
+        return events(plan, ask, done_reason=stop, model=at.model, chunk_size=at.chunk_size)

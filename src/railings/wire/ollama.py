@@ -1,9 +1,13 @@
-"""Ollama native ``/api/chat`` decoder: NDJSON lines in, normalized events out.
+"""Ollama native ``/api/chat`` and ``/api/generate`` decoder: NDJSON lines in, normalized
+events out.
 
-Theory of operation. ``POST /api/chat`` (default ``http://127.0.0.1:11434``,
-``OLLAMA_HOST``) streams ``application/x-ndjson``: one JSON object per line, no
-``data:`` framing and no sentinel. Every line carries ``model``, ``created_at``,
-``message`` and ``done``; its ``message`` keys are read by :data:`MESSAGE_HANDLERS`:
+Theory of operation. ``POST /api/chat`` and ``POST /api/generate`` (default
+``http://127.0.0.1:11434``, ``OLLAMA_HOST``) stream ``application/x-ndjson``: one JSON
+object per line, no ``data:`` framing and no sentinel. Every line carries ``model``,
+``created_at`` and ``done``; its other fields are read by :data:`LINE_HANDLERS`, in that
+table's order: a chat line's ``message``, a generate line's ``thinking``, ``response``
+and ``tool_calls`` (the same fields a chat message has, at the top level). A
+``message``'s keys are read by :data:`MESSAGE_HANDLERS`:
 
 * ``content`` -- answer text; ``thinking`` -- reasoning text (``think: true``).
 * ``tool_calls`` -- calls arrive **whole**, arguments already parsed into objects
@@ -12,6 +16,12 @@ Theory of operation. ``POST /api/chat`` (default ``http://127.0.0.1:11434``,
   Newer servers give each call an ``id`` (and ``function.index``).
 * ``role`` (always ``assistant``) carries nothing; ``images`` and anything else is
   :class:`Unknown`.
+
+A generate line's ``response`` is answer text (empty on the final line of a stream,
+the whole text when the request did not stream), its ``thinking`` reasoning; its final
+line also carries ``context`` (token ids, read past), and an empty prompt answers one
+line with ``done_reason`` ``load`` (or ``unload``) and no text. One decoder reads both
+endpoints: a line says which by its fields, and the proof and usage are the same.
 
 **The proof is the line with ``done: true``**: it also carries ``done_reason``
 (``stop``, ``length`` -- the ``num_predict`` output-limit cut -- and ``load`` /
@@ -65,6 +75,7 @@ __all__ = [
     "CONTENT_TYPE",
     "DEFAULT_HOST",
     "DONE",
+    "LINE_HANDLERS",
     "MESSAGE_HANDLERS",
     "READ_PAST",
     "STOP_REASONS",
@@ -108,15 +119,15 @@ READ_PAST: Final = frozenset(
         "logprobs",
         "remote_model",
         "remote_host",
+        "_debug_info",  # the rendered prompt template, on request
     }
 )
-_READ: Final = frozenset(
-    {"message", DONE, "done_reason", "prompt_eval_count", "eval_count", "error"}
-)
+_READ: Final = frozenset({DONE, "done_reason", "prompt_eval_count", "eval_count", "error"})
 
 
 def is_ollama(content_type: str, first_line: bytes = b"") -> bool:
-    """Detection: the NDJSON media type, or a first line holding the native chat keys."""
+    """Detection: the NDJSON media type, or a first line holding the keys every native
+    line has (chat and generate alike)."""
     if content_type.split(";")[0].strip().lower() == CONTENT_TYPE:
         return True
     line = first_line.lstrip()
@@ -201,7 +212,8 @@ def _decode(raw: bytes) -> str:
 
 
 class OllamaDecoder:
-    """Turns the lines of one ``/api/chat`` stream into normalized events."""
+    """Turns the lines of one ``/api/chat`` or ``/api/generate`` stream into normalized
+    events."""
 
     __slots__ = ("_next", "_started")
 
@@ -222,17 +234,10 @@ class OllamaDecoder:
         if error is not None:
             text = error if isinstance(error, str) else json.dumps(error)
             return [*out, ProviderErrorEvent(message=text or "provider error", provider_type=None)]
-        out += [Unknown(name=f"ollama:{k}") for k in obj if k not in _READ and k not in READ_PAST]
-        message = obj.get("message")
-        if isinstance(message, dict):
-            for key, value in message.items():
-                handler = MESSAGE_HANDLERS.get(key)
-                if handler is not None:
-                    out += handler(self, value)
-                elif value not in (None, "", []):
-                    out.append(Unknown(name=f"ollama:message:{key}"))
-        elif message is not None:
-            out.append(Unknown(name="ollama:message"))
+        out += [Unknown(name=f"ollama:{k}") for k in obj if k not in _KNOWN]
+        for key, handler in LINE_HANDLERS.items():
+            if key in obj:
+                out += handler(self, obj[key])
         if obj.get(DONE) is True:
             prompt = as_int(obj.get("prompt_eval_count"))
             output = as_int(obj.get("eval_count"))
@@ -247,6 +252,18 @@ class OllamaDecoder:
     def close(self) -> list[StreamEvent]:
         """No events: each line was decoded whole as it came."""
         return []
+
+    def _message(self, value: object) -> list[StreamEvent]:
+        if not isinstance(value, dict):
+            return [] if value is None else [Unknown(name="ollama:message")]
+        out: list[StreamEvent] = []
+        for key, item in value.items():
+            handler = MESSAGE_HANDLERS.get(key)
+            if handler is not None:
+                out += handler(self, item)
+            elif item not in (None, "", []):
+                out.append(Unknown(name=f"ollama:message:{key}"))
+        return out
 
     def _tool_calls(self, value: object) -> list[StreamEvent]:
         if not isinstance(value, list):
@@ -278,11 +295,15 @@ class OllamaDecoder:
 
 
 def _content(_: OllamaDecoder, value: object) -> list[StreamEvent]:
-    return [TextDelta(text=value)] if isinstance(value, str) and value else []
+    if not isinstance(value, str):
+        return [] if value is None else [Unknown(name="ollama:content")]
+    return [TextDelta(text=value)] if value else []
 
 
 def _thinking(_: OllamaDecoder, value: object) -> list[StreamEvent]:
-    return [ThinkingDelta(text=value)] if isinstance(value, str) and value else []
+    if not isinstance(value, str):
+        return [] if value is None else [Unknown(name="ollama:thinking")]
+    return [ThinkingDelta(text=value)] if value else []
 
 
 def _silent(_: OllamaDecoder, value: object) -> list[StreamEvent]:
@@ -297,6 +318,17 @@ MESSAGE_HANDLERS: Final[dict[str, _Handler]] = {
     "tool_calls": OllamaDecoder._tool_calls,
     "role": _silent,
 }
+
+# A line's own fields, read in this order: ``message`` (``/api/chat``); ``thinking``,
+# ``response`` and ``tool_calls`` (``/api/generate``), the reasoning before the answer
+# whatever the key order of the object.
+LINE_HANDLERS: Final[dict[str, _Handler]] = {
+    "message": OllamaDecoder._message,
+    "thinking": _thinking,
+    "response": _content,
+    "tool_calls": OllamaDecoder._tool_calls,
+}
+_KNOWN: Final = frozenset(LINE_HANDLERS) | _READ | READ_PAST
 
 
 class OllamaStream:
