@@ -18,7 +18,7 @@ import pytest
 
 import railings
 from _server import CannedServer, Reply
-from railings import replay
+from railings import inspect, replay
 from railings.replay import Replay
 from railings.testing.eventstream import event_frame
 from railings.turn.verdict import RejectReason, Verdict
@@ -147,6 +147,15 @@ def test_a_later_stop_reason_does_not_clear_the_output_limit(provider: str) -> N
         assert verdict.verdict is Verdict.REJECT
         assert verdict.reason is RejectReason.TRUNCATED
         assert verdict.notice is not None and "output limit" in verdict.notice
+
+
+def test_inspect_keeps_the_output_limit_of_gemini_chunks() -> None:
+    # The SDK's chunks go through the same decoder and assembler as the stream.
+    chunks = [json.loads(line[6:]) for line in gemini().decode().split("\n\n") if line]
+    result = inspect(chunks)
+    assert (result.turn.stop_reason, result.turn.truncated) == ("max_tokens", True)
+    (verdict,) = result.verdicts
+    assert verdict.reason is RejectReason.TRUNCATED
 
 
 def _gemini_text(*chunks: tuple[str, str | None]) -> bytes:
