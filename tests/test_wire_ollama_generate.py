@@ -274,8 +274,7 @@ def server() -> Iterator[ScriptedServer]:
 def _post(url: str, body: dict[str, Any], fault: str = "none") -> httpx2.Response:
     headers = {"x-railings-fault": fault}
     with httpx2.Client() as client:
-        response = client.post(url + "/api/generate", json=body, headers=headers)
-        return response
+        return client.post(url + "/api/generate", json=body, headers=headers)
 
 
 def _raw(url: str, body: dict[str, Any], fault: str = "none") -> bytes:
@@ -350,6 +349,9 @@ def test_the_fault_proxy_breaks_generate_streams(server: ScriptedServer) -> None
                 "error_event:events=3",
             )
         }
+        refused = _post(proxy.url, ASK, "status:code=503")
+    # The proxy answers in Ollama's own shape: the path names the wire.
+    assert refused.status_code == 503 and isinstance(refused.json()["error"], str)
     assert json.loads(clean[-1])["done"] is True
     assert seen["drop_terminator"] == b"".join(clean[:-1])  # the done line is the proof
     assert seen["truncate:events=3"] == b"".join(clean[:3])
