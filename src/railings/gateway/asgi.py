@@ -14,9 +14,18 @@ uvicorn, and any ASGI server can run it too. What it does with each request:
   client's own retry logic sees it.
 * Anything else: passed through untouched, body and headers.
 
+Before anything goes upstream the request path loses its dot segments and a path
+that would climb out of the upstream's prefix is refused (:mod:`.paths`), and the
+body is read within the bounds of :class:`~railings.gateway.limits.Limits`
+(413, 408, 503). The request's work then runs beside a watch on the client: a
+client that leaves cancels it wherever it waits, which closes the upstream read
+on every path. Every error the gateway answers of its own says whether to retry
+(``x-should-retry``; ``retry-after`` on a 503), so an SDK's retries never
+multiply the gateway's resends.
+
 The app keeps no state shared between requests but its pooled upstream clients,
-its counters and its journal writer: replicas behind a load balancer need nothing
-in common.
+its counters, the count of request bytes held (:class:`~.limits.Budget`) and its
+journal writer: replicas behind a load balancer need nothing in common.
 """
 
 from __future__ import annotations
@@ -25,7 +34,6 @@ import asyncio
 import logging
 import os
 from typing import Any, Literal
-from urllib.parse import quote, unquote
 
 import httpx2
 
@@ -45,21 +53,22 @@ from railings.gateway.client_side import (
 )
 from railings.gateway.limits import Budget, Limits
 from railings.gateway.metrics import Metrics
-from railings.gateway.paths import BadPath, clean_path
+from railings.gateway.paths import BadPath, judged_provider, route
 from railings.gateway.record import GatewayJournal, TurnRecord
-from railings.gateway.shapes import INTERRUPTED_CODE, error_body, judged
+from railings.gateway.relay import UpstreamBroke as UpstreamBroke
+from railings.gateway.relay import relay
+from railings.gateway.shapes import INTERRUPTED_CODE, error_body
 from railings.gateway.streaming import forward_stream, is_event_stream
 from railings.gateway.telemetry import record_span
 from railings.gateway.upstream import (
     Clients,
     header_secrets,
     request_headers,
-    response_headers,
     upstream_base,
 )
 from railings.redact import redact
 from railings.secrets import RedactingFilter, install_log_redaction
-from railings.transport.config import Timeouts, provider_for_path
+from railings.transport.config import Timeouts
 from railings.transport.errors_map import (
     BOUNDARY,
     map_exception,
@@ -113,11 +122,6 @@ def app(
         tracer=tracer,
         transport=transport,
     )
-
-
-class UpstreamBroke(Exception):
-    """The upstream broke off a body already being relayed: the ASGI server aborts the
-    client's connection (nothing railings can send would say "cut" in that body's format)."""
 
 
 class Gateway:
@@ -198,17 +202,14 @@ class Gateway:
             text = self.metrics.render().encode()
             await answer(send, 200, text, "text/plain; version=0.0.4; charset=utf-8")
             return
-        provider = _judged_provider(method, path)
-        raw_path = scope.get("raw_path") or quote(path).encode()
         try:
-            clean = clean_path(raw_path)
+            where = route(scope)
         except BadPath as exc:
             why = f"railings gateway: bad request path: {exc}"
-            await self._refuse(send, Refusal("bad_path", 400, "bad_request_path", why), provider)
+            refusal = Refusal("bad_path", 400, "bad_request_path", why)
+            await self._refuse(send, refusal, judged_provider(method, path))
             return
-        if clean != raw_path:  # dot segments removed: route by what goes upstream
-            path = unquote(clean.decode("latin-1"))
-            provider = _judged_provider(method, path)
+        provider = where.provider
         got = await read_body(receive, scope, self.limits, self.budget)
         if got is None:
             return  # the client left before its request was whole: nothing goes upstream
@@ -217,9 +218,7 @@ class Gateway:
             return
         body = got
         try:
-            query = scope.get("query_string") or b""
-            target = (clean + (b"?" + query if query else b"")).decode("latin-1")
-            url = self.upstream + target
+            url = self.upstream + where.target
             headers = request_headers(scope["headers"], watched=provider is not None)
             if provider is None:
                 await until_gone(
@@ -227,9 +226,8 @@ class Gateway:
                 )
                 return
             secrets = header_secrets(scope["headers"])
-            record = TurnRecord(
-                provider, method, path, model_of(body), stream=False, secrets=secrets
-            )
+            model = model_of(body)
+            record = TurnRecord(provider, method, where.path, model, stream=False, secrets=secrets)
             try:
                 left = await until_gone(
                     lambda gone: self._model_call(record, url, headers, body, send, gone), receive
@@ -269,7 +267,7 @@ class Gateway:
             retry = [(b"x-should-retry", b"true" if error.retryable else b"false")]
             await answer(send, 502, text, "text/plain; charset=utf-8", retry)
             return
-        await self._relay(response, send, None)
+        await relay(response, send, None)
 
     async def _model_call(
         self,
@@ -329,7 +327,7 @@ class Gateway:
             )
         else:
             record.finish("upstream_status" if response.status_code >= 400 else "passed")
-            await self._relay(response, send, record)
+            await relay(response, send, record)
 
     async def _attempt(
         self, record: TurnRecord, url: str, headers: list[tuple[bytes, bytes]], body: bytes
@@ -340,28 +338,6 @@ class Gateway:
             return await self._upstream("POST", url, headers, body)
         except BOUNDARY as exc:
             return map_exception(exc)
-
-    async def _relay(
-        self, response: httpx2.Response, send: Send, record: TurnRecord | None
-    ) -> None:
-        """Pass an answer on as it came: status, headers, body. A body the upstream broke
-        off is broken off for the client too (:class:`UpstreamBroke` aborts the connection):
-        ending it normally would make a cut body look whole."""
-        try:
-            headers = response_headers(response.headers.raw, keep_length=True)
-            await send(
-                {"type": "http.response.start", "status": response.status_code, "headers": headers}
-            )
-            try:
-                async for chunk in response.aiter_raw():
-                    if record is not None:
-                        record.sent_first_byte()
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            except BOUNDARY as exc:
-                raise UpstreamBroke(redact(map_exception(exc).message)) from None
-            await send({"type": "http.response.body", "body": b""})
-        finally:
-            await response.aclose()
 
     def _finish(self, record: TurnRecord) -> None:
         if record.duration is None:
@@ -382,10 +358,3 @@ class Gateway:
         except Exception as exc:  # a broken exporter must not break the answer
             log.warning("span not recorded: %s", exc)
         log.info("%s", record.log_line())
-
-
-def _judged_provider(method: str, path: str) -> str | None:
-    """The wire of a judged model call on ``path``; None for everything passed through
-    (other methods and paths, and the wires the gateway does not answer in)."""
-    provider = provider_for_path(path) if method == "POST" else None
-    return provider if provider is not None and judged(provider) else None

@@ -14,14 +14,22 @@ safe on its own, before the join, the way nginx and Envoy treat a request target
    which some servers take for ``/``), an encoded NUL (``%00``), and a dot segment
    with path parameters (``..;x``, which Java servers read as ``..``).
 
-Every other byte is forwarded as the client spelled it.
+Every other byte is forwarded as the client spelled it. :func:`route` is what the
+gateway does with a request target: the cleaned path, the judged wire it speaks
+(if any) and the target to append to the upstream.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, unquote
 
-__all__ = ["BadPath", "clean_path"]
+from railings.gateway.shapes import judged
+from railings.transport.config import provider_for_path
+
+__all__ = ["BadPath", "Route", "clean_path", "judged_provider", "route"]
 
 # Encoded slash, backslash and NUL, in either case.
 _AMBIGUOUS = re.compile(rb"%(?:2f|5c|00)", re.IGNORECASE)
@@ -62,3 +70,33 @@ def clean_path(raw: bytes) -> bytes:
         if i == len(segments) - 1:
             out.append(b"")  # "/a/b/.." is "/a/": the last segment stays a directory
     return b"/" + b"/".join(out)
+
+
+def judged_provider(method: str, path: str) -> str | None:
+    """The wire of a judged model call on ``path`` (percent-decoded); None for all that
+    is passed through (other methods and paths, and wires the gateway answers not in)."""
+    provider = provider_for_path(path) if method == "POST" else None
+    return provider if provider is not None and judged(provider) else None
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Where one request goes: its cleaned, percent-decoded ``path`` (the journal's and
+    the log's), the judged ``provider`` or None, and the ``target`` (path and query, as
+    the client encoded them) appended to the upstream."""
+
+    path: str
+    provider: str | None
+    target: str
+
+
+def route(scope: Any) -> Route:
+    """The :class:`Route` of an ASGI HTTP ``scope``; raises :class:`BadPath`."""
+    path, method = scope["path"], scope["method"]
+    raw = scope.get("raw_path") or quote(path).encode()
+    clean = clean_path(raw)
+    if clean != raw:  # dot segments removed: routed by what goes upstream
+        path = unquote(clean.decode("latin-1"))
+    query = scope.get("query_string") or b""
+    target = (clean + (b"?" + query if query else b"")).decode("latin-1")
+    return Route(path, judged_provider(method, path), target)
