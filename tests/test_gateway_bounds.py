@@ -11,7 +11,10 @@ import time
 import zlib
 from pathlib import Path
 
+import pytest
+
 from _server import CannedServer, Reply
+from railings.errors import ConfigurationError
 from railings.gateway.limits import Limits
 from tests.gateway_kit import PATHS, body, headers, running
 from tests.gateway_upstreams import answer_of, send_part
@@ -192,3 +195,12 @@ def test_bodies_buffered_across_clients_past_the_cap_are_refused_503_with_retry_
     assert passed.status == 200
     assert len(upstream.requests) == 1  # only the one that fitted went upstream
     assert metrics.value(REJECTED, reason="overloaded") == 1
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"max_request_body": 0}, {"max_buffered": -1}, {"max_answer": 0}, {"body_timeout": 0.0}],
+)
+def test_a_bound_that_bounds_nothing_is_a_configuration_error(bad: dict[str, float]) -> None:
+    with pytest.raises(ConfigurationError):
+        Limits(**bad)  # type: ignore[arg-type]
