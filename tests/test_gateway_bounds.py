@@ -112,6 +112,17 @@ def test_a_coding_the_judge_cannot_read_is_a_502_in_the_providers_shape(tmp_path
     assert metrics.value(REFUSED, provider="anthropic", reason="unreadable") == 2
 
 
+def test_an_answer_the_upstream_broke_off_is_a_502_that_says_not_to_retry(tmp_path: Path) -> None:
+    json_type = (("content-type", "application/json"),)
+    with CannedServer() as upstream, running(upstream.url, tmp_path) as (url, _, _):
+        upstream.push(Reply(200, [b'{"id": "chatcmpl-1", "choi'], json_type, end="reset"))
+        status, got, data = _ask(url)
+        sent = len(upstream.requests)
+    assert status == 502 and got["x-should-retry"] == "false"  # produced and billed: once
+    assert json.loads(data)["error"]["code"] == "stream_interrupted"
+    assert sent == 1
+
+
 # -- request bodies -------------------------------------------------------------------------
 
 

@@ -87,30 +87,31 @@ async def forward_answer(
     metrics: Metrics,
 ) -> None:
     """Read, judge and forward one 2xx JSON answer (or refuse it with a 502)."""
+    refusal: tuple[str, str, str] | None = None  # (metric reason, code, message)
     try:
         data = await read_answer(response, limit)
     except AnswerTooLarge:
         message = f"railings gateway: the upstream's answer is larger than {describe(limit)}"
-        await _refused(record, send, metrics, "too_large", TOO_LARGE_CODE, message)
-        return
+        refusal = ("too_large", TOO_LARGE_CODE, message)
     except (Unreadable, zlib.error) as exc:
         message = f"railings gateway: the upstream's answer cannot be read: {exc}"
-        await _refused(record, send, metrics, "unreadable", UNREADABLE_CODE, message)
-        return
+        refusal = ("unreadable", UNREADABLE_CODE, message)
     except BOUNDARY as exc:
         record.finish("error", error=map_exception(exc).message)
-        record.status = 502
-        message = "railings gateway: " + INTERRUPTED_MESSAGE
-        await answer(
-            send,
-            502,
-            error_body(record.provider, INTERRUPTED_CODE, message),
-            "application/json",
-            NO_RETRY,
-        )
-        return
+        refusal = ("", INTERRUPTED_CODE, "railings gateway: " + INTERRUPTED_MESSAGE)
     finally:
-        await response.aclose()
+        await response.aclose()  # before answering: the connection is not held meanwhile
+    if refusal is not None:
+        reason, code, message = refusal
+        record.status = 502
+        if reason:  # a broken-off body is an interruption, not a refused answer
+            record.finish("error", error=message)
+            metrics.inc(
+                "railings_gateway_refused_answers_total", provider=record.provider, reason=reason
+            )
+        payload = error_body(record.provider, code, message)
+        await answer(send, 502, payload, "application/json", NO_RETRY)
+        return
     try:
         judged = inspect(json.loads(data))
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError, RailingsError):
@@ -139,14 +140,3 @@ async def forward_answer(
     await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
     record.sent_first_byte()
     await send({"type": "http.response.body", "body": data})
-
-
-async def _refused(
-    record: TurnRecord, send: Send, metrics: Metrics, reason: str, code: str, message: str
-) -> None:
-    record.status = 502
-    record.finish("error", error=message)
-    metrics.inc("railings_gateway_refused_answers_total", provider=record.provider, reason=reason)
-    await answer(
-        send, 502, error_body(record.provider, code, message), "application/json", NO_RETRY
-    )
