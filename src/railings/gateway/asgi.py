@@ -14,57 +14,66 @@ uvicorn, and any ASGI server can run it too. What it does with each request:
   client's own retry logic sees it.
 * Anything else: passed through untouched, body and headers.
 
+Before anything goes upstream the request path loses its dot segments and a path
+that would climb out of the upstream's prefix is refused (:mod:`.paths`), and the
+body is read within the bounds of :class:`~railings.gateway.limits.Limits`
+(413, 408, 503). The request's work then runs beside a watch on the client: a
+client that leaves cancels it wherever it waits, which closes the upstream read
+on every path. Every error the gateway answers of its own says whether to retry
+(``x-should-retry``; ``retry-after`` on a 503), so an SDK's retries never
+multiply the gateway's resends.
+
 The app keeps no state shared between requests but its pooled upstream clients,
-its counters and its journal writer: replicas behind a load balancer need nothing
-in common.
+its counters, the count of request bytes held (:class:`~.limits.Budget`) and its
+journal writer: replicas behind a load balancer need nothing in common.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 from typing import Any, Literal
-from urllib.parse import quote
 
 import httpx2
 
-from railings.classify import INTERRUPTED_MESSAGE
 from railings.errors import ConfigurationError, RailingsError
+from railings.gateway.answer import forward_answer
 from railings.gateway.client_side import (
+    NO_RETRY,
     Receive,
+    Refusal,
     Scope,
     Send,
-    TooLarge,
     answer,
     model_of,
     read_body,
-    watch_disconnect,
+    refuse,
+    until_gone,
 )
-from railings.gateway.judge import cut_message
+from railings.gateway.limits import Budget, Limits
 from railings.gateway.metrics import Metrics
+from railings.gateway.paths import BadPath, judged_provider, route
 from railings.gateway.record import GatewayJournal, TurnRecord
-from railings.gateway.shapes import CUT_CODE, INTERRUPTED_CODE, error_body, judged
+from railings.gateway.relay import UpstreamBroke as UpstreamBroke
+from railings.gateway.relay import relay
+from railings.gateway.shapes import INTERRUPTED_CODE, error_body
 from railings.gateway.streaming import forward_stream, is_event_stream
 from railings.gateway.telemetry import record_span
 from railings.gateway.upstream import (
     Clients,
     header_secrets,
     request_headers,
-    response_headers,
     upstream_base,
 )
 from railings.redact import redact
-from railings.sdk_objects import inspect
 from railings.secrets import RedactingFilter, install_log_redaction
-from railings.transport.config import Timeouts, provider_for_path
+from railings.transport.config import Timeouts
 from railings.transport.errors_map import (
     BOUNDARY,
     map_exception,
 )
 from railings.transport.retry import Retrier, RetryPolicy
-from railings.turn.verdict import RejectReason
 
 __all__ = ["HEALTH_PATH", "METRICS_PATH", "Gateway", "app"]
 
@@ -78,6 +87,7 @@ def app(
     *,
     cut_calls: Literal["refuse", "pass"] = "refuse",
     journal: bool | str | os.PathLike[str] = True,
+    limits: Limits | None = None,
     retry: RetryPolicy | None = None,
     timeouts: Timeouts | None = None,
     tracer: Any = None,
@@ -86,7 +96,9 @@ def app(
     """The gateway ASGI app in front of ``upstream`` (default ``$RAILINGS_GATEWAY_UPSTREAM``).
 
     ``journal``: True for the default journal file, a path for another, False for
-    none. ``retry``: how Empty attempts are resent (default :class:`RetryPolicy`).
+    none. ``limits``: the bounds on request bodies, stalls, what all clients hold at
+    once and non-streamed answers (default :class:`~railings.gateway.limits.Limits`).
+    ``retry``: how Empty attempts are resent (default :class:`RetryPolicy`).
     ``timeouts``: connect, first byte (the response head), idle (between reads of a
     stream) and write. ``tracer``: an OpenTelemetry tracer (default: the global
     provider's). ``transport``: the upstream client's httpx2 transport.
@@ -104,16 +116,12 @@ def app(
         base,
         refuse_cut_calls=cut_calls == "refuse",
         journal=book,
+        limits=limits or Limits(),
         retry=retry or RetryPolicy(),
         timeouts=timeouts or Timeouts(),
         tracer=tracer,
         transport=transport,
     )
-
-
-class UpstreamBroke(Exception):
-    """The upstream broke off a body already being relayed: the ASGI server aborts the
-    client's connection (nothing railings can send would say "cut" in that body's format)."""
 
 
 class Gateway:
@@ -129,10 +137,13 @@ class Gateway:
         timeouts: Timeouts,
         tracer: Any = None,
         transport: httpx2.AsyncBaseTransport | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.upstream = upstream
         self.refuse = refuse_cut_calls
         self.journal = journal
+        self.limits = limits or Limits()
+        self.budget = Budget(self.limits.max_buffered)
         self.retry = retry
         self.timeouts = timeouts
         self.tracer = tracer
@@ -143,6 +154,11 @@ class Gateway:
         # A logger's filters see only its own records: the gateway's lines get their own.
         if not any(isinstance(f, RedactingFilter) for f in log.filters):
             log.addFilter(RedactingFilter())
+
+    @property
+    def buffered(self) -> int:
+        """Request body bytes the gateway holds now, all clients together."""
+        return self.budget.held
 
     @property
     def closed(self) -> bool:
@@ -179,12 +195,6 @@ class Gateway:
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope["path"], scope["method"]
-        raw_path = scope.get("raw_path") or quote(path).encode()
-        if not raw_path.startswith(b"/"):
-            # "@host/..." or "host/...": appended to the upstream's origin, it would name
-            # another host. Only origin-form request targets are forwarded.
-            await answer(send, 400, b"bad request target\n", "text/plain; charset=utf-8")
-            return
         if path == HEALTH_PATH and method in ("GET", "HEAD"):
             await answer(send, 200, b"ok\n", "text/plain; charset=utf-8")
             return
@@ -193,34 +203,46 @@ class Gateway:
             await answer(send, 200, text, "text/plain; version=0.0.4; charset=utf-8")
             return
         try:
-            body = await read_body(receive)
-        except TooLarge:
-            await answer(send, 413, b"request body too large\n", "text/plain; charset=utf-8")
+            where = route(scope)
+        except BadPath as exc:
+            why = f"railings gateway: bad request path: {exc}"
+            refusal = Refusal("bad_path", 400, "bad_request_path", why)
+            await self._refuse(send, refusal, judged_provider(method, path))
             return
-        if body is None:
+        provider = where.provider
+        got = await read_body(receive, scope, self.limits, self.budget)
+        if got is None:
             return  # the client left before its request was whole: nothing goes upstream
-        provider = provider_for_path(path) if method == "POST" else None
-        if provider is not None and not judged(provider):
-            provider = None  # a wire the gateway does not answer in: passed through untouched
-        query = scope.get("query_string") or b""
-        url = self.upstream + raw_path.decode("latin-1") + ("?" + query.decode() if query else "")
-        headers = request_headers(scope["headers"], watched=provider is not None)
-        secrets = header_secrets(scope["headers"])
-        gone = asyncio.Event()
-        watcher = asyncio.create_task(watch_disconnect(receive, gone))
+        if isinstance(got, Refusal):
+            await self._refuse(send, got, provider)
+            return
+        body = got
         try:
+            url = self.upstream + where.target
+            headers = request_headers(scope["headers"], watched=provider is not None)
             if provider is None:
-                await self._pass_through(method, url, headers, body, send)
+                await until_gone(
+                    lambda gone: self._pass_through(method, url, headers, body, send), receive
+                )
                 return
-            record = TurnRecord(
-                provider, method, path, model_of(body), stream=False, secrets=secrets
-            )
+            secrets = header_secrets(scope["headers"])
+            model = model_of(body)
+            record = TurnRecord(provider, method, where.path, model, stream=False, secrets=secrets)
             try:
-                await self._model_call(record, url, headers, body, send, gone)
+                left = await until_gone(
+                    lambda gone: self._model_call(record, url, headers, body, send, gone), receive
+                )
+                if left:  # cancelled where it waited: the upstream read is closed
+                    self.metrics.inc("railings_gateway_client_disconnects_total", provider=provider)
+                    record.finish("client_gone")
             finally:
                 self._finish(record)
         finally:
-            watcher.cancel()
+            self.budget.give(len(body))
+
+    async def _refuse(self, send: Send, refusal: Refusal, provider: str | None) -> None:
+        self.metrics.inc("railings_gateway_rejected_requests_total", reason=refusal.reason)
+        await refuse(send, refusal, provider)
 
     async def _upstream(
         self, method: str, url: str, headers: list[tuple[bytes, bytes]], body: bytes
@@ -239,10 +261,13 @@ class Gateway:
         try:
             response = await self._upstream(method, url, headers, body)
         except BOUNDARY as exc:
-            message = redact(map_exception(exc).message)
-            await answer(send, 502, f"railings gateway: {message}\n".encode(), "text/plain")
+            error = map_exception(exc)
+            text = f"railings gateway: {redact(error.message)}\n".encode()
+            # One attempt, not resent here: the client's own retry rules decide.
+            retry = [(b"x-should-retry", b"true" if error.retryable else b"false")]
+            await answer(send, 502, text, "text/plain; charset=utf-8", retry)
             return
-        await self._relay(response, send, None)
+        await relay(response, send, None)
 
     async def _model_call(
         self,
@@ -266,7 +291,9 @@ class Gateway:
                 record.finish("error", error=response.message)
                 message = f"railings gateway: upstream failed: {response.message}"
                 payload = error_body(record.provider, INTERRUPTED_CODE, message)
-                await answer(send, 502, payload, "application/json")
+                # The retry policy was applied here: an SDK's own retries on top would
+                # multiply the upstream's requests (and its bills) by theirs.
+                await answer(send, 502, payload, "application/json", NO_RETRY)
                 return
             await asyncio.sleep(wait)
             if gone.is_set():  # no billed attempt for a client that left during the wait
@@ -290,10 +317,17 @@ class Gateway:
                 metrics=self.metrics,
             )
         elif 200 <= response.status_code < 300 and "json" in kind:
-            await self._answer_json(record, response, send)
+            await forward_answer(
+                record,
+                response,
+                send,
+                refuse_cut_calls=self.refuse,
+                limit=self.limits.max_answer,
+                metrics=self.metrics,
+            )
         else:
             record.finish("upstream_status" if response.status_code >= 400 else "passed")
-            await self._relay(response, send, record)
+            await relay(response, send, record)
 
     async def _attempt(
         self, record: TurnRecord, url: str, headers: list[tuple[bytes, bytes]], body: bytes
@@ -304,75 +338,6 @@ class Gateway:
             return await self._upstream("POST", url, headers, body)
         except BOUNDARY as exc:
             return map_exception(exc)
-
-    async def _relay(
-        self, response: httpx2.Response, send: Send, record: TurnRecord | None
-    ) -> None:
-        """Pass an answer on as it came: status, headers, body. A body the upstream broke
-        off is broken off for the client too (:class:`UpstreamBroke` aborts the connection):
-        ending it normally would make a cut body look whole."""
-        try:
-            headers = response_headers(response.headers.raw, keep_length=True)
-            await send(
-                {"type": "http.response.start", "status": response.status_code, "headers": headers}
-            )
-            try:
-                async for chunk in response.aiter_raw():
-                    if record is not None:
-                        record.sent_first_byte()
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            except BOUNDARY as exc:
-                raise UpstreamBroke(redact(map_exception(exc).message)) from None
-            await send({"type": "http.response.body", "body": b""})
-        finally:
-            await response.aclose()
-
-    async def _answer_json(self, record: TurnRecord, response: httpx2.Response, send: Send) -> None:
-        try:
-            data = await response.aread()
-        except BOUNDARY as exc:
-            record.finish("error", error=map_exception(exc).message)
-            await response.aclose()
-            await answer(
-                send,
-                502,
-                error_body(
-                    record.provider, INTERRUPTED_CODE, "railings gateway: " + INTERRUPTED_MESSAGE
-                ),
-                "application/json",
-            )
-            return
-        await response.aclose()
-        try:
-            judged = inspect(json.loads(data))
-        except (ValueError, TypeError, KeyError, AttributeError, RecursionError, RailingsError):
-            judged = None  # not a model answer railings reads: pass it on as it came
-        cut = [v for v in judged.verdicts if v.reason is RejectReason.TRUNCATED] if judged else []
-        record.turn = judged.turn if judged else None
-        if cut and self.refuse:
-            record.rejected = tuple(v.call.name for v in cut)
-            message = cut_message(cut, judged.turn.stop_reason_wire if judged else None)
-            record.status = 502
-            record.finish("refused", error=message)
-            self.metrics.inc(
-                "railings_gateway_answers_total", provider=record.provider, outcome="refused"
-            )
-            payload = error_body(record.provider, CUT_CODE, message)
-            await answer(send, 502, payload, "application/json", [(b"x-should-retry", b"false")])
-            return
-        # Only an answer railings read is "complete"; anything else passed on unjudged.
-        outcome = "complete" if judged is not None else "unjudged"
-        record.finish(outcome)
-        self.metrics.inc(
-            "railings_gateway_answers_total", provider=record.provider, outcome=outcome
-        )
-        headers = response_headers(response.headers.raw, keep_length=False)
-        headers.append((b"content-length", str(len(data)).encode()))
-        await send(
-            {"type": "http.response.start", "status": response.status_code, "headers": headers}
-        )
-        record.sent_first_byte()
-        await send({"type": "http.response.body", "body": data})
 
     def _finish(self, record: TurnRecord) -> None:
         if record.duration is None:

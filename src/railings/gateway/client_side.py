@@ -1,53 +1,137 @@
-"""The client side of the gateway's ASGI app: reading a request, answering, noticing a
-client that left. No upstream and no judging here."""
+"""The client side of the gateway's ASGI app: reading a request within its bounds,
+answering, and noticing a client that left. No upstream and no judging here.
+
+Every answer the gateway makes of its own tells an SDK whether to send the request
+again (``x-should-retry``, which the official SDKs read before their own rules):
+``false`` when a resend cannot help or the gateway already resent by the retry
+policy, ``true`` with ``retry-after`` when the process is full for now.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from railings.gateway.limits import Budget, Limits, describe
+from railings.gateway.shapes import error_body
 
 __all__ = [
-    "MAX_REQUEST_BODY",
+    "NO_RETRY",
     "Receive",
+    "Refusal",
     "Scope",
     "Send",
-    "TooLarge",
     "answer",
     "model_of",
     "read_body",
+    "refuse",
+    "until_gone",
     "watch_disconnect",
 ]
-
-MAX_REQUEST_BODY = 64 * 1024 * 1024
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
+Reason = Literal["too_large", "body_timeout", "overloaded", "bad_path"]
+
+NO_RETRY = [(b"x-should-retry", b"false")]
+_CLOSE = (b"connection", b"close")  # the rest of the body is never read: the connection ends
 
 
-class TooLarge(Exception):
-    """A request body past :data:`MAX_REQUEST_BODY`."""
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A request refused before anything went upstream: the metric's ``reason``, the
+    status, the error code of the provider-shaped body and what to tell the client."""
+
+    reason: Reason
+    status: int
+    code: str
+    message: str
+
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        """Whether to retry, and the connection's end when the body was left unread."""
+        if self.status == 503:
+            return [(b"x-should-retry", b"true"), (b"retry-after", b"1"), _CLOSE]
+        if self.status == 408:
+            return [(b"x-should-retry", b"true"), _CLOSE]
+        return [*NO_RETRY, _CLOSE] if self.status == 413 else list(NO_RETRY)
 
 
-async def read_body(receive: Receive) -> bytes | None:
-    """The whole request body, or None when the client disconnected before it ended."""
+def _too_large(limits: Limits) -> Refusal:
+    return Refusal(
+        "too_large",
+        413,
+        "request_too_large",
+        f"railings gateway: the request body is larger than {describe(limits.max_request_body)}",
+    )
+
+
+async def read_body(
+    receive: Receive, scope: Scope, limits: Limits, budget: Budget
+) -> bytes | Refusal | None:
+    """The whole request body, a :class:`Refusal`, or None when the client left first.
+
+    The bytes of a returned body stay taken from ``budget``: the caller gives them back
+    when the call ends. A refusal or a departure has given back what it took.
+    """
+    for name, value in scope["headers"]:
+        announced = name.lower() == b"content-length" and value.isdigit()
+        if announced and int(value) > limits.max_request_body:
+            return _too_large(limits)  # refused before a byte of it is read
     chunks: list[bytes] = []
     size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return None
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_REQUEST_BODY:
-            raise TooLarge
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
+    try:
+        while True:
+            try:
+                async with asyncio.timeout(limits.body_timeout):
+                    message = await receive()
+            except TimeoutError:
+                budget.give(size)
+                return Refusal(
+                    "body_timeout",
+                    408,
+                    "request_body_timeout",
+                    f"railings gateway: no request body bytes for {limits.body_timeout:g} s",
+                )
+            if message["type"] == "http.disconnect":
+                budget.give(size)
+                return None
+            chunk = message.get("body", b"")
+            if size + len(chunk) > limits.max_request_body:
+                budget.give(size)
+                return _too_large(limits)
+            if not budget.take(len(chunk)):
+                budget.give(size)
+                return Refusal(
+                    "overloaded",
+                    503,
+                    "gateway_overloaded",
+                    "railings gateway: overloaded: the request bodies held for all clients "
+                    f"reached {describe(budget.cap)}; retry later",
+                )
+            size += len(chunk)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+    except BaseException:  # cancelled: what was taken goes back
+        budget.give(size)
+        raise
     return b"".join(chunks)
+
+
+async def refuse(send: Send, refusal: Refusal, provider: str | None) -> None:
+    """Answer ``refusal``: in the provider's error shape on a judged model path, else
+    as one line of text."""
+    if provider is not None:
+        body = error_body(provider, refusal.code, refusal.message)
+        await answer(send, refusal.status, body, "application/json", refusal.headers())
+    else:
+        text = (refusal.message + "\n").encode()
+        await answer(send, refusal.status, text, "text/plain; charset=utf-8", refusal.headers())
 
 
 async def watch_disconnect(receive: Receive, gone: asyncio.Event) -> None:
@@ -57,6 +141,32 @@ async def watch_disconnect(receive: Receive, gone: asyncio.Event) -> None:
         if message["type"] == "http.disconnect":
             gone.set()
             return
+
+
+async def until_gone(work: Callable[[asyncio.Event], Awaitable[None]], receive: Receive) -> bool:
+    """Run ``work(gone)`` while watching the client; True when the client left first.
+
+    ASGI servers drop what is sent after a disconnect without a word, so the work is
+    cancelled the moment the client leaves, wherever it waits: on a silent upstream,
+    a resend's backoff, or a body being relayed. Its cleanup (closing the upstream
+    response, and with it the connection) runs before this returns. ``gone`` is also
+    set for work that checks it between steps. A server's own ``http.disconnect``
+    after a completed response comes when the work has ended, and changes nothing.
+    """
+    gone = asyncio.Event()
+    task = asyncio.ensure_future(work(gone))
+    watcher = asyncio.ensure_future(watch_disconnect(receive, gone))
+    try:
+        await asyncio.wait((task, watcher), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+        if not task.done():
+            task.cancel()
+            await asyncio.wait((task,))
+    if task.cancelled():
+        return True
+    task.result()  # the work's own exception, if it raised
+    return False
 
 
 async def answer(

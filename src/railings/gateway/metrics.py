@@ -1,9 +1,9 @@
 """The gateway's metrics, in the Prometheus text exposition format (version 0.0.4).
 
-Five fixed families, so a small writer is enough: no global registry, no process
+A few fixed families, so a small writer is enough: no global registry, no process
 state (each :class:`Metrics` belongs to one app), nothing to configure. Label
 values are escaped as the format requires (backslash, double quote, newline).
-Never a header, a key or a body in a label: only provider names and outcomes.
+Never a header, a key or a body in a label: only provider names, outcomes and reasons.
 """
 
 from __future__ import annotations
@@ -54,7 +54,12 @@ class Metrics:
         "(complete|partial|empty|refused).",
         "railings_gateway_upstream_attempts_total": "Requests sent upstream, retries included.",
         "railings_gateway_answers_total": "Non-streamed answers on the model paths, by outcome.",
-        "railings_gateway_client_disconnects_total": "Streams the client left before the end.",
+        "railings_gateway_client_disconnects_total": "Model calls the client left before "
+        "the end (the upstream read is stopped).",
+        "railings_gateway_rejected_requests_total": "Requests refused before anything went "
+        "upstream, by reason (too_large|body_timeout|overloaded|bad_path).",
+        "railings_gateway_refused_answers_total": "Upstream answers refused with a 502, by "
+        "provider and reason (too_large|unreadable).",
     }
     HISTOGRAMS: ClassVar[dict[str, str]] = {
         "railings_gateway_time_to_first_byte_seconds": "From the request to the first body "

@@ -14,17 +14,19 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import re
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 from railings.agent.journal import Journal
 from railings.gateway.upstream import scrub
 from railings.redact import redact
 from railings.turn.model import Turn
 
-__all__ = ["ENTRY_KIND", "GatewayJournal", "TurnRecord"]
+__all__ = ["ENTRY_KIND", "GatewayJournal", "TurnRecord", "log_field"]
 
 ENTRY_KIND = "gateway_turn"
 log = logging.getLogger("railings.gateway")
@@ -94,15 +96,45 @@ class TurnRecord:
         }
 
     def log_line(self) -> str:
-        """One redacted line for the gateway's log."""
+        """One redacted line for the gateway's log, one field per space-separated word.
+
+        The method, path, model and refused call names come from the client or the
+        model: each is escaped (:func:`log_field`, the path percent-encoded), so none
+        can end the line, forge a field or reach a terminal as a control sequence.
+        """
         e = self.as_entry()
         line = (
-            f"{e['method']} {e['path']} {e['provider']} {e['model'] or '-'} "
+            f"{log_field(e['method'])} {quote(e['path'], safe=_PATH_SAFE)} {e['provider']} "
+            f"{log_field(e['model'] or '-')} "
             f"status={e['status']} outcome={e['outcome']} attempts={e['attempts']}"
         )
         if self.rejected:
-            line += " refused=" + ",".join(self.rejected)
+            line += " refused=" + ",".join(log_field(name) for name in self.rejected)
         return redact(line)
+
+
+# RFC 3986's pchar and "/", but "%" (a literal percent sign is encoded, so each escape is
+# the gateway's own) and nothing that a log reader splits fields on.
+_PATH_SAFE = "/!$&'()*+,;=:@-._~"
+_BARE = re.compile(r"[A-Za-z0-9._:/@+\-]+")
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def log_field(value: str) -> str:
+    """``value`` as one field of a log line: as it is when it holds only plain characters
+    (a model name, a method), else in double quotes (the logfmt convention) with the
+    quote, the backslash and every character that is not printable escaped."""
+    if _BARE.fullmatch(value):
+        return value
+    out = []
+    for ch in value:
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif ch.isprintable():
+            out.append(ch)
+        else:  # C0/C1 controls, ESC, U+2028 and every other separator or format character
+            out.append(f"\\x{ord(ch):02x}" if ord(ch) < 256 else f"\\u{ord(ch):04x}")
+    return '"' + "".join(out) + '"'
 
 
 class GatewayJournal:
