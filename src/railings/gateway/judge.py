@@ -24,6 +24,9 @@ each event leaves and whether the stream may end:
   end. The provider's own error event is passed on as it came; an event that is
   not the protocol (bad JSON, bad UTF-8, too large) is replaced by the error event.
 
+The judge reads the stream's decoded bytes (:mod:`railings.gateway.decoding` undoes
+a content coding first); a body that stops decoding is :meth:`StreamJudge.unreadable`.
+
 Memory per stream: the unfinished event (bounded by ``max_event_size``) and the
 held preamble (bounded by ``max_preamble``: past it, the preamble is released and
 the stream can no longer be retried transparently).
@@ -35,6 +38,7 @@ import enum
 
 from railings.classify import INTERRUPTED_MESSAGE
 from railings.errors import EventTooLarge
+from railings.gateway.decoding import UNREADABLE_CODE
 from railings.gateway.shapes import CUT_CODE, INTERRUPTED_CODE, error_event
 from railings.providers import spec
 from railings.sse_blocks import EventSplitter
@@ -57,6 +61,7 @@ class Ending(enum.Enum):
     EMPTY = "empty"  # no content and no proof: resend (or, when out of attempts, an error)
     REFUSED = "refused"  # a cut tool call: the proof was replaced by an error event
     ERROR = "error"  # the provider's own error event before content, passed on: not resent
+    UNREADABLE = "unreadable"  # a body the gateway cannot decode, before content: not resent
 
 
 def cut_calls(turn: Turn) -> list[CallVerdict]:
@@ -222,6 +227,24 @@ class StreamJudge:
         self.ending = Ending.PARTIAL
         detail = f"railings gateway: {INTERRUPTED_MESSAGE}" + (f": {reason}" if reason else "")
         return self.error_event(INTERRUPTED_CODE, detail)
+
+    def unreadable(self, message: str) -> bytes:
+        """The body stopped decoding (or its coding cannot be read): ``message`` says why.
+        Returns the last bytes to send. After content, the error event (Partial); before
+        it, the whole events held, then the error event, and no resend: whatever could
+        not be read may hold an answer the upstream already generated."""
+        if self.ending is not None:
+            return b""
+        self.reader.assembler.fault(message)
+        detail = f"railings gateway: {message}"
+        if self.committed:
+            self.ending = Ending.PARTIAL
+            return self.error_event(INTERRUPTED_CODE, detail)
+        out: list[bytes] = []
+        self._release(out)
+        out.append(self.error_event(UNREADABLE_CODE, detail))
+        self.ending = Ending.UNREADABLE
+        return b"".join(out)
 
     def give_up(self, message: str) -> bytes:
         """No attempt is left after an Empty one: the held preamble, then the provider's
