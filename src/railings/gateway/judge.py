@@ -16,6 +16,11 @@ each event leaves and whether the stream may end:
   each event leaves as soon as its blank line arrived. (An SSE client dispatches
   nothing before that blank line, so waiting for it costs the client nothing, and
   lets an error event follow a whole event instead of half of one.)
+* **A tool call**, with ``refuse_cut_calls``: its events, and everything after
+  them, are held until the call is proven complete (its block closed and its
+  arguments parse strictly), or the turn's proof says no call was cut
+  (:mod:`railings.gateway.held_calls`); text before it streams live. A cut call's
+  events never leave: the refusal's error event takes their place.
 * **The proof** leaves unchanged, and so does everything after it, as it comes: a
   connection that breaks after the proof ends the response cleanly. With
   ``refuse_cut_calls``, a proof that closes a turn stopped by the output limit with
@@ -23,10 +28,15 @@ each event leaves and whether the stream may end:
 * **No proof after content** (**Partial**): a provider-shaped error event, then the
   end. The provider's own error event is passed on as it came; an event that is
   not the protocol (bad JSON, bad UTF-8, too large) is replaced by the error event.
+  Held call events are dropped: a call the turn never proved is not passed on.
 
-Memory per stream: the unfinished event (bounded by ``max_event_size``) and the
-held preamble (bounded by ``max_preamble``: past it, the preamble is released and
-the stream can no longer be retried transparently).
+The judge reads the stream's decoded bytes (:mod:`railings.gateway.decoding` undoes
+a content coding first); a body that stops decoding is :meth:`StreamJudge.unreadable`.
+
+Memory per stream: the unfinished event (bounded by ``max_event_size``), the held
+preamble (bounded by ``max_preamble``: past it, the preamble is released and the
+stream can no longer be retried transparently) and the events held behind an
+unproven call (bounded by ``max_held``: past it, the answer is refused).
 """
 
 from __future__ import annotations
@@ -35,6 +45,9 @@ import enum
 
 from railings.classify import INTERRUPTED_MESSAGE
 from railings.errors import EventTooLarge
+from railings.events import StreamEvent
+from railings.gateway.decoding import UNREADABLE_CODE
+from railings.gateway.held_calls import DEFAULT_MAX_HELD, UNPROVEN_CODE, HeldCalls, touches_calls
 from railings.gateway.shapes import CUT_CODE, INTERRUPTED_CODE, error_event
 from railings.providers import spec
 from railings.sse_blocks import EventSplitter
@@ -55,8 +68,9 @@ class Ending(enum.Enum):
     COMPLETE = "complete"  # the proof was passed on
     PARTIAL = "partial"  # content, then no proof: an error event was passed on
     EMPTY = "empty"  # no content and no proof: resend (or, when out of attempts, an error)
-    REFUSED = "refused"  # a cut tool call: the proof was replaced by an error event
+    REFUSED = "refused"  # a cut tool call (or one too long to hold): an error event instead
     ERROR = "error"  # the provider's own error event before content, passed on: not resent
+    UNREADABLE = "unreadable"  # a body the gateway cannot decode, before content: not resent
 
 
 def cut_calls(turn: Turn) -> list[CallVerdict]:
@@ -86,6 +100,7 @@ class StreamJudge:
         refuse_cut_calls: bool = True,
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
         max_preamble: int = DEFAULT_MAX_PREAMBLE,
+        max_held: int = DEFAULT_MAX_HELD,
     ) -> None:
         self.provider = provider
         self.reader = StreamReader(provider, max_event_size=max_event_size)
@@ -93,6 +108,8 @@ class StreamJudge:
         self.committed = False  # bytes reached the client: no transparent retry any more
         self.provider_error = b""  # a retryable provider error event before content
         self._refuse = refuse_cut_calls
+        # Under refuse, the calls not yet proven and the events held behind them.
+        self._calls = HeldCalls(self.reader.assembler, limit=max_held) if refuse_cut_calls else None
         self._splitter = EventSplitter()
         self._held: list[bytes] = []
         self._held_size = 0
@@ -139,22 +156,29 @@ class StreamJudge:
 
     def _event(self, block: bytes, out: list[bytes]) -> None:
         reader = self.reader
-        try:  # noqa: SIM105 (once per event: no context manager object)
-            reader.feed(block)
+        try:
+            events = reader.feed(block)
         except EventTooLarge:  # the reader ended the turn with this fault
-            pass
+            events = []
         if not reader.terminated:
-            self._pass(block, out)
+            calls = self._calls
+            if calls is not None and (calls.open or touches_calls(events)) and reader.content:
+                self._hold(calls, block, events, out)
+            else:
+                self._pass(block, out)
             return
         turn = reader.turn()
         if turn.outcome is Outcome.COMPLETE:
             cut = cut_calls(turn) if self._refuse else []
+            self._release(out)
             if cut:
-                self._release(out)
+                self._drop()
                 self._error(out, CUT_CODE, cut_message(cut, turn.stop_reason_wire))
                 self.ending = Ending.REFUSED
                 return
-            self._release(out)
+            if self._calls is not None and self._calls.blocks:
+                self._calls.release(out)
+                self._last = out[-1]
             out.append(block)
             self.ending = Ending.COMPLETE
             return
@@ -165,6 +189,7 @@ class StreamJudge:
                 self.ending = Ending.EMPTY  # an overload before content: resend
                 return
             self._release(out)
+            self._drop()
             out.append(block)  # the provider's own error event, as it came
             # Passed on, so it is the answer: resending now would append a second stream
             # to the bytes the client already has (and repeat a request that cannot work).
@@ -183,6 +208,32 @@ class StreamJudge:
         if self.reader.content or self._held_size > self._max_preamble:
             self._release(out)
 
+    def _hold(
+        self, calls: HeldCalls, block: bytes, events: list[StreamEvent], out: list[bytes]
+    ) -> None:
+        """A block of a call not yet proven, or after one: held (or released with the
+        blocks before it, once their calls proved themselves)."""
+        self._release(out)  # the preamble, if still held: content has arrived
+        before = len(out)
+        within = calls.take(block, events, out)
+        if len(out) > before:
+            self._last = out[-1]
+        if not within:
+            names = ", ".join(repr(name) for name in calls.names())
+            calls.drop()
+            message = (
+                f"railings gateway: tool call {names} held more than {calls.limit} bytes of "
+                "events before its arguments were complete, so the answer is refused "
+                "instead of passed on unproven (--cut-calls pass streams them as they come)"
+            )
+            self.reader.assembler.fault(message)  # the turn ends here, and says why
+            self._error(out, UNPROVEN_CODE, message)
+            self.ending = Ending.REFUSED
+
+    def _drop(self) -> None:
+        if self._calls is not None:
+            self._calls.drop()
+
     def _release(self, out: list[bytes]) -> None:
         if self._held:
             self._last = self._held[-1]
@@ -195,6 +246,7 @@ class StreamJudge:
         if not self.committed:
             self.ending = Ending.EMPTY
             return
+        self._drop()
         self._error(out, INTERRUPTED_CODE, f"railings gateway: {INTERRUPTED_MESSAGE}: {message}")
         self.ending = Ending.PARTIAL
 
@@ -219,9 +271,29 @@ class StreamJudge:
         if not self.committed:
             self.ending = Ending.EMPTY
             return b""
+        self._drop()
         self.ending = Ending.PARTIAL
         detail = f"railings gateway: {INTERRUPTED_MESSAGE}" + (f": {reason}" if reason else "")
         return self.error_event(INTERRUPTED_CODE, detail)
+
+    def unreadable(self, message: str) -> bytes:
+        """The body stopped decoding (or its coding cannot be read): ``message`` says why.
+        Returns the last bytes to send. After content, the error event (Partial); before
+        it, the whole events held, then the error event, and no resend: whatever could
+        not be read may hold an answer the upstream already generated."""
+        if self.ending is not None:
+            return b""
+        self.reader.assembler.fault(message)
+        detail = f"railings gateway: {message}"
+        if self.committed:
+            self._drop()
+            self.ending = Ending.PARTIAL
+            return self.error_event(INTERRUPTED_CODE, detail)
+        out: list[bytes] = []
+        self._release(out)
+        out.append(self.error_event(UNREADABLE_CODE, detail))
+        self.ending = Ending.UNREADABLE
+        return b"".join(out)
 
     def give_up(self, message: str) -> bytes:
         """No attempt is left after an Empty one: the held preamble, then the provider's

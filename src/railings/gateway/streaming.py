@@ -8,23 +8,39 @@ the retry policy (:class:`~railings.transport.retry.Retrier`: bounded attempts,
 backoff with full jitter, ``retry-after`` honoured); a resend that answers with an
 error status or fails to connect is one more failed attempt. When the attempts are
 spent, the client gets the provider-shaped error event and the end.
+
+A stream in a content coding is decoded before it is judged
+(:mod:`railings.gateway.decoding`), and the client gets the decoded bytes without the
+``content-encoding`` header. A coding the gateway cannot decode is answered once: a
+``502`` in the provider's error shape with ``x-should-retry: false`` when it is the
+first attempt's (the head has not gone out), else the error event; never resent.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Awaitable, Callable, MutableMapping
+import zlib
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
 import httpx2
 
 from railings.classify import INTERRUPTED_MESSAGE
 from railings.errors import RailingsError, StreamInterrupted
+from railings.gateway.client_side import answer
+from railings.gateway.decoding import (
+    UNREADABLE_CODE,
+    Unreadable,
+    stream_decoder,
+    unreadable_message,
+)
 from railings.gateway.judge import Ending, StreamJudge, cut_calls
 from railings.gateway.metrics import Metrics
 from railings.gateway.record import TurnRecord
+from railings.gateway.shapes import error_body
 from railings.gateway.upstream import response_headers
 from railings.transport.attempt import is_event_stream, read_bounded
+from railings.transport.coding import BodyDecoder
 from railings.transport.config import Timeouts
 from railings.transport.errors_map import (
     BOUNDARY,
@@ -54,11 +70,21 @@ async def forward_stream(
     metrics: Metrics,
 ) -> None:
     """Send the client the judged stream of ``response`` (and of any resend)."""
-    headers = response_headers(response.headers.raw, keep_length=False)
+    try:
+        decoder = _decoder(response)
+    except Unreadable as exc:
+        await response.aclose()
+        await _refuse_unreadable(record, unreadable_message(exc), send, metrics)
+        return
+    headers = [
+        (name, value)
+        for name, value in response_headers(response.headers.raw, keep_length=False)
+        if name != b"content-encoding"  # the client gets the decoded bytes
+    ]
     await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
     judge = StreamJudge(record.provider, refuse_cut_calls=refuse_cut_calls)
     while True:
-        tail = await _pump(record, response, judge, send, gone, timeouts)
+        tail = await _pump(record, response, judge, decoder, send, gone, timeouts)
         if judge.ending is not Ending.EMPTY or gone.is_set():
             break
         resent = await _resend(retrier, attempt, gone)
@@ -67,6 +93,12 @@ async def forward_stream(
             break
         response = resent
         judge = StreamJudge(record.provider, refuse_cut_calls=refuse_cut_calls)
+        try:
+            decoder = _decoder(response)
+        except Unreadable as exc:
+            await response.aclose()
+            tail = judge.unreadable(unreadable_message(exc))
+            break
     if tail and not gone.is_set():
         record.sent_first_byte()
         await send({"type": "http.response.body", "body": tail, "more_body": True})
@@ -82,6 +114,25 @@ async def forward_stream(
     error = turn.error.message if turn is not None and turn.error is not None else None
     record.finish(ending.value, turn=turn, error=error)
     metrics.inc("railings_gateway_streams_total", provider=record.provider, outcome=ending.value)
+
+
+def _decoder(response: httpx2.Response) -> BodyDecoder | None:
+    return stream_decoder(response.headers.get_list("content-encoding"))
+
+
+async def _refuse_unreadable(
+    record: TurnRecord, message: str, send: Send, metrics: Metrics
+) -> None:
+    """The first attempt's stream is in a coding the gateway cannot read: one answer in
+    the provider's error shape, which tells the SDKs not to retry (each retry would be
+    generated, and billed, into the same unreadable coding)."""
+    record.status = 502
+    record.finish(Ending.UNREADABLE.value, error=message)
+    metrics.inc(
+        "railings_gateway_streams_total", provider=record.provider, outcome=Ending.UNREADABLE.value
+    )
+    payload = error_body(record.provider, UNREADABLE_CODE, f"railings gateway: {message}")
+    await answer(send, 502, payload, "application/json", [(b"x-should-retry", b"false")])
 
 
 async def _resend(retrier: Retrier, attempt: Attempt, gone: asyncio.Event) -> httpx2.Response | str:
@@ -111,11 +162,16 @@ async def _pump(
     record: TurnRecord,
     response: httpx2.Response,
     judge: StreamJudge,
+    decoder: BodyDecoder | None,
     send: Send,
     gone: asyncio.Event,
     timeouts: Timeouts,
 ) -> bytes:
     """Forward one attempt's body through ``judge``; returns its last bytes.
+
+    A coded body (``decoder``) is judged in the decoder's pieces (at most 1 MiB each,
+    decoded as they are judged and sent); a body that stops decoding ends the attempt
+    as :meth:`StreamJudge.unreadable` says.
 
     The silences are timed as the transport times them (one lazy timer,
     :class:`~railings.transport.gaps.GapWatch`): before the first content a model may
@@ -124,21 +180,32 @@ async def _pump(
     """
     chunks = response.aiter_raw()
     watch = GapWatch()
-    reason = None
+    reason = broken = None
     gap: float | None = None
     try:
         while True:
             gap = timeouts.idle if judge.committed else timeouts.first_byte
             try:
-                chunk = await watch.read(chunks, gap, None)
+                chunk: bytes | None = await watch.read(chunks, gap, None)
             except StopAsyncIteration:
+                chunk = None
+            if decoder is None:
+                if chunk is None:
+                    break
+                pieces: Iterable[bytes] = (chunk,)
+            else:  # the pieces are made (and inflated) one at a time, as they are sent
+                pieces = decoder.close() if chunk is None else decoder.feed(chunk)
+            for piece in pieces:
+                out = judge.feed(piece)
+                if out:
+                    record.sent_first_byte()
+                    await send({"type": "http.response.body", "body": out, "more_body": True})
+                if judge.done or gone.is_set():
+                    break
+            if chunk is None or judge.done or gone.is_set():
                 break
-            out = judge.feed(chunk)
-            if out:
-                record.sent_first_byte()
-                await send({"type": "http.response.body", "body": out, "more_body": True})
-            if judge.done or gone.is_set():
-                break
+    except zlib.error as exc:
+        broken = f"the body does not decode as its content-encoding says ({exc})"
     except Silence:
         reason = idle_error(gap or 0.0, empty=not judge.committed).message
     except BOUNDARY as exc:
@@ -149,4 +216,6 @@ async def _pump(
         if isinstance(chunks, AsyncGenerator):
             await chunks.aclose()
         await response.aclose()
+    if broken is not None:
+        return judge.unreadable(broken)
     return judge.close(reason)

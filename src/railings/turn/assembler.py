@@ -49,6 +49,7 @@ from railings.events import (
 )
 from railings.redact import redact
 from railings.turn.model import ErrorKind, Outcome, Termination, Turn, TurnError, Usage
+from railings.turn.parts import Part
 from railings.turn.parts_manager import PartsManager
 from railings.turn.stop_reason import (
     DEFAULT_EXEMPTIONS,
@@ -120,6 +121,13 @@ class TurnAssembler:
         if self.content and self.machine.state is _STREAMING:
             return self._parts.fragments(index)
         return None
+
+    def call(self, index: int) -> Part | None:
+        """Call ``index`` (an event's ``index``) as it stands now, its arguments parsed
+        strictly, or None when no such call started. For a shell that must decide, before
+        the turn ends, whether a call already proved itself whole (the gateway, which holds
+        a call's arguments back until it has)."""
+        return self._parts.call(index)
 
     def apply(self, event: StreamEvent) -> None:
         """Apply one event; ignored once the stream has terminated, except usage after a

@@ -227,6 +227,11 @@ class PartsManager:
         :meth:`call_arguments` appends a fragment that is the model's text."""
         return self._calls[index].fragments if 0 <= index < len(self._calls) else None
 
+    def call(self, index: int) -> Part | None:
+        """Call ``index`` as it stands now, its arguments parsed strictly (None when no such
+        call started): what the turn will hold for it if nothing more arrives for it."""
+        return self._calls[index].part() if 0 <= index < len(self._calls) else None
+
     def call_end(self, index: int) -> None:
         """The provider closed call ``index``'s argument block."""
         if 0 <= index < len(self._calls):
