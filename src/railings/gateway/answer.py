@@ -25,6 +25,7 @@ import httpx2
 from railings.classify import INTERRUPTED_MESSAGE
 from railings.errors import RailingsError
 from railings.gateway.client_side import NO_RETRY, Send, answer
+from railings.gateway.decoding import stream_decoder
 from railings.gateway.judge import cut_message
 from railings.gateway.limits import describe
 from railings.gateway.metrics import Metrics
@@ -32,7 +33,7 @@ from railings.gateway.record import TurnRecord
 from railings.gateway.shapes import CUT_CODE, INTERRUPTED_CODE, error_body
 from railings.gateway.upstream import response_headers
 from railings.sdk_objects import inspect
-from railings.transport.coding import BodyDecoder, Unreadable, codings
+from railings.transport.coding import BodyDecoder, Unreadable
 from railings.transport.errors_map import BOUNDARY, map_exception
 from railings.turn.verdict import RejectReason
 
@@ -40,9 +41,6 @@ __all__ = ["TOO_LARGE_CODE", "UNREADABLE_CODE", "forward_answer", "read_answer"]
 
 TOO_LARGE_CODE = "upstream_answer_too_large"
 UNREADABLE_CODE = "upstream_answer_unreadable"
-# Codings that change the bytes. httpx2 passes those it has no decoder for through as
-# they are; the gateway, which must judge the bytes, refuses the ones it cannot undo.
-_CODINGS = frozenset({"gzip", "x-gzip", "deflate", "br", "zstd", "compress", "x-compress"})
 
 
 class AnswerTooLarge(Exception):
@@ -55,11 +53,8 @@ async def read_answer(response: httpx2.Response, limit: int) -> bytes:
     Raises :class:`AnswerTooLarge`, :class:`~railings.transport.coding.Unreadable`,
     ``zlib.error`` (a body that does not decode) or a transport error (``BOUNDARY``).
     """
-    values = response.headers.get_list("content-encoding")
-    named = [c.strip().lower() for v in values for c in v.split(",")]
-    if any(c in _CODINGS and c not in ("gzip", "deflate") for c in named):
-        raise Unreadable(f"content-encoding {', '.join(values)!r} is not one railings reads")
-    decoder = BodyDecoder(codings(values))
+    # The same reading of Content-Encoding as a judged stream's: one rule for both.
+    decoder = stream_decoder(response.headers.get_list("content-encoding")) or BodyDecoder(())
     parts: list[bytes] = []
     size = wire = 0
     async for chunk in response.aiter_raw():
