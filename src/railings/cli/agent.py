@@ -125,7 +125,10 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
         "--system", metavar="TEXT", help="system prompt (default: a short coding-agent prompt)"
     )
     parser.add_argument(
-        "--yes", action="store_true", help="allow every shell command without asking"
+        "--yes",
+        action="store_true",
+        help="allow every shell command, and every write that configures later commands "
+        "(.git/, Makefile, .envrc, ...), without asking",
     )
     parser.add_argument(
         "--pass-env",
@@ -227,6 +230,19 @@ NO_TERMINAL = Denied(
 )
 
 
+def _no_terminal(invocation: Invocation) -> Denied:
+    """The refusal when nobody can be asked: it says why, not that the user declined."""
+    reason = invocation.approval_reason
+    if reason is None:
+        return NO_TERMINAL
+    path = invocation.arguments.get("path", "")
+    return Denied(
+        f"writing {path!r} configures commands run later ({reason}), so it needs the "
+        "user's approval, and this run has no terminal to ask on (the user can allow it "
+        "with --yes)"
+    )
+
+
 async def _read_line(prompt: str = "") -> str:
     """One line of standard input, read in a daemon thread: Ctrl-C ends the process at
     once instead of waiting for a thread stuck in ``input()`` (``asyncio.to_thread``
@@ -254,17 +270,51 @@ async def _read_line(prompt: str = "") -> str:
     return await answer
 
 
+PREVIEW_LINES = 12  # lines of a configuring write shown before its question
+PREVIEW_CHARS = 200  # characters of each line shown
+
+
+def _visible(text: str) -> str:
+    """``text`` with every control character shown as its escape: what the model wrote
+    cannot move the cursor or erase a line of the prompt that asks about it."""
+    return "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in text)
+
+
+def _preview(content: str) -> str:
+    """The start of what a write would put in the file, for the approval prompt."""
+    lines = content.splitlines()
+    shown = [_visible(line[:PREVIEW_CHARS]) for line in lines[:PREVIEW_LINES]]
+    text = "\n".join(f"  | {line}" for line in shown)
+    if len(lines) > len(shown):
+        text += f"\n  | [... {len(lines) - len(shown)} more lines, {len(content)} characters]"
+    return text
+
+
+def _question(invocation: Invocation) -> str:
+    """The approval prompt for one call, as rich markup (everything the model wrote escaped)."""
+    reason = invocation.approval_reason
+    arguments = invocation.arguments
+    if reason is None:
+        command = arguments.get("command", "")
+        return f"[bold]run shell command?[/] {escape(_visible(str(command)))} [dim]\\[y/N][/] "
+    path = _visible(str(arguments.get("path", "")))
+    how = "append to" if arguments.get("append") else "write"
+    content = arguments.get("content", "")
+    preview = escape(_preview(content if isinstance(content, str) else str(content)))
+    return (
+        f"[bold]{how} {escape(path)}?[/] it configures commands run later: {escape(reason)}\n"
+        f"{preview}\n[bold]allow this write?[/] [dim]\\[y/N][/] "
+    )
+
+
 def _approver(args: argparse.Namespace, view_console: Console) -> Any:
     if args.yes:
         return lambda invocation: True
     if not sys.stdin.isatty():
-        return lambda invocation: NO_TERMINAL
+        return _no_terminal
 
     async def approve(invocation: Invocation) -> bool:
-        command = (invocation.verdict.arguments or {}).get("command", "")
-        view_console.print(
-            f"[bold]run shell command?[/] {escape(str(command))} [dim]\\[y/N][/] ", end=""
-        )
+        view_console.print(_question(invocation), end="")
         try:
             return (await _read_line()).strip().lower() in ("y", "yes")
         except EOFError:
@@ -274,6 +324,9 @@ def _approver(args: argparse.Namespace, view_console: Console) -> Any:
 
 
 def _needs_approval(tool: Tool) -> bool:
+    """Shell commands are asked about; a write is asked about when it configures later
+    commands (the tool's own rule, :mod:`railings.dispatch.configuring`, which the
+    approval gate applies whatever this says)."""
     return tool.name == "shell"
 
 
