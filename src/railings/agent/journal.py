@@ -16,6 +16,10 @@ the password of a base URL. Streamed text arrives already held back and
 redacted as joined text (:mod:`railings.agent.release`), so a key split across
 deltas is not stored piece by piece either.
 
+The journal is the user's alone: the directories made for it are 0700, the database
+0600 (and so SQLite's ``-wal`` / ``-shm`` files); an existing one that other users can
+read gets one warning line (:mod:`railings.agent.private`).
+
 A damaged file is read, not fatal: a file that is not a usable database is a
 :class:`~railings.errors.ConfigurationError` (one line, exit 2 in the CLI), and
 a row whose data is not a JSON object comes back as an :class:`Entry` with
@@ -44,6 +48,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from railings.agent.private import create_private, warn_if_shared
 from railings.errors import ConfigurationError
 from railings.redact import redact_json
 
@@ -102,8 +107,13 @@ def default_path() -> Path:
     explicit = os.environ.get("RAILINGS_JOURNAL")
     if explicit:
         return Path(explicit).expanduser()
+    return _own_directory() / "journal.sqlite3"
+
+
+def _own_directory() -> Path:
+    """The directory railings keeps its journal in by default, and makes itself."""
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "railings" / "journal.sqlite3"
+    return Path(base) / "railings"
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +163,7 @@ class Journal:
     ) -> None:
         self.path = Path(path) if path is not None else default_path()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            create_private(self.path)
             self._db = sqlite3.connect(
                 self.path, timeout=30.0, check_same_thread=False, isolation_level=None
             )
@@ -168,6 +178,8 @@ class Journal:
         except sqlite3.DatabaseError as exc:
             self._db.close()
             raise ConfigurationError(f"{self.path} is not a railings journal: {exc}") from None
+        own = self.path.parent.absolute() == _own_directory().absolute()
+        warn_if_shared(self.path, own_directory=own)
 
     # -- writing -------------------------------------------------------------------------
 
