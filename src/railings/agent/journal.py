@@ -51,8 +51,18 @@ from typing import Any
 from railings.agent.private import create_private, warn_if_shared
 from railings.errors import ConfigurationError
 from railings.redact import redact_json
+from railings.turn.model import Turn
+from railings.turn.verdict import judge
 
-__all__ = ["DeltaKind", "Entry", "EntryKind", "Journal", "SessionInfo", "default_path"]
+__all__ = [
+    "DeltaKind",
+    "Entry",
+    "EntryKind",
+    "Journal",
+    "SessionInfo",
+    "default_path",
+    "turn_entry",
+]
 
 
 class EntryKind(StrEnum):
@@ -228,6 +238,15 @@ class Journal:
             )
             self._db.execute("COMMIT")
 
+    def reopen_session(self, session_id: str) -> None:
+        """Set an ended session ``running`` again (a conversation that goes on after a stop);
+        its ``end`` entry stays in the record."""
+        with self._lock:
+            self._db.execute(
+                "UPDATE sessions SET status = 'running', ended_at = NULL WHERE id = ?",
+                (session_id,),
+            )
+
     def _insert(
         self, session_id: str, turn: int | None, kind: str, data: dict[str, Any], at: float
     ) -> None:
@@ -289,3 +308,36 @@ class Journal:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def turn_entry(turn: Turn, attempts: int) -> dict[str, Any]:
+    """What the journal keeps of a finished turn: its verdict, not its text (the deltas hold it)."""
+    return {
+        "termination": turn.termination.value,
+        "outcome": turn.outcome.value,
+        "stop_reason": turn.stop_reason,
+        "stop_reason_source": turn.stop_reason_source,
+        "truncated": turn.truncated,
+        "attempts": attempts,
+        "usage": None
+        if turn.usage is None
+        else {"input_tokens": turn.usage.input_tokens, "output_tokens": turn.usage.output_tokens},
+        "error": None
+        if turn.error is None
+        else {
+            "kind": turn.error.kind.value,
+            "message": turn.error.message,
+            "provider_type": turn.error.provider_type,
+        },
+        "tool_calls": [
+            {
+                "id": v.call.id,
+                "name": v.call.name,
+                "raw_arguments": v.call.raw_arguments,
+                "verdict": v.verdict.value,
+                "reason": None if v.reason is None else v.reason.value,
+                "repaired": v.repaired,
+            }
+            for v in judge(turn)
+        ],
+    }

@@ -6,17 +6,13 @@ import argparse
 import asyncio
 import json
 import sys
-import threading
 from pathlib import Path
 from typing import Any
-
-from rich.console import Console
-from rich.markup import escape
 
 from railings.agent.journal import default_path
 from railings.agent.loop import Agent, RunResult, RunStatus
 from railings.agent.view import TerminalView
-from railings.cli._common import UsageError, console, positive
+from railings.cli._common import UsageError, console, positive, run_until_stopped
 from railings.cli.endpoint import (
     DEFAULT_MODELS,
     DEMO_MAX_TOKENS,
@@ -25,7 +21,8 @@ from railings.cli.endpoint import (
     endpoint_for,
 )
 from railings.cli.journal import open_journal
-from railings.dispatch import Denied, Invocation, Tool, ToolRegistry, builtin_tools
+from railings.cli.prompts import approver, needs_approval, read_line
+from railings.dispatch import ToolRegistry, builtin_tools
 from railings.dispatch.shell import protect_process
 from railings.providers import NAMES
 from railings.redact import redact_json
@@ -43,6 +40,7 @@ exit codes:
   2  usage error (bad flag, bad value, unreadable workdir)
   3  the run ended on an interrupted (Partial) turn: what arrived is shown, nothing ran
   4  stopped by the turn limit or the circuit breaker
+  130, 143  stopped by Ctrl-C (SIGINT) or SIGTERM: the journal session ends interrupted
 """
 
 RUN_HELP = (
@@ -224,112 +222,6 @@ def _registry(names: tuple[str, ...], workdir: Path, pass_env: tuple[str, ...]) 
     return ToolRegistry(t for t in tools if t.name in names)
 
 
-NO_TERMINAL = Denied(
-    "shell commands need the user's approval, and this run has no terminal to ask on "
-    "(the user can allow them with --yes)"
-)
-
-
-def _no_terminal(invocation: Invocation) -> Denied:
-    """The refusal when nobody can be asked: it says why, not that the user declined."""
-    reason = invocation.approval_reason
-    if reason is None:
-        return NO_TERMINAL
-    path = invocation.arguments.get("path", "")
-    return Denied(
-        f"writing {path!r} configures commands run later ({reason}), so it needs the "
-        "user's approval, and this run has no terminal to ask on (the user can allow it "
-        "with --yes)"
-    )
-
-
-async def _read_line(prompt: str = "") -> str:
-    """One line of standard input, read in a daemon thread: Ctrl-C ends the process at
-    once instead of waiting for a thread stuck in ``input()`` (``asyncio.to_thread``
-    would: its executor is joined at exit). EOF raises :class:`EOFError`."""
-    loop = asyncio.get_running_loop()
-    answer: asyncio.Future[str] = loop.create_future()
-
-    def settle(line: str | None, error: BaseException | None) -> None:
-        if answer.done():
-            return
-        if error is not None:
-            answer.set_exception(error)
-        else:
-            answer.set_result(line or "")
-
-    def read() -> None:
-        try:
-            line = input(prompt)
-        except BaseException as exc:  # EOFError, or the interpreter going away
-            loop.call_soon_threadsafe(settle, None, exc)
-        else:
-            loop.call_soon_threadsafe(settle, line, None)
-
-    threading.Thread(target=read, name="railings-stdin", daemon=True).start()
-    return await answer
-
-
-PREVIEW_LINES = 12  # lines of a configuring write shown before its question
-PREVIEW_CHARS = 200  # characters of each line shown
-
-
-def _visible(text: str) -> str:
-    """``text`` with every control character shown as its escape: what the model wrote
-    cannot move the cursor or erase a line of the prompt that asks about it."""
-    return "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in text)
-
-
-def _preview(content: str) -> str:
-    """The start of what a write would put in the file, for the approval prompt."""
-    lines = content.splitlines()
-    shown = [_visible(line[:PREVIEW_CHARS]) for line in lines[:PREVIEW_LINES]]
-    text = "\n".join(f"  | {line}" for line in shown)
-    if len(lines) > len(shown):
-        text += f"\n  | [... {len(lines) - len(shown)} more lines, {len(content)} characters]"
-    return text
-
-
-def _question(invocation: Invocation) -> str:
-    """The approval prompt for one call, as rich markup (everything the model wrote escaped)."""
-    reason = invocation.approval_reason
-    arguments = invocation.arguments
-    if reason is None:
-        command = arguments.get("command", "")
-        return f"[bold]run shell command?[/] {escape(_visible(str(command)))} [dim]\\[y/N][/] "
-    path = _visible(str(arguments.get("path", "")))
-    how = "append to" if arguments.get("append") else "write"
-    content = arguments.get("content", "")
-    preview = escape(_preview(content if isinstance(content, str) else str(content)))
-    return (
-        f"[bold]{how} {escape(path)}?[/] it configures commands run later: {escape(reason)}\n"
-        f"{preview}\n[bold]allow this write?[/] [dim]\\[y/N][/] "
-    )
-
-
-def _approver(args: argparse.Namespace, view_console: Console) -> Any:
-    if args.yes:
-        return lambda invocation: True
-    if not sys.stdin.isatty():
-        return _no_terminal
-
-    async def approve(invocation: Invocation) -> bool:
-        view_console.print(_question(invocation), end="")
-        try:
-            return (await _read_line()).strip().lower() in ("y", "yes")
-        except EOFError:
-            return False
-
-    return approve
-
-
-def _needs_approval(tool: Tool) -> bool:
-    """Shell commands are asked about; a write is asked about when it configures later
-    commands (the tool's own rule, :mod:`railings.dispatch.configuring`, which the
-    approval gate applies whatever this says)."""
-    return tool.name == "shell"
-
-
 # -- run and chat ---------------------------------------------------------------------------
 
 
@@ -391,18 +283,25 @@ async def _session(args: argparse.Namespace, tasks: Any, *, interactive_session:
                 registry,
                 max_turns=args.max_turns,
                 journal=journal,
-                approve=_approver(args, out),
-                needs_approval=_needs_approval,
+                approve=approver(yes=args.yes, view_console=out),
+                needs_approval=needs_approval,
                 on_event=view.on_event,
                 **({"system": args.system} if args.system else {}),
             )
-            async for task in tasks:
-                result = await agent.arun(task)
-                results.append((task, result))
-                code = _exit_code(result)
-                if result.status is RunStatus.ERROR and result.error is not None:
-                    # The one place the error's message is printed (the view names its class).
-                    print(f"railings: {result.error}", file=sys.stderr)
+            try:
+                async for task in tasks:
+                    result = await agent.arun(task)
+                    results.append((task, result))
+                    code = _exit_code(result)
+                    if result.status is RunStatus.ERROR and result.error is not None:
+                        # The one place the error's message is printed (the view names its
+                        # class).
+                        print(f"railings: {result.error}", file=sys.stderr)
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                # Ctrl-C or SIGTERM, mid-turn (arun ended the session already) or at the
+                # chat prompt: the session ends interrupted, never left running.
+                agent.close_session(RunStatus.INTERRUPTED.value)
+                raise
             single = len(results) == 1 and not interactive_session
             agent.close_session(results[0][1].status.value if single else "closed")
         if args.json:
@@ -425,7 +324,7 @@ def run_task(args: argparse.Namespace) -> int:
     async def one() -> Any:
         yield args.task
 
-    return asyncio.run(_session(args, one(), interactive_session=False))
+    return run_until_stopped(lambda: _session(args, one(), interactive_session=False))
 
 
 def run_chat(args: argparse.Namespace) -> int:
@@ -434,7 +333,7 @@ def run_chat(args: argparse.Namespace) -> int:
     async def lines() -> Any:
         while True:
             try:
-                line = (await _read_line("you> " if interactive else "")).strip()
+                line = (await read_line("you> " if interactive else "")).strip()
             except EOFError:
                 return
             if line in ("/exit", "/quit"):
@@ -450,4 +349,4 @@ def run_chat(args: argparse.Namespace) -> int:
             if line:
                 yield line
 
-    return asyncio.run(_session(args, lines(), interactive_session=True))
+    return run_until_stopped(lambda: _session(args, lines(), interactive_session=True))
