@@ -132,6 +132,21 @@ def test_a_signal_mid_turn_ends_the_session_interrupted(
     assert kinds[-2:] == ["run_end", "end"]
 
 
+def test_ctrl_c_at_the_chat_prompt_ends_the_session_interrupted(tmp_path: Path) -> None:
+    script = Script.from_dict({"turns": [{"text": "the first answer, whole"}]})
+    with ScriptedServer(script) as server:
+        proc = _start(tmp_path, "chat", server.url)
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(b"the task\n")  # answered; then chat waits for the next line
+        proc.stdin.flush()
+        _read_until(proc.stdout.fileno(), b"done: the model ended its turn")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=HANG_GUARD)
+    assert proc.returncode == 130, err
+    (session,) = _sessions(tmp_path)
+    assert session["status"] == "interrupted" and session["ended_at"] is not None
+
+
 def test_a_cancelled_arun_ends_its_session_interrupted(tmp_path: Path, stalling: str) -> None:
     config = ClientConfig(
         provider="openai", model="m", base_url=stalling + "/v1", api_key="sk-test-cancel-0000"

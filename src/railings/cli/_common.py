@@ -84,7 +84,10 @@ def run_until_stopped(session: Callable[[], Awaitable[int]]) -> int:
             terminated = True
             task.cancel()
 
-        loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+        try:
+            loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+        except NotImplementedError:  # no signal handlers on this loop (Windows)
+            return await session()
         try:
             return await session()
         finally:
