@@ -23,6 +23,7 @@ from railings.dispatch import (
     ToolRegistry,
     builtin_tools,
     default_chain,
+    tool,
 )
 from railings.dispatch.configuring import configures_commands, fold
 from railings.dispatch.files import Root
@@ -179,3 +180,27 @@ def test_fold_reads_names_as_lenient_filesystems_compare_them() -> None:
         ".git"
     }
     assert fold("Makefile") == "makefile"
+
+
+def test_an_approval_rule_that_fails_asks(tmp_path: Path) -> None:
+    def broken(arguments: object) -> str | None:
+        raise OSError("stale file handle")
+
+    ran: list[str] = []
+
+    @tool(approval=broken)
+    def write_file(path: str, content: str) -> str:
+        ran.append(path)
+        return "written"
+
+    asked: list[str | None] = []
+
+    def approve(call: Invocation) -> bool:
+        asked.append(call.approval_reason)
+        return False
+
+    chain = default_chain(approve=approve, needs_approval=lambda t: False)
+    dispatcher = Dispatcher(ToolRegistry([write_file]), chain=chain)
+    batch = asyncio.run(dispatcher.dispatch_turn(replay(_write_turn("a.txt")).turn))
+    assert [o.status for o in batch.outcomes] == [OutcomeStatus.DENIED] and ran == []
+    assert asked == ["its approval rule failed (OSError: stale file handle)"]
