@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+import railings as railings_package
 from railings.agent.journal import Journal
 from railings.testing import Script, ScriptedServer
 
@@ -23,6 +24,7 @@ COMMANDS = ["replay", "serve", "proxy", "run", "chat", "sessions", "show"]
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PYTHONPATH": str(Path(railings_package.__file__).parents[1]),  # the code under test
         "NO_COLOR": "1",
         "HOME": str(tmp_path),
         "RAILINGS_JOURNAL": str(tmp_path / "journal.sqlite3"),

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+import railings
 from _server import CannedServer, Reply
 from railings.providers import spec
 from railings.testing.eventstream import event_frame
@@ -152,6 +153,7 @@ def test_run_calls_a_tool_and_answers(tmp_path: Path, provider: str) -> None:
         )
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "PYTHONPATH": str(Path(railings.__file__).parents[1]),  # the code under test
             "NO_COLOR": "1",
             "HOME": str(tmp_path),
             "RAILINGS_JOURNAL": str(tmp_path / "journal.sqlite3"),
@@ -186,6 +188,7 @@ def test_run_calls_a_tool_and_answers(tmp_path: Path, provider: str) -> None:
 def _railings(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     base = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PYTHONPATH": str(Path(railings.__file__).parents[1]),  # the code under test
         "NO_COLOR": "1",
         "HOME": str(tmp_path),
         "RAILINGS_JOURNAL": str(tmp_path / "journal.sqlite3"),

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+import railings
 from _tools import call, tools_in
 from railings.dispatch import Tool, ToolFailure, builtin_tools
 from railings.testing import Script, ScriptedServer
@@ -50,6 +51,7 @@ def root(tmp_path: Path) -> Path:
 def _railings(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PYTHONPATH": str(Path(railings.__file__).parents[1]),  # the code under test
         "HOME": str(tmp_path),
         "NO_COLOR": "1",
         "RAILINGS_JOURNAL": str(tmp_path / "journal.sqlite3"),

@@ -16,6 +16,10 @@ the password of a base URL. Streamed text arrives already held back and
 redacted as joined text (:mod:`railings.agent.release`), so a key split across
 deltas is not stored piece by piece either.
 
+The journal is the user's alone: the directories made for it are 0700, the database
+0600 (and so SQLite's ``-wal`` / ``-shm`` files); an existing one that other users can
+read gets one warning line (:mod:`railings.agent.private`).
+
 A damaged file is read, not fatal: a file that is not a usable database is a
 :class:`~railings.errors.ConfigurationError` (one line, exit 2 in the CLI), and
 a row whose data is not a JSON object comes back as an :class:`Entry` with
@@ -44,10 +48,21 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from railings.agent.private import create_private, warn_if_shared
 from railings.errors import ConfigurationError
 from railings.redact import redact_json
+from railings.turn.model import Turn
+from railings.turn.verdict import judge
 
-__all__ = ["DeltaKind", "Entry", "EntryKind", "Journal", "SessionInfo", "default_path"]
+__all__ = [
+    "DeltaKind",
+    "Entry",
+    "EntryKind",
+    "Journal",
+    "SessionInfo",
+    "default_path",
+    "turn_entry",
+]
 
 
 class EntryKind(StrEnum):
@@ -102,8 +117,13 @@ def default_path() -> Path:
     explicit = os.environ.get("RAILINGS_JOURNAL")
     if explicit:
         return Path(explicit).expanduser()
+    return _own_directory() / "journal.sqlite3"
+
+
+def _own_directory() -> Path:
+    """The directory railings keeps its journal in by default, and makes itself."""
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "railings" / "journal.sqlite3"
+    return Path(base) / "railings"
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +173,7 @@ class Journal:
     ) -> None:
         self.path = Path(path) if path is not None else default_path()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            create_private(self.path)
             self._db = sqlite3.connect(
                 self.path, timeout=30.0, check_same_thread=False, isolation_level=None
             )
@@ -168,6 +188,8 @@ class Journal:
         except sqlite3.DatabaseError as exc:
             self._db.close()
             raise ConfigurationError(f"{self.path} is not a railings journal: {exc}") from None
+        own = self.path.parent.absolute() == _own_directory().absolute()
+        warn_if_shared(self.path, own_directory=own)
 
     # -- writing -------------------------------------------------------------------------
 
@@ -215,6 +237,15 @@ class Journal:
                 (status, now, session_id),
             )
             self._db.execute("COMMIT")
+
+    def reopen_session(self, session_id: str) -> None:
+        """Set an ended session ``running`` again (a conversation that goes on after a stop);
+        its ``end`` entry stays in the record."""
+        with self._lock:
+            self._db.execute(
+                "UPDATE sessions SET status = 'running', ended_at = NULL WHERE id = ?",
+                (session_id,),
+            )
 
     def _insert(
         self, session_id: str, turn: int | None, kind: str, data: dict[str, Any], at: float
@@ -277,3 +308,36 @@ class Journal:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def turn_entry(turn: Turn, attempts: int) -> dict[str, Any]:
+    """What the journal keeps of a finished turn: its verdict, not its text (the deltas hold it)."""
+    return {
+        "termination": turn.termination.value,
+        "outcome": turn.outcome.value,
+        "stop_reason": turn.stop_reason,
+        "stop_reason_source": turn.stop_reason_source,
+        "truncated": turn.truncated,
+        "attempts": attempts,
+        "usage": None
+        if turn.usage is None
+        else {"input_tokens": turn.usage.input_tokens, "output_tokens": turn.usage.output_tokens},
+        "error": None
+        if turn.error is None
+        else {
+            "kind": turn.error.kind.value,
+            "message": turn.error.message,
+            "provider_type": turn.error.provider_type,
+        },
+        "tool_calls": [
+            {
+                "id": v.call.id,
+                "name": v.call.name,
+                "raw_arguments": v.call.raw_arguments,
+                "verdict": v.verdict.value,
+                "reason": None if v.reason is None else v.reason.value,
+                "repaired": v.repaired,
+            }
+            for v in judge(turn)
+        ],
+    }

@@ -14,6 +14,12 @@ loops until one of five things ends the run (its :class:`RunStatus`):
 * ``ERROR``: a typed error ended the run (authentication, bad request, retries
   exhausted); ``error`` holds it.
 
+A run stopped from outside -- its task cancelled (``asyncio.CancelledError``: what
+``asyncio.run`` turns Ctrl-C into, and what ``railings run`` turns SIGTERM into), or
+a ``KeyboardInterrupt`` -- returns nothing: the exception propagates, after the
+journal got its ``run_end`` (status ``interrupted``) and the session was ended
+``interrupted``, so no session is left ``running`` by a stop.
+
 A tool call the output limit cut goes back to the model with the truncation
 notice instead of a result, so the model resends it complete; an Anthropic
 ``pause_turn`` is continued by sending the conversation back as-is.
@@ -35,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from railings.agent.journal import DeltaKind, EntryKind, Journal
+from railings.agent.journal import DeltaKind, EntryKind, Journal, turn_entry
 from railings.agent.release import StreamRelease
 from railings.dispatch import (
     Approver,
@@ -61,7 +67,6 @@ from railings.messages import Assistant, Message, System, ToolResult, ToolSpec, 
 from railings.telemetry import agent_span
 from railings.transport import AsyncProviderClient, ProviderClient
 from railings.turn.model import Outcome, Turn
-from railings.turn.verdict import judge
 
 __all__ = [
     "Agent",
@@ -180,6 +185,7 @@ class Agent:
     tracer: Any = None  # OpenTelemetry (railings.telemetry); None: the global provider's
 
     def __post_init__(self) -> None:
+        self._ended = False  # the journal session was ended (close_session, or a stop)
         self._dispatcher = Dispatcher(
             self.tools,
             chain=default_chain(approve=self.approve, needs_approval=self.needs_approval),
@@ -227,13 +233,22 @@ class Agent:
         except RailingsError as exc:
             self._journal(EntryKind.ERROR, {"type": type(exc).__name__, "message": str(exc)})
             result = RunResult(RunStatus.ERROR, tuple(turns), self.session_id, exc)
+        except (asyncio.CancelledError, KeyboardInterrupt) as exc:
+            # Stopped from outside (Ctrl-C, SIGTERM, a cancelled task): the run and the
+            # session end here, as interrupted; the stop itself goes on to the caller.
+            stop = "cancelled" if isinstance(exc, asyncio.CancelledError) else "keyboard_interrupt"
+            self._journal(EntryKind.RUN_END, {"status": RunStatus.INTERRUPTED.value, "stop": stop})
+            self.close_session(RunStatus.INTERRUPTED.value)
+            raise
         self._journal(EntryKind.RUN_END, {"status": result.status.value})
         self._emit(RunEnded(result))
         return result
 
     def close_session(self, status: str = "closed") -> None:
-        """Mark the journal session ended, with ``status`` (a run's status, or "closed")."""
-        if self.journal is not None and self.session_id is not None:
+        """Mark the journal session ended, with ``status`` (a run's status, "closed", or
+        "interrupted"); once: a session a stop already ended is left as it ended."""
+        if self.journal is not None and self.session_id is not None and not self._ended:
+            self._ended = True
             self.journal.end_session(self.session_id, status)
 
     # -- the loop ----------------------------------------------------------------------
@@ -285,13 +300,18 @@ class Agent:
             raise
         self._publish(number, release.flush())
         turn = stream.turn
-        self._journal(EntryKind.TURN_END, _turn_record(turn, stream.attempts), turn=number)
+        self._journal(EntryKind.TURN_END, turn_entry(turn, stream.attempts), turn=number)
         return turn, runner
 
     # -- journal and events --------------------------------------------------------------
 
     def _start_session(self, task: str) -> None:
-        if self.journal is None or self.session_id is not None:
+        if self.journal is None:
+            return
+        if self.session_id is not None:
+            if self._ended:  # a run after a stop: the conversation, and its session, go on
+                self._ended = False
+                self.journal.reopen_session(self.session_id)
             return
         cfg = self.client.config
         self.session_id = self.journal.start_session(
@@ -342,36 +362,3 @@ class Agent:
     def _emit(self, event: AgentEvent) -> None:
         if self.on_event is not None:
             self.on_event(event)
-
-
-def _turn_record(turn: Turn, attempts: int) -> dict[str, Any]:
-    """What the journal keeps of a finished turn: its verdict, not its text (the deltas hold it)."""
-    return {
-        "termination": turn.termination.value,
-        "outcome": turn.outcome.value,
-        "stop_reason": turn.stop_reason,
-        "stop_reason_source": turn.stop_reason_source,
-        "truncated": turn.truncated,
-        "attempts": attempts,
-        "usage": None
-        if turn.usage is None
-        else {"input_tokens": turn.usage.input_tokens, "output_tokens": turn.usage.output_tokens},
-        "error": None
-        if turn.error is None
-        else {
-            "kind": turn.error.kind.value,
-            "message": turn.error.message,
-            "provider_type": turn.error.provider_type,
-        },
-        "tool_calls": [
-            {
-                "id": v.call.id,
-                "name": v.call.name,
-                "raw_arguments": v.call.raw_arguments,
-                "verdict": v.verdict.value,
-                "reason": None if v.reason is None else v.reason.value,
-                "repaired": v.repaired,
-            }
-            for v in judge(turn)
-        ],
-    }

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import signal
 import sys
+from collections.abc import Awaitable, Callable
 
 from rich.console import Console
 
-__all__ = ["UsageError", "console", "fail", "positive", "upstream_origin"]
+__all__ = [
+    "EXIT_TERMINATED",
+    "UsageError",
+    "console",
+    "fail",
+    "positive",
+    "run_until_stopped",
+    "upstream_origin",
+]
 
 
 class UsageError(Exception):
@@ -50,3 +61,42 @@ def upstream_origin(upstream: str, command: str) -> str:
         file=sys.stderr,
     )
     return origin
+
+
+EXIT_TERMINATED = 128 + signal.SIGTERM  # as a shell reports a process SIGTERM ended
+
+
+def run_until_stopped(session: Callable[[], Awaitable[int]]) -> int:
+    """Run ``session()`` to its end. Ctrl-C cancels it (``asyncio.run`` does that, then
+    raises KeyboardInterrupt: exit 130 in :func:`railings.cli.main`); SIGTERM cancels
+    it the same way, so the journal session ends ``interrupted`` either way, and the
+    exit code is 143, "railings: terminated" on stderr."""
+    terminated = False
+
+    async def main() -> int:
+        nonlocal terminated
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None  # main() runs as asyncio.run's task
+
+        def on_sigterm() -> None:
+            nonlocal terminated
+            terminated = True
+            task.cancel()
+
+        try:
+            loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+        except NotImplementedError:  # no signal handlers on this loop (Windows)
+            return await session()
+        try:
+            return await session()
+        finally:
+            loop.remove_signal_handler(signal.SIGTERM)
+
+    try:
+        return asyncio.run(main())
+    except asyncio.CancelledError:
+        if not terminated:
+            raise
+        print("railings: terminated", file=sys.stderr)
+        return EXIT_TERMINATED

@@ -6,17 +6,13 @@ import argparse
 import asyncio
 import json
 import sys
-import threading
 from pathlib import Path
 from typing import Any
-
-from rich.console import Console
-from rich.markup import escape
 
 from railings.agent.journal import default_path
 from railings.agent.loop import Agent, RunResult, RunStatus
 from railings.agent.view import TerminalView
-from railings.cli._common import UsageError, console, positive
+from railings.cli._common import UsageError, console, positive, run_until_stopped
 from railings.cli.endpoint import (
     DEFAULT_MODELS,
     DEMO_MAX_TOKENS,
@@ -25,7 +21,8 @@ from railings.cli.endpoint import (
     endpoint_for,
 )
 from railings.cli.journal import open_journal
-from railings.dispatch import Denied, Invocation, Tool, ToolRegistry, builtin_tools
+from railings.cli.prompts import approver, needs_approval, read_line
+from railings.dispatch import ToolRegistry, builtin_tools
 from railings.dispatch.shell import protect_process
 from railings.providers import NAMES
 from railings.redact import redact_json
@@ -43,6 +40,7 @@ exit codes:
   2  usage error (bad flag, bad value, unreadable workdir)
   3  the run ended on an interrupted (Partial) turn: what arrived is shown, nothing ran
   4  stopped by the turn limit or the circuit breaker
+  130, 143  stopped by Ctrl-C (SIGINT) or SIGTERM: the journal session ends interrupted
 """
 
 RUN_HELP = (
@@ -125,7 +123,10 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
         "--system", metavar="TEXT", help="system prompt (default: a short coding-agent prompt)"
     )
     parser.add_argument(
-        "--yes", action="store_true", help="allow every shell command without asking"
+        "--yes",
+        action="store_true",
+        help="allow every shell command, and every write that configures later commands "
+        "(.git/, Makefile, .envrc, ...), without asking",
     )
     parser.add_argument(
         "--pass-env",
@@ -221,62 +222,6 @@ def _registry(names: tuple[str, ...], workdir: Path, pass_env: tuple[str, ...]) 
     return ToolRegistry(t for t in tools if t.name in names)
 
 
-NO_TERMINAL = Denied(
-    "shell commands need the user's approval, and this run has no terminal to ask on "
-    "(the user can allow them with --yes)"
-)
-
-
-async def _read_line(prompt: str = "") -> str:
-    """One line of standard input, read in a daemon thread: Ctrl-C ends the process at
-    once instead of waiting for a thread stuck in ``input()`` (``asyncio.to_thread``
-    would: its executor is joined at exit). EOF raises :class:`EOFError`."""
-    loop = asyncio.get_running_loop()
-    answer: asyncio.Future[str] = loop.create_future()
-
-    def settle(line: str | None, error: BaseException | None) -> None:
-        if answer.done():
-            return
-        if error is not None:
-            answer.set_exception(error)
-        else:
-            answer.set_result(line or "")
-
-    def read() -> None:
-        try:
-            line = input(prompt)
-        except BaseException as exc:  # EOFError, or the interpreter going away
-            loop.call_soon_threadsafe(settle, None, exc)
-        else:
-            loop.call_soon_threadsafe(settle, line, None)
-
-    threading.Thread(target=read, name="railings-stdin", daemon=True).start()
-    return await answer
-
-
-def _approver(args: argparse.Namespace, view_console: Console) -> Any:
-    if args.yes:
-        return lambda invocation: True
-    if not sys.stdin.isatty():
-        return lambda invocation: NO_TERMINAL
-
-    async def approve(invocation: Invocation) -> bool:
-        command = (invocation.verdict.arguments or {}).get("command", "")
-        view_console.print(
-            f"[bold]run shell command?[/] {escape(str(command))} [dim]\\[y/N][/] ", end=""
-        )
-        try:
-            return (await _read_line()).strip().lower() in ("y", "yes")
-        except EOFError:
-            return False
-
-    return approve
-
-
-def _needs_approval(tool: Tool) -> bool:
-    return tool.name == "shell"
-
-
 # -- run and chat ---------------------------------------------------------------------------
 
 
@@ -338,18 +283,25 @@ async def _session(args: argparse.Namespace, tasks: Any, *, interactive_session:
                 registry,
                 max_turns=args.max_turns,
                 journal=journal,
-                approve=_approver(args, out),
-                needs_approval=_needs_approval,
+                approve=approver(yes=args.yes, view_console=out),
+                needs_approval=needs_approval,
                 on_event=view.on_event,
                 **({"system": args.system} if args.system else {}),
             )
-            async for task in tasks:
-                result = await agent.arun(task)
-                results.append((task, result))
-                code = _exit_code(result)
-                if result.status is RunStatus.ERROR and result.error is not None:
-                    # The one place the error's message is printed (the view names its class).
-                    print(f"railings: {result.error}", file=sys.stderr)
+            try:
+                async for task in tasks:
+                    result = await agent.arun(task)
+                    results.append((task, result))
+                    code = _exit_code(result)
+                    if result.status is RunStatus.ERROR and result.error is not None:
+                        # The one place the error's message is printed (the view names its
+                        # class).
+                        print(f"railings: {result.error}", file=sys.stderr)
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                # Ctrl-C or SIGTERM, mid-turn (arun ended the session already) or at the
+                # chat prompt: the session ends interrupted, never left running.
+                agent.close_session(RunStatus.INTERRUPTED.value)
+                raise
             single = len(results) == 1 and not interactive_session
             agent.close_session(results[0][1].status.value if single else "closed")
         if args.json:
@@ -372,7 +324,7 @@ def run_task(args: argparse.Namespace) -> int:
     async def one() -> Any:
         yield args.task
 
-    return asyncio.run(_session(args, one(), interactive_session=False))
+    return run_until_stopped(lambda: _session(args, one(), interactive_session=False))
 
 
 def run_chat(args: argparse.Namespace) -> int:
@@ -381,7 +333,7 @@ def run_chat(args: argparse.Namespace) -> int:
     async def lines() -> Any:
         while True:
             try:
-                line = (await _read_line("you> " if interactive else "")).strip()
+                line = (await read_line("you> " if interactive else "")).strip()
             except EOFError:
                 return
             if line in ("/exit", "/quit"):
@@ -397,4 +349,4 @@ def run_chat(args: argparse.Namespace) -> int:
             if line:
                 yield line
 
-    return asyncio.run(_session(args, lines(), interactive_session=True))
+    return run_until_stopped(lambda: _session(args, lines(), interactive_session=True))

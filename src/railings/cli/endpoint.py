@@ -49,8 +49,9 @@ in-process with a demonstration script (no key, no network) in a fresh temporary
 working directory. Either way, one line on stderr says where the turns go before
 the first request. A provider's public API without its key is refused at once.
 
-shell commands ask for confirmation on a terminal; --yes allows all; without a
-terminal nothing is confirmed unless --yes is given.
+shell commands, and writes that configure later commands (.git/, Makefile, .envrc,
+...), ask for confirmation on a terminal; --yes allows all; without a terminal
+nothing is confirmed unless --yes is given.
 """
 
 # The CLI's default model for each wire, keyed from the provider registry.

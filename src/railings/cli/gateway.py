@@ -132,9 +132,15 @@ def run_gateway(args: argparse.Namespace) -> int:
             flush=True,
         )
         serve(gateway, sock)
-    if not gateway.closed:  # stopped before the server ran its shutdown
-        with contextlib.suppress(KeyboardInterrupt):
+    if not gateway.closed:  # stopped before the server ran its shutdown (or forced)
+        # Another Ctrl-C now must not cut the close short: the journal's session would be
+        # left running. Closing takes as long as writing what is queued.
+        held = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
             asyncio.run(gateway.aclose())
+        finally:
+            for sig, previous in held.items():
+                signal.signal(sig, previous)
     return 0
 
 

@@ -7,6 +7,9 @@ following a link out, so a path that escapes -- by ``..``, as an absolute path,
 or through a link, even one swapped in while the tool runs -- fails with an
 error that says which way it escaped. Writes go through a temporary file
 renamed into place; FIFOs, sockets and devices are refused without blocking.
+A write to a path that configures later commands (``.git/``, a ``Makefile``, an
+``.envrc``, ...: :mod:`railings.dispatch.configuring`) asks for approval like a
+command, whatever the approval rule says of ``write_file``.
 
 ``shell`` starts its command in that directory, under a supervisor, with an
 environment built from an allow-list (:mod:`railings.dispatch.shell`): the
@@ -29,6 +32,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, TextIO
 
+from railings.dispatch.configuring import configures_commands
 from railings.dispatch.files import Root
 from railings.dispatch.notices import TRUNCATION_CONTRACT
 from railings.dispatch.shell import (
@@ -268,9 +272,14 @@ def builtin_tools(
             raise ToolFailure(f"cannot read {path!r}: {exc.strerror or exc}") from exc
         return "".join(lines)
 
+    def configuring(arguments: Mapping[str, object]) -> str | None:
+        target = arguments.get("path")
+        return configures_commands(root, target) if isinstance(target, str) else None
+
     @tool(
         repair=False,  # the content is written as the model wrote it, or not at all
         timeout=FILE_TOOL_TIMEOUT,
+        approval=configuring,  # a write that configures later commands asks, like a command
         description=(
             "Write a text file inside the working directory, creating missing parent "
             "directories. With `append`, add to the end of the file instead of replacing "

@@ -162,10 +162,12 @@ def needs_approval_unless_read_only(tool: Tool) -> bool:
 class ApprovalGate(Gate):
     """Asks ``approve(call)`` before a call runs -- the hook behind shell confirmation.
 
-    Only calls to tools for which ``needs_approval(tool)`` is true are asked
-    about; by default, every tool that is not read-only. Only an answer of
-    ``True`` runs the call; anything else is ``DENIED`` (fail closed): an
-    intervention, not an error.
+    A call is asked about when ``needs_approval(tool)`` is true (by default, for
+    every tool that is not read-only), and also, whatever that rule says, when the
+    call itself gives a reason (:attr:`Invocation.approval_reason`: the built-in
+    ``write_file`` gives one for a write that configures later commands, see
+    :mod:`railings.dispatch.configuring`). Only an answer of ``True`` runs the
+    call; anything else is ``DENIED`` (fail closed): an intervention, not an error.
     """
 
     def __init__(
@@ -180,9 +182,9 @@ class ApprovalGate(Gate):
         self.needs_approval = needs_approval
 
     async def decide(self, call: Invocation) -> Decision:
-        """Allow a tool that needs no approval, or one ``approve`` answered exactly ``True``;
+        """Allow a call that needs no approval, or one ``approve`` answered exactly ``True``;
         refuse anything else as ``DENIED``."""
-        if not self.needs_approval(call.tool):
+        if call.approval_reason is None and not self.needs_approval(call.tool):
             return ALLOW
         answer = self.approve(call)
         if inspect.isawaitable(answer):

@@ -95,6 +95,18 @@ class Invocation:
         """The arguments to run the tool with: the verdict's, after any repair; ``{}`` if none."""
         return self.verdict.arguments or {}
 
+    @property
+    def approval_reason(self) -> str | None:
+        """Why this call needs the user's approval whatever the rule for its tool says (a
+        write that configures later commands), or None: the tool's ``approval`` hook."""
+        hook = self.tool.approval
+        if hook is None:
+            return None
+        try:
+            return hook(self.arguments)
+        except Exception as exc:  # fail closed: a rule that cannot tell asks
+            return f"its approval rule failed ({type(exc).__name__}: {exc})"
+
     def outcome(
         self, status: OutcomeStatus, content: str, *, speculative: bool = False
     ) -> ToolOutcome:

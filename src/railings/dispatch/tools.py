@@ -25,6 +25,11 @@ opened for writing, a lock never released) never holds the agent up.
 a speculative call may be cancelled half-way, and only a tool without effects
 can be abandoned safely.
 
+``approval(arguments)`` gives the reason one call of the tool must be approved by
+the user whatever the approval rule says of the tool as a whole, or None: the
+built-in ``write_file`` gives one for a path that configures later commands
+(:mod:`railings.dispatch.configuring`).
+
 ``repair=False`` makes a tool run only on arguments that parse exactly as the
 model sent them. In a turn that ended normally the repair ladder fixes
 arguments a model fumbled (a code fence around them, a trailing comma, a string
@@ -82,7 +87,8 @@ class Tool:
     ``parameters`` is the JSON Schema of the arguments object; ``description``
     is the manual the model reads; ``repair`` says whether arguments fixed by
     the repair ladder may run; ``timeout`` bounds each call in seconds (see the
-    module docstring).
+    module docstring); ``approval(arguments)`` is why one call needs the user's approval
+    whatever the rule for the tool says, or None (see the module docstring).
     """
 
     name: str
@@ -93,6 +99,7 @@ class Tool:
     speculative: bool = False
     repair: bool = True
     timeout: float = DEFAULT_TOOL_TIMEOUT
+    approval: Callable[[Mapping[str, Any]], str | None] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -154,6 +161,7 @@ def tool(
     speculative: bool = False,
     repair: bool = True,
     timeout: float = DEFAULT_TOOL_TIMEOUT,
+    approval: Callable[[Mapping[str, Any]], str | None] | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     function: Callable[..., Any] | None = None,
@@ -166,6 +174,7 @@ def tool(
     speculative: bool = False,
     repair: bool = True,
     timeout: float = DEFAULT_TOOL_TIMEOUT,
+    approval: Callable[[Mapping[str, Any]], str | None] | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a :class:`Tool` from a function: ``@tool`` or ``@tool(read_only=True, ...)``.
 
@@ -185,6 +194,7 @@ def tool(
             speculative=speculative,
             repair=repair,
             timeout=timeout,
+            approval=approval,
         )
 
     return make if function is None else make(function)

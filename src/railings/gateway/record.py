@@ -167,7 +167,12 @@ class GatewayJournal:
                 log.warning("journal write failed: %s", exc)
 
     def close(self) -> None:
-        """Write what is queued, end the session and close the journal."""
+        """Write what is queued, end the session ``stopped`` and close the journal.
+
+        A gateway is a service: SIGINT and SIGTERM are how it is meant to stop (exit 0),
+        and the server's shutdown closes the journal, so its session ends ``stopped``,
+        never left ``running``. How each turn ended is its own ``gateway_turn`` row: a
+        turn the stop cut is journaled with its outcome like any other."""
         self._queue.put(None)
         self._thread.join()
         self.journal.end_session(self.session, "stopped", {"turns": self._count})

@@ -1,0 +1,131 @@
+"""The terminal side of ``railings run`` and ``chat``: reading a line, and asking the user
+before a call runs.
+
+Shell commands are asked about, and so are writes that configure later commands
+(the tool's own rule, :mod:`railings.dispatch.configuring`, which the approval gate
+applies whatever :func:`needs_approval` says). Without a terminal nobody can be
+asked: the call is refused, and the model is told why, not that the user declined.
+Everything the model wrote is shown with its control characters escaped, so it
+cannot rewrite the prompt that asks about it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from railings.dispatch import Denied, Invocation, Tool
+
+__all__ = ["NO_TERMINAL", "approver", "needs_approval", "read_line"]
+
+NO_TERMINAL = Denied(
+    "shell commands need the user's approval, and this run has no terminal to ask on "
+    "(the user can allow them with --yes)"
+)
+
+
+def _no_terminal(invocation: Invocation) -> Denied:
+    """The refusal when nobody can be asked: it says why, not that the user declined."""
+    reason = invocation.approval_reason
+    if reason is None:
+        return NO_TERMINAL
+    path = invocation.arguments.get("path", "")
+    return Denied(
+        f"writing {path!r} configures commands run later ({reason}), so it needs the "
+        "user's approval, and this run has no terminal to ask on (the user can allow it "
+        "with --yes)"
+    )
+
+
+async def read_line(prompt: str = "") -> str:
+    """One line of standard input, read in a daemon thread: Ctrl-C ends the process at
+    once instead of waiting for a thread stuck in ``input()`` (``asyncio.to_thread``
+    would: its executor is joined at exit). EOF raises :class:`EOFError`."""
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[str] = loop.create_future()
+
+    def settle(line: str | None, error: BaseException | None) -> None:
+        if answer.done():
+            return
+        if error is not None:
+            answer.set_exception(error)
+        else:
+            answer.set_result(line or "")
+
+    def read() -> None:
+        try:
+            line = input(prompt)
+        except BaseException as exc:  # EOFError, or the interpreter going away
+            loop.call_soon_threadsafe(settle, None, exc)
+        else:
+            loop.call_soon_threadsafe(settle, line, None)
+
+    threading.Thread(target=read, name="railings-stdin", daemon=True).start()
+    return await answer
+
+
+PREVIEW_LINES = 12  # lines of a configuring write shown before its question
+PREVIEW_CHARS = 200  # characters of each line shown
+
+
+def _visible(text: str) -> str:
+    """``text`` with every control character shown as its escape: what the model wrote
+    cannot move the cursor or erase a line of the prompt that asks about it."""
+    return "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in text)
+
+
+def _preview(content: str) -> str:
+    """The start of what a write would put in the file, for the approval prompt."""
+    lines = content.splitlines()
+    shown = [_visible(line[:PREVIEW_CHARS]) for line in lines[:PREVIEW_LINES]]
+    text = "\n".join(f"  | {line}" for line in shown)
+    if len(lines) > len(shown):
+        text += f"\n  | [... {len(lines) - len(shown)} more lines, {len(content)} characters]"
+    return text
+
+
+def _question(invocation: Invocation) -> str:
+    """The approval prompt for one call, as rich markup (everything the model wrote escaped)."""
+    reason = invocation.approval_reason
+    arguments = invocation.arguments
+    if reason is None:
+        command = arguments.get("command", "")
+        return f"[bold]run shell command?[/] {escape(_visible(str(command)))} [dim]\\[y/N][/] "
+    path = _visible(str(arguments.get("path", "")))
+    how = "append to" if arguments.get("append") else "write"
+    content = arguments.get("content", "")
+    preview = escape(_preview(content if isinstance(content, str) else str(content)))
+    return (
+        f"[bold]{how} {escape(path)}?[/] it configures commands run later: {escape(reason)}\n"
+        f"{preview}\n[bold]allow this write?[/] [dim]\\[y/N][/] "
+    )
+
+
+def approver(*, yes: bool, view_console: Console) -> Any:
+    """The approval hook: everything with ``yes``; refuse, saying why, without a terminal;
+    else ask on the terminal."""
+    if yes:
+        return lambda invocation: True
+    if not sys.stdin.isatty():
+        return _no_terminal
+
+    async def approve(invocation: Invocation) -> bool:
+        view_console.print(_question(invocation), end="")
+        try:
+            return (await read_line()).strip().lower() in ("y", "yes")
+        except EOFError:
+            return False
+
+    return approve
+
+
+def needs_approval(tool: Tool) -> bool:
+    """Shell commands are asked about; a write is asked about when it configures later
+    commands (the tool's own rule, :mod:`railings.dispatch.configuring`, which the
+    approval gate applies whatever this says)."""
+    return tool.name == "shell"

@@ -1,0 +1,286 @@
+"""Writes that configure later commands: the one rule that says which writes need approval.
+
+Theory of operation. Approving a command means approving what it does *as the user
+knows it*. A file that git, a shell or a build tool reads to decide what to run
+changes that meaning silently: ``core.fsmonitor`` in ``.git/config`` makes a
+harmless ``git status`` run any command, a ``Makefile`` rule makes ``make test``
+run another, a ``conftest.py`` is imported by every ``pytest``. So a write to such a
+path is as strong as a command, and asks the user the same way, whatever the rule
+for the writing tool says (:class:`~railings.dispatch.gates.ApprovalGate` asks
+whenever :func:`configures_commands` gives a reason). Source code the model was asked
+to write is not on the list: running it is what the user approves when they approve
+the command that runs it.
+
+The path is judged as the write will land, not as it was spelled:
+
+1. lexically normalized against the root, as the file tools do (``./.git/../.git``
+   is ``.git``);
+2. then resolved through every symbolic link that exists inside the root, as the
+   write follows them (``link/config`` with ``link -> .git`` is ``.git/config``);
+   a part that does not exist yet is taken as named;
+3. each component folded the way filesystems that ignore case and some characters
+   compare names (git's ``is_hfs_dotgit`` / ``is_ntfs_dotgit``): case folded, the
+   characters HFS+ ignores dropped, trailing dots and spaces dropped (NTFS), and
+   ``git~1`` read as ``.git`` (an NTFS short name).
+
+Both the spelled and the resolved path are checked; a match on either asks. The
+list, and why each entry is on it, is in docs/SECURITY.md.
+"""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from railings.dispatch.files import Root
+from railings.dispatch.tools import ToolFailure
+
+__all__ = ["configures_commands"]
+
+GIT = "git reads it to decide what to run (configuration, hooks, filters)"
+SHELL = "a shell or direnv runs it, or sets the environment of what runs"
+BUILD = "a build or test tool runs the commands it names"
+PYTHON = "Python runs it at startup or on import by its test tools"
+NODE = "npm, yarn or node run what it names"
+RUST = "cargo builds and runs it, or reads its configuration from it"
+EDITOR = "an editor or dev container runs the tasks it names"
+CI = "continuous integration runs the commands it names after a push"
+HOME = "tools read it from a home directory to decide what to run"
+ON_PATH = "it is in a directory on the commands' PATH, so it can stand in for a command"
+
+# Directories anywhere in the path: everything below them configures commands.
+DIRECTORIES: dict[tuple[str, ...], str] = {
+    (".git",): GIT,
+    (".husky",): GIT,
+    (".githooks",): GIT,
+    (".vscode",): EDITOR,
+    (".idea",): EDITOR,
+    (".devcontainer",): EDITOR,
+    (".github", "workflows"): CI,
+    (".github", "actions"): CI,
+    (".circleci",): CI,
+    (".buildkite",): CI,
+    (".cargo",): RUST,
+    (".mvn",): BUILD,
+    (".gradle",): BUILD,
+    ("gradle", "wrapper"): BUILD,
+    ("node_modules",): NODE,
+    (".venv",): PYTHON,
+    ("__pycache__",): PYTHON,
+    (".mise",): SHELL,
+    (".direnv",): SHELL,
+    (".ssh",): HOME,
+    (".config",): HOME,
+    (".local", "bin"): HOME,
+}
+
+# File names anywhere in the tree.
+NAMES: dict[str, str] = {
+    # git: a file named .git points git at another repository; HEAD makes a directory one
+    ".gitattributes": GIT,
+    ".gitmodules": GIT,
+    ".gitconfig": GIT,
+    "head": GIT,
+    ".lfsconfig": GIT,
+    ".pre-commit-config.yaml": GIT,
+    ".pre-commit-hooks.yaml": GIT,
+    # shells and environment loaders
+    ".envrc": SHELL,
+    ".env": SHELL,
+    ".profile": SHELL,
+    ".bashrc": SHELL,
+    ".bash_profile": SHELL,
+    ".bash_login": SHELL,
+    ".bash_logout": SHELL,
+    ".bash_aliases": SHELL,
+    ".zshrc": SHELL,
+    ".zshenv": SHELL,
+    ".zprofile": SHELL,
+    ".zlogin": SHELL,
+    ".zlogout": SHELL,
+    ".kshrc": SHELL,
+    ".mkshrc": SHELL,
+    ".cshrc": SHELL,
+    ".tcshrc": SHELL,
+    ".login": SHELL,
+    ".logout": SHELL,
+    "config.fish": SHELL,
+    ".mise.toml": SHELL,
+    "mise.toml": SHELL,
+    # make and other build tools
+    "makefile": BUILD,
+    "gnumakefile": BUILD,
+    "justfile": BUILD,
+    ".justfile": BUILD,
+    "taskfile.yml": BUILD,
+    "taskfile.yaml": BUILD,
+    "rakefile": BUILD,
+    "gemfile": BUILD,
+    "cmakelists.txt": BUILD,
+    "cmakepresets.json": BUILD,
+    "meson.build": BUILD,
+    "build.gradle": BUILD,
+    "build.gradle.kts": BUILD,
+    "settings.gradle": BUILD,
+    "settings.gradle.kts": BUILD,
+    "gradlew": BUILD,
+    "gradle.properties": BUILD,
+    "pom.xml": BUILD,
+    "mvnw": BUILD,
+    "build": BUILD,
+    "build.bazel": BUILD,
+    "workspace": BUILD,
+    "workspace.bazel": BUILD,
+    "module.bazel": BUILD,
+    ".bazelrc": BUILD,
+    "flake.nix": BUILD,
+    "shell.nix": BUILD,
+    "default.nix": BUILD,
+    # Python
+    "pyproject.toml": PYTHON,
+    "setup.py": PYTHON,
+    "setup.cfg": PYTHON,
+    "tox.ini": PYTHON,
+    "noxfile.py": PYTHON,
+    "conftest.py": PYTHON,
+    "pytest.ini": PYTHON,
+    "sitecustomize.py": PYTHON,
+    "usercustomize.py": PYTHON,
+    "pyvenv.cfg": PYTHON,
+    "pipfile": PYTHON,
+    # Node
+    "package.json": NODE,
+    ".npmrc": NODE,
+    ".yarnrc": NODE,
+    ".yarnrc.yml": NODE,
+    ".pnpmfile.cjs": NODE,
+    "pnpm-workspace.yaml": NODE,
+    # Rust
+    "cargo.toml": RUST,
+    "build.rs": RUST,
+    "rust-toolchain": RUST,
+    "rust-toolchain.toml": RUST,
+    # continuous integration at the top of a repository
+    ".gitlab-ci.yml": CI,
+    ".travis.yml": CI,
+    "jenkinsfile": CI,
+    "azure-pipelines.yml": CI,
+}
+
+# Name endings anywhere in the tree.
+SUFFIXES: dict[str, str] = {
+    ".pth": PYTHON,  # site runs every "import" line of a .pth file at startup
+    ".pyc": PYTHON,
+    ".mk": BUILD,
+    ".bzl": BUILD,
+    ".cmake": BUILD,
+}
+
+# Characters HFS+ ignores in names (git's list in utf8.c, next_hfs_char).
+_IGNORED = frozenset(
+    [chr(c) for c in range(0x200C, 0x2010)]
+    + [chr(c) for c in range(0x202A, 0x202F)]
+    + [chr(c) for c in range(0x206A, 0x2070)]
+    + ["\ufeff"]
+)
+
+
+def fold(name: str) -> str:
+    """``name`` as a filesystem that ignores case and HFS+/NTFS quirks compares it."""
+    folded = "".join(c for c in unicodedata.normalize("NFC", name) if c not in _IGNORED)
+    folded = folded.casefold().rstrip(". ")
+    return ".git" if folded == "git~1" else folded
+
+
+def _reason(parts: Sequence[str]) -> str | None:
+    """Why the path ``parts`` (folded, relative to the root) configures commands, or None."""
+    if not parts:
+        return None
+    for size in (1, 2):
+        for start in range(len(parts) - size + 1):
+            found = DIRECTORIES.get(tuple(parts[start : start + size]))
+            # A directory's name as the last part: a write there creates that file (a
+            # ".git" file points git at another repository), or is refused.
+            if found is not None:
+                return found
+    name = parts[-1]
+    if name in NAMES:
+        return NAMES[name]
+    if name.startswith(".env."):  # .env.local and the like, read by the same loaders
+        return SHELL
+    for suffix, why in SUFFIXES.items():
+        if name.endswith(suffix):
+            return why
+    return None
+
+
+def _landing(root: Root, path: str) -> Path | None:
+    """Where a write of ``path`` would land (absolute, inside the root): the part that
+    exists resolved through its links, the rest as named. None when the path leads
+    outside the root (the write is refused anyway) or cannot be walked."""
+    try:
+        parts = Path(os.path.normpath(os.path.join(root.path, path))).relative_to(root.path).parts
+    except ValueError:
+        return None
+    for cut in range(len(parts), -1, -1):
+        try:
+            found = root.resolve(os.path.join(".", *parts[:cut]))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except (OSError, ToolFailure):
+            return None
+        return found.joinpath(*parts[cut:])
+    return None
+
+
+def _in_git_directory(root: Path, landing: Path) -> bool:
+    """True when a directory above ``landing`` (inside ``root``) is a git repository's own
+    directory, whatever its name: ``HEAD``, ``objects/`` and ``refs/`` make one."""
+    for directory in landing.parents:
+        if not directory.is_relative_to(root):
+            return False
+        if (
+            (directory / "HEAD").is_file()
+            and (directory / "objects").is_dir()
+            and (directory / "refs").is_dir()
+        ):
+            return True
+    return False
+
+
+def _path_directories(root: Path, search_path: str) -> Iterable[Path]:
+    if not search_path:
+        return
+    for entry in search_path.split(os.pathsep):
+        # An empty entry is the current directory: where commands run, the root.
+        where = Path(entry) if os.path.isabs(entry) else root / entry
+        yield Path(os.path.realpath(where))
+
+
+def configures_commands(root: Root, path: str, *, search_path: str | None = None) -> str | None:
+    """Why writing ``path`` (relative to ``root``) configures commands run later, or None.
+
+    ``search_path`` is the commands' ``PATH`` (default: this process's): a file
+    written into one of its directories can stand in for a command. The module
+    docstring says how the path is normalized.
+    """
+    if not isinstance(path, str) or "\x00" in path:
+        return None  # the schema or the write refuses it: nothing is written
+    spelled = [fold(p) for p in Path(os.path.normpath(path)).parts if p not in ("/", ".")]
+    why = _reason(spelled)
+    if why is not None:
+        return why
+    landing = _landing(root, path)
+    if landing is None:
+        return None
+    why = _reason([fold(p) for p in landing.relative_to(root.path).parts])
+    if why is not None:
+        return why
+    if _in_git_directory(root.path, landing):
+        return GIT
+    search = os.environ.get("PATH", "") if search_path is None else search_path
+    if Path(os.path.realpath(landing.parent)) in set(_path_directories(root.path, search)):
+        return ON_PATH
+    return None
