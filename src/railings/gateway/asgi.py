@@ -25,6 +25,7 @@ import asyncio
 import json
 import logging
 import os
+import ssl
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -49,13 +50,15 @@ from railings.gateway.shapes import CUT_CODE, INTERRUPTED_CODE, error_body, judg
 from railings.gateway.streaming import forward_stream, is_event_stream
 from railings.gateway.telemetry import record_span
 from railings.gateway.upstream import (
+    NETWORKS,
     Clients,
+    Network,
     header_secrets,
     request_headers,
     response_headers,
     upstream_base,
 )
-from railings.redact import redact
+from railings.redact import redact, register_url_secrets
 from railings.sdk_objects import inspect
 from railings.secrets import RedactingFilter, install_log_redaction
 from railings.transport.config import Timeouts, provider_for_path
@@ -82,6 +85,8 @@ def app(
     timeouts: Timeouts | None = None,
     tracer: Any = None,
     transport: httpx2.AsyncBaseTransport | None = None,
+    network: Network = "stock",
+    verify: ssl.SSLContext | None = None,
 ) -> Gateway:
     """The gateway ASGI app in front of ``upstream`` (default ``$RAILINGS_GATEWAY_UPSTREAM``).
 
@@ -89,13 +94,19 @@ def app(
     none. ``retry``: how Empty attempts are resent (default :class:`RetryPolicy`).
     ``timeouts``: connect, first byte (the response head), idle (between reads of a
     stream) and write. ``tracer``: an OpenTelemetry tracer (default: the global
-    provider's). ``transport``: the upstream client's httpx2 transport.
+    provider's). ``transport``: the upstream client's httpx2 transport. ``network``:
+    the backend of httpx2's own transport, ``"stock"`` (httpcore2 on anyio, the
+    default) or ``"asyncio"`` (less CPU per event, on the verified httpx2 versions only:
+    :data:`~railings.gateway.upstream.NETWORKS`). ``verify``: the SSL context the
+    upstream's certificate is checked with (default: httpx2's, the certifi bundle).
     """
     target = upstream or os.environ.get("RAILINGS_GATEWAY_UPSTREAM")
     if not target:
         raise ConfigurationError("the gateway needs an upstream URL")
     if cut_calls not in ("refuse", "pass"):
         raise ConfigurationError(f"cut_calls must be 'refuse' or 'pass', not {cut_calls!r}")
+    if network not in NETWORKS:
+        raise ConfigurationError(f"network must be one of {', '.join(NETWORKS)}, not {network!r}")
     base = upstream_base(target)
     book = None
     if journal is not False:
@@ -108,6 +119,8 @@ def app(
         timeouts=timeouts or Timeouts(),
         tracer=tracer,
         transport=transport,
+        network=network,
+        verify=verify,
     )
 
 
@@ -129,7 +142,11 @@ class Gateway:
         timeouts: Timeouts,
         tracer: Any = None,
         transport: httpx2.AsyncBaseTransport | None = None,
+        network: Network = "stock",
+        verify: ssl.SSLContext | None = None,
     ) -> None:
+        # The upstream URL's user name and password are redacted from every output.
+        register_url_secrets(upstream)
         self.upstream = upstream
         self.refuse = refuse_cut_calls
         self.journal = journal
@@ -137,7 +154,7 @@ class Gateway:
         self.timeouts = timeouts
         self.tracer = tracer
         self.metrics = Metrics()
-        self.clients = Clients(timeouts, transport)
+        self.clients = Clients(timeouts, transport, network=network, verify=verify)
         self._closed = False
         install_log_redaction()
         # A logger's filters see only its own records: the gateway's lines get their own.
