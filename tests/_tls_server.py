@@ -10,6 +10,8 @@ run by the script given, in a thread; the certificate is the throwaway one of
 
 from __future__ import annotations
 
+import contextlib
+import re
 import socket
 import ssl
 import subprocess
@@ -100,10 +102,8 @@ class Peer:
 
     def close_notify(self) -> None:
         """TLS's orderly end (``close_notify``), then the TCP close."""
-        try:
+        with contextlib.suppress(ssl.SSLWantReadError):  # the client's is not awaited
             self.tls.unwrap()
-        except ssl.SSLWantReadError:
-            pass  # the client's own close_notify is not awaited
         self.flush()
         self.sock.close()
 
@@ -143,10 +143,8 @@ class TLSServer:
     def __exit__(self, *exc: object) -> None:
         # Closing a socket another thread blocks in accept() on does not wake it on Linux:
         # shut it down first.
-        try:
+        with contextlib.suppress(OSError):
             self._listener.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         self._listener.close()
         self._thread.join(10)
 
@@ -205,7 +203,8 @@ def _http(events: list[bytes], *, chunked: bool = False) -> bytes:
 
 INJECTED = _http(openai_text(["INJECTED", "by", "the", "path"]))
 GENUINE = _http(openai_text(["genuine"]))
-WHOLE = _http(openai_text(["whole", "and", "proven"]), chunked=True)
+WHOLE_EVENTS = openai_text(["whole", "and", "proven"])
+WHOLE = _http(WHOLE_EVENTS, chunked=True)
 
 
 def inject(peer: Peer) -> None:
@@ -263,3 +262,58 @@ def _main() -> None:
 
 if __name__ == "__main__":
     _main()
+
+
+class Renegotiating:
+    """``with Renegotiating(certificate, answer) as url:`` an ``openssl s_server`` (TLS 1.2)
+    that, once the request arrived, asks the client to renegotiate (a HelloRequest: its
+    ``r`` command), then writes ``answer``. Python's ssl module cannot start a
+    renegotiation (no ``SSL_renegotiate`` in its API), OpenSSL's own server can."""
+
+    def __init__(self, certificate: tuple[Path, Path], answer: bytes) -> None:
+        self.certificate = certificate
+        self.answer = answer
+        self.renegotiated = threading.Event()
+
+    def __enter__(self) -> str:
+        cert, key = self.certificate
+        self.process = subprocess.Popen(
+            ["openssl", "s_server", "-accept", "127.0.0.1:0", "-cert", str(cert),
+             "-key", str(key), "-tls1_2", "-naccept", "1"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        assert self.process.stdout is not None
+        port = 0
+        for line in self.process.stdout:  # bounded: s_server says where it listens first
+            found = re.search(rb"ACCEPT 127\.0\.0\.1:(\d+)", line)
+            if found:
+                port = int(found[1])
+                break
+        self._thread = threading.Thread(target=self._drive, daemon=True)
+        self._thread.start()
+        return f"https://127.0.0.1:{port}"
+
+    def _drive(self) -> None:
+        out, into = self.process.stdout, self.process.stdin
+        assert out is not None and into is not None
+        try:
+            for line in out:
+                if b"POST /" in line:
+                    into.write(b"r\n")  # a line of its own: s_server's renegotiate command
+                    into.flush()
+                elif b"SSL_do_handshake ->" in line:  # the HelloRequest went out
+                    self.renegotiated.set()
+                    into.write(self.answer)
+                    into.flush()
+        except (OSError, ValueError):
+            pass  # the test ended and closed the pipes
+
+    def __exit__(self, *exc: object) -> None:
+        self.process.terminate()
+        self.process.wait(10)
+        self._thread.join(10)
+        for pipe in (self.process.stdin, self.process.stdout):
+            if pipe is not None:
+                pipe.close()

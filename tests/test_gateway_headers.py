@@ -38,9 +38,9 @@ ANSWER = {
 @contextlib.contextmanager
 def gateway(server: CannedServer) -> Iterator[httpx2.Client]:
     """A client of a real gateway in front of ``server``."""
-    with ServingThread(app(server.url, journal=False, retry=NO_WAITS)) as url:
-        with httpx2.Client(base_url=url, timeout=10) as c:
-            yield c
+    gateway = app(server.url, journal=False, retry=NO_WAITS)
+    with ServingThread(gateway) as url, httpx2.Client(base_url=url, timeout=10) as c:
+        yield c
 
 
 # -- no state shared between clients -----------------------------------------------------
@@ -116,7 +116,7 @@ def test_hop_by_hop_request_headers_stop_at_the_gateway(route: str) -> None:
 
 @pytest.mark.parametrize("route", ["pass-through", "model-json", "model-stream"])
 def test_hop_by_hop_response_headers_stop_at_the_gateway(route: str) -> None:
-    hops = tuple(HOPS.items()) + (("x-end-to-end", "kept"),)
+    hops = (*HOPS.items(), ("x-end-to-end", "kept"))
     with CannedServer() as server:
         if route == "model-stream":
             server.push(Reply(chunks=openai_text(["hi"]),

@@ -94,11 +94,9 @@ def app(
     none. ``retry``: how Empty attempts are resent (default :class:`RetryPolicy`).
     ``timeouts``: connect, first byte (the response head), idle (between reads of a
     stream) and write. ``tracer``: an OpenTelemetry tracer (default: the global
-    provider's). ``transport``: the upstream client's httpx2 transport. ``network``:
-    the backend of httpx2's own transport, ``"stock"`` (httpcore2 on anyio, the
-    default) or ``"asyncio"`` (less CPU per event, on the verified httpx2 versions only:
-    :data:`~railings.gateway.upstream.NETWORKS`). ``verify``: the SSL context the
-    upstream's certificate is checked with (default: httpx2's, the certifi bundle).
+    provider's). ``transport``: the upstream client's httpx2 transport. ``network``: its
+    backend (:data:`~railings.gateway.upstream.NETWORKS`, default ``"stock"``).
+    ``verify``: the SSL context that checks the upstream's certificate (default httpx2's).
     """
     target = upstream or os.environ.get("RAILINGS_GATEWAY_UPSTREAM")
     if not target:
@@ -145,8 +143,7 @@ class Gateway:
         network: Network = "stock",
         verify: ssl.SSLContext | None = None,
     ) -> None:
-        # The upstream URL's user name and password are redacted from every output.
-        register_url_secrets(upstream)
+        register_url_secrets(upstream)  # its user name and password: in no output
         self.upstream = upstream
         self.refuse = refuse_cut_calls
         self.journal = journal

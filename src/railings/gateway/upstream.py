@@ -102,12 +102,15 @@ RawHeaders = list[tuple[bytes, bytes]]
 def upstream_base(url: str) -> str:
     """``url`` checked and without a trailing slash: an http(s) origin and optional prefix."""
     parts = urlsplit(url)
+    # A user name and password may come before the host, with or without a scheme: the
+    # message shows only what follows the last "@".
+    shown = f"{MARKER}@{url.rsplit('@', 1)[1]}" if "@" in url else url
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ConfigurationError(
-            f"--upstream must be an http:// or https:// URL with a host, not {url!r}"
+            f"--upstream must be an http:// or https:// URL with a host, not {shown!r}"
         )
     if parts.query or parts.fragment:
-        raise ConfigurationError(f"--upstream takes no query or fragment: {url!r}")
+        raise ConfigurationError(f"--upstream takes no query or fragment: {shown!r}")
     return url.rstrip("/")
 
 
