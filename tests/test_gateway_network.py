@@ -111,6 +111,7 @@ def test_an_unverified_httpx2_gets_the_stock_transport(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(upstream, "ASYNCIO_VERIFIED", False)
+    upstream._unverified.cache_clear()
     transport = asyncio_transport(_context(), http2=False, limits=LIMITS)
     assert not isinstance(transport._pool._network_backend, AsyncioBackend)  # type: ignore[attr-defined]
     assert "using 'stock'" in caplog.text

@@ -18,6 +18,7 @@ asks for :mod:`railings.gateway.network`'s backend (:data:`NETWORKS`).
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import logging
 import ssl
@@ -226,10 +227,7 @@ def asyncio_transport(
     if not ASYNCIO_VERIFIED or not isinstance(
         getattr(transport, "_pool", None), httpcore2.AsyncConnectionPool
     ):
-        log.warning(
-            "network 'asyncio' is verified with httpx2 and httpcore2 %s only: using 'stock'",
-            VERIFIED_VERSIONS["httpx2"],
-        )
+        _unverified()
         return transport
     transport._pool = httpcore2.AsyncConnectionPool(
         ssl_context=tls,
@@ -241,6 +239,15 @@ def asyncio_transport(
         network_backend=AsyncioBackend(),
     )
     return transport
+
+
+@functools.cache
+def _unverified() -> None:
+    """Say once per process that the asyncio backend gave way to the stock one."""
+    log.warning(
+        "network 'asyncio' is verified with httpx2 and httpcore2 %s only: using 'stock'",
+        VERIFIED_VERSIONS["httpx2"],
+    )
 
 
 def hop_by_hop(raw: Iterable[tuple[bytes, bytes]]) -> frozenset[bytes]:
