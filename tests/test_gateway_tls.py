@@ -121,14 +121,15 @@ def test_start_tls_refuses_bytes_that_arrived_before_it(
 
 
 @pytest.mark.parametrize("network", NETWORKS)
+@pytest.mark.parametrize("loop", LOOPS)
 def test_the_gateway_never_answers_with_bytes_injected_before_the_handshake(
-    network: Network, certificate: tuple[Path, Path]
+    loop: str, network: Network, certificate: tuple[Path, Path]
 ) -> None:
     # Every attempt (the first and the resends of the Empty rule) meets the injection.
     with TLSProcess(certificate, "inject") as upstream:
         served = app(upstream, journal=False, retry=NO_WAITS, network=network,
                      verify=_trust(certificate))  # fmt: skip
-        with ServingThread(served) as url, httpx2.Client(timeout=30) as c:
+        with ServingThread(served, loop=loop) as url, httpx2.Client(timeout=30) as c:
             got = c.post(url + "/v1/chat/completions", json=body("openai"))
     assert b"INJECTED" not in got.content
     assert got.status_code == 502
