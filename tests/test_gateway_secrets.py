@@ -73,7 +73,8 @@ def test_the_upstream_password_is_in_no_output(refusing_port: int, tmp_path: Pat
     printed = "".join(lines) + rest + stdout
     assert process.returncode == 0
     assert answers[0].status_code == 502 and answers[1].status_code == 502
-    assert f"-> http://[REDACTED]@127.0.0.1:{refusing_port}/prefix" in printed
+    assert f"-> http://[REDACTED]@127.0.0.1:{refusing_port}/prefix (cut calls: refuse; " \
+        "network: stock;" in printed  # fmt: skip
     log = subprocess.run(
         _railings("gateway-log", "--journal", str(journal), "--json"),
         capture_output=True,
