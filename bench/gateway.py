@@ -377,9 +377,10 @@ def _spawn_upstream(events: int, interval: float) -> tuple[subprocess.Popen[byte
 
 
 def _spawn_gateway(
-    upstream: int, journal: str, trace: str, gc_setting: str
+    upstream: int, journal: str, trace: str, gc_setting: str, network: str
 ) -> tuple[subprocess.Popen[str], int]:
     argv = ["--upstream", f"http://127.0.0.1:{upstream}", "--port", "0", "--journal", journal]
+    argv += ["--network", network]
     proc = subprocess.Popen(
         [sys.executable, __file__, "--traced-gateway", trace, *argv],
         stderr=subprocess.PIPE,
@@ -426,7 +427,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     tmp = tempfile.mkdtemp(prefix="gw-bench-")
     trace = tmp + "/gc.json"
     try:
-        gateway, gw_port = _spawn_gateway(up_port, tmp + "/journal.sqlite3", trace, args.gc)
+        gateway, gw_port = _spawn_gateway(
+            up_port, tmp + "/journal.sqlite3", trace, args.gc, args.network
+        )
         batch = _batch()  # after the gateway started: it keeps the normal policy
         try:
             asyncio.run(_load(up_port, gw_port, 20, 2, 0.01, 0.1, {}))  # warm up
@@ -577,6 +580,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="tuned|off|A,B,C",
         help="the gateway's collector: as `railings gateway` tunes it (default), CPython's "
         "defaults without the freeze (off), or gc.freeze() and these thresholds",
+    )
+    p.add_argument(
+        "--network",
+        choices=("stock", "asyncio"),
+        default="stock",
+        help="the gateway's upstream backend (`railings gateway --network`)",
     )
     p.add_argument("--samples", type=Path, help="save every event's timings (JSON) here")
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object")

@@ -1,8 +1,9 @@
-"""The gateway's upstream sockets (railings.gateway.network): the same answers as anyio's.
+"""The gateway's upstream network backends: the opt-in asyncio one answers as the stock one.
 
 Each case runs one request against a real server on 127.0.0.1 twice, through httpx2's
-stock transport (httpcore2 on anyio) and through the gateway's (httpcore2 on
-AsyncioBackend), and asserts the two saw the same bytes and the same exception class.
+stock transport (httpcore2 on anyio, the gateway's default) and through the opt-in one
+(httpcore2 on AsyncioBackend), and asserts the two saw the same bytes and the same
+exception class. The TLS edge cases are in tests/test_gateway_tls.py.
 """
 
 from __future__ import annotations
@@ -11,18 +12,29 @@ import asyncio
 import gc
 import socket
 import ssl
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpcore2
 import httpx2
 import pytest
+import uvloop
 
 from _server import CannedServer, Reply, make_certificate
+from railings.errors import ConfigurationError
+from railings.gateway import app, upstream
 from railings.gateway.network import AsyncioBackend
-from railings.gateway.upstream import POOLS, Clients, asyncio_transport
+from railings.gateway.upstream import (
+    ASYNCIO_VERIFIED,
+    POOLS,
+    VERIFIED_VERSIONS,
+    Clients,
+    asyncio_transport,
+)
 from railings.transport.config import Timeouts
 
+Runner = Callable[[Coroutine[Any, Any, Any]], Any]
 LIMITS = httpx2.Limits(max_connections=None, max_keepalive_connections=4)
 EVENTS = [b'data: {"i": %d}\n\n' % i for i in range(40)]
 
@@ -40,8 +52,14 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return make_certificate(tmp_path_factory.mktemp("tls"))
 
 
+@pytest.fixture(params=["asyncio", "uvloop"])
+def run(request: pytest.FixtureRequest) -> Runner:
+    """Each case on asyncio's own loop and on uvloop (which ``railings gateway`` runs on)."""
+    return asyncio.run if request.param == "asyncio" else uvloop.run
+
+
 def _read(
-    url: str, transport: httpx2.AsyncBaseTransport | None, *, read: float = 5.0,
+    run: Runner, url: str, transport: httpx2.AsyncBaseTransport | None, *, read: float = 5.0,
     verify: ssl.SSLContext | bool = True, slow: bool = False,
 ) -> tuple[bytes, str | None]:  # fmt: skip
     """The body bytes that arrived and the exception class that ended it (None: clean)."""
@@ -60,16 +78,25 @@ def _read(
                 return bytes(got), type(exc).__name__
         return bytes(got), None
 
-    return asyncio.run(go())
+    result: tuple[bytes, str | None] = run(go())
+    return result
 
 
-def _both(reply: Reply, **options: object) -> tuple[tuple[bytes, str | None], ...]:
+def _both(
+    run: Runner, reply: Reply, *, tls: tuple[Path, Path] | None = None, **options: object
+) -> tuple[tuple[bytes, str | None], ...]:
+    """The same reply read through the stock transport, then through the asyncio one."""
+    trust = ssl.create_default_context(cafile=str(tls[0])) if tls else _context()
     outcomes = []
     for ours in (False, True):
-        with CannedServer() as server:
+        with CannedServer(tls=tls) as server:
             server.push(reply)
-            transport = asyncio_transport(_context(), http2=False, limits=LIMITS) if ours else None
-            outcomes.append(_read(server.url, transport, **options))  # type: ignore[arg-type]
+            transport = (
+                asyncio_transport(trust, http2=False, limits=LIMITS)
+                if ours
+                else httpx2.AsyncHTTPTransport(verify=trust, http2=False, limits=LIMITS)
+            )
+            outcomes.append(_read(run, server.url, transport, **options))  # type: ignore[arg-type]
     return tuple(outcomes)
 
 
@@ -77,77 +104,119 @@ def _context() -> ssl.SSLContext:
     return httpx2.create_ssl_context(trust_env=False)
 
 
-def test_the_gateway_pools_run_on_the_asyncio_backend() -> None:
-    # A canary for httpx2 upgrades: the backend goes in through the transport's pool.
+def test_the_gateway_pools_run_on_the_stock_backend_by_default() -> None:
     clients = Clients(Timeouts())
     assert len(clients.pools) == POOLS
+    for pool in clients.pools:
+        inner = pool._transport._pool  # type: ignore[attr-defined]
+        assert not isinstance(inner._network_backend, AsyncioBackend)
+    asyncio.run(clients.aclose())
+
+
+def test_the_asyncio_backend_is_used_on_the_verified_versions_only() -> None:
+    # A canary for httpx2 upgrades: the backend goes in through the transport's private
+    # pool, so only on the versions these tests verified; a new httpx2 fails here first,
+    # and gets the stock transport until the suite is run against it and the gate moved.
+    assert ASYNCIO_VERIFIED, (VERIFIED_VERSIONS, httpx2.__version__)
+    clients = Clients(Timeouts(), network="asyncio")
     for pool in clients.pools:
         inner = pool._transport._pool  # type: ignore[attr-defined]
         assert isinstance(inner._network_backend, AsyncioBackend)
     asyncio.run(clients.aclose())
 
 
-def test_a_whole_stream_arrives_byte_for_byte() -> None:
-    stock, ours = _both(Reply(chunks=EVENTS))
+def test_an_unverified_httpx2_gets_the_stock_transport(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(upstream, "ASYNCIO_VERIFIED", False)
+    upstream._unverified.cache_clear()
+    transport = asyncio_transport(_context(), http2=False, limits=LIMITS)
+    assert not isinstance(transport._pool._network_backend, AsyncioBackend)  # type: ignore[attr-defined]
+    assert "using 'stock'" in caplog.text
+    asyncio.run(transport.aclose())
+
+
+def test_an_unknown_network_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigurationError, match="network must be one of stock, asyncio"):
+        app("http://127.0.0.1:9", journal=False, network="trio")  # type: ignore[arg-type]
+
+
+def test_a_whole_stream_arrives_byte_for_byte(run: Runner) -> None:
+    stock, ours = _both(run, Reply(chunks=EVENTS))
     assert ours == stock == (b"".join(EVENTS), None)
 
 
-def test_a_body_larger_than_the_read_buffer_arrives_whole_while_reading_pauses() -> None:
+def test_a_body_larger_than_the_read_buffer_arrives_whole_while_reading_pauses(run: Runner) -> None:
     # 4 MiB written at once while the client does not read: the backend pauses the
     # socket past its buffer bound and resumes it as the body is read.
     big = [b"x" * (1 << 20)] * 4
-    stock, ours = _both(Reply(chunks=big, headers=(("content-type", "text/plain"),)), slow=True)
+    stock, ours = _both(
+        run, Reply(chunks=big, headers=(("content-type", "text/plain"),)), slow=True
+    )
     assert ours == stock == (b"".join(big), None)
 
 
 @pytest.mark.parametrize("end", ["reset", "close"])
-def test_a_broken_body_raises_what_anyio_raises(end: str) -> None:
-    stock, ours = _both(Reply(chunks=EVENTS[:3], end=end))  # type: ignore[arg-type]
+def test_a_broken_body_raises_what_anyio_raises(run: Runner, end: str) -> None:
+    stock, ours = _both(run, Reply(chunks=EVENTS[:3], end=end))  # type: ignore[arg-type]
     assert stock[1] is not None
     assert ours == stock
 
 
-def test_a_silent_upstream_times_out_as_with_anyio() -> None:
-    stock, ours = _both(Reply(chunks=[EVENTS[0], 2.0, EVENTS[1]]), read=0.3)
+def test_a_silent_upstream_times_out_as_with_anyio(run: Runner) -> None:
+    stock, ours = _both(run, Reply(chunks=[EVENTS[0], 2.0, EVENTS[1]]), read=0.3)
     assert ours == stock == (EVENTS[0], "ReadTimeout")
 
 
-def test_a_refused_connection_is_a_connect_error() -> None:
+def test_a_refused_connection_is_a_connect_error(run: Runner) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # bound, never listening: refused
         url = f"http://127.0.0.1:{port}"
-        stock = _read(url, None)
-        ours = _read(url, asyncio_transport(_context(), http2=False, limits=LIMITS))
+        stock = _read(run, url, None)
+        ours = _read(run, url, asyncio_transport(_context(), http2=False, limits=LIMITS))
     assert ours == stock == (b"", "ConnectError")
 
 
-def test_tls_streams_through_the_loops_tls(certificate: tuple[Path, Path]) -> None:
-    cert, _ = certificate
-    trust = ssl.create_default_context(cafile=str(cert))
-    with CannedServer(tls=certificate) as server:
-        server.push(Reply(chunks=EVENTS))
-        got = _read(server.url, asyncio_transport(trust, http2=False, limits=LIMITS))
-    assert got == (b"".join(EVENTS), None)
+def test_tls_streams_through_the_loops_tls(run: Runner, certificate: tuple[Path, Path]) -> None:
+    stock, ours = _both(run, Reply(chunks=EVENTS), tls=certificate)
+    assert ours == stock == (b"".join(EVENTS), None)
 
 
-def test_an_untrusted_certificate_is_a_connect_error(certificate: tuple[Path, Path]) -> None:
-    with CannedServer(tls=certificate) as server:
-        server.push(Reply(chunks=EVENTS))
-        got = _read(server.url, asyncio_transport(_context(), http2=False, limits=LIMITS))
-    assert got == (b"", "ConnectError")
+def test_an_untrusted_certificate_is_a_connect_error(
+    run: Runner, certificate: tuple[Path, Path]
+) -> None:
+    outcomes = []
+    for ours in (False, True):
+        with CannedServer(tls=certificate) as server:
+            server.push(Reply(chunks=EVENTS))
+            transport = (
+                asyncio_transport(_context(), http2=False, limits=LIMITS)
+                if ours
+                else httpx2.AsyncHTTPTransport(verify=_context(), http2=False, limits=LIMITS)
+            )
+            outcomes.append(_read(run, server.url, transport))
+    assert outcomes[1] == outcomes[0] == (b"", "ConnectError")
 
 
-def test_http2_is_negotiated_and_read_on_the_backend(certificate: tuple[Path, Path]) -> None:
+def test_http2_is_negotiated_and_read_on_the_backend(
+    run: Runner, certificate: tuple[Path, Path]
+) -> None:
     # The canned server answers h2 with the start of an event stream, then GOAWAY: the
-    # bytes before it arrive, and the break is httpx2's RemoteProtocolError, as it is on
-    # anyio (the SETTINGS, HEADERS and DATA frames all went through the backend).
-    cert, _ = certificate
-    trust = ssl.create_default_context(cafile=str(cert))
-    with CannedServer(tls=certificate, h2_partial=EVENTS[0]) as server:
-        got = _read(server.url, asyncio_transport(trust, http2=True, limits=LIMITS))
-        assert server.h2_connections == 1
-    assert got == (EVENTS[0], "RemoteProtocolError")
+    # bytes before it arrive, and the break is httpx2's RemoteProtocolError on both
+    # backends (the SETTINGS, HEADERS and DATA frames all went through each).
+    trust = ssl.create_default_context(cafile=str(certificate[0]))
+    outcomes = []
+    for ours in (False, True):
+        with CannedServer(tls=certificate, h2_partial=EVENTS[0]) as server:
+            transport = (
+                asyncio_transport(trust, http2=True, limits=LIMITS)
+                if ours
+                else httpx2.AsyncHTTPTransport(verify=trust, http2=True, limits=LIMITS)
+            )
+            outcomes.append(_read(run, server.url, transport))
+            assert server.h2_connections == 1
+    assert outcomes[1] == outcomes[0] == (EVENTS[0], "RemoteProtocolError")
 
 
 def _listener() -> socket.socket:

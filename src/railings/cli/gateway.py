@@ -60,6 +60,13 @@ def register(commands: Any) -> None:
         default="refuse",
         help="a tool call cut by the output limit: refuse the answer (default) or pass it",
     )
+    parser.add_argument(
+        "--network",
+        choices=("stock", "asyncio"),
+        default="stock",
+        help="the upstream connections' backend: httpx2's own on anyio (default), or "
+        "railings' asyncio backend, less CPU per event (docs/GATEWAY.md)",
+    )
     where = parser.add_mutually_exclusive_group()
     where.add_argument(
         "--journal", metavar="PATH", help=f"journal file (default: {default_path()})"
@@ -93,6 +100,7 @@ def run_gateway(args: argparse.Namespace) -> int:
     require("gateway", "uvicorn")
     from railings.gateway import app
     from railings.gateway.serve import bind, is_loopback, serve, url_of
+    from railings.redact import redact
 
     try:
         sock = bind(args.host, args.port)
@@ -102,6 +110,7 @@ def run_gateway(args: argparse.Namespace) -> int:
         gateway = app(
             args.upstream,
             cut_calls=args.cut_calls,
+            network=args.network,
             journal=False if args.no_journal else (args.journal or True),
         )
     except ConfigurationError as exc:
@@ -126,8 +135,8 @@ def run_gateway(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _stop)
     with contextlib.suppress(KeyboardInterrupt):
         print(
-            f"railings gateway: listening on {url_of(sock)} -> {gateway.upstream} "
-            f"(cut calls: {args.cut_calls}; {journal})",
+            f"railings gateway: listening on {url_of(sock)} -> {redact(gateway.upstream)} "
+            f"(cut calls: {args.cut_calls}; network: {args.network}; {journal})",
             file=sys.stderr,
             flush=True,
         )

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import ssl
 from typing import Any, Literal
 
 import httpx2
@@ -61,12 +62,14 @@ from railings.gateway.shapes import INTERRUPTED_CODE, error_body
 from railings.gateway.streaming import forward_stream, is_event_stream
 from railings.gateway.telemetry import record_span
 from railings.gateway.upstream import (
+    NETWORKS,
     Clients,
+    Network,
     header_secrets,
     request_headers,
     upstream_base,
 )
-from railings.redact import redact
+from railings.redact import redact, register_url_secrets
 from railings.secrets import RedactingFilter, install_log_redaction
 from railings.transport.config import Timeouts
 from railings.transport.errors_map import (
@@ -92,6 +95,8 @@ def app(
     timeouts: Timeouts | None = None,
     tracer: Any = None,
     transport: httpx2.AsyncBaseTransport | None = None,
+    network: Network = "stock",
+    verify: ssl.SSLContext | None = None,
 ) -> Gateway:
     """The gateway ASGI app in front of ``upstream`` (default ``$RAILINGS_GATEWAY_UPSTREAM``).
 
@@ -101,13 +106,17 @@ def app(
     ``retry``: how Empty attempts are resent (default :class:`RetryPolicy`).
     ``timeouts``: connect, first byte (the response head), idle (between reads of a
     stream) and write. ``tracer``: an OpenTelemetry tracer (default: the global
-    provider's). ``transport``: the upstream client's httpx2 transport.
+    provider's). ``transport``: the upstream client's httpx2 transport. ``network``: its
+    backend (:data:`~railings.gateway.upstream.NETWORKS`, default ``"stock"``).
+    ``verify``: the SSL context that checks the upstream's certificate (default httpx2's).
     """
     target = upstream or os.environ.get("RAILINGS_GATEWAY_UPSTREAM")
     if not target:
         raise ConfigurationError("the gateway needs an upstream URL")
     if cut_calls not in ("refuse", "pass"):
         raise ConfigurationError(f"cut_calls must be 'refuse' or 'pass', not {cut_calls!r}")
+    if network not in NETWORKS:
+        raise ConfigurationError(f"network must be one of {', '.join(NETWORKS)}, not {network!r}")
     base = upstream_base(target)
     book = None
     if journal is not False:
@@ -121,6 +130,8 @@ def app(
         timeouts=timeouts or Timeouts(),
         tracer=tracer,
         transport=transport,
+        network=network,
+        verify=verify,
     )
 
 
@@ -138,7 +149,10 @@ class Gateway:
         tracer: Any = None,
         transport: httpx2.AsyncBaseTransport | None = None,
         limits: Limits | None = None,
+        network: Network = "stock",
+        verify: ssl.SSLContext | None = None,
     ) -> None:
+        register_url_secrets(upstream)  # its user name and password: in no output
         self.upstream = upstream
         self.refuse = refuse_cut_calls
         self.journal = journal
@@ -148,7 +162,7 @@ class Gateway:
         self.timeouts = timeouts
         self.tracer = tracer
         self.metrics = Metrics()
-        self.clients = Clients(timeouts, transport)
+        self.clients = Clients(timeouts, transport, network=network, verify=verify)
         self._closed = False
         install_log_redaction()
         # A logger's filters see only its own records: the gateway's lines get their own.

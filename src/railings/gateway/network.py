@@ -13,9 +13,18 @@ any backend) on a plain :class:`asyncio.Protocol`: a read takes what the loop al
 received, or waits for the next ``data_received``. The read timeout is one lazy timer
 per connection (like :class:`~railings.transport.gaps.GapWatch`): each read moves a
 deadline, the timer compares when it fires. TLS is the loop's own (``loop.start_tls``:
-uvloop's is in C, anyio's is Python over a memory BIO). Errors are httpcore2's own
+uvloop's is in C, anyio's is Python over a memory BIO); bytes received before the
+handshake are refused (:meth:`AsyncioStream.start_tls`). Errors are httpcore2's own
 (``ConnectError``, ``ReadError``, ``ReadTimeout`` ...), so httpx2 maps them as it maps
 anyio's.
+
+It is an opt-in (``app(..., network="asyncio")``, ``railings gateway --network
+asyncio``), never the default: the upstream connection is the security boundary, and
+the default there is the stock backend. httpx2 takes no backend, so using this one
+means replacing its transport's private pool (:func:`railings.gateway.upstream.
+asyncio_transport`), which is done only on the httpx2 / httpcore2 versions the tests
+verified. ``tests/test_gateway_tls.py`` and ``tests/test_gateway_network.py`` run the
+same cases through both backends and require the same bytes and the same exception.
 """
 
 from __future__ import annotations
@@ -204,8 +213,19 @@ class AsyncioStream(httpcore2.AsyncNetworkStream):
         server_hostname: str | None = None,
         timeout: float | None = None,
     ) -> httpcore2.AsyncNetworkStream:
-        """The same connection with TLS on it (the loop's own TLS)."""
+        """The same connection with TLS on it (the loop's own TLS).
+
+        Bytes that arrived before the handshake were never inside TLS: anyone on the
+        path may have written them (the STARTTLS injection class, CVE-2011-0411). The
+        loop's ``start_tls`` keeps this protocol, whose buffer would hand them up as the
+        first bytes read after a valid handshake, so they are refused instead, as
+        anyio's backend refuses them (its TLS reads them as a broken handshake). The
+        check and ``loop.start_tls`` run in one step of the loop: anything received
+        after it goes to TLS."""
         p = self._protocol
+        if p.chunks or p.eof:
+            self._transport.abort()
+            raise ConnectError("bytes arrived before the TLS handshake")
         try:
             transport = await asyncio.wait_for(
                 p.loop.start_tls(self._transport, p, ssl_context, server_hostname=server_hostname),

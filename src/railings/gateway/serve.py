@@ -123,12 +123,13 @@ def serve(app: Any, sock: socket.socket, *, gc_tuning: bool = True) -> None:
 
 
 class ServingThread:
-    """``with ServingThread(app) as url:`` serves ``app`` on 127.0.0.1 in a thread."""
+    """``with ServingThread(app) as url:`` serves ``app`` on 127.0.0.1 in a thread;
+    ``options`` go to ``uvicorn.Config`` (``loop="asyncio"``, say)."""
 
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0, **options: Any) -> None:
         self._sock = bind(host, port)
         self.url = url_of(self._sock)
-        self._server = _server(app)
+        self._server = _server(app, **options)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
         )

@@ -3,15 +3,28 @@
 The upstream is an origin, optionally with a path prefix; the request path is
 appended as it came (``--upstream https://api.openai.com`` and a client base URL
 ``http://127.0.0.1:PORT/v1``). Request headers go upstream as they came, keys
-included, except the hop-by-hop ones (RFC 9110 §7.6.1) and ``host``; on the model
-paths ``accept-encoding`` becomes ``identity``, because the judge reads the bytes
-it passes on. Response headers come back the same way.
+included, except the hop-by-hop ones and ``host``; on the model paths
+``accept-encoding`` becomes ``identity``, because the judge reads the bytes it passes
+on. Response headers come back the same way. Hop-by-hop (RFC 9110 §7.6.1) means
+``Connection`` itself, every field a ``Connection`` header names, and the fields the
+RFC lists (``Keep-Alive``, ``Proxy-Connection``, ``TE``, ``Trailer``,
+``Transfer-Encoding``, ``Upgrade``), in both directions.
+
+Nothing passes from one request to the next: the upstream clients keep no cookies
+(:class:`NoCookies`) and have no headers or auth of their own. The connection to the
+upstream is httpx2's own transport (httpcore2 on anyio) unless ``network="asyncio"``
+asks for :mod:`railings.gateway.network`'s backend (:data:`NETWORKS`).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
+import logging
 import ssl
 from collections.abc import Iterable
+from http.cookiejar import Cookie, CookieJar
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import httpcore2
@@ -23,17 +36,49 @@ from railings.redact import MARKER, SECRET_HEADERS, redact
 from railings.transport.config import Timeouts
 
 __all__ = [
+    "ASYNCIO_VERIFIED",
     "HOP_BY_HOP",
+    "NETWORKS",
     "POOLS",
+    "VERIFIED_VERSIONS",
     "Clients",
+    "Network",
+    "NoCookies",
     "asyncio_transport",
     "client",
     "header_secrets",
+    "hop_by_hop",
     "request_headers",
     "response_headers",
     "scrub",
     "upstream_base",
 ]
+
+log = logging.getLogger("railings.gateway")
+
+Network = Literal["stock", "asyncio"]
+NETWORKS: tuple[Network, ...] = ("stock", "asyncio")
+"""The upstream network backends: ``stock`` (default), httpx2's own transport on
+httpcore2's anyio backend; ``asyncio``, :class:`~railings.gateway.network.AsyncioBackend`
+in httpx2's transport, for less CPU per event (docs/GATEWAY.md), used only where
+:data:`ASYNCIO_VERIFIED`."""
+
+# The versions whose private layout ``asyncio_transport`` relies on (the transport's
+# ``_pool`` and the pool's constructor), as verified by tests/test_gateway_network.py and
+# tests/test_gateway_tls.py. Any other version gets the stock transport.
+VERIFIED_VERSIONS = {"httpx2": "2.16.2", "httpcore2": "2.16.2"}
+
+
+def _installed(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+ASYNCIO_VERIFIED = all(_installed(n) == v for n, v in VERIFIED_VERSIONS.items())
+"""True when the installed httpx2 and httpcore2 are the :data:`VERIFIED_VERSIONS`:
+only then does ``network="asyncio"`` replace httpx2's pool; otherwise it is ``stock``."""
 
 HOP_BY_HOP = frozenset(
     {
@@ -48,6 +93,9 @@ HOP_BY_HOP = frozenset(
         b"content-length",
     }
 )
+"""The fields never forwarded as they came (RFC 9110 §7.6.1's list, ``Proxy-Connection``,
+and the two the gateway sets itself: ``host`` and ``content-length``); every field a
+``Connection`` header names is dropped too (:func:`hop_by_hop`)."""
 
 RawHeaders = list[tuple[bytes, bytes]]
 
@@ -55,12 +103,15 @@ RawHeaders = list[tuple[bytes, bytes]]
 def upstream_base(url: str) -> str:
     """``url`` checked and without a trailing slash: an http(s) origin and optional prefix."""
     parts = urlsplit(url)
+    # A user name and password may come before the host, with or without a scheme: the
+    # message shows only what follows the last "@".
+    shown = f"{MARKER}@{url.rsplit('@', 1)[1]}" if "@" in url else url
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ConfigurationError(
-            f"--upstream must be an http:// or https:// URL with a host, not {url!r}"
+            f"--upstream must be an http:// or https:// URL with a host, not {shown!r}"
         )
     if parts.query or parts.fragment:
-        raise ConfigurationError(f"--upstream takes no query or fragment: {url!r}")
+        raise ConfigurationError(f"--upstream takes no query or fragment: {shown!r}")
     return url.rstrip("/")
 
 
@@ -77,11 +128,19 @@ class Clients:
     """
 
     def __init__(
-        self, timeouts: Timeouts, transport: httpx2.AsyncBaseTransport | None = None
+        self,
+        timeouts: Timeouts,
+        transport: httpx2.AsyncBaseTransport | None = None,
+        *,
+        network: Network = "stock",
+        verify: ssl.SSLContext | None = None,
     ) -> None:
         count = 1 if transport is not None else POOLS
-        tls = httpx2.create_ssl_context(trust_env=False)  # one CA bundle loaded, not 16
-        self.pools = [client(timeouts, transport=transport, tls=tls) for _ in range(count)]
+        # One CA bundle loaded, not 16.
+        tls = verify if verify is not None else httpx2.create_ssl_context(trust_env=False)
+        self.pools = [
+            client(timeouts, transport=transport, tls=tls, network=network) for _ in range(count)
+        ]
         self._turn = 0
 
     def next(self) -> httpx2.AsyncClient:
@@ -101,19 +160,27 @@ def client(
     http2: bool = True,
     transport: httpx2.AsyncBaseTransport | None = None,
     tls: ssl.SSLContext | None = None,
+    network: Network = "stock",
 ) -> httpx2.AsyncClient:
     """One pooled upstream client (a gateway holds :data:`POOLS` of them, :class:`Clients`).
 
     No connection cap (each open stream holds one HTTP/1.1 connection; HTTP/2 shares
     them), keep-alive for reuse, no environment proxies or redirects: the gateway
-    forwards exactly where it was told, and a redirect goes back to the client.
+    forwards exactly where it was told, and a redirect goes back to the client. No
+    state from one request to the next: the cookie jar keeps nothing (:class:`NoCookies`),
+    and the client has no headers or auth of its own (auth from the upstream URL's
+    userinfo is applied to each request by httpx2, from the request's URL).
     ``transport`` replaces httpx2's own (a custom TLS setup, a recording tap); ``tls``
-    is the context to verify the upstream with (default: httpx2's). httpx2's own
-    transport runs on :class:`~railings.gateway.network.AsyncioBackend`.
+    is the context to verify the upstream with (default: httpx2's); ``network`` is
+    the backend of httpx2's own transport (:data:`NETWORKS`).
     """
+    if network not in NETWORKS:
+        raise ConfigurationError(f"network must be one of {', '.join(NETWORKS)}, not {network!r}")
     limits = httpx2.Limits(max_connections=None, max_keepalive_connections=256 // POOLS)
     verify = tls if tls is not None else httpx2.create_ssl_context(trust_env=False)
-    return httpx2.AsyncClient(
+    if transport is None and network == "asyncio":
+        transport = asyncio_transport(verify, http2=http2, limits=limits)
+    upstream = httpx2.AsyncClient(
         http2=http2,
         timeout=httpx2.Timeout(
             connect=timeouts.connect,
@@ -124,9 +191,23 @@ def client(
         limits=limits,
         follow_redirects=False,
         trust_env=False,
-        transport=transport or asyncio_transport(verify, http2=http2, limits=limits),
+        transport=transport,
         verify=verify,
+        cookies=NoCookies(),
     )
+    return upstream
+
+
+class NoCookies(CookieJar):
+    """A cookie jar that keeps nothing: a ``Set-Cookie`` answered to one client must never
+    go out with another's request. A client's own ``Cookie`` header is forwarded as it
+    came, like every other request header."""
+
+    def set_cookie(self, cookie: Cookie) -> None:
+        """Keep nothing."""
+
+    def extract_cookies(self, response: Any, request: Any) -> None:
+        """Keep nothing."""
 
 
 def asyncio_transport(
@@ -135,32 +216,61 @@ def asyncio_transport(
     """httpx2's transport with its httpcore2 pool on :class:`AsyncioBackend`.
 
     httpcore2's pool takes a ``network_backend``; httpx2's transport does not pass one
-    on, so the pool it built is replaced by the same pool with the backend. Should a
-    later httpx2 keep its pool elsewhere, the transport stays as httpx2 built it: the
-    same answers, on anyio (``tests/test_gateway_network.py`` notices). The pool is
-    rebuilt from the arguments this function takes only (no retries, local address,
-    Unix socket or socket options: the gateway sets none of them).
+    on, so the pool it built is replaced by the same pool with the backend. That uses a
+    private name of httpx2, so it is done only where :data:`ASYNCIO_VERIFIED` (the exact
+    versions the tests verified); elsewhere the transport stays as httpx2 built it, on
+    anyio, with a warning. The pool is rebuilt from the arguments this function takes
+    only (no retries, local address, Unix socket or socket options: the gateway sets
+    none of them).
     """
     transport = httpx2.AsyncHTTPTransport(verify=tls, http2=http2, limits=limits, trust_env=False)
-    if isinstance(getattr(transport, "_pool", None), httpcore2.AsyncConnectionPool):
-        transport._pool = httpcore2.AsyncConnectionPool(
-            ssl_context=tls,
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            http1=True,
-            http2=http2,
-            network_backend=AsyncioBackend(),
-        )
+    if not ASYNCIO_VERIFIED or not isinstance(
+        getattr(transport, "_pool", None), httpcore2.AsyncConnectionPool
+    ):
+        _unverified()
+        return transport
+    transport._pool = httpcore2.AsyncConnectionPool(
+        ssl_context=tls,
+        max_connections=limits.max_connections,
+        max_keepalive_connections=limits.max_keepalive_connections,
+        keepalive_expiry=limits.keepalive_expiry,
+        http1=True,
+        http2=http2,
+        network_backend=AsyncioBackend(),
+    )
     return transport
+
+
+@functools.cache
+def _unverified() -> None:
+    """Say once per process that the asyncio backend gave way to the stock one."""
+    log.warning(
+        "network 'asyncio' is verified with httpx2 and httpcore2 %s only: using 'stock'",
+        VERIFIED_VERSIONS["httpx2"],
+    )
+
+
+def hop_by_hop(raw: Iterable[tuple[bytes, bytes]]) -> frozenset[bytes]:
+    """The lower-case names not to forward from ``raw``: :data:`HOP_BY_HOP` and every
+    field its ``Connection`` headers name (RFC 9110 §7.6.1: ``Connection: close,
+    x-hop`` makes ``x-hop`` hop-by-hop)."""
+    named = [
+        token.strip().lower()
+        for name, value in raw
+        if name.lower() == b"connection"
+        for token in value.split(b",")
+    ]
+    return HOP_BY_HOP.union(t for t in named if t) if named else HOP_BY_HOP
 
 
 def request_headers(raw: Iterable[tuple[bytes, bytes]], *, watched: bool) -> RawHeaders:
     """The client's headers for the upstream, less the hop-by-hop ones."""
+    raw = list(raw)
+    drop = hop_by_hop(raw)
     out: RawHeaders = []
     for name, value in raw:
         lower = name.lower()
-        if lower in HOP_BY_HOP or (watched and lower == b"accept-encoding"):
+        if lower in drop or (watched and lower == b"accept-encoding"):
             continue
         out.append((name, value))
     if watched:
@@ -191,9 +301,12 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
 
 
 def response_headers(raw: Iterable[tuple[bytes, bytes]], *, keep_length: bool) -> RawHeaders:
-    """The upstream's response headers for the client."""
+    """The upstream's response headers for the client, less the hop-by-hop ones
+    (``content-length`` kept with ``keep_length``: it frames the very bytes relayed)."""
+    raw = list(raw)
+    drop = hop_by_hop(raw)
     return [
         (name.lower(), value)
         for name, value in raw
-        if name.lower() not in HOP_BY_HOP or (keep_length and name.lower() == b"content-length")
+        if name.lower() not in drop or (keep_length and name.lower() == b"content-length")
     ]
