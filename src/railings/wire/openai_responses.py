@@ -33,7 +33,7 @@ and by ``item_id`` (deltas carry both; the id is looked up first).
 * ``reasoning`` items: ``response.reasoning_summary_text.delta`` (OpenAI's
   summaries) and ``response.reasoning_text.delta`` (raw reasoning, e.g.
   gpt-oss through OpenRouter) are thinking. Encrypted reasoning content is
-  not text and is not surfaced here.
+  not text; the finished item is a :class:`BilledOutput` (billed: a cut is Partial).
 * Calls the client must act on (:data:`LOCAL_ITEMS`, see
   :mod:`railings.wire.responses_items`): ``function_call`` (arguments in
   ``response.function_call_arguments.delta``), ``custom_tool_call`` (freeform
@@ -69,6 +69,7 @@ from typing import Any
 
 from railings.errors import MalformedStream
 from railings.events import (
+    BilledOutput,
     CallType,
     RefusalDelta,
     ServerToolResult,
@@ -300,8 +301,10 @@ class OpenAIResponsesDecoder:
         if call is not None and isinstance(kind, str) and kind != call.item_type:
             call = None  # another item at a reused index: never close a call with it
         if call is None:
+            if kind in _PLAIN_ITEMS:  # billed, even hidden reasoning (railings.turn.billable)
+                return [BilledOutput(name=f"openai-responses:item:{kind}")]
             if not (kind in LOCAL_ITEMS or kind in SERVER_ITEMS):
-                return []  # a message or reasoning item, or one already counted as Unknown
+                return []  # an item already counted as Unknown when it was added
             call, start = self._start(item, output_index)  # done without added: start it now
             out.append(start)
         if not call.fed:

@@ -1,0 +1,205 @@
+"""The Empty table (railings.turn.billable): a turn cut short is Empty only when every
+event it received is known to carry nothing billable, on every wire of the corpus; and
+what the table says is what the reader, the client and replay do."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from _formats import CORPUS, manifest
+from _server import CannedServer, Reply, sse
+from railings import replay
+from railings.events import BilledOutput, StreamEvent, Unknown
+from railings.messages import User
+from railings.providers import Framing, spec
+from railings.sse_blocks import EventSplitter
+from railings.transport import AsyncProviderClient, ClientConfig, Timeouts, no_waits
+from railings.turn.billable import billable
+from railings.turn.model import Outcome
+from railings.turn.reader import StreamReader
+
+# Every capture of the corpus with its wire: the manifests spell two of the names longer.
+_WIRE = {"openai-chat": "openai", "anthropic-messages": "anthropic"}
+CAPTURES: list[tuple[str, Path]] = [
+    (_WIRE.get(row["provider"], row["provider"]), CORPUS / folder / row["file"])
+    for folder in ("real", "responses", "gemini", "ollama", "bedrock")
+    for row in manifest(folder)
+]
+_CUTS = 48  # cuts per capture: the first frames (where Empty turns Partial), then a sample
+
+
+def frame_ends(provider: str, body: bytes) -> list[int]:
+    """The offset just after each frame of ``body`` (SSE event, event-stream frame, line)."""
+    framing = spec(provider).framing
+    ends: list[int] = []
+    if framing is Framing.EVENTSTREAM:  # each frame opens with its total length
+        at = 0
+        while at + 4 <= len(body):
+            at += int.from_bytes(body[at : at + 4], "big")
+            ends.append(at)
+    elif framing is Framing.NDJSON:
+        ends = [i + 1 for i, byte in enumerate(body) if byte == 0x0A]
+    else:
+        at = 0
+        for block in EventSplitter().feed(body):
+            at += len(block)
+            ends.append(at)
+    return [end for end in ends if end <= len(body)]
+
+
+def cuts(provider: str, body: bytes) -> list[int]:
+    ends = [0, *frame_ends(provider, body)]
+    first, rest = ends[: _CUTS // 2], ends[_CUTS // 2 :]
+    rng = random.Random(len(body))
+    return first + sorted(rng.sample(rest, min(len(rest), _CUTS - len(first))))
+
+
+def read(provider: str, body: bytes) -> tuple[list[StreamEvent], Outcome]:
+    reader = StreamReader(provider)
+    events = reader.feed(body) if body else []
+    events += reader.close()
+    return events, reader.turn().outcome
+
+
+@pytest.mark.parametrize(
+    ("provider", "path"), CAPTURES, ids=[f"{p}:{path.name}" for p, path in CAPTURES]
+)
+def test_a_cut_is_empty_iff_every_event_before_it_is_known_to_carry_nothing(
+    provider: str, path: Path
+) -> None:
+    body = path.read_bytes()
+    assert frame_ends(provider, body), "the capture was cut into frames"
+    for cut in cuts(provider, body):
+        events, outcome = read(provider, body[:cut])
+        if outcome is Outcome.COMPLETE:
+            continue
+        nothing = not any(billable(e) for e in events)
+        assert (outcome is Outcome.EMPTY) == nothing, (cut, outcome, events)
+
+
+def test_the_corpus_covers_every_wire() -> None:
+    assert {provider for provider, _ in CAPTURES} == {
+        "openai",
+        "anthropic",
+        "openai-responses",
+        "gemini",
+        "bedrock",
+        "ollama",
+    }
+
+
+# -- named cuts ----------------------------------------------------------------------------
+
+
+def responses_event(kind: str, number: int, **fields: Any) -> bytes:
+    return sse({"type": kind, "sequence_number": number, **fields}, event=kind)
+
+
+REASONING = {
+    "id": "rs_1",
+    "type": "reasoning",
+    "summary": [],
+    "encrypted_content": "gAAAAB-hidden-reasoning",
+}
+REASONING_THEN_CUT = [
+    responses_event("response.created", 0, response={"id": "resp_1", "model": "gpt-5"}),
+    responses_event("response.in_progress", 1, response={"id": "resp_1"}),
+    responses_event(
+        "response.output_item.added",
+        2,
+        output_index=0,
+        item={**REASONING, "encrypted_content": None},
+    ),
+    responses_event("response.output_item.done", 3, output_index=0, item=REASONING),
+]
+
+
+def test_responses_cut_after_a_finished_reasoning_item_is_partial() -> None:
+    body = b"".join(REASONING_THEN_CUT)
+    result = replay(body, provider="openai-responses")
+    assert result.turn.outcome is Outcome.PARTIAL
+    # Before the item finished, nothing billable had arrived: that cut is Empty.
+    before = replay(b"".join(REASONING_THEN_CUT[:3]), provider="openai-responses")
+    assert before.turn.outcome is Outcome.EMPTY
+
+
+def test_the_finished_reasoning_item_is_reported_as_billed_output() -> None:
+    reader = StreamReader("openai-responses")
+    events = reader.feed(b"".join(REASONING_THEN_CUT))
+    assert BilledOutput(name="openai-responses:item:reasoning") in events
+    assert reader.content  # the gateway's judge reads this attribute
+
+
+def test_the_client_does_not_resend_a_cut_after_reasoning() -> None:
+    async def go(server: CannedServer) -> Outcome:
+        cfg = ClientConfig(
+            provider="openai-responses",
+            model="m",
+            max_tokens=64,
+            base_url=server.openai_base_url,
+            api_key="sk-test",
+            timeouts=Timeouts(connect=2.0, first_byte=5.0, idle=2.0),
+        )
+        async with AsyncProviderClient(cfg) as client:
+            stream = client.stream_turn([User("hi")])
+            async for _ in stream:
+                pass
+            return stream.turn.outcome
+
+    with CannedServer() as server, no_waits():
+        server.push(Reply(chunks=REASONING_THEN_CUT, end="close", framing="close"))
+        server.push(Reply(chunks=REASONING_THEN_CUT, end="close", framing="close"))
+        outcome = asyncio.run(go(server))
+        assert outcome is Outcome.PARTIAL
+        assert len(server.requests) == 1  # the reasoning was billed once, not twice
+
+
+def test_an_unknown_line_before_a_cut_is_partial() -> None:
+    # An Ollama /api/generate line: its text is in "response", a key /api/chat lacks.
+    line = {"model": "m", "created_at": "2026-01-01T00:00:00Z", "response": "Hi", "done": False}
+    body = json.dumps(line).encode() + b"\n"
+    result = replay(body, provider="ollama")
+    assert result.turn.outcome is Outcome.PARTIAL
+
+
+def test_an_unknown_event_type_before_a_cut_is_partial() -> None:
+    body = sse({"type": "content_block_future", "index": 0}, event="content_block_future")
+    reader = StreamReader("anthropic")
+    events = reader.feed(body) + reader.close()
+    assert any(isinstance(e, Unknown) for e in events)
+    assert reader.turn().outcome is Outcome.PARTIAL
+
+
+def test_a_finish_reason_without_done_is_partial_even_without_text() -> None:
+    # A reasoning model that spent its budget on hidden reasoning (real capture, cut
+    # before its usage chunk and [DONE]): the reasoning was billed.
+    body = (CORPUS / "real" / "openai" / "gpt5mini_length_reasoning_only.sse").read_bytes()
+    first_two = b"\n\n".join(body.split(b"\n\n")[:2]) + b"\n\n"
+    assert replay(first_two, provider="openai").turn.outcome is Outcome.PARTIAL
+    role_only = body.split(b"\n\n")[0] + b"\n\n"
+    assert replay(role_only, provider="openai").turn.outcome is Outcome.EMPTY
+
+
+@pytest.mark.parametrize(
+    ("provider", "body"),
+    [
+        (
+            "anthropic",
+            sse({"type": "message_start", "message": {"id": "m", "model": "c"}}, "message_start")
+            + sse({"type": "ping"}, "ping")
+            + sse(
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}},
+                "content_block_start",
+            ),
+        ),
+        ("openai", sse({"id": "c", "choices": [{"index": 0, "delta": {"role": "assistant"}}]})),
+    ],
+)
+def test_known_nothing_before_a_cut_is_empty(provider: str, body: bytes) -> None:
+    assert replay(body, provider=provider).turn.outcome is Outcome.EMPTY
