@@ -442,12 +442,15 @@ def test_parallel_calls_are_keyed_by_item_id_then_output_index() -> None:
     assert result.turn.stop_reason == "tool_use"
 
 
-def test_completed_turn_at_the_limit_is_not_truncated() -> None:
-    """A cut arrives as response.incomplete; completed at the limit is a finished turn."""
+def test_completed_turn_at_the_limit_runs_a_call_that_parses() -> None:
+    """``completed`` is kept as the stop reason; billed output at the limit still marks the
+    turn truncated (servers say ``completed`` or ``tool_calls`` for cut turns), which
+    refuses only calls that cannot prove themselves whole: this one parses, and runs."""
     body = created() + function_call(['{"command": "ls"}']) + terminal(usage=(10, 64))
     result = three_ways(body, max_tokens=64)
     assert result.turn.stop_reason == "tool_use" and result.turn.stop_reason_source == "wire"
-    assert not result.turn.truncated and result.verdicts[0].execute
+    assert result.turn.truncated and result.verdicts[0].execute
+    assert not three_ways(body, max_tokens=65).turn.truncated
 
 
 def test_provider_run_calls_are_kept_and_never_dispatched() -> None:

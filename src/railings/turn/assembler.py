@@ -253,9 +253,16 @@ class TurnAssembler:
             stop_reason=stop_reason,
             stop_reason_wire=stop_wire,
             stop_reason_source=source,
-            truncated=is_truncated(stop_reason, self.service, self.exemptions),
+            truncated=is_truncated(
+                stop_reason,
+                self.service,
+                self.exemptions,
+                output_tokens=self._output_tokens,
+                max_tokens=self.max_tokens,
+            ),
             error=self._error,
             message_id=self._message_id,
             model=self._model,
             unknown_events=self._unknown,
+            max_tokens=self.max_tokens,
         )
