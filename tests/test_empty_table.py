@@ -160,6 +160,29 @@ def test_the_client_does_not_resend_a_cut_after_reasoning() -> None:
         assert len(server.requests) == 1  # the reasoning was billed once, not twice
 
 
+def test_the_guard_marks_a_cut_after_reasoning_partial() -> None:
+    import httpx2
+    import openai
+
+    from railings import guard
+
+    with CannedServer() as server:
+        server.push(Reply(chunks=REASONING_THEN_CUT, end="reset"))
+        http = httpx2.Client(transport=guard.transport())
+        client = openai.OpenAI(
+            api_key="sk-test", base_url=server.openai_base_url, http_client=http, max_retries=0
+        )
+        with (
+            client,
+            pytest.raises(openai.APIConnectionError) as raised,
+            client.responses.create(model="m", input="hi", stream=True) as stream,
+        ):
+            for _ in stream:
+                pass
+    cause = guard.interruption(raised.value)
+    assert cause is not None and not cause.empty and not cause.retryable
+
+
 def test_an_unknown_line_before_a_cut_is_partial() -> None:
     # An Ollama /api/generate line: its text is in "response", a key /api/chat lacks.
     line = {"model": "m", "created_at": "2026-01-01T00:00:00Z", "response": "Hi", "done": False}
