@@ -23,15 +23,15 @@ event                                  billable  why
 ``ThinkingDelta``                      yes       reasoning text, a signature or redacted
                                                  (encrypted) reasoning: all billed output;
                                                  only one with all three empty is not
-``ToolCallStart``, ``ToolArgumentsDelta``  yes   a call, local or provider-run
+``ToolCallStart``                      yes       a call, local or provider-run
+``ToolArgumentsDelta``                 yes       a call's arguments
 ``ToolCallEnd``                        yes       closes a call (never seen without one)
 ``ServerToolResult``                   yes       provider-run tool activity
 ``OutputItems``                        yes       the finished output items (unless none)
 ``StopReason``                         yes       the model finished generating: whatever it
                                                  wrote was billed, hidden reasoning included
-                                                 (a cut between ``finish_reason: length`` and
-                                                 ``[DONE]`` of a reasoning model: 50 hidden
-                                                 reasoning tokens in the corpus)
+                                                 (a reasoning model's ``finish_reason:
+                                                 length`` with no text before it)
 ``BilledOutput``                       yes       billed output the turn keeps nothing of
 ``Unknown``                            yes       an event railings does not know may carry
                                                  output (an Ollama ``/api/generate`` line,
