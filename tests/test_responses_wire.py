@@ -277,9 +277,10 @@ def test_function_call_capture_decodes_to_the_expected_events() -> None:
     assert events[0] == MessageStart(
         id="resp_68d9303e0ef4819e9abaed38fac5de4f03aa6e5a972b3b23", model="gpt-5-2025-08-07"
     )
-    # The hidden reasoning came first: billed, kept nowhere (the Empty table).
-    assert events[1] == BilledOutput(name="openai-responses:item:reasoning")
-    assert events[2] == ToolCallStart(
+    # The hidden reasoning came first, encrypted when its item opened and when it finished:
+    # billed, kept nowhere (the Empty table).
+    assert events[1] == events[2] == BilledOutput(name="openai-responses:item:reasoning")
+    assert events[3] == ToolCallStart(
         index=0, id="call_5dp5Uj0Loqn1YcyIpqSq6sLX", name="get_weather"
     )
     fragments = [e.fragment for e in events if isinstance(e, ToolArgumentsDelta)]

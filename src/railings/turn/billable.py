@@ -41,12 +41,13 @@ event                                  billable  why
 What the wires send that the decoders read past as no event at all, and so is known
 to carry nothing billable: SSE comments and Anthropic ``ping`` (keep-alives), a role-only
 or empty Chat delta, Responses ``response.in_progress`` / ``queued``, the opening of an
-empty output item or content part (``output_item.added`` of a message or reasoning item,
-``content_part.added``, an empty Anthropic text or thinking block start, an empty
-Bedrock ``contentBlockStart``), the snapshots that repeat streamed deltas (``*.done``)
-and the progress notices of a call already started. Whatever carries output that the
-turn does not keep is emitted as :class:`BilledOutput`: a finished Responses item that
-is no call (``reasoning`` above all), OpenRouter's ``reasoning_details``, Anthropic's
+empty output item or content part (``output_item.added`` of a message or reasoning item
+with nothing in it yet, ``content_part.added``, an empty Anthropic text or thinking block
+start, an empty Bedrock ``contentBlockStart``), the end of a block, the snapshots that
+repeat streamed deltas (``*.done``) and the progress notices of an item. Whatever carries
+output that the turn does not keep is emitted as :class:`BilledOutput`: a Responses
+reasoning item that opens with its encrypted content, a finished Responses item that is
+no call (``reasoning`` above all), OpenRouter's ``reasoning_details``, Anthropic's
 ``citations_delta`` and Bedrock's ``citation`` delta.
 """
 

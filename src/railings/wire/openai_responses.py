@@ -105,9 +105,10 @@ __all__ = [
 # before the colon would be escaped.
 SEQUENCE_NUMBER = re.compile(rb'"sequence_number"[ \t]*:[ \t]*(\d+)')
 
-# Items whose content arrives as deltas (message, reasoning) or that carry nothing a
-# turn needs (the MCP server's tool listing).
+# Items whose content arrives as deltas (message, reasoning) or that carry nothing a turn
+# needs (the MCP server's tool listing), and the fields each holds once written.
 _PLAIN_ITEMS = frozenset({"message", "reasoning", "mcp_list_tools"})
+_ITEM_CONTENT = ("content", "summary", "encrypted_content", "tools")
 
 # Known events with nothing for the turn: lifecycle and progress notices, the `.done`
 # snapshots that repeat what the deltas already gave, annotations, partial images.
@@ -251,8 +252,9 @@ class OpenAIResponsesDecoder:
             return [Unknown(name="openai-responses:response.output_item.added")]
         kind = item.get("type")
         if not isinstance(kind, str) or not (kind in LOCAL_ITEMS or kind in SERVER_ITEMS):
-            if kind in _PLAIN_ITEMS:
-                return []
+            if kind in _PLAIN_ITEMS:  # empty when it opens, but reasoning may come encrypted
+                billed: list[StreamEvent] = [BilledOutput(name=f"openai-responses:item:{kind}")]
+                return billed if any(item.get(k) for k in _ITEM_CONTENT) else []
             return [Unknown(name=f"openai-responses:item:{kind}")]
         return [self._start(item, as_int(obj.get("output_index")))[1]]
 
