@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from railings import MalformedStream, Outcome, RejectReason, Termination, replay, to_json
 from railings.events import (
+    BilledOutput,
     MessageStart,
     OutputItems,
     ProviderErrorEvent,
@@ -276,7 +277,10 @@ def test_function_call_capture_decodes_to_the_expected_events() -> None:
     assert events[0] == MessageStart(
         id="resp_68d9303e0ef4819e9abaed38fac5de4f03aa6e5a972b3b23", model="gpt-5-2025-08-07"
     )
-    assert events[1] == ToolCallStart(
+    # The hidden reasoning came first, encrypted when its item opened and when it finished:
+    # billed, kept nowhere (the Empty table).
+    assert events[1] == events[2] == BilledOutput(name="openai-responses:item:reasoning")
+    assert events[3] == ToolCallStart(
         index=0, id="call_5dp5Uj0Loqn1YcyIpqSq6sLX", name="get_weather"
     )
     fragments = [e.fragment for e in events if isinstance(e, ToolArgumentsDelta)]
@@ -439,12 +443,15 @@ def test_parallel_calls_are_keyed_by_item_id_then_output_index() -> None:
     assert result.turn.stop_reason == "tool_use"
 
 
-def test_completed_turn_at_the_limit_is_not_truncated() -> None:
-    """A cut arrives as response.incomplete; completed at the limit is a finished turn."""
+def test_completed_turn_at_the_limit_runs_a_call_that_parses() -> None:
+    """``completed`` is kept as the stop reason; billed output at the limit still marks the
+    turn truncated (servers say ``completed`` or ``tool_calls`` for cut turns), which
+    refuses only calls that cannot prove themselves whole: this one parses, and runs."""
     body = created() + function_call(['{"command": "ls"}']) + terminal(usage=(10, 64))
     result = three_ways(body, max_tokens=64)
     assert result.turn.stop_reason == "tool_use" and result.turn.stop_reason_source == "wire"
-    assert not result.turn.truncated and result.verdicts[0].execute
+    assert result.turn.truncated and result.verdicts[0].execute
+    assert not three_ways(body, max_tokens=65).turn.truncated
 
 
 def test_provider_run_calls_are_kept_and_never_dispatched() -> None:

@@ -24,6 +24,7 @@ from _formats import (
 from railings.classify import class_for_provider_type
 from railings.errors import MalformedStream
 from railings.events import (
+    BilledOutput,
     MessageStart,
     ProviderErrorEvent,
     StopReason,
@@ -168,6 +169,7 @@ def test_the_frame_decoding_table() -> None:
         MessageStart(id="", model=""),
         ThinkingDelta(text="hm"),
         ThinkingDelta(text="", signature="sig"),
+        BilledOutput(name="bedrock:delta:citation"),
         Unknown(name="bedrock:delta:image"),
         ToolCallStart(index=0, id="t1", name="f"),
         ToolArgumentsDelta(index=0, fragment='{"a":'),

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 __all__ = [
+    "BilledOutput",
     "CallType",
     "MessageStart",
     "OutputItems",
@@ -192,6 +193,18 @@ class ProviderErrorEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class BilledOutput:
+    """Output the provider bills that the turn keeps nothing of: a finished Responses
+    ``reasoning`` item (hidden reasoning, its summary streamed apart if at all),
+    OpenRouter's structured ``reasoning_details`` (encrypted reasoning among them), a
+    citation. ``name`` says which (``openai-responses:item:reasoning``). It carries no
+    content; it is there so that a turn cut after it is Partial, never resent
+    (:mod:`railings.turn.billable`, the Empty table)."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Unknown:
     """An event or delta type this version does not know; counted, never fatal."""
 
@@ -212,5 +225,6 @@ StreamEvent = (
     | StopReason
     | TerminationProof
     | ProviderErrorEvent
+    | BilledOutput
     | Unknown
 )

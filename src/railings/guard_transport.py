@@ -13,7 +13,6 @@ only builds the wrapping.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from types import TracebackType
 from typing import Self
@@ -26,6 +25,7 @@ from railings.transport.coding import Unreadable, codings
 from railings.transport.config import provider_for_path
 from railings.transport.guarded import AsyncGuardStream, GuardStream
 from railings.transport.watch import StreamWatch
+from railings.turn.limit import limit_in_body
 
 __all__ = [
     "DEFAULT_CONTENT_IDLE",
@@ -74,22 +74,9 @@ def _max_tokens(request: httpx2.Request) -> int | None:
         content = request.content
     except httpx2.RequestNotRead:
         return None
-    if not content or len(content) > _MAX_PARSED_REQUEST:
-        return None
-    try:
-        body = json.loads(content)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    if not isinstance(body, dict):
-        return None
-    for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
-        value = body.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    return None
+    return limit_in_body(content)  # every wire's spelling (railings.turn.limit)
 
 
-_MAX_PARSED_REQUEST = 8 * 2**20
 _ASKED = ("gzip", "deflate")  # what the guard reads, so what it lets a watched request ask for
 
 

@@ -52,7 +52,9 @@ def replay(
     choice: int = 0,
 ) -> Replay:
     """Feed ``body`` (whole, or ``chunk_size`` bytes at a time) and judge the turn
-    (``choice``: which Chat Completions choice, for ``n`` > 1)."""
+    (``choice``: which Chat Completions choice, for ``n`` > 1). ``max_tokens``: the
+    output limit the request was sent with; billed output that reached it truncates the
+    turn whatever its stop reason, and a missing stop reason is derived from it."""
     reader = StreamReader(
         provider,
         max_tokens=max_tokens,

@@ -66,7 +66,9 @@ __all__ = ["inspect"]
 
 
 def inspect(obj: Any, *, max_tokens: int | None = None, service: str | None = None) -> Replay:
-    """The turn verdict for an SDK response object (see the module docstring)."""
+    """The turn verdict for an SDK response object (see the module docstring).
+    ``max_tokens``: the output limit the request was sent with; billed output that
+    reached it truncates the turn whatever its stop reason (docs/verdicts.md)."""
     other = _is_other_format(obj)
     if other is not None:
         return _judged(*other, max_tokens=max_tokens, service=service)

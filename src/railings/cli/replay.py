@@ -13,7 +13,7 @@ from rich.markup import escape
 from railings.cli._common import UsageError, console, positive
 from railings.providers import NAMES
 from railings.replay import Replay, replay, to_json
-from railings.turn.verdict import CallVerdict, RejectReason
+from railings.turn.verdict import CallVerdict, RejectReason, cut_at_limit
 
 __all__ = ["register", "run"]
 
@@ -55,7 +55,10 @@ def register(commands: Any) -> None:
         "--max-tokens",
         type=positive,
         metavar="N",
-        help="the max_tokens the request was sent with (lets a missing stop reason be derived)",
+        help=(
+            "the max_tokens the request was sent with: billed output that reaches it is"
+            " truncation, whatever the stop reason (and a missing stop reason is derived)"
+        ),
     )
     parser.add_argument(
         "--chunk-size",
@@ -158,6 +161,9 @@ def _summary(result: Replay) -> None:
         line += " (derived: the stream carried none)"
     if turn.truncated:
         line += "  [red]TRUNCATED by the output limit[/]"
+        limit = cut_at_limit(turn)
+        if limit is not None:  # the stop reason said otherwise: say why
+            line += f" (billed output reached the limit of {limit} tokens)"
     out.print(line)
     if turn.usage:
         out.print(f"usage: {turn.usage.input_tokens} in, {turn.usage.output_tokens} out")

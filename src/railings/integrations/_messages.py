@@ -111,9 +111,11 @@ def inspect_message(
     return Replay(turn, judge(turn))
 
 
-def verdict_for(message: Any, call_id: str) -> CallVerdict | None:
-    """railings' verdict for the call ``call_id`` of ``message``, or None if it has none."""
-    for verdict in inspect_message(message).verdicts:
+def verdict_for(message: Any, call_id: str, *, max_tokens: int | None = None) -> CallVerdict | None:
+    """railings' verdict for the call ``call_id`` of ``message``, or None if it has none;
+    ``max_tokens``: the request's output limit (billed output that reached it is
+    truncation, whatever the stop reason)."""
+    for verdict in inspect_message(message, max_tokens=max_tokens).verdicts:
         if verdict.call.id == call_id:
             return verdict
     return None

@@ -48,17 +48,21 @@ __all__ = ["TruncationGuard", "inspect_message"]
 
 
 class TruncationGuard(AgentMiddleware):
-    """Middleware that keeps a turn cut at the output limit from running its cut calls."""
+    """Middleware that keeps a turn cut at the output limit from running its cut calls.
 
-    def __init__(self) -> None:
+    ``max_tokens``: the output limit the model is called with; a message whose billed
+    output reached it was cut, whatever its stop reason says."""
+
+    def __init__(self, *, max_tokens: int | None = None) -> None:
         super().__init__()
-        self._gate = TruncationGate()
+        self.max_tokens = max_tokens
+        self._gate = TruncationGate(max_tokens=max_tokens)
 
     @hook_config(can_jump_to=["model"])
     def after_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Answer each call railings rejects in the latest AI message with its notice; when
         no call is left for the tools, jump back to the model. None: nothing rejected."""
-        notices: list[ToolMessage] = resend_notices(state)["messages"]
+        notices: list[ToolMessage] = resend_notices(state, max_tokens=self.max_tokens)["messages"]
         if not notices:
             return None
         update: dict[str, Any] = {"messages": notices}

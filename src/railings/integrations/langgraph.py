@@ -92,17 +92,22 @@ class TruncationGate:
     """A LangGraph ``ToolCallWrapper`` that runs a call only if railings' verdict allows it.
 
     Use the instance as ``wrap_tool_call`` and its :meth:`acall` as ``awrap_tool_call``.
-    ``messages_key`` is the state key of the message list (``ToolNode``'s own argument).
+    ``messages_key`` is the state key of the message list (``ToolNode``'s own argument);
+    ``max_tokens`` the output limit the model is called with: a message whose billed
+    output reached it was cut, whatever its stop reason says.
     """
 
-    def __init__(self, messages_key: str = "messages") -> None:
+    def __init__(self, messages_key: str = "messages", *, max_tokens: int | None = None) -> None:
         self.messages_key = messages_key
+        self.max_tokens = max_tokens
 
     def verdict(self, request: ToolCallRequest) -> CallVerdict | None:
         """railings' verdict for the request's call; None when its message is not in the state."""
         call_id = str(request.tool_call.get("id") or "")
         message = find_message(messages_of(request.state, self.messages_key), call_id)
-        return None if message is None else verdict_for(message, call_id)
+        if message is None:
+            return None
+        return verdict_for(message, call_id, max_tokens=self.max_tokens)
 
     def rejection(self, request: ToolCallRequest) -> ToolMessage | None:
         """The notice message for a rejected call, or None for a call that may run."""
@@ -133,7 +138,8 @@ class GuardedToolNode(ToolNode):
 
     A ``wrap_tool_call`` / ``awrap_tool_call`` passed here runs inside the gate: a
     rejected call never reaches it. With only a sync wrapper, LangGraph runs it for
-    async invocations too, as a plain ``ToolNode`` does.
+    async invocations too, as a plain ``ToolNode`` does. ``max_tokens``: the output
+    limit the model is called with (see :class:`TruncationGate`).
     """
 
     def __init__(
@@ -143,9 +149,10 @@ class GuardedToolNode(ToolNode):
         messages_key: str = "messages",
         wrap_tool_call: Wrapper | None = None,
         awrap_tool_call: AsyncWrapper | None = None,
+        max_tokens: int | None = None,
         **kwargs: Any,
     ) -> None:
-        gate = TruncationGate(messages_key)
+        gate = TruncationGate(messages_key, max_tokens=max_tokens)
         inner, ainner = wrap_tool_call, awrap_tool_call
 
         def wrap(request: ToolCallRequest, execute: Execute) -> Result:
@@ -174,11 +181,15 @@ class GuardedToolNode(ToolNode):
         )
 
 
-def resend_notices(state: Any, *, messages_key: str = "messages") -> dict[str, list[ToolMessage]]:
+def resend_notices(
+    state: Any, *, messages_key: str = "messages", max_tokens: int | None = None
+) -> dict[str, list[ToolMessage]]:
     """A ``post_model_hook``: answer each call railings rejects in the latest AI message
     with its notice, so the agent loops back to the model instead of stopping.
 
     Calls already answered are left alone; calls railings allows are left to the tools.
+    ``max_tokens``: the model's output limit (``functools.partial(resend_notices,
+    max_tokens=...)``), see :class:`TruncationGate`.
     """
     messages = messages_of(state, messages_key)
     latest = next((m for m in reversed(messages) if getattr(m, "type", None) == "ai"), None)
@@ -190,7 +201,7 @@ def resend_notices(state: Any, *, messages_key: str = "messages") -> dict[str, l
     return {
         messages_key: [
             notice_message(verdict)
-            for verdict in inspect_message(latest).verdicts
+            for verdict in inspect_message(latest, max_tokens=max_tokens).verdicts
             if not verdict.execute and verdict.call.id not in answered
         ]
     }

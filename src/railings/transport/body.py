@@ -63,12 +63,18 @@ class Body:
         "reader",
     )
 
-    def __init__(self, config: ClientConfig, deadline: float | None, *, keep: int) -> None:
+    def __init__(
+        self,
+        config: ClientConfig,
+        deadline: float | None,
+        *,
+        keep: int,
+        max_tokens: int | None = None,
+    ) -> None:
         self._config = config
         self._deadline = deadline
-        self.reader = StreamReader(
-            config.provider, max_tokens=config.max_tokens, service=config.service
-        )
+        # ``max_tokens``: the limit of the request as sent, which the verdict reads.
+        self.reader = StreamReader(config.provider, max_tokens=max_tokens, service=config.service)
         self._meter = TurnMeter(config.limits, config.max_tokens)
         self._received: list[bytes] = []
         self._room = keep  # the bytes of the body an error may carry

@@ -63,6 +63,7 @@ from railings.transport.machine import (
 from railings.transport.shards import pooled
 from railings.transport.stream import TurnStream
 from railings.transport.tracing import traced
+from railings.turn.limit import requested_limit
 
 __all__ = ["AsyncProviderClient", "TransportFactory"]
 
@@ -228,12 +229,16 @@ class AsyncProviderClient:
             machine.begin()
             use_h2 = self._use_http2()
             try:
-                response, deadline = await self._open(self._body(messages, tools), use_h2)
+                request = self._body(messages, tools)
+                response, deadline = await self._open(request, use_h2)
             except RailingsError as exc:
                 result: AttemptOutcome = Empty(error=exc, over_http2=self._maybe_h2(use_h2, None))
             else:
                 machine.responded(response.http_version)
-                body = Body(self.config, deadline, keep=_RECEIVED_LIMIT)
+                # The limit the request carries (extra_body may set it): the verdict reads
+                # billed output that reached it as truncation (railings.turn.limit).
+                limit = requested_limit(request)
+                body = Body(self.config, deadline, keep=_RECEIVED_LIMIT, max_tokens=limit)
                 chunks = _body_chunks(response)
                 watch = GapWatch()
                 try:

@@ -11,17 +11,20 @@ upstream (see :mod:`railings.events`).
 Truncation is sticky. A turn may carry several stop reasons (a Chat chunk with
 ``finish_reason: "length"`` and a later one with ``"stop"``); an output-limit stop
 seen anywhere wins, whatever follows it: the output was cut, and a later "stop"
-cannot make the cut call whole again.
+cannot make the cut call whole again. Billed output that reached the request's
+``max_tokens`` truncates the turn as well, whatever stop reason the wire claims
+(:func:`~railings.turn.stop_reason.is_truncated`; the limit is kept in the turn).
 
 Usage may follow the proof (Bedrock's ``metadata`` event comes after ``messageStop``):
 a :class:`UsageUpdate` after a clean end is still kept; anything else after the end
 is ignored, and usage alone never proves an end.
 
-What counts as content (for Empty / Partial): a non-empty text, thinking or
-refusal delta, redacted thinking, or any tool-call start or argument fragment.
-A delta whose text is the empty string -- OpenAI's first chunk,
-``{"role": "assistant", "content": ""}`` -- is *not* content: a stream cut
-right after it received nothing billable and is Empty, so it is resent.
+What counts as content (for Empty / Partial) is the Empty table's to say
+(:func:`railings.turn.billable.billable`): every event counts unless it is known to
+carry nothing billable. A delta whose text is the empty string -- OpenAI's first
+chunk, ``{"role": "assistant", "content": ""}`` -- is *not* content: a stream cut
+right after it received nothing billable and is Empty, so it is resent; a cut after
+an event railings does not know, or after a stop reason, is Partial.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from railings.events import (
     UsageUpdate,
 )
 from railings.redact import redact
+from railings.turn.billable import billable
 from railings.turn.model import ErrorKind, Outcome, Termination, Turn, TurnError, Usage
 from railings.turn.parts import Part
 from railings.turn.parts_manager import PartsManager
@@ -92,7 +96,7 @@ class TurnAssembler:
         self._message_id = ""
         self._model = ""
         self._unknown = 0
-        self.content = False  # True once any content delta arrived (see module docstring)
+        self.content = False  # True once a billable event arrived (see module docstring)
 
     # -- feeding -------------------------------------------------------------------------
 
@@ -137,6 +141,8 @@ class TurnAssembler:
             if isinstance(event, UsageUpdate) and state is State.TERMINATED_CLEANLY:
                 self._usage(event)
             return
+        if not self.content and billable(event):
+            self.content = True  # the Empty table: see the module docstring
         match event:
             case TextDelta(text=text):
                 if text:
@@ -145,23 +151,16 @@ class TurnAssembler:
                         self._parts.text(text)
                     else:
                         pieces.append(text)
-                    self.content = True
             case ToolArgumentsDelta(index=index, fragment=fragment, parsed=parsed):
-                if self._parts.call_arguments(index, fragment, parsed):
-                    self.content = True
-                else:
+                if not self._parts.call_arguments(index, fragment, parsed):
                     self._unknown += 1
             case ThinkingDelta(text=text, signature=signature, redacted=redacted):
-                if text or redacted:
-                    self.content = True
                 self._parts.thinking(text, signature, redacted)
             case RefusalDelta(text=text):
                 if text:
                     self._parts.text(text, refusal=True)
-                    self.content = True
             case ToolCallStart():
                 self._parts.call_start(event)
-                self.content = True
             case ToolCallEnd(index=index):
                 self._parts.call_end(index)
             case ServerToolResult():
@@ -262,9 +261,16 @@ class TurnAssembler:
             stop_reason=stop_reason,
             stop_reason_wire=stop_wire,
             stop_reason_source=source,
-            truncated=is_truncated(stop_reason, self.service, self.exemptions),
+            truncated=is_truncated(
+                stop_reason,
+                self.service,
+                self.exemptions,
+                output_tokens=self._output_tokens,
+                max_tokens=self.max_tokens,
+            ),
             error=self._error,
             message_id=self._message_id,
             model=self._model,
             unknown_events=self._unknown,
+            max_tokens=self.max_tokens,
         )

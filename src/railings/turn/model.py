@@ -96,6 +96,8 @@ class Turn:
     ``stop_reason`` is a :class:`Stop` for every spelling the stop-reason table knows,
     and an unknown wire spelling lowercased as is; ``stop_reason_source`` says whether
     the wire said it or railings derived it (``None`` when the turn has no stop reason).
+    ``truncated`` is True when the output limit cut the turn: an output-limit stop, or
+    billed output that reached ``max_tokens`` (the request's limit) whatever the stop.
     """
 
     provider: str
@@ -111,6 +113,7 @@ class Turn:
     message_id: str = ""
     model: str = ""
     unknown_events: int = 0
+    max_tokens: int | None = None  # the request's output limit, when the reader was told it
 
     @property
     def complete(self) -> bool:

@@ -48,6 +48,8 @@ from __future__ import annotations
 from collections.abc import Set
 from enum import StrEnum
 
+from railings.turn.limit import reached_limit
+
 __all__ = [
     "DEFAULT_EXEMPTIONS",
     "MAX_TOKENS",
@@ -148,7 +150,7 @@ def derive_stop_reason(
     ``max_tokens``: harmless, because the gate only rejects calls whose arguments
     do not parse.
     """
-    if max_tokens and max_tokens > 0 and output_tokens is not None and output_tokens >= max_tokens:
+    if reached_limit(output_tokens, max_tokens):
         return Stop.MAX_TOKENS
     if saw_tool_use:
         return Stop.TOOL_USE
@@ -156,9 +158,17 @@ def derive_stop_reason(
 
 
 def is_truncated(
-    stop_reason: str | None, service: str | None, exemptions: Set[str] = DEFAULT_EXEMPTIONS
+    stop_reason: str | None,
+    service: str | None,
+    exemptions: Set[str] = DEFAULT_EXEMPTIONS,
+    *,
+    output_tokens: int | None = None,
+    max_tokens: int | None = None,
 ) -> bool:
-    """True when the turn was cut by the output limit and its service is not exempt."""
-    if stop_reason != MAX_TOKENS:
+    """True when the output limit cut the turn and its service is not exempt: the stop
+    reason says so, or the billed output reached the requested limit whatever the stop
+    reason says (:func:`railings.turn.limit.reached_limit`: servers report ``tool_calls``
+    for turns ``max_tokens`` cut)."""
+    if stop_reason != MAX_TOKENS and not reached_limit(output_tokens, max_tokens):
         return False
     return not (service is not None and service.lower() in exemptions)

@@ -9,8 +9,10 @@ The order is the rule (truncation before repair; no proof, no execution):
    ``MALFORMED_FUNCTION_CALL`` ...) -> **reject, malformed**, every call of the
    turn: the provider's own word outranks arguments that happen to parse, and no
    call of a botched step is the model's intended action.
-2. The turn is truncated (an output-limit stop seen anywhere in the turn, service
-   not exempt) and the call's completeness cannot be proven from raw text ->
+2. The turn is truncated (an output-limit stop seen anywhere in the turn, or billed
+   output that reached the request's limit whatever stop reason the wire claims --
+   servers report ``tool_calls`` for turns ``max_tokens`` cut; service not exempt)
+   and the call's completeness cannot be proven from raw text ->
    **reject, truncated**, *every* such call of the turn, not only the last. A
    call is provable only when its arguments are JSON text the model wrote
    (:attr:`~railings.turn.model.ToolCall.provable`); arguments that arrived
@@ -51,6 +53,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
+from railings.turn.limit import reached_limit
 from railings.turn.model import Termination, ToolCall, Turn
 from railings.turn.repair import RepairPolicy, Rung, parse_arguments
 from railings.turn.stop_reason import Stop
@@ -60,6 +63,7 @@ __all__ = [
     "CallVerdict",
     "RejectReason",
     "Verdict",
+    "cut_at_limit",
     "interrupted_notice",
     "judge",
     "judge_call",
@@ -140,10 +144,14 @@ MALFORMED_NOTICE = (
 )
 
 
-def truncation_notice(call: ToolCall, stop_reason: str) -> str:
+def truncation_notice(call: ToolCall, stop_reason: str, limit: int | None = None) -> str:
     """The notice for a call rejected as truncated; a call whose completeness cannot be
-    proven from raw text gets the wording that says so."""
+    proven from raw text gets the wording that says so. ``limit``: the turn was found
+    truncated because its billed output reached this limit, not by its stop reason, and
+    the notice says so."""
     template = TRUNCATION_NOTICE if call.provable else TRUNCATION_UNPROVEN_NOTICE
+    if limit is not None:
+        stop_reason = f"{stop_reason}, but billed output reached the limit of {limit} tokens"
     return template.format(name=call.name, id=call.id or "-", stop_reason=stop_reason)
 
 
@@ -159,11 +167,14 @@ def malformed_notice(call: ToolCall) -> str:
     return template.format(name=call.name, id=call.id or "-")
 
 
-def notice_for(verdict: CallVerdict, stop_reason: str | None) -> str | None:
-    """The notice for a rejected call, or None for one that executes."""
+def notice_for(
+    verdict: CallVerdict, stop_reason: str | None, limit: int | None = None
+) -> str | None:
+    """The notice for a rejected call, or None for one that executes; ``limit`` as for
+    :func:`truncation_notice`."""
     match verdict.reason:
         case RejectReason.TRUNCATED:
-            return truncation_notice(verdict.call, stop_reason or "max_tokens")
+            return truncation_notice(verdict.call, stop_reason or "max_tokens", limit)
         case RejectReason.INTERRUPTED:
             return interrupted_notice(verdict.call)
         case RejectReason.MALFORMED:
@@ -200,8 +211,17 @@ def judge(turn: Turn) -> tuple[CallVerdict, ...]:
     return tuple(judge_call(turn, call) for call in turn.tool_calls)
 
 
+def cut_at_limit(turn: Turn) -> int | None:
+    """The request's limit when the turn is truncated by its billed output reaching it
+    while the stop reason says otherwise (the notice must say why), else None."""
+    if not turn.truncated or turn.stop_reason == Stop.MAX_TOKENS or turn.usage is None:
+        return None
+    if reached_limit(turn.usage.output_tokens, turn.max_tokens):
+        return turn.max_tokens
+    return None
+
+
 def _reject(call: ToolCall, reason: RejectReason, turn: Turn) -> CallVerdict:
     verdict = CallVerdict(call, Verdict.REJECT, reason=reason)
-    return CallVerdict(
-        call, Verdict.REJECT, reason=reason, notice=notice_for(verdict, turn.stop_reason)
-    )
+    notice = notice_for(verdict, turn.stop_reason, cut_at_limit(turn))
+    return CallVerdict(call, Verdict.REJECT, reason=reason, notice=notice)

@@ -13,8 +13,9 @@ proof. Content arrives in indexed blocks: ``content_block_start`` opens one,
   carried (usually ``{}``).
 * At ``max_tokens`` the provider stops inside the tool JSON: the block gets no
   ``content_block_stop``, yet ``message_stop`` still comes.
-* ``ping`` is a keep-alive; ``citations_delta`` is metadata on a text block.
-  Both carry no content and are read past on purpose.
+* ``ping`` is a keep-alive, read past on purpose. ``citations_delta`` is a
+  citation on a text block: the turn does not keep it, but it is billed output
+  (:class:`BilledOutput`), so a cut after it is Partial.
 
 One handler table per level, as in the other two decoders: the event type
 (:data:`_EVENTS`), the content block type (:data:`_BLOCKS`) and the delta type
@@ -29,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from railings.events import (
+    BilledOutput,
     MessageStart,
     ProviderErrorEvent,
     ServerToolResult,
@@ -314,6 +316,10 @@ def _thinking_delta(_: AnthropicDecoder, delta: dict[str, Any], __: object) -> l
     return [ThinkingDelta(text=text)] if isinstance(text, str) and text else []
 
 
+def _citation(_: AnthropicDecoder, __: dict[str, Any], ___: object) -> list[StreamEvent]:
+    return [BilledOutput(name="anthropic:delta:citations_delta")]
+
+
 def _signature_delta(_: AnthropicDecoder, delta: dict[str, Any], __: object) -> list[StreamEvent]:
     return [ThinkingDelta(text="", signature=str(delta.get("signature") or ""))]
 
@@ -345,11 +351,12 @@ _BLOCKS: dict[str, _BlockHandler] = {
     "mcp_tool_use": AnthropicDecoder._tool_use,
 }
 
-# The delta type -> its handler; ``citations_delta`` is metadata on a text block, read past.
+# The delta type -> its handler; ``citations_delta`` is a citation on a text block, which
+# the turn does not keep but which was billed.
 # ``text_delta`` is read first, in _delta itself (bench/instructions.py, W3).
 _DELTAS: dict[str, _DeltaHandler] = {
     "input_json_delta": AnthropicDecoder._arguments,
     "thinking_delta": _thinking_delta,
     "signature_delta": _signature_delta,
-    "citations_delta": _nothing,
+    "citations_delta": _citation,
 }

@@ -47,6 +47,7 @@ from railings.errors import (
     ServerError,
 )
 from railings.events import (
+    BilledOutput,
     MessageStart,
     ProviderErrorEvent,
     StopReason,
@@ -135,7 +136,7 @@ ERROR_STATUS: Final[dict[str, int]] = {
     "resourceNotFoundException": 404,
 }
 
-_SILENT_DELTAS: Final = frozenset({"citation"})
+_CITATION_DELTAS: Final = frozenset({"citation"})
 
 
 def is_bedrock(content_type: str, prefix: bytes = b"") -> bool:
@@ -203,8 +204,10 @@ class BedrockDecoder:
         handler = DELTA_HANDLERS.get(key)
         if handler is not None:
             return handler(self, as_int(obj.get("contentBlockIndex")) or 0, value)
-        if key in _SILENT_DELTAS:
-            return []
+        if key in _CITATION_DELTAS:
+            # A citation the model attached to its text: billed output the turn does not
+            # keep (railings.turn.billable).
+            return [BilledOutput(name=f"bedrock:delta:{key}")]
         return [Unknown(name=f"bedrock:delta:{key}")]
 
     def _tool_input(self, block: int, value: object) -> list[StreamEvent]:

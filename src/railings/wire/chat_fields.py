@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from railings.events import (
+    BilledOutput,
     ProviderErrorEvent,
     RefusalDelta,
     StreamEvent,
@@ -32,6 +33,7 @@ __all__ = [
     "error_event",
     "read_past",
     "reasoning",
+    "reasoning_details",
     "refusal",
     "unknown_fields",
 ]
@@ -122,6 +124,25 @@ def refusal(_: object, value: object, out: list[StreamEvent]) -> None:
 
 def read_past(_: object, value: object, out: list[StreamEvent]) -> None:
     """A delta key that carries nothing for the turn."""
+
+
+# The fields of a ``reasoning_details`` entry that hold reasoning: text, a summary, the
+# encrypted reasoning (``reasoning.encrypted``'s ``data``) or its signature.
+_REASONING_FIELDS = ("text", "summary", "data", "signature")
+
+
+def reasoning_details(_: object, value: object, out: list[StreamEvent]) -> None:
+    """OpenRouter's ``delta.reasoning_details``: the reasoning of ``reasoning`` in
+    structured form, which the turn does not keep, but also encrypted reasoning that comes
+    nowhere else. An entry holding any of it is billed output (:class:`BilledOutput`, so a
+    cut after it is Partial); an empty one is nothing."""
+    if not isinstance(value, list):
+        out.append(Unknown(name="openai:delta:reasoning_details"))
+        return
+    for entry in value:
+        if isinstance(entry, dict) and any(entry.get(k) for k in _REASONING_FIELDS):
+            out.append(BilledOutput(name="openai:delta:reasoning_details"))
+            return
 
 
 def content_parts(parts: list[Any], out: list[StreamEvent]) -> None:

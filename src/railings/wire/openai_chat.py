@@ -70,6 +70,7 @@ from railings.wire.chat_fields import (
     error_event,
     read_past,
     reasoning,
+    reasoning_details,
     refusal,
     unknown_fields,
 )
@@ -436,12 +437,12 @@ _DELTA: tuple[tuple[str, _DeltaHandler], ...] = (
     ("reasoning", reasoning),  # Groq, OpenRouter
     ("refusal", refusal),
     ("tool_calls", OpenAIChatDecoder._tool_calls),
+    # OpenRouter's structured reasoning: kept nowhere, but billed (chat_fields.py).
+    ("reasoning_details", reasoning_details),
     # Read past: the role of the message (first chunk); Groq's gpt-oss channel name
-    # ("analysis" beside ``reasoning``); OpenRouter's ``reasoning_details``, the same
-    # reasoning as ``reasoning`` in structured form.
+    # ("analysis" beside ``reasoning``).
     ("role", read_past),
     ("channel", read_past),
-    ("reasoning_details", read_past),
 )
 _DELTA_HANDLERS = dict(_DELTA)
 _DELTA_KEYS = frozenset(_DELTA_HANDLERS)

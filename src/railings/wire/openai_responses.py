@@ -33,7 +33,7 @@ and by ``item_id`` (deltas carry both; the id is looked up first).
 * ``reasoning`` items: ``response.reasoning_summary_text.delta`` (OpenAI's
   summaries) and ``response.reasoning_text.delta`` (raw reasoning, e.g.
   gpt-oss through OpenRouter) are thinking. Encrypted reasoning content is
-  not text and is not surfaced here.
+  not text; the finished item is a :class:`BilledOutput` (billed: a cut is Partial).
 * Calls the client must act on (:data:`LOCAL_ITEMS`, see
   :mod:`railings.wire.responses_items`): ``function_call`` (arguments in
   ``response.function_call_arguments.delta``), ``custom_tool_call`` (freeform
@@ -69,6 +69,7 @@ from typing import Any
 
 from railings.errors import MalformedStream
 from railings.events import (
+    BilledOutput,
     CallType,
     RefusalDelta,
     ServerToolResult,
@@ -104,9 +105,10 @@ __all__ = [
 # before the colon would be escaped.
 SEQUENCE_NUMBER = re.compile(rb'"sequence_number"[ \t]*:[ \t]*(\d+)')
 
-# Items whose content arrives as deltas (message, reasoning) or that carry nothing a
-# turn needs (the MCP server's tool listing).
+# Items whose content arrives as deltas (message, reasoning) or that carry nothing a turn
+# needs (the MCP server's tool listing), and the fields each holds once written.
 _PLAIN_ITEMS = frozenset({"message", "reasoning", "mcp_list_tools"})
+_ITEM_CONTENT = ("content", "summary", "encrypted_content", "tools")
 
 # Known events with nothing for the turn: lifecycle and progress notices, the `.done`
 # snapshots that repeat what the deltas already gave, annotations, partial images.
@@ -250,8 +252,9 @@ class OpenAIResponsesDecoder:
             return [Unknown(name="openai-responses:response.output_item.added")]
         kind = item.get("type")
         if not isinstance(kind, str) or not (kind in LOCAL_ITEMS or kind in SERVER_ITEMS):
-            if kind in _PLAIN_ITEMS:
-                return []
+            if kind in _PLAIN_ITEMS:  # empty when it opens, but reasoning may come encrypted
+                billed: list[StreamEvent] = [BilledOutput(name=f"openai-responses:item:{kind}")]
+                return billed if any(item.get(k) for k in _ITEM_CONTENT) else []
             return [Unknown(name=f"openai-responses:item:{kind}")]
         return [self._start(item, as_int(obj.get("output_index")))[1]]
 
@@ -300,8 +303,10 @@ class OpenAIResponsesDecoder:
         if call is not None and isinstance(kind, str) and kind != call.item_type:
             call = None  # another item at a reused index: never close a call with it
         if call is None:
+            if kind in _PLAIN_ITEMS:  # billed, even hidden reasoning (railings.turn.billable)
+                return [BilledOutput(name=f"openai-responses:item:{kind}")]
             if not (kind in LOCAL_ITEMS or kind in SERVER_ITEMS):
-                return []  # a message or reasoning item, or one already counted as Unknown
+                return []  # an item already counted as Unknown when it was added
             call, start = self._start(item, output_index)  # done without added: start it now
             out.append(start)
         if not call.fed:
