@@ -71,10 +71,11 @@ verdict, ``events_seen`` and the SSE decoder's state):
 from __future__ import annotations
 
 import codecs
+import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from railings.errors import MalformedStream
+from railings.errors import EventTooLarge, MalformedStream
 from railings.events import (
     ProviderErrorEvent,
     StreamEvent,
@@ -367,7 +368,9 @@ class FastReading:
         framer_.skip(read)
         self._ready = None
         if read < len(chunk):
-            self.events_seen += len(framer_.feed(chunk[read:]))
+            # After the end the general path reads past a line over the bound: so here.
+            with contextlib.suppress(EventTooLarge):
+                self.events_seen += len(framer_.feed(chunk[read:]))
         return out
 
     def _feed_object(self) -> FeedObject | None:

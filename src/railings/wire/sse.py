@@ -32,8 +32,12 @@ a time:
 
 Memory is bounded by ``max_event_size``, counted in characters of decoded text
 (not bytes): no line may be longer, and no event's data (the joined value) may
-be larger. Past either limit :class:`~railings.errors.EventTooLarge` is raised
-at once, the buffers are dropped and the decoder refuses further input.
+be larger. Past either limit the buffers are dropped, the decoder refuses further
+input and :class:`~railings.errors.EventTooLarge` is raised: at once when the
+chunk completed no event before it, else by the next call, after the events
+before it were returned, so that what a caller gets does not depend on how the
+bytes were split. Likewise :attr:`SSEDecoder.clean_events` tells the events
+decoded before the first invalid UTF-8 from those after it, whatever the split.
 
 EOF: WHATWG discards an event whose block has no blank line before the end of
 the stream, and a last line with no line end. :meth:`SSEDecoder.close`
@@ -129,10 +133,12 @@ class SSEDecoder:
         "_at_start",
         "_block_retry",
         "_bytes_fed",
+        "_clean",
         "_comments",
         "_data",
         "_data_len",
         "_event_type",
+        "_failure",
         "_id_buffer",
         "_in_block",
         "_invalid_utf8",
@@ -168,6 +174,8 @@ class SSEDecoder:
         self._comments = 0
         self._bytes_fed = 0
         self._invalid_utf8 = 0
+        self._clean = 0  # of the events the last feed returned, those before invalid UTF-8
+        self._failure: EventTooLarge | None = None  # raised by the next call
 
     @property
     def last_event_id(self) -> str:
@@ -193,6 +201,22 @@ class SSEDecoder:
     def invalid_utf8(self) -> int:
         """How many chunks held bytes that are not UTF-8 (decoded as U+FFFD, per WHATWG)."""
         return self._invalid_utf8
+
+    @property
+    def clean_events(self) -> int:
+        """How many of the events the last :meth:`feed` returned came before the first
+        bytes that are not UTF-8 this decoder met: all of them while it met none, those
+        before the invalid bytes in the chunk that held them, none after that chunk. (The
+        reader ends a turn at an event decoded from invalid bytes; a U+FFFD the model
+        wrote before them is text, however the bytes were split.)"""
+        return self._clean
+
+    @property
+    def failure(self) -> EventTooLarge | None:
+        """The error met after the events the last call returned (a line or an event's
+        data over ``max_event_size``), which the next call raises (None when there is
+        none)."""
+        return self._failure
 
     @property
     def pending(self) -> bool:
@@ -228,12 +252,24 @@ class SSEDecoder:
         self._bytes_fed += count
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
-        """Decode the next piece of the body; return the events it completed."""
+        """Decode the next piece of the body; return the events it completed.
+
+        The events a chunk completed before a line or an event's data over
+        ``max_event_size`` are returned, and :class:`EventTooLarge` is raised by the
+        next call (:attr:`failure`); with no event before it, at once."""
+        self._raise_failure()
         # Compared by value, not identity: a decoder copied by pickle (another process)
         # holds an equal string that is not the module's constant.
         if self._state != _OPEN:
             raise IllegalTransition(self._state, "feed")
         self._bytes_fed += len(chunk)
+        self._clean = 0
+        events = self._decode(chunk)
+        if self._failure is not None and not events:
+            self._raise_failure()
+        return events
+
+    def _decode(self, chunk: bytes) -> list[ServerSentEvent]:
         if self._undecoded:
             chunk = self._undecoded + chunk
             self._undecoded = b""
@@ -245,14 +281,32 @@ class SSEDecoder:
             self._at_start = False
             if chunk[:3] == _BOM:
                 chunk = chunk[3:]
+        tainted = self._invalid_utf8 > 0
         try:
             text, used = _utf8_decode(chunk, "strict", False)
-        except UnicodeDecodeError:
+        except UnicodeDecodeError as exc:
             # WHATWG decodes invalid bytes as U+FFFD; callers that need more can see it here.
             self._invalid_utf8 += 1
+            before: list[ServerSentEvent] = []
+            if not tainted and exc.start:
+                # The events before the invalid bytes are counted apart (clean_events).
+                before = self._lines(_utf8_decode(chunk[: exc.start], "strict", False)[0])
+                chunk = chunk[exc.start :]
+                if self._state != _OPEN:
+                    return before
             text, used = _utf8_decode(chunk, "replace", False)
+            if used != len(chunk):
+                self._undecoded = chunk[used:]
+            self._clean = len(before)
+            return before + self._lines(text)
         if used != len(chunk):
             self._undecoded = chunk[used:]
+        events = self._lines(text)
+        self._clean = 0 if tainted else len(events)
+        return events
+
+    def _lines(self, text: str) -> list[ServerSentEvent]:
+        """The events of the next decoded ``text``: its lines, each interpreted."""
         if not text:
             return []
         if self._skip_lf:
@@ -274,8 +328,7 @@ class SSEDecoder:
             self._partial.append(tail)
             self._partial_len += len(tail)
             if self._partial_len > limit:
-                self._fail()
-                raise EventTooLarge(f"SSE line longer than {limit} characters", limit=limit)
+                self._too_large(f"SSE line longer than {limit} characters")
             return []
         longest_possible = self._partial_len + len(text)
         if self._partial:
@@ -286,19 +339,26 @@ class SSEDecoder:
             self._partial = [tail]
         self._partial_len = len(tail)
         if longest_possible > limit and max(len(tail), *map(len, lines)) > limit:
-            self._fail()
-            lines = []  # the traceback keeps this frame: it must not keep the long line too
-            raise EventTooLarge(f"SSE line longer than {limit} characters", limit=limit)
+            # The lines before the first one too long are interpreted: their events are
+            # whole. From that line on nothing is kept.
+            first = next((i for i, line in enumerate(lines) if len(line) > limit), len(lines))
+            del lines[first:]
+            events = self._interpret(lines)
+            if self._state == _OPEN:
+                self._too_large(f"SSE line longer than {limit} characters")
+            return events
         self._in_block = lines[-1] != ""
         return self._interpret(lines)
 
     def close(self) -> list[ServerSentEvent]:
-        """Mark the end of the stream. Always returns ``[]``.
+        """Mark the end of the stream. Returns ``[]``, or raises the
+        :class:`EventTooLarge` the last feed held (:attr:`failure`).
 
         WHATWG: a block not ended by a blank line before EOF is not dispatched,
         and a last line without a line end is discarded. Check :attr:`pending`
         first to learn whether that happened. :meth:`feed` raises afterwards.
         """
+        self._raise_failure()
         if self._state == _OPEN:
             self._in_block = self.pending  # keep the answer once the buffers are gone
             self._state = _CLOSED
@@ -365,14 +425,9 @@ class SSEDecoder:
             data.append(value)
             data_len += len(value) + 1
             if data_len > data_limit:
-                self._fail()
-                # The traceback keeps this frame (and feed's): drop what they hold first.
-                data.clear()
-                lines.clear()
-                line = value = ""
-                raise EventTooLarge(
-                    f"SSE event data longer than {self._max} characters", limit=self._max
-                )
+                # The events before it are whole: returned, the error raised after them.
+                self._too_large(f"SSE event data longer than {self._max} characters")
+                return events
         self._data = data
         self._data_len = data_len
         self._event_type = event_type
@@ -380,6 +435,16 @@ class SSEDecoder:
         self._last_event_id = last_event_id
         self._block_retry = block_retry
         return events
+
+    def _too_large(self, message: str) -> None:
+        """Fail, keeping the error for :meth:`feed` to raise (see its docstring)."""
+        self._fail()
+        self._failure = EventTooLarge(message, limit=self._max)
+
+    def _raise_failure(self) -> None:
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            raise failure
 
     def _fail(self) -> None:
         self._state = _FAILED
