@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from railings.turn.reader import StreamReader
 from railings.wire.eventstream import EventStreamDecoder
 from railings.wire.ollama import NDJSONDecoder
 from railings.wire.sse import SSEDecoder
@@ -128,3 +129,48 @@ def test_eventstream_says_it_holds_an_error_for_the_next_call() -> None:
 def test_the_fuzz_campaign_runs(data: st.DataObject) -> None:
     with ShellSpy() as spy:
         faulted.campaign(Fuzzer(load_captures(), spy), data)
+
+
+# -- the reader: the error takes effect right after the units before it ----------------------
+
+
+def _chat(*contents: bytes) -> bytes:
+    blocks = [
+        b'data: {"choices":[{"index":0,"delta":{"content":"' + text + b'"}}]}\n\n'
+        for text in contents
+    ]
+    return b"".join(blocks) + b"data: [DONE]\n\n"
+
+
+def test_a_u_fffd_the_model_wrote_before_invalid_bytes_is_text_whatever_the_split() -> None:
+    body = _chat("a\ufffdb".encode(), b"c\xffd", b"e")
+    for cuts in ((), every_byte(body), (len(body) // 2,)):
+        report = read(body, "openai", cuts, max_event_size=1 << 20).report
+        assert (report["outcome"], report["text"]) == ("partial", "a\ufffdb"), cuts
+        assert report["error"]["message"] == "invalid UTF-8 in the stream"
+
+
+def test_a_bad_frame_ends_the_turn_in_the_feed_that_brought_it() -> None:
+    """The reader does not wait for more bytes (which may never come, or come only after
+    an idle timeout) to apply the error of a frame the chunk completed after good ones."""
+    stream = next(s for s in STREAMS if s.name == "bedrock/text_end_turn.bin")
+    body = inject(stream, "crc", 3).body
+    reader = StreamReader("bedrock")
+    events = reader.feed(body)
+    assert events and reader.terminated and not reader.reads_on
+    assert "checksum" in reader.turn().error.message  # type: ignore[union-attr]
+
+
+def test_after_the_proof_a_bad_frame_and_more_bytes_change_nothing() -> None:
+    """Bedrock reads on after its proof (the usage follows it): a frame the framer refuses
+    there is read past, and so is every byte after it."""
+    stream = next(s for s in STREAMS if s.name == "bedrock/text_end_turn.bin")
+    proof = len(stream.units) - 1  # messageStop, then metadata
+    clean = b"".join(stream.units[:proof])
+    reader = StreamReader("bedrock")
+    reader.feed(clean)
+    assert reader.terminated and reader.reads_on
+    assert reader.feed(stream.framing.corrupt(stream.units[proof], "crc")) == []
+    assert reader.feed(stream.units[proof]) == []
+    reader.close()
+    assert reader.turn().complete
