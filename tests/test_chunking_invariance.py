@@ -12,13 +12,19 @@ units before it, and the error takes effect right after them, whatever the chunk
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from railings.errors import IllegalTransition, MalformedStream
 from railings.turn.reader import StreamReader
+from railings.wire.bedrock import BedrockStream
 from railings.wire.eventstream import EventStreamDecoder
-from railings.wire.ollama import NDJSONDecoder
+from railings.wire.gemini import GeminiStream
+from railings.wire.ollama import NDJSONDecoder, OllamaStream
 from railings.wire.sse import SSEDecoder
 from tools.reliability import faulted
 from tools.reliability.campaigns import Fuzzer
@@ -174,3 +180,43 @@ def test_after_the_proof_a_bad_frame_and_more_bytes_change_nothing() -> None:
     assert reader.feed(stream.units[proof]) == []
     reader.close()
     assert reader.turn().complete
+
+
+# -- the bytes-to-events streams of the newer wires ---------------------------------------------
+
+_WIRE_STREAMS = {"gemini": GeminiStream, "bedrock": BedrockStream, "ollama": OllamaStream}
+_STREAM_CASES = [
+    (s, kind)
+    for s in STREAMS
+    if s.provider in _WIRE_STREAMS and s.content >= 0
+    for kind in ("json", "utf8", "crc")
+    # SSE decodes invalid UTF-8 as U+FFFD (WHATWG): the reader, not the stream, faults it.
+    if kind in s.kinds and not (kind == "utf8" and s.provider == "gemini")
+]
+
+
+def _stream_events(make: Callable[[], Any], body: bytes, size: int) -> tuple[list[Any], str]:
+    stream, events = make(), []
+    try:
+        for at in range(0, len(body), size):
+            events += stream.feed(body[at : at + size])
+        events += stream.close()
+    except MalformedStream as exc:
+        with pytest.raises(IllegalTransition):
+            stream.feed(b"{}")  # a failed stream reads nothing more
+        return events, str(exc)
+    return events, ""
+
+
+@pytest.mark.parametrize(
+    ("stream", "kind"), _STREAM_CASES, ids=[f"{s.name}-{k}" for s, k in _STREAM_CASES]
+)
+def test_a_wire_stream_returns_the_events_before_a_bad_frame_then_raises(
+    stream: Stream, kind: str
+) -> None:
+    case = inject(stream, kind, stream.after_content[0])
+    make = _WIRE_STREAMS[stream.provider]
+    whole = _stream_events(make, case.body, len(case.body))
+    assert whole[1], case.what  # the fault is raised
+    for size in (1, 7, 97):
+        assert _stream_events(make, case.body, size) == whole, (case.what, size)

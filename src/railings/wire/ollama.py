@@ -58,6 +58,7 @@ from railings.events import (
     Unknown,
     UsageUpdate,
 )
+from railings.wire._held import HeldError
 from railings.wire._json import as_int, load_object
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
 
@@ -328,29 +329,33 @@ MESSAGE_HANDLERS: Final[dict[str, _Handler]] = {
 
 
 class OllamaStream:
-    """Bytes in, normalized events out: :class:`NDJSONDecoder` and :class:`OllamaDecoder`."""
+    """Bytes in, normalized events out: :class:`NDJSONDecoder` and :class:`OllamaDecoder`.
 
-    __slots__ = ("_decoder", "_lines", "lines_seen")
+    The events of the lines a chunk completed before a malformed one are returned, and
+    its error is raised by the next call (``wire/_held.py``)."""
+
+    __slots__ = ("_decoder", "_held", "_lines", "lines_seen")
 
     def __init__(self, *, max_line_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
         self._lines = NDJSONDecoder(max_line_size=max_line_size)
         self._decoder = OllamaDecoder()
+        self._held = HeldError()
         self.lines_seen = 0
 
     def feed(self, chunk: bytes) -> list[StreamEvent]:
         """The normalized events of the lines ``chunk`` completed."""
-        return self._events(self._lines.feed(chunk))
+        self._held.check("feed")
+        return self._held.decode(self._lines.feed(chunk), self._line)
 
     def close(self) -> list[StreamEvent]:
         """EOF: a last line without its LF is decoded too (a cut one raises)."""
-        return self._events(self._lines.close()) + self._decoder.close()
+        if self._held.check("close"):
+            return []
+        return self._held.decode(self._lines.close(), self._line) + self._decoder.close()
 
-    def _events(self, lines: list[str]) -> list[StreamEvent]:
-        out: list[StreamEvent] = []
-        for line in lines:
-            self.lines_seen += 1
-            out += self._decoder.feed(line)
-        return out
+    def _line(self, line: str) -> list[StreamEvent]:
+        self.lines_seen += 1
+        return self._decoder.feed(line)
 
 
 def _str(value: object) -> str:
