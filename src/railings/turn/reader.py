@@ -19,7 +19,9 @@ exception: the caller gets a turn with an error, and only an oversized event
 (:class:`~railings.errors.EventTooLarge`) is raised, because memory is at stake. A
 frame the framer refuses (a CRC that does not match, a line that is not UTF-8, a
 frame cut short at EOF) and a decoder's ``close()`` that finds the stream malformed
-end the turn the same way.
+end the turn the same way. A framer refusal takes effect right after the frames the
+chunk completed before it, in the same ``feed`` (the framer's ``failure``), so the
+turn, Empty or Partial, is the same however the bytes were split.
 """
 
 from __future__ import annotations
