@@ -19,7 +19,9 @@ split at given offsets and returns what a caller sees: the ``replay --json`` rep
 (outcome, termination, text, calls, verdicts, error) and the events, in order. The
 property: the body fed whole, byte by byte, or in any pieces gives the same answer.
 ``tests/test_chunking_invariance.py`` runs it bounded; ``make fuzz`` runs the
-``faults_after_content`` campaign (:func:`campaign`) at scale.
+``faults_after_content`` campaign (:func:`campaign`) at scale, over the corpus
+:func:`~tools.reliability.corpus.find_corpus` finds (``RAILINGS_CORPUS``, else the
+repository's).
 """
 
 from __future__ import annotations
@@ -54,9 +56,11 @@ __all__ = [
     "Reading",
     "Stream",
     "campaign",
+    "every_byte",
     "inject",
     "load_streams",
     "read",
+    "same",
 ]
 
 PROPERTY = "chunking_invariance"
