@@ -119,6 +119,13 @@ def test_sse_says_which_events_came_before_invalid_utf8() -> None:
     assert decoder.feed("data: \ufffd\n\n".encode()) and decoder.clean_events == 0
 
 
+def test_sse_events_before_a_line_over_the_bound_and_invalid_bytes_stay_clean() -> None:
+    decoder = SSEDecoder(max_event_size=10)
+    events = decoder.feed("data: \ufffd\n\n".encode() + b"data: " + b"x" * 20 + b"\n\n\xff")
+    assert [e.data for e in events] == ["\ufffd"] and decoder.clean_events == 1
+    assert decoder.failure is not None
+
+
 def test_eventstream_says_it_holds_an_error_for_the_next_call() -> None:
     stream = next(s for s in STREAMS if s.provider == "bedrock")
     decoder = EventStreamDecoder()

@@ -236,12 +236,12 @@ class SSEDecoder:
                 # The events before the invalid bytes are counted apart (clean_events).
                 before = self._lines(_utf8_decode(chunk[: exc.start], "strict", False)[0])
                 chunk = chunk[exc.start :]
-                if self._state != _OPEN:
-                    return before
+            self._clean = len(before)
+            if self._state != _OPEN:
+                return before  # a line over the bound before the invalid bytes
             text, used = _utf8_decode(chunk, "replace", False)
             if used != len(chunk):
                 self._undecoded = chunk[used:]
-            self._clean = len(before)
             return before + self._lines(text)
         if used != len(chunk):
             self._undecoded = chunk[used:]
