@@ -71,11 +71,10 @@ verdict, ``events_seen`` and the SSE decoder's state):
 from __future__ import annotations
 
 import codecs
-import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from railings.errors import EventTooLarge, MalformedStream
+from railings.errors import MalformedStream
 from railings.events import (
     ProviderErrorEvent,
     StreamEvent,
@@ -358,9 +357,7 @@ class FastReading:
         framer_.skip(read)
         self._ready = None
         if read < len(chunk):
-            # After the end the general path reads past a line over the bound: so here.
-            with contextlib.suppress(EventTooLarge):
-                self.events_seen += len(framer_.feed(chunk[read:]))
+            self.events_seen += len(framer_.feed(chunk[read:]))
         return out
 
     def _feed_object(self) -> FeedObject | None:
