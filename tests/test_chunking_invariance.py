@@ -56,7 +56,7 @@ def test_a_fault_right_after_the_first_content_reads_the_same_in_any_pieces(
 
 
 @settings(
-    max_examples=150,
+    max_examples=300,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -137,7 +137,7 @@ def test_eventstream_says_it_holds_an_error_for_the_next_call() -> None:
 # -- the campaign of make fuzz, a few examples -------------------------------------------------
 
 
-@settings(max_examples=20, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_the_fuzz_campaign_runs(data: st.DataObject) -> None:
     with ShellSpy() as spy:
