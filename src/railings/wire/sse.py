@@ -201,19 +201,13 @@ class SSEDecoder:
         The events a chunk completed before a line or an event's data over
         ``max_event_size`` are returned, and :class:`EventTooLarge` is raised by the
         next call (:attr:`failure`); with no event before it, at once."""
-        self._raise_failure()
+        if self._failure is not None:
+            self._raise_failure()
         # Compared by value, not identity: a decoder copied by pickle (another process)
         # holds an equal string that is not the module's constant.
         if self._state != _OPEN:
             raise IllegalTransition(self._state, "feed")
         self._bytes_fed += len(chunk)
-        self._clean = 0
-        events = self._decode(chunk)
-        if self._failure is not None and not events:
-            self._raise_failure()
-        return events
-
-    def _decode(self, chunk: bytes) -> list[ServerSentEvent]:
         if self._undecoded:
             chunk = self._undecoded + chunk
             self._undecoded = b""
@@ -221,33 +215,41 @@ class SSEDecoder:
             # WHATWG: one leading BOM is stripped, also when its bytes arrive apart.
             if len(chunk) < 3 and _BOM.startswith(chunk):
                 self._undecoded = chunk
+                self._clean = 0
                 return []
             self._at_start = False
             if chunk[:3] == _BOM:
                 chunk = chunk[3:]
-        tainted = self._invalid_utf8 > 0
         try:
             text, used = _utf8_decode(chunk, "strict", False)
         except UnicodeDecodeError as exc:
-            # WHATWG decodes invalid bytes as U+FFFD; callers that need more can see it here.
-            self._invalid_utf8 += 1
-            before: list[ServerSentEvent] = []
-            if not tainted and exc.start:
-                # The events before the invalid bytes are counted apart (clean_events).
-                before = self._lines(_utf8_decode(chunk[: exc.start], "strict", False)[0])
-                chunk = chunk[exc.start :]
-            self._clean = len(before)
-            if self._state != _OPEN:
-                return before  # a line over the bound before the invalid bytes
-            text, used = _utf8_decode(chunk, "replace", False)
+            events = self._invalid(chunk, exc.start)
+        else:
             if used != len(chunk):
                 self._undecoded = chunk[used:]
-            return before + self._lines(text)
+            events = self._lines(text)
+            text = ""  # a traceback from here keeps this frame: not the text too
+            self._clean = 0 if self._invalid_utf8 else len(events)
+        if self._failure is not None and not events:
+            self._raise_failure()
+        return events
+
+    def _invalid(self, chunk: bytes, start: int) -> list[ServerSentEvent]:
+        """The events of a chunk holding bytes that are not UTF-8 from ``start`` on."""
+        # WHATWG decodes invalid bytes as U+FFFD; callers that need more can see it here.
+        before: list[ServerSentEvent] = []
+        if not self._invalid_utf8 and start:
+            # The events before the first invalid bytes are counted apart (clean_events).
+            before = self._lines(_utf8_decode(chunk[:start], "strict", False)[0])
+            chunk = chunk[start:]
+        self._invalid_utf8 += 1
+        self._clean = len(before)
+        if self._state != _OPEN:
+            return before  # a line over the bound before the invalid bytes
+        text, used = _utf8_decode(chunk, "replace", False)
         if used != len(chunk):
             self._undecoded = chunk[used:]
-        events = self._lines(text)
-        self._clean = 0 if tainted else len(events)
-        return events
+        return before + self._lines(text)
 
     def _lines(self, text: str) -> list[ServerSentEvent]:
         """The events of the next decoded ``text``: its lines, each interpreted."""
