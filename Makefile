@@ -47,7 +47,7 @@ e2e-bench: $(BENCH_STAMP) ## railings, the official SDKs and httpx2 over loopbac
 gateway-bench: $(STAMP) ## the gateway load alone: 1,000 streams, failures, added latency, memory (about 1 min)
 	$(BIN)/python bench/gateway.py $(GATEWAY_BENCH_ARGS)
 
-fuzz: $(STAMP) ## fuzz campaigns over every capture of tests/corpus (about 4 min)
+fuzz: $(STAMP) ## fuzz campaigns over every capture of tests/corpus (about 5 min)
 	$(BIN)/python -m tools.reliability.fuzz $(FUZZ_ARGS)
 
 soak: $(STAMP) ## many concurrent agent turns under random faults (about 1 min)

@@ -9,6 +9,8 @@ Run, not imported by railings itself::
 :mod:`~tools.reliability.corpus` finds and cuts the real captures of
 ``tests/corpus``; :mod:`~tools.reliability.properties` holds the properties
 every campaign checks and the spy on :func:`railings.dispatch.builtins.spawn`;
+:mod:`~tools.reliability.faulted` breaks one unit after content in a capture of any
+wire and reads it whole and in pieces;
 :mod:`~tools.reliability.inputs` and :mod:`~tools.reliability.campaigns`
 are what the fuzz feeds and how; :mod:`~tools.reliability.faulting` is the
 soak's fault-drawing transport and the oracle that reads what came back.

@@ -34,6 +34,7 @@ from railings.turn.reader import PROVIDERS, StreamReader
 from railings.turn.verdict import RejectReason, judge
 from tools.reliability.chunked import framed, outcome
 from tools.reliability.corpus import Capture, is_proof_block, split_blocks
+from tools.reliability.faulted import campaign as faults_after_content
 from tools.reliability.inputs import HOSTILE_FRAGMENTS, mutate, mutations, split_points
 from tools.reliability.properties import (
     PropertyViolation,
@@ -395,6 +396,7 @@ CAMPAIGNS: dict[str, Callable[[Fuzzer, st.DataObject], None]] = {
     "mutations": Fuzzer.mutations,
     "agent_e2e": Fuzzer.agent_e2e,
     "http_chunks": Fuzzer.http_chunks,
+    "faults_after_content": faults_after_content,  # every wire: tools/reliability/faulted.py
 }
 # Relative cost: agent_e2e runs a whole agent per example.
 WEIGHTS = {"agent_e2e": 0.25}

@@ -23,6 +23,11 @@ Campaigns (each checks the properties of :mod:`tools.reliability.properties`):
 ``http_chunks``        a real capture framed as a chunked HTTP body (random chunk
                        sizes, malformed framing, cuts) reads the same through h11's
                        chunked reader and railings' bulk one
+``faults_after_content`` a capture of any of the six wires (SSE, Bedrock's frames,
+                       Ollama's lines) with one fault after its first content (bad
+                       UTF-8, broken JSON, a bad byte, a cut, a bad CRC, a unit over
+                       the bound) reads the same whole, byte by byte and in random
+                       pieces: report and events (chunking invariance)
 ``every_offset``       deterministic: every capture cut at **every** byte offset
 
 The campaigns live in :mod:`tools.reliability.campaigns`, what they feed in
@@ -50,13 +55,14 @@ from hypothesis import strategies as st
 
 from tools.reliability.campaigns import CAMPAIGNS, WEIGHTS, Fuzzer
 from tools.reliability.corpus import Capture, load_captures
+from tools.reliability.faulted import PROPERTY as FAULTED_PROPERTY
 from tools.reliability.properties import PROPERTIES, PropertyViolation, ShellSpy, Tally
 
 __all__ = ["CAMPAIGNS", "CampaignResult", "main", "run_campaign", "run_exhaustive"]
 
 # Beside the four every campaign checks, those one campaign checks (random_splits and
-# every_offset; http_chunks).
-PROPERTY_NAMES = (*PROPERTIES, "split_invariance", "chunks_as_h11")
+# every_offset; http_chunks; faults_after_content).
+PROPERTY_NAMES = (*PROPERTIES, "split_invariance", "chunks_as_h11", FAULTED_PROPERTY)
 
 
 # -- running ---------------------------------------------------------------------------------

@@ -24,10 +24,10 @@ verdict, ``events_seen`` and the SSE decoder's state):
 * Each block it reads is valid UTF-8: ``data: `` and the ``event:`` line's name are
   decoded strictly (the name once per stream, cached), and the data is parsed from its
   bytes, which accepts nothing but UTF-8 (``parse_bytes``). A block that is not stops the
-  loop there, so the SSE decoder sees and counts it. The blocks read before it would
-  differ only if the general path, having seen invalid UTF-8 in the chunk, faulted one of
-  them for holding a U+FFFD (the reader's rule looks at every event of such a chunk): a
-  chunk that holds a U+FFFD is therefore checked whole first (:func:`eligible`).
+  loop there, so the SSE decoder sees and counts it. The blocks read before it are the
+  general path's too: its invalid-UTF-8 rule faults only the events from the first
+  invalid bytes on (:attr:`SSEDecoder.clean_events`), so a U+FFFD the model wrote in a
+  block before them is text on both paths.
 * Each block is decoded only when its data is one line that jiter (or the stdlib's
   scanner) parses to an object: ``load_object`` would then return the same object,
   and ``feed_sse_object`` is the decoder's ``feed`` after that parse (``[DONE]`` and the
@@ -101,7 +101,6 @@ HolesOf = Callable[[str, dict[str, Any], StreamEvent], Holes]
 
 _ENDING = (TerminationProof, ProviderErrorEvent)  # the events after which a turn may be over
 _utf8_decode = codecs.utf_8_decode
-_REPLACEMENT = "\ufffd".encode()  # U+FFFD in UTF-8
 _NAMES = 64  # how many event names one stream's cache keeps
 _LEARNS = 8  # how many block templates one stream may learn (template.py)
 # The most bytes of an unfinished SSE block the fast path holds back; a longer block goes
@@ -244,16 +243,7 @@ class FastReading:
         if not (
             type(chunk) is bytes
             and len(chunk) <= self._max
-            and 13 not in chunk  # CR, by memchr
-            # Its UTF-8 is checked block by block (see the module docstring) unless it holds
-            # a U+FFFD, which the reader's invalid-UTF-8 rule may fault: then here, whole.
-            # (0xEF, the first byte of U+FFFD's encoding, is found by memchr.)
-            and (
-                chunk.isascii()
-                or 0xEF not in chunk
-                or _REPLACEMENT not in chunk
-                or eligible(chunk, self._max)
-            )
+            and 13 not in chunk  # CR, by memchr (its UTF-8 is checked block by block)
             and type(framer_) is SSEDecoder
             and assembler is not None
         ):

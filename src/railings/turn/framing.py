@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from railings.errors import ConfigurationError, EventTooLarge
+from railings.errors import ConfigurationError, EventTooLarge, MalformedStream
 from railings.events import StreamEvent
 from railings.providers import DETECTION_ORDER, Framing, ProviderSpec
 from railings.wire.eventstream import PRELUDE_LENGTH, EventStreamDecoder
@@ -43,7 +43,17 @@ _MIN_FRAME = 16  # the smallest event-stream frame: prelude and message CRC
 
 
 class Framer(Protocol):
-    """Bytes in, frames out (the frame type is the framing's)."""
+    """Bytes in, frames out (the frame type is the framing's).
+
+    A framer that meets a bad frame (or one over its bound) after good ones in a chunk
+    returns those, and holds the error (:attr:`failure`) for its next call to raise:
+    the reader applies the frames, then the error, so a turn reads the same however
+    its bytes were split."""
+
+    @property
+    def failure(self) -> MalformedStream | None:
+        """The error met after the frames the last call returned (None: none)."""
+        ...
 
     def feed(self, chunk: bytes) -> list[Any]:
         """The frames ``chunk`` completed."""
@@ -59,6 +69,8 @@ class WholeBody:
     as one frame."""
 
     __slots__ = ("_max", "_parts", "_size")
+
+    failure: MalformedStream | None = None  # one frame, at close: no error waits for a call
 
     def __init__(self, *, max_size: int) -> None:
         self._max = max_size

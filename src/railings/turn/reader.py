@@ -19,7 +19,9 @@ exception: the caller gets a turn with an error, and only an oversized event
 (:class:`~railings.errors.EventTooLarge`) is raised, because memory is at stake. A
 frame the framer refuses (a CRC that does not match, a line that is not UTF-8, a
 frame cut short at EOF) and a decoder's ``close()`` that finds the stream malformed
-end the turn the same way.
+end the turn the same way. A framer refusal takes effect right after the frames the
+chunk completed before it, in the same ``feed`` (the framer's ``failure``), so the
+turn, Empty or Partial, is the same however the bytes were split.
 """
 
 from __future__ import annotations
@@ -110,6 +112,7 @@ class StreamReader(FastReading):
         self._assembler: TurnAssembler | None = None
         self._options = (max_tokens, service, exemptions)
         self._closed = False
+        self._unframed = False  # the framer refused a frame: no byte after it is read
         # ``auto``: the events read before one said which wire this is (with whether
         # the chunk that brought each held invalid UTF-8).
         self._held: list[tuple[ServerSentEvent, bool]] = []
@@ -239,24 +242,26 @@ class StreamReader(FastReading):
         return self._decode(chunk, final, out)
 
     def _decode(self, chunk: bytes, final: bool, out: list[StreamEvent]) -> list[StreamEvent]:
-        """The general path: the framer decodes ``chunk``, each frame is applied."""
+        """The general path: the framer decodes ``chunk``, each frame is applied; a frame
+        the framer refused ends the turn right after the frames before it."""
         framer_ = self._framer
         if framer_ is None:
             raise IllegalTransition("unframed", "feed")
+        if self._unframed:
+            return out  # the framing broke: nothing after it is read
         try:
             frames = framer_.close() if final else framer_.feed(chunk)
-        except EventTooLarge as exc:
-            self.assembler.fault(str(exc))
-            raise
-        except MalformedStream as exc:
-            self.assembler.fault(str(exc))
-            return out
+        except MalformedStream as exc:  # EventTooLarge too
+            return self._framing_failed(exc, out)
         # Providers send UTF-8 JSON: bytes that are not UTF-8 are corruption, not text.
         # The SSE layer decodes them as U+FFFD (WHATWG); the event that carries one ends
-        # the turn here instead of reaching the caller as a plausible answer.
-        corrupted = isinstance(framer_, SSEDecoder) and framer_.invalid_utf8 > 0
+        # the turn here instead of reaching the caller as a plausible answer. Only the
+        # events from the first invalid bytes on: a U+FFFD the model wrote before them is
+        # text, whether or not the same chunk brought the invalid bytes.
+        clean = framer_.clean_events if isinstance(framer_, SSEDecoder) else len(frames)
         self.events_seen += len(frames)
-        for frame in frames:
+        for index, frame in enumerate(frames):
+            corrupted = index >= clean
             if self._decoder is None:
                 found = detect(frame)
                 self._held_room -= len(frame.data)
@@ -270,6 +275,18 @@ class StreamReader(FastReading):
                     return out
             if self._apply(frame, corrupted, out):
                 return out
+        failure = framer_.failure
+        if failure is not None:  # met after these frames: it takes effect now
+            return self._framing_failed(failure, out)
+        return out
+
+    def _framing_failed(self, exc: MalformedStream, out: list[StreamEvent]) -> list[StreamEvent]:
+        """The framer refused a frame: the turn ends abruptly there, and the framer is
+        read no more (an oversized frame raises :class:`EventTooLarge`, memory at stake)."""
+        self._unframed = True
+        self.assembler.fault(str(exc))
+        if isinstance(exc, EventTooLarge):
+            raise exc
         return out
 
     def _release(self, out: list[StreamEvent]) -> bool:

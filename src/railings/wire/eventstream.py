@@ -160,8 +160,8 @@ class EventStreamDecoder:
     :class:`~railings.errors.MalformedStream` when a frame was cut short.
 
     The frames a chunk completed before a bad one are returned, and the error is raised
-    by the next call (:meth:`feed` or :meth:`close`): what the caller gets never depends
-    on how the bytes were split.
+    by the next call (:meth:`feed` or :meth:`close`; :attr:`failure` says one is held):
+    what the caller gets never depends on how the bytes were split.
     """
 
     __slots__ = ("_buffer", "_bytes_fed", "_failure", "_max", "_state")
@@ -186,6 +186,12 @@ class EventStreamDecoder:
     def bytes_fed(self) -> int:
         """How many bytes :meth:`feed` was given in all."""
         return self._bytes_fed
+
+    @property
+    def failure(self) -> MalformedStream | None:
+        """The error met after the frames the last call returned, which the next call
+        raises (None when there is none)."""
+        return self._failure
 
     def feed(self, chunk: bytes) -> list[Message]:
         """Decode the next piece of the body; return the frames it completed."""

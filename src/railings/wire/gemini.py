@@ -79,6 +79,7 @@ from railings.events import (
     Unknown,
     UsageUpdate,
 )
+from railings.wire._held import HeldError
 from railings.wire._json import as_int, load_object
 from railings.wire.gemini_args import PartialArguments
 from railings.wire.gemini_fields import (
@@ -368,24 +369,27 @@ def decode_body(
 class GeminiStream:
     """Bytes in, normalized events out: the SSE decoder and :class:`GeminiDecoder`.
 
-    ``close()`` returns the proof when the last whole event carried it."""
+    ``close()`` returns the proof when the last whole event carried it. The events of
+    the SSE events a chunk completed before a malformed one are returned, and its error
+    is raised by the next call (``wire/_held.py``)."""
 
-    __slots__ = ("_decoder", "_sse")
+    __slots__ = ("_decoder", "_held", "_sse")
 
     def __init__(self, *, candidate: int = 0, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
         self._sse = SSEDecoder(max_event_size=max_event_size)
         self._decoder = GeminiDecoder(candidate=candidate)
+        self._held = HeldError()
 
     def feed(self, chunk: bytes) -> list[StreamEvent]:
         """The normalized events of the SSE events ``chunk`` completed."""
-        out: list[StreamEvent] = []
-        for sse in self._sse.feed(chunk):
-            out += self._decoder.feed(sse)
-        return out
+        self._held.check("feed")
+        return self._held.decode(self._sse.feed(chunk), self._decoder.feed)
 
     def close(self) -> list[StreamEvent]:
         """EOF: an unterminated last event is discarded (WHATWG), then the proof if the
         last whole event carried one."""
+        if self._held.check("close"):
+            return []
         self._sse.close()
         return self._decoder.close()
 

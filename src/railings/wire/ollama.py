@@ -68,6 +68,7 @@ from railings.events import (
     Unknown,
     UsageUpdate,
 )
+from railings.wire._held import HeldError
 from railings.wire._json import as_int, load_object
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
 
@@ -89,6 +90,11 @@ __all__ = [
 CONTENT_TYPE: Final = "application/x-ndjson"
 DEFAULT_HOST: Final = "http://127.0.0.1:11434"
 DONE: Final = "done"
+
+# NDJSONDecoder states: ``feed`` is legal only while open; ``close`` is idempotent.
+_OPEN: Final = "open"
+_CLOSED: Final = "closed"
+_FAILED: Final = "failed"
 
 # done_reason -> railings' normalized stop reason. ``load`` / ``unload`` answer an empty
 # request (the model was loaded or unloaded): kept as they are, they are not a chat stop.
@@ -141,13 +147,18 @@ class NDJSONDecoder:
 
     Lines end at LF (a CR before it is dropped); blank lines are skipped. No line may
     be longer than ``max_line_size`` bytes: past it
-    :class:`~railings.errors.EventTooLarge` is raised at once and the decoder refuses
-    further input. Each line is decoded as UTF-8, strictly. At :meth:`close`, a last
-    line without its LF is returned too: a complete JSON object proves itself by its
-    closing brace, and one cut short fails to parse in the next layer.
+    :class:`~railings.errors.EventTooLarge`. Each line is decoded as UTF-8, strictly:
+    a line that is not is :class:`~railings.errors.MalformedStream`. At :meth:`close`,
+    a last line without its LF is returned too: a complete JSON object proves itself
+    by its closing brace, and one cut short fails to parse in the next layer.
+
+    The lines a chunk completed before a bad one are returned, and the error is raised
+    by the next call (:meth:`feed` or :meth:`close`; :attr:`failure` says one is
+    held): what the caller gets never depends on how the bytes were split. After an
+    error the decoder refuses further input.
     """
 
-    __slots__ = ("_failed", "_max", "_open", "_parts", "_size")
+    __slots__ = ("_failure", "_max", "_parts", "_size", "_state")
 
     def __init__(self, *, max_line_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
         if max_line_size < 1:
@@ -155,43 +166,57 @@ class NDJSONDecoder:
         self._max = max_line_size
         self._parts: list[bytes] = []  # the line not yet ended, in pieces
         self._size = 0
-        self._open = True
-        self._failed = False
+        self._state = _OPEN
+        self._failure: MalformedStream | None = None
 
     @property
     def pending(self) -> bool:
         """True while a line has begun and no LF has ended it."""
         return self._size > 0
 
+    @property
+    def failure(self) -> MalformedStream | None:
+        """The error met after the lines the last call returned, which the next call
+        raises (None when there is none)."""
+        return self._failure
+
     def feed(self, chunk: bytes) -> list[str]:
         """The lines ``chunk`` completed."""
-        if not self._open:
-            raise IllegalTransition("failed" if self._failed else "closed", "feed")
+        self._raise_failure()
+        if self._state != _OPEN:
+            raise IllegalTransition(self._state, "feed")
         pieces = chunk.split(b"\n")
         tail = pieces.pop()
         out: list[str] = []
-        for index, piece in enumerate(pieces):
-            if index == 0 and self._parts:
-                self._check(self._size + len(piece))
-                self._parts.append(piece)
-                piece = b"".join(self._parts)
-                self._parts, self._size = [], 0
-            else:
-                self._check(len(piece))
-            line = _decode(piece[:-1] if piece.endswith(b"\r") else piece)
-            if line.strip():
-                out.append(line)
-        if tail:
-            self._check(self._size + len(tail))
-            self._parts.append(tail)
-            self._size += len(tail)
+        try:
+            for index, piece in enumerate(pieces):
+                if index == 0 and self._parts:
+                    self._check(self._size + len(piece))
+                    self._parts.append(piece)
+                    piece = b"".join(self._parts)
+                    self._parts, self._size = [], 0
+                else:
+                    self._check(len(piece))
+                line = _decode(piece[:-1] if piece.endswith(b"\r") else piece)
+                if line.strip():
+                    out.append(line)
+            if tail:
+                self._check(self._size + len(tail))
+                self._parts.append(tail)
+                self._size += len(tail)
+        except MalformedStream as exc:  # EventTooLarge too
+            self._state, self._parts, self._size = _FAILED, [], 0
+            if not out:
+                raise
+            self._failure = exc  # the lines before it are whole: theirs first
         return out
 
     def close(self) -> list[str]:
         """EOF: the last line if it had no LF (see the class docstring), else nothing."""
-        if not self._open:
-            return []
-        self._open = False
+        self._raise_failure()
+        if self._state != _OPEN:
+            return []  # idempotent; a failed decoder already raised
+        self._state = _CLOSED
         piece = b"".join(self._parts)
         self._parts, self._size = [], 0
         line = _decode(piece[:-1] if piece.endswith(b"\r") else piece)
@@ -199,9 +224,13 @@ class NDJSONDecoder:
 
     def _check(self, size: int) -> None:
         if size > self._max:
-            self._open, self._failed = False, True
-            self._parts, self._size = [], 0
             raise EventTooLarge(f"NDJSON line longer than {self._max} bytes", limit=self._max)
+
+    def _raise_failure(self) -> None:
+        """Raise the error a chunk ended in, after the lines before it were returned."""
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            raise failure
 
 
 def _decode(raw: bytes) -> str:
@@ -332,29 +361,33 @@ _KNOWN: Final = frozenset(LINE_HANDLERS) | _READ | READ_PAST
 
 
 class OllamaStream:
-    """Bytes in, normalized events out: :class:`NDJSONDecoder` and :class:`OllamaDecoder`."""
+    """Bytes in, normalized events out: :class:`NDJSONDecoder` and :class:`OllamaDecoder`.
 
-    __slots__ = ("_decoder", "_lines", "lines_seen")
+    The events of the lines a chunk completed before a malformed one are returned, and
+    its error is raised by the next call (``wire/_held.py``)."""
+
+    __slots__ = ("_decoder", "_held", "_lines", "lines_seen")
 
     def __init__(self, *, max_line_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
         self._lines = NDJSONDecoder(max_line_size=max_line_size)
         self._decoder = OllamaDecoder()
+        self._held = HeldError()
         self.lines_seen = 0
 
     def feed(self, chunk: bytes) -> list[StreamEvent]:
         """The normalized events of the lines ``chunk`` completed."""
-        return self._events(self._lines.feed(chunk))
+        self._held.check("feed")
+        return self._held.decode(self._lines.feed(chunk), self._line)
 
     def close(self) -> list[StreamEvent]:
         """EOF: a last line without its LF is decoded too (a cut one raises)."""
-        return self._events(self._lines.close()) + self._decoder.close()
+        if self._held.check("close"):
+            return []
+        return self._held.decode(self._lines.close(), self._line) + self._decoder.close()
 
-    def _events(self, lines: list[str]) -> list[StreamEvent]:
-        out: list[StreamEvent] = []
-        for line in lines:
-            self.lines_seen += 1
-            out += self._decoder.feed(line)
-        return out
+    def _line(self, line: str) -> list[StreamEvent]:
+        self.lines_seen += 1
+        return self._decoder.feed(line)
 
 
 def _str(value: object) -> str:

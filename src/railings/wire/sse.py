@@ -32,8 +32,12 @@ a time:
 
 Memory is bounded by ``max_event_size``, counted in characters of decoded text
 (not bytes): no line may be longer, and no event's data (the joined value) may
-be larger. Past either limit :class:`~railings.errors.EventTooLarge` is raised
-at once, the buffers are dropped and the decoder refuses further input.
+be larger. Past either limit the buffers are dropped, the decoder refuses further
+input and :class:`~railings.errors.EventTooLarge` is raised: at once when the
+chunk completed no event before it, else by the next call, after the events
+before it were returned, so that what a caller gets does not depend on how the
+bytes were split. Likewise :attr:`SSEDecoder.clean_events` tells the events
+decoded before the first invalid UTF-8 from those after it, whatever the split.
 
 EOF: WHATWG discards an event whose block has no blank line before the end of
 the stream, and a last line with no line end. :meth:`SSEDecoder.close`
@@ -44,11 +48,10 @@ anything was thrown away.
 from __future__ import annotations
 
 import codecs
-from collections.abc import Callable
-from dataclasses import dataclass, fields
 from typing import Final
 
 from railings.errors import ConfigurationError, EventTooLarge, IllegalTransition
+from railings.wire._sse_event import ServerSentEvent, new_event, retry_value
 
 __all__ = ["DEFAULT_MAX_EVENT_SIZE", "SSEDecoder", "ServerSentEvent"]
 
@@ -63,61 +66,6 @@ _BOM: Final = codecs.BOM_UTF8
 _utf8_decode = codecs.utf_8_decode
 
 
-@dataclass(frozen=True, slots=True)
-class ServerSentEvent:
-    """One dispatched event.
-
-    ``event`` is ``"message"`` when the event field was absent or empty.
-    ``data`` is the data lines joined with LF (the single trailing LF removed).
-    ``id`` is the last event ID at dispatch: it persists across events until an
-    ``id`` field changes it. ``retry`` is the last valid ``retry`` value inside
-    this event's own block, else None (WHATWG only uses it to set the
-    reconnection time; see :attr:`SSEDecoder.reconnection_time`).
-    """
-
-    event: str
-    data: str
-    id: str
-    retry: int | None
-
-
-def _event_maker() -> Callable[[str, str, str, int | None], ServerSentEvent]:
-    """Return a constructor of ServerSentEvent twice as fast as its own ``__init__``.
-
-    A frozen dataclass's ``__init__`` sets every field through
-    ``object.__setattr__`` (650 ns here for four fields, a third of the
-    decoder's time per event). Writing the slots through their descriptors
-    builds an equal, just as frozen object in half the time.
-    """
-    new = object.__new__
-    set_event, set_data, set_id, set_retry = (
-        getattr(ServerSentEvent, field.name).__set__ for field in fields(ServerSentEvent)
-    )
-
-    def new_event(event: str, data: str, id: str, retry: int | None) -> ServerSentEvent:
-        obj = new(ServerSentEvent)
-        set_event(obj, event)
-        set_data(obj, data)
-        set_id(obj, id)
-        set_retry(obj, retry)
-        return obj
-
-    return new_event
-
-
-_new_event = _event_maker()
-
-
-def _retry_value(digits: str) -> int | None:
-    """The base-ten value of a ``retry`` field made of ASCII digits only."""
-    try:
-        return int(digits.lstrip("0") or "0")
-    except ValueError:
-        # Past CPython's int() digit limit (4300 by default), ignored: no real delay is
-        # that long, and the conversion is the quadratic work that limit exists to refuse.
-        return None
-
-
 class SSEDecoder:
     """Incremental WHATWG event-stream decoder: ``feed(bytes) -> list[ServerSentEvent]``.
 
@@ -129,10 +77,12 @@ class SSEDecoder:
         "_at_start",
         "_block_retry",
         "_bytes_fed",
+        "_clean",
         "_comments",
         "_data",
         "_data_len",
         "_event_type",
+        "_failure",
         "_id_buffer",
         "_in_block",
         "_invalid_utf8",
@@ -168,6 +118,8 @@ class SSEDecoder:
         self._comments = 0
         self._bytes_fed = 0
         self._invalid_utf8 = 0
+        self._clean = 0  # of the events the last feed returned, those before invalid UTF-8
+        self._failure: EventTooLarge | None = None  # raised by the next call
 
     @property
     def last_event_id(self) -> str:
@@ -193,6 +145,22 @@ class SSEDecoder:
     def invalid_utf8(self) -> int:
         """How many chunks held bytes that are not UTF-8 (decoded as U+FFFD, per WHATWG)."""
         return self._invalid_utf8
+
+    @property
+    def clean_events(self) -> int:
+        """How many of the events the last :meth:`feed` returned came before the first
+        bytes that are not UTF-8 this decoder met: all of them while it met none, those
+        before the invalid bytes in the chunk that held them, none after that chunk. (The
+        reader ends a turn at an event decoded from invalid bytes; a U+FFFD the model
+        wrote before them is text, however the bytes were split.)"""
+        return self._clean
+
+    @property
+    def failure(self) -> EventTooLarge | None:
+        """The error met after the events the last call returned (a line or an event's
+        data over ``max_event_size``), which the next call raises (None when there is
+        none)."""
+        return self._failure
 
     @property
     def pending(self) -> bool:
@@ -228,7 +196,13 @@ class SSEDecoder:
         self._bytes_fed += count
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
-        """Decode the next piece of the body; return the events it completed."""
+        """Decode the next piece of the body; return the events it completed.
+
+        The events a chunk completed before a line or an event's data over
+        ``max_event_size`` are returned, and :class:`EventTooLarge` is raised by the
+        next call (:attr:`failure`); with no event before it, at once."""
+        if self._failure is not None:
+            self._raise_failure()
         # Compared by value, not identity: a decoder copied by pickle (another process)
         # holds an equal string that is not the module's constant.
         if self._state != _OPEN:
@@ -241,18 +215,44 @@ class SSEDecoder:
             # WHATWG: one leading BOM is stripped, also when its bytes arrive apart.
             if len(chunk) < 3 and _BOM.startswith(chunk):
                 self._undecoded = chunk
+                self._clean = 0
                 return []
             self._at_start = False
             if chunk[:3] == _BOM:
                 chunk = chunk[3:]
         try:
             text, used = _utf8_decode(chunk, "strict", False)
-        except UnicodeDecodeError:
-            # WHATWG decodes invalid bytes as U+FFFD; callers that need more can see it here.
-            self._invalid_utf8 += 1
-            text, used = _utf8_decode(chunk, "replace", False)
+        except UnicodeDecodeError as exc:
+            events = self._invalid(chunk, exc.start)
+        else:
+            if used != len(chunk):
+                self._undecoded = chunk[used:]
+            events = self._lines(text)
+            text = ""  # a traceback from here keeps this frame: not the text too
+            self._clean = 0 if self._invalid_utf8 else len(events)
+        if self._failure is not None and not events:
+            self._raise_failure()
+        return events
+
+    def _invalid(self, chunk: bytes, start: int) -> list[ServerSentEvent]:
+        """The events of a chunk holding bytes that are not UTF-8 from ``start`` on."""
+        # WHATWG decodes invalid bytes as U+FFFD; callers that need more can see it here.
+        before: list[ServerSentEvent] = []
+        if not self._invalid_utf8 and start:
+            # The events before the first invalid bytes are counted apart (clean_events).
+            before = self._lines(_utf8_decode(chunk[:start], "strict", False)[0])
+            chunk = chunk[start:]
+        self._invalid_utf8 += 1
+        self._clean = len(before)
+        if self._state != _OPEN:
+            return before  # a line over the bound before the invalid bytes
+        text, used = _utf8_decode(chunk, "replace", False)
         if used != len(chunk):
             self._undecoded = chunk[used:]
+        return before + self._lines(text)
+
+    def _lines(self, text: str) -> list[ServerSentEvent]:
+        """The events of the next decoded ``text``: its lines, each interpreted."""
         if not text:
             return []
         if self._skip_lf:
@@ -274,8 +274,7 @@ class SSEDecoder:
             self._partial.append(tail)
             self._partial_len += len(tail)
             if self._partial_len > limit:
-                self._fail()
-                raise EventTooLarge(f"SSE line longer than {limit} characters", limit=limit)
+                self._too_large(f"SSE line longer than {limit} characters")
             return []
         longest_possible = self._partial_len + len(text)
         if self._partial:
@@ -286,19 +285,26 @@ class SSEDecoder:
             self._partial = [tail]
         self._partial_len = len(tail)
         if longest_possible > limit and max(len(tail), *map(len, lines)) > limit:
-            self._fail()
-            lines = []  # the traceback keeps this frame: it must not keep the long line too
-            raise EventTooLarge(f"SSE line longer than {limit} characters", limit=limit)
+            # The lines before the first one too long are interpreted: their events are
+            # whole. From that line on nothing is kept.
+            first = next((i for i, line in enumerate(lines) if len(line) > limit), len(lines))
+            del lines[first:]
+            events = self._interpret(lines)
+            if self._state == _OPEN:
+                self._too_large(f"SSE line longer than {limit} characters")
+            return events
         self._in_block = lines[-1] != ""
         return self._interpret(lines)
 
     def close(self) -> list[ServerSentEvent]:
-        """Mark the end of the stream. Always returns ``[]``.
+        """Mark the end of the stream. Returns ``[]``, or raises the
+        :class:`EventTooLarge` the last feed held (:attr:`failure`).
 
         WHATWG: a block not ended by a blank line before EOF is not dispatched,
         and a last line without a line end is discarded. Check :attr:`pending`
         first to learn whether that happened. :meth:`feed` raises afterwards.
         """
+        self._raise_failure()
         if self._state == _OPEN:
             self._in_block = self.pending  # keep the answer once the buffers are gone
             self._state = _CLOSED
@@ -308,7 +314,7 @@ class SSEDecoder:
     def _interpret(self, lines: list[str]) -> list[ServerSentEvent]:
         """Run the WHATWG line rules over complete lines (terminators removed)."""
         events: list[ServerSentEvent] = []
-        new_event = _new_event
+        make = new_event
         data = self._data
         data_len = self._data_len
         data_limit = self._max + 1  # the data buffer holds one LF more than the event's data
@@ -322,7 +328,7 @@ class SSEDecoder:
                 last_event_id = id_buffer
                 if data:
                     joined = data[0] if len(data) == 1 else "\n".join(data)
-                    event = new_event(event_type or "message", joined, id_buffer, block_retry)
+                    event = make(event_type or "message", joined, id_buffer, block_retry)
                     events.append(event)
                     data = []
                     data_len = 0
@@ -356,7 +362,7 @@ class SSEDecoder:
                 if name == "retry":
                     # WHATWG: ASCII digits only; "1e3", "-1", "" and "²" are ignored.
                     if value.isascii() and value.isdigit():
-                        retry = _retry_value(value)
+                        retry = retry_value(value)
                         if retry is not None:
                             block_retry = self._reconnection_time = retry
                     continue
@@ -365,14 +371,9 @@ class SSEDecoder:
             data.append(value)
             data_len += len(value) + 1
             if data_len > data_limit:
-                self._fail()
-                # The traceback keeps this frame (and feed's): drop what they hold first.
-                data.clear()
-                lines.clear()
-                line = value = ""
-                raise EventTooLarge(
-                    f"SSE event data longer than {self._max} characters", limit=self._max
-                )
+                # The events before it are whole: returned, the error raised after them.
+                self._too_large(f"SSE event data longer than {self._max} characters")
+                return events
         self._data = data
         self._data_len = data_len
         self._event_type = event_type
@@ -380,6 +381,16 @@ class SSEDecoder:
         self._last_event_id = last_event_id
         self._block_retry = block_retry
         return events
+
+    def _too_large(self, message: str) -> None:
+        """Fail, keeping the error for :meth:`feed` to raise (see its docstring)."""
+        self._fail()
+        self._failure = EventTooLarge(message, limit=self._max)
+
+    def _raise_failure(self) -> None:
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            raise failure
 
     def _fail(self) -> None:
         self._state = _FAILED
