@@ -108,14 +108,14 @@ async def forward_answer(
         await answer(send, 502, payload, "application/json", NO_RETRY)
         return
     try:
-        judged = inspect(json.loads(data))
+        judged = inspect(json.loads(data), max_tokens=record.max_tokens)
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError, RailingsError):
         judged = None  # not a model answer railings reads: pass it on as it came
     cut = [v for v in judged.verdicts if v.reason is RejectReason.TRUNCATED] if judged else []
     record.turn = judged.turn if judged else None
-    if cut and refuse_cut_calls:
+    if cut and refuse_cut_calls and judged is not None:
         record.rejected = tuple(v.call.name for v in cut)
-        message = cut_message(cut, judged.turn.stop_reason_wire if judged else None)
+        message = cut_message(cut, judged.turn)
         record.status = 502
         record.finish("refused", error=message)
         metrics.inc("railings_gateway_answers_total", provider=record.provider, outcome="refused")

@@ -77,9 +77,11 @@ from railings.transport.errors_map import (
     map_exception,
 )
 from railings.transport.retry import Retrier, RetryPolicy
+from railings.turn.limit import limit_in_body
 
 __all__ = ["HEALTH_PATH", "METRICS_PATH", "Gateway", "app"]
 
+_DRAIN = 5.0  # seconds aclose() waits for the requests it ended to write their rows
 HEALTH_PATH = "/_railings/health"
 METRICS_PATH = "/_railings/metrics"
 log = logging.getLogger("railings.gateway")
@@ -164,6 +166,7 @@ class Gateway:
         self.metrics = Metrics()
         self.clients = Clients(timeouts, transport, network=network, verify=verify)
         self._closed = False
+        self._active: set[asyncio.Task[Any]] = set()  # the requests being answered
         install_log_redaction()
         # A logger's filters see only its own records: the gateway's lines get their own.
         if not any(isinstance(f, RedactingFilter) for f in log.filters):
@@ -184,6 +187,14 @@ class Gateway:
         if self._closed:
             return
         self._closed = True
+        # A request still in flight when the gateway stops (a server whose graceful wait
+        # ran out, or a stop before it started) is ended first, so that its row reaches
+        # the journal before the journal closes.
+        pending = self._active - {asyncio.current_task()}
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=_DRAIN)
         await self.clients.aclose()
         if self.journal is not None:
             await asyncio.to_thread(self.journal.close)
@@ -193,7 +204,14 @@ class Gateway:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
         elif scope["type"] == "http":
-            await self._http(scope, receive, send)
+            task = asyncio.current_task()
+            if task is not None:
+                self._active.add(task)
+            try:
+                await self._http(scope, receive, send)
+            finally:
+                if task is not None:
+                    self._active.discard(task)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -242,6 +260,7 @@ class Gateway:
             secrets = header_secrets(scope["headers"])
             model = model_of(body)
             record = TurnRecord(provider, method, where.path, model, stream=False, secrets=secrets)
+            record.max_tokens = limit_in_body(body)
             try:
                 left = await until_gone(
                     lambda gone: self._model_call(record, url, headers, body, send, gone), receive
@@ -249,6 +268,9 @@ class Gateway:
                 if left:  # cancelled where it waited: the upstream read is closed
                     self.metrics.inc("railings_gateway_client_disconnects_total", provider=provider)
                     record.finish("client_gone")
+            except asyncio.CancelledError:  # the gateway is stopping: the call was cut
+                record.finish("interrupted")
+                raise
             finally:
                 self._finish(record)
         finally:

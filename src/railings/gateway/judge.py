@@ -53,7 +53,7 @@ from railings.providers import spec
 from railings.sse_blocks import EventSplitter
 from railings.turn.model import ErrorKind, Outcome, Turn
 from railings.turn.reader import StreamReader
-from railings.turn.verdict import CallVerdict, RejectReason, judge
+from railings.turn.verdict import CallVerdict, RejectReason, cut_at_limit, judge
 from railings.wire.openai_responses import SEQUENCE_NUMBER
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
 
@@ -78,13 +78,18 @@ def cut_calls(turn: Turn) -> list[CallVerdict]:
     return [v for v in judge(turn) if v.reason is RejectReason.TRUNCATED]
 
 
-def cut_message(verdicts: list[CallVerdict], stop_reason: str | None) -> str:
-    """The refusal's text: names each cut call and says the output limit cut it."""
+def cut_message(verdicts: list[CallVerdict], turn: Turn) -> str:
+    """The refusal's text: names each cut call and says the output limit cut it (and,
+    when the stop reason said otherwise, that billed output reached the limit)."""
     names = ", ".join(f"{v.call.name!r} (id {v.call.id or '-'})" for v in verdicts)
+    why = f"stop_reason: {turn.stop_reason_wire or 'max_tokens'}"
+    limit = cut_at_limit(turn)
+    if limit is not None:
+        why += f", but billed output reached the limit of {limit} tokens"
     return (
         f"railings gateway: tool call {names} was cut by the output limit "
-        f"(stop_reason: {stop_reason or 'max_tokens'}): its arguments are incomplete, "
-        "so the answer is refused instead of passed on"
+        f"({why}): its arguments are incomplete, so the answer is refused instead of "
+        "passed on"
     )
 
 
@@ -101,9 +106,12 @@ class StreamJudge:
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
         max_preamble: int = DEFAULT_MAX_PREAMBLE,
         max_held: int = DEFAULT_MAX_HELD,
+        max_tokens: int | None = None,
     ) -> None:
         self.provider = provider
-        self.reader = StreamReader(provider, max_event_size=max_event_size)
+        # The request's output limit: billed output that reaches it is truncation,
+        # whatever stop reason the wire claims (the verdict's usage-at-the-cap rule).
+        self.reader = StreamReader(provider, max_tokens=max_tokens, max_event_size=max_event_size)
         self.ending: Ending | None = None
         self.committed = False  # bytes reached the client: no transparent retry any more
         self.provider_error = b""  # a retryable provider error event before content
@@ -173,7 +181,7 @@ class StreamJudge:
             self._release(out)
             if cut:
                 self._drop()
-                self._error(out, CUT_CODE, cut_message(cut, turn.stop_reason_wire))
+                self._error(out, CUT_CODE, cut_message(cut, turn))
                 self.ending = Ending.REFUSED
                 return
             if self._calls is not None and self._calls.blocks:

@@ -52,6 +52,7 @@ class TurnRecord:
     rejected: tuple[str, ...] = ()  # names of the calls refused as cut
     error: str | None = None
     secrets: tuple[str, ...] = field(default=(), repr=False)  # this request's keys
+    max_tokens: int | None = None  # the output limit the request asked for
 
     def sent_first_byte(self) -> None:
         """Note the time to the first byte sent to the client (the first call counts)."""

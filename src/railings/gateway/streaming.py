@@ -82,7 +82,9 @@ async def forward_stream(
         if name != b"content-encoding"  # the client gets the decoded bytes
     ]
     await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
-    judge = StreamJudge(record.provider, refuse_cut_calls=refuse_cut_calls)
+    judge = StreamJudge(
+        record.provider, refuse_cut_calls=refuse_cut_calls, max_tokens=record.max_tokens
+    )
     while True:
         tail = await _pump(record, response, judge, decoder, send, gone, timeouts)
         if judge.ending is not Ending.EMPTY or gone.is_set():
@@ -92,7 +94,9 @@ async def forward_stream(
             tail = judge.give_up(resent)
             break
         response = resent
-        judge = StreamJudge(record.provider, refuse_cut_calls=refuse_cut_calls)
+        judge = StreamJudge(
+            record.provider, refuse_cut_calls=refuse_cut_calls, max_tokens=record.max_tokens
+        )
         try:
             decoder = _decoder(response)
         except Unreadable as exc:
