@@ -185,3 +185,28 @@ def test_keys_reach_the_upstream_and_no_gateway_output(
     for name, text in outputs.items():
         assert KEY not in text, name
         assert "sk-wrong-key-123456" not in text, name
+
+
+SESSION_ENDS = [
+    ((), "stopped"),
+    (("complete",), "stopped"),
+    (("complete", "interrupted"), "interrupted"),
+]
+
+
+@pytest.mark.parametrize(("outcomes", "status"), SESSION_ENDS)
+def test_the_gateways_session_ends_interrupted_only_when_its_stop_cut_a_turn(
+    tmp_path: Path, outcomes: tuple[str, ...], status: str
+) -> None:
+    from railings.agent.journal import Journal
+    from railings.gateway.record import GatewayJournal, TurnRecord
+
+    book = GatewayJournal(tmp_path / "j.sqlite3", "http://127.0.0.1:9")
+    for outcome in outcomes:
+        record = TurnRecord("openai", "POST", "/v1/chat/completions", "m", stream=True)
+        record.finish(outcome)
+        book.write(record)
+    book.close()
+    with Journal(tmp_path / "j.sqlite3") as journal:
+        (session,) = journal.sessions()
+    assert session.status == status

@@ -55,7 +55,7 @@ from railings.gateway.client_side import (
 from railings.gateway.limits import Budget, Limits
 from railings.gateway.metrics import Metrics
 from railings.gateway.paths import BadPath, judged_provider, route
-from railings.gateway.record import GatewayJournal, TurnRecord
+from railings.gateway.record import INTERRUPTED, GatewayJournal, TurnRecord
 from railings.gateway.relay import UpstreamBroke as UpstreamBroke
 from railings.gateway.relay import relay
 from railings.gateway.shapes import INTERRUPTED_CODE, error_body
@@ -269,7 +269,7 @@ class Gateway:
                     self.metrics.inc("railings_gateway_client_disconnects_total", provider=provider)
                     record.finish("client_gone")
             except asyncio.CancelledError:  # the gateway is stopping: the call was cut
-                record.finish("interrupted")
+                record.finish(INTERRUPTED)
                 raise
             finally:
                 self._finish(record)

@@ -26,9 +26,10 @@ from railings.gateway.upstream import scrub
 from railings.redact import redact
 from railings.turn.model import Turn
 
-__all__ = ["ENTRY_KIND", "GatewayJournal", "TurnRecord", "log_field"]
+__all__ = ["ENTRY_KIND", "INTERRUPTED", "GatewayJournal", "TurnRecord", "log_field"]
 
 ENTRY_KIND = "gateway_turn"
+INTERRUPTED = "interrupted"  # the outcome of a turn the gateway's own stop cut
 log = logging.getLogger("railings.gateway")
 
 
@@ -148,12 +149,15 @@ class GatewayJournal:
         )
         self._queue: queue.SimpleQueue[tuple[int, dict[str, Any]] | None] = queue.SimpleQueue()
         self._count = 0
+        self._interrupted = 0  # turns the gateway's own stop cut
         self._thread = threading.Thread(target=self._run, name="railings-journal", daemon=True)
         self._thread.start()
 
     def write(self, record: TurnRecord) -> None:
         """Queue ``record`` for the journal thread (never blocks a stream)."""
         self._count += 1
+        if record.outcome == INTERRUPTED:
+            self._interrupted += 1
         self._queue.put((self._count, record.as_entry()))
 
     def _run(self) -> None:
@@ -168,13 +172,15 @@ class GatewayJournal:
                 log.warning("journal write failed: %s", exc)
 
     def close(self) -> None:
-        """Write what is queued, end the session ``stopped`` and close the journal.
+        """Write what is queued, end the session and close the journal.
 
         A gateway is a service: SIGINT and SIGTERM are how it is meant to stop (exit 0),
-        and the server's shutdown closes the journal, so its session ends ``stopped``,
-        never left ``running``. How each turn ended is its own ``gateway_turn`` row: a
-        turn the stop cut is journaled with its outcome like any other."""
+        and the server's shutdown closes the journal, so its session is never left
+        ``running``. It ends ``interrupted`` when the stop cut turns that were in flight
+        (each journaled with the outcome ``interrupted``), else ``stopped``."""
         self._queue.put(None)
         self._thread.join()
-        self.journal.end_session(self.session, "stopped", {"turns": self._count})
+        status = "interrupted" if self._interrupted else "stopped"
+        details = {"turns": self._count, "interrupted": self._interrupted}
+        self.journal.end_session(self.session, status, details)
         self.journal.close()
