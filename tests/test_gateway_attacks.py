@@ -8,10 +8,16 @@ reaches the client, in any shape the client's SDK would read it from."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 
 from _server import DONE, OPENAI_USAGE, CannedServer, Reply, json_reply, openai_chunk, sse
@@ -152,3 +158,51 @@ def test_a_cut_call_in_the_second_choice_of_a_json_answer_is_refused(
     assert b"/tmp/leg" not in got.body
     assert got.status == 502
     assert json.loads(got.body)["error"]["code"] == "tool_call_cut_by_output_limit"
+
+
+# -- the upstream URL's password, spelled the way httpx2 still accepts -------------------------
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+
+
+@pytest.mark.parametrize(
+    ("password", "shown"),
+    [
+        ("Open Sesame Qz81", "Sesame Qz81"),  # a space: httpx2 sends it as %20
+        ("Open@Sesame-Qz81", "Sesame-Qz81"),  # an "@": httpx2 splits at the last one
+    ],
+)
+def test_a_password_httpx2_accepts_unencoded_is_in_no_output(
+    tmp_path: Path, password: str, shown: str
+) -> None:
+    # httpx2 reads both URLs with this user and password (it authenticates with them), so
+    # the gateway runs; what it prints and journals must not hold any of the password.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))  # never listening: nothing is ever answered
+        port = sock.getsockname()[1]
+        upstream = f"http://gateway-user:{password}@127.0.0.1:{port}/v1"
+        assert httpx2.URL(upstream).password == password
+        journal = tmp_path / "journal.sqlite3"
+        command = [sys.executable, "-m", "railings", "gateway", "--upstream", upstream]
+        process = subprocess.Popen(
+            [*command, "--port", "0", "--journal", str(journal)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(SRC)},
+        )
+        assert process.stderr is not None
+        lines = []
+        try:
+            for line in process.stderr:  # bounded: the startup line ends the wait
+                lines.append(line)
+                if "listening on" in line:
+                    break
+        finally:
+            process.send_signal(signal.SIGINT)
+            stdout, rest = process.communicate(timeout=60)
+    printed = "".join(lines) + rest + stdout
+    assert "listening on" in printed
+    assert shown not in printed
+    stored = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    assert shown.encode() not in stored
