@@ -206,3 +206,42 @@ def test_a_password_httpx2_accepts_unencoded_is_in_no_output(
     assert shown not in printed
     stored = b"".join(p.read_bytes() for p in tmp_path.iterdir())
     assert shown.encode() not in stored
+
+
+# -- a stream the upstream does not label ``text/event-stream`` ----------------------------------
+
+CUT_STREAM = [
+    openai_chunk({"role": "assistant", "content": ""}),
+    openai_chunk(
+        {
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "shell", "arguments": ""},
+                }
+            ]
+        }
+    ),
+    openai_chunk({"tool_calls": [{"index": 0, "function": {"arguments": CUT}}]}),
+    openai_chunk({}, "length"),
+    OPENAI_USAGE,
+    DONE,
+]
+
+
+@pytest.mark.parametrize(
+    "label",
+    [(), (("content-type", "text/plain"),), (("content-type", "application/json"),)],
+    ids=["no content-type", "text/plain", "application/json"],
+)
+def test_a_cut_call_in_a_stream_labelled_otherwise_never_reaches_the_client(
+    upstream: CannedServer, tmp_path: Path, label: tuple[tuple[str, str], ...]
+) -> None:
+    # The openai SDK reads the body of a ``stream=True`` request as server-sent events
+    # whatever its content-type says, so a client gets this cut call as deltas; the
+    # gateway must judge what its client will read, not what the label claims.
+    upstream.push(Reply(200, CUT_STREAM, label))
+    got = _chat(upstream, tmp_path, body("openai", max_tokens=10))
+    assert b"/tmp/leg" not in got
