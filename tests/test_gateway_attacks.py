@@ -8,6 +8,7 @@ reaches the client, in any shape the client's SDK would read it from."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import socket
@@ -245,3 +246,27 @@ def test_a_cut_call_in_a_stream_labelled_otherwise_never_reaches_the_client(
     upstream.push(Reply(200, CUT_STREAM, label))
     got = _chat(upstream, tmp_path, body("openai", max_tokens=10))
     assert b"/tmp/leg" not in got
+
+
+# -- the per-call log line and journal row, with a client-chosen value of any length -------------
+
+
+def test_a_client_chosen_model_name_is_bounded_in_the_log_and_the_journal(
+    upstream: CannedServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # One request of 1 MiB, answered at once with a 400: without a bound on the fields a
+    # client chooses, each such request writes a megabyte to the log and the journal
+    # (64 MiB with the default request body limit), a disk filled for the price of a 400.
+    name = "gpt-" + "x" * 2**20
+    upstream.push(json_reply(400, {"error": {"message": "unknown model", "type": "invalid"}}))
+    request = body("openai")
+    request["model"] = name
+    caplog.set_level(logging.INFO, logger="railings.gateway")
+    with running(upstream.url, tmp_path) as (url, _, _tee):
+        got = raw_request(url, PATHS["openai"], request, headers=headers("openai"))
+    assert got.status == 400
+    lines = [r.getMessage() for r in caplog.records if r.name == "railings.gateway"]
+    assert lines and "status=400" in lines[-1]
+    assert max(map(len, lines)) < 16 * 1024
+    stored = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    assert b"x" * 16 * 1024 not in stored
