@@ -7,6 +7,7 @@ reaches the client, in any shape the client's SDK would read it from."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 import os
@@ -270,3 +271,26 @@ def test_a_client_chosen_model_name_is_bounded_in_the_log_and_the_journal(
     assert max(map(len, lines)) < 16 * 1024
     stored = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
     assert b"x" * 16 * 1024 not in stored
+
+
+# -- gzip in members: RFC 1952 §2.2, "a gzip file consists of a series of members" ----------
+
+
+def test_a_stream_gzipped_member_by_member_is_judged_whole(
+    upstream: CannedServer, tmp_path: Path
+) -> None:
+    # A server that compresses each flush on its own sends one gzip member per event;
+    # urllib3, Go's net/http and the browsers decode every member. Read as its first
+    # member only, this complete answer has no content and no proof: called Empty and
+    # resent, paid for again each time.
+    events = [openai_chunk({"role": "assistant", "content": ""})]
+    events += [openai_chunk({"content": word}) for word in ("The ", "answer.")]
+    events += [openai_chunk({}, "stop"), OPENAI_USAGE, DONE]
+    members = [gzip.compress(event) for event in events]
+    for _ in range(4):
+        upstream.push(Reply(200, members, (*EVENT_STREAM, ("content-encoding", "gzip"))))
+    with running(upstream.url, tmp_path) as (url, _, _tee):
+        got = raw_request(url, PATHS["openai"], body("openai"), headers=headers("openai"))
+    assert len(upstream.requests) == 1  # complete on the first attempt: nothing resent
+    assert got.status == 200
+    assert got.body == b"".join(events)
