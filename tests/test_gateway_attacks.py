@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import openai
 import pytest
 
 from _server import DONE, OPENAI_USAGE, CannedServer, Reply, json_reply, openai_chunk, sse
 from railings.testing.raw import raw_request
-from tests.gateway_kit import PATHS, body, headers, running
+from tests.gateway_kit import KEY, NO_WAITS, PATHS, body, headers, running
 
 # The arguments of a call the output limit cut inside its command.
 CUT = '{"command": "rm -rf /tmp/leg'
@@ -294,3 +295,30 @@ def test_a_stream_gzipped_member_by_member_is_judged_whole(
     assert len(upstream.requests) == 1  # complete on the first attempt: nothing resent
     assert got.status == 200
     assert got.body == b"".join(events)
+
+
+# -- resends: an error status relayed after the gateway already resent ----------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_error_status_after_the_gateways_resends_does_not_invite_the_sdks(
+    upstream: CannedServer, tmp_path: Path, stream: bool
+) -> None:
+    # Three connections dropped after the whole request was read (each may have been
+    # generated and billed), then a 500: the gateway resent by its policy, then relays
+    # the 500 as it came, and the SDK's own retries begin the whole sequence again.
+    for _ in range(3):
+        upstream.push(Reply(end="drop"), Reply(end="drop"), Reply(end="drop"))
+        upstream.push(json_reply(500, {"error": {"message": "boom", "type": "server_error"}}))
+    with (
+        running(upstream.url, tmp_path) as (url, _, _tee),
+        openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=2) as client,
+        pytest.raises(openai.InternalServerError) as raised,
+    ):
+        got = client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}], stream=stream
+        )
+        if stream:
+            list(got)
+    assert len(upstream.requests) == NO_WAITS.attempts  # 4, not 4 x 3
+    assert raised.value.response.headers.get("x-should-retry") == "false"
