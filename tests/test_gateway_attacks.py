@@ -322,3 +322,33 @@ def test_an_error_status_after_the_gateways_resends_does_not_invite_the_sdks(
             list(got)
     assert len(upstream.requests) == NO_WAITS.attempts  # 4, not 4 x 3
     assert raised.value.response.headers.get("x-should-retry") == "false"
+
+
+# -- ``railings gateway-log``: the journal's client-chosen strings, shown to a terminal ----------
+
+FORGED = "1999-01-01 00:00:00  openai  gpt-4o  200  complete  attempts=1"
+
+
+def test_a_client_chosen_model_never_forges_a_gateway_log_line(
+    upstream: CannedServer, tmp_path: Path
+) -> None:
+    # The per-call log line escapes the model; the journal keeps it as sent, and
+    # ``railings gateway-log`` prints it to the operator's terminal: a newline starts a
+    # forged row, ESC sequences reach the terminal (here: clear the screen).
+    upstream.push(json_reply(400, {"error": {"message": "unknown model", "type": "invalid"}}))
+    request = body("openai")
+    request["model"] = "m\n" + FORGED + "\x1b[2J\x1b[H"
+    journal = tmp_path / "journal.sqlite3"
+    with running(upstream.url, tmp_path, journal=journal) as (url, _, _tee):
+        got = raw_request(url, PATHS["openai"], request, headers=headers("openai"))
+    assert got.status == 400
+    shown = subprocess.run(
+        [sys.executable, "-m", "railings", "gateway-log", "--journal", str(journal)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(SRC), "NO_COLOR": "1"},
+        check=True,
+    ).stdout
+    assert "upstream_status" in shown  # the one row is shown
+    assert not any(line.startswith(FORGED) for line in shown.splitlines())
+    assert "\x1b" not in shown
