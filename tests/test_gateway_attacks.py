@@ -352,3 +352,21 @@ def test_a_client_chosen_model_never_forges_a_gateway_log_line(
     assert "upstream_status" in shown  # the one row is shown
     assert not any(line.startswith(FORGED) for line in shown.splitlines())
     assert "\x1b" not in shown
+
+
+# -- a request body the gateway reads for its journal -------------------------------------------
+
+
+def test_a_deeply_nested_request_body_is_forwarded_like_any_unread_one(
+    upstream: CannedServer, tmp_path: Path
+) -> None:
+    # The gateway reads the body's ``model`` for its journal, and a body that is not JSON
+    # goes upstream unread; one nested deeper than the JSON decoder recurses raises
+    # RecursionError instead, out of the app: a bare 500 and a traceback in the log per
+    # request, and the upstream never asked.
+    upstream.push(json_reply(400, {"error": {"message": "bad body", "type": "invalid"}}))
+    nested = b'{"model": "m", "messages": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"
+    with running(upstream.url, tmp_path) as (url, _, _tee):
+        got = raw_request(url, PATHS["openai"], nested, headers=headers("openai"))
+    assert got.status == 400  # the upstream's own answer, relayed
+    assert len(upstream.requests) == 1
