@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -370,3 +371,25 @@ def test_a_deeply_nested_request_body_is_forwarded_like_any_unread_one(
         got = raw_request(url, PATHS["openai"], nested, headers=headers("openai"))
     assert got.status == 400  # the upstream's own answer, relayed
     assert len(upstream.requests) == 1
+
+
+def test_reading_the_model_of_a_request_body_is_bounded_by_the_body(
+    upstream: CannedServer, tmp_path: Path
+) -> None:
+    # A request body is bounded in bytes (64 MiB by default), but the gateway parses it
+    # whole into Python objects to read its ``model``: a body of empty objects makes one
+    # dict per three bytes. Every copy of this 4 MiB body (the test's, the server's, the
+    # gateway's) fits many times under the bound (a body of one long string passes it);
+    # its object graph does not.
+    upstream.push(json_reply(400, {"error": {"message": "bad body", "type": "invalid"}}))
+    size = 4 * 2**20
+    payload = b'{"model": "m", "messages": [' + b"{}," * (size // 3) + b"{}]}"
+    tracemalloc.start()
+    try:
+        with running(upstream.url, tmp_path) as (url, _, _tee):
+            got = raw_request(url, PATHS["openai"], payload, headers=headers("openai"))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert got.status == 400 and len(upstream.requests) == 1
+    assert peak < 12 * size
