@@ -25,6 +25,9 @@ import openai
 import pytest
 
 from _server import DONE, OPENAI_USAGE, CannedServer, Reply, json_reply, openai_chunk, sse
+from railings.errors import ConfigurationError
+from railings.gateway import app
+from railings.gateway.serve import ServingThread
 from railings.testing.raw import raw_request
 from tests.gateway_kit import KEY, NO_WAITS, PATHS, body, headers, running
 
@@ -393,3 +396,22 @@ def test_reading_the_model_of_a_request_body_is_bounded_by_the_body(
         tracemalloc.stop()
     assert got.status == 400 and len(upstream.requests) == 1
     assert peak < 12 * size
+
+
+def test_a_password_with_a_slash_never_reaches_a_client(tmp_path: Path) -> None:
+    # "/" is the commonest special character of a generated password. Unencoded, it ends
+    # the authority: the URL's port becomes the password's first part, which the gateway
+    # accepts at startup, and every request's error then quotes it to the client ("Invalid
+    # port: '...'"). Refused at startup without quoting it is as good as never quoting it.
+    upstream = "http://gateway-user:Sesame/Qz81@127.0.0.1:9/v1"
+    try:
+        gateway = app(upstream, journal=tmp_path / "journal.sqlite3", retry=NO_WAITS)
+    except ConfigurationError as exc:
+        assert "Sesame" not in str(exc)
+        return
+    answers = []
+    with ServingThread(gateway) as url:
+        for path in (PATHS["openai"], "/v1/models"):
+            got = raw_request(url, path, body("openai"), headers=headers("openai"))
+            answers.append(got.body)
+    assert answers and all(b"Sesame" not in answer for answer in answers), answers
