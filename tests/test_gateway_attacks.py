@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,9 +28,11 @@ import pytest
 from _server import DONE, OPENAI_USAGE, CannedServer, Reply, json_reply, openai_chunk, sse
 from railings.errors import ConfigurationError
 from railings.gateway import app
+from railings.gateway.limits import Limits
 from railings.gateway.serve import ServingThread
 from railings.testing.raw import raw_request
 from tests.gateway_kit import KEY, NO_WAITS, PATHS, body, headers, running
+from tests.gateway_upstreams import answer_of, send_part
 
 # The arguments of a call the output limit cut inside its command.
 CUT = '{"command": "rm -rf /tmp/leg'
@@ -415,3 +418,38 @@ def test_a_password_with_a_slash_never_reaches_a_client(tmp_path: Path) -> None:
             got = raw_request(url, path, body("openai"), headers=headers("openai"))
             answers.append(got.body)
     assert answers and all(b"Sesame" not in answer for answer in answers), answers
+
+
+# -- the process-wide cap on request bodies, held by clients that never finish ------------------
+
+
+def test_a_body_trickled_byte_by_byte_cannot_hold_the_process_cap_for_ever(
+    upstream: CannedServer, tmp_path: Path
+) -> None:
+    # ``body_timeout`` is the longest wait between two pieces, so a client that sends one
+    # byte a little more often than that is never timed out, and keeps what it sent
+    # counted against ``max_buffered``: a few such connections (four at the defaults,
+    # 4 x 64 MiB = 256 MiB, each a fraction of a kilobit per second once the bulk is
+    # sent) answer every other client 503 for as long as they like. Apache's
+    # mod_reqtimeout (a minimum rate) and Envoy's request_timeout (a whole-request
+    # deadline) end such a body; here it trickles for four times ``body_timeout``.
+    limits = Limits(max_request_body=2**20, max_buffered=2**20, body_timeout=1.0)
+    upstream.push(json_reply(200, {"ok": True}))
+    with running(upstream.url, tmp_path, limits=limits) as (url, gateway, _tee):
+        hog = send_part(url, PATHS["openai"], 2**20, b"{" + b" " * (2**20 - 100))
+        guard = time.monotonic() + 30  # only against a hang: the loop waits for bytes
+        while gateway.buffered < 2**20 - 100 and time.monotonic() < guard:
+            time.sleep(0.01)
+        try:
+            for _ in range(40):  # one byte per tenth of ``body_timeout``: 4 x body_timeout
+                hog.sendall(b" ")
+                time.sleep(0.1)
+        except OSError:
+            pass  # the gateway ended the trickle: what a bound on it does
+        try:
+            # A client that comes now, while the hog is still connected.
+            ask = json.dumps(body("openai", stream=False)).encode()
+            got = answer_of(send_part(url, PATHS["openai"], len(ask), ask, headers("openai")))
+        finally:
+            hog.close()
+    assert got.status == 200
