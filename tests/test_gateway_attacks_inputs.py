@@ -230,3 +230,35 @@ def test_a_body_trickled_byte_by_byte_cannot_hold_the_process_cap_for_ever(
         finally:
             hog.close()
     assert got.status == 200
+
+
+# -- request headers: before any of the gateway's bounds applies ----------------------------------
+
+
+def test_a_request_head_that_never_ends_is_bounded(tmp_path: Path) -> None:
+    # Every bound of the gateway starts once the head is whole: the body's size, its
+    # timeout, the process-wide cap. A client that sends one header of 32 MiB, and never
+    # ends the head, is read into memory as it comes (the server's HTTP parser has no
+    # limit on a head), for as long as it likes: a handful of such connections pins
+    # gigabytes. nginx reads a head into 4 x 8 KiB buffers (431 past them), Envoy into
+    # 60 KiB, h11 into 16 KiB.
+    piece = b"a" * 65536
+    tracemalloc.start()
+    try:
+        with (
+            CannedServer() as upstream,
+            running(upstream.url, tmp_path) as (url, _, _tee),
+        ):
+            host, port = url.removeprefix("http://").split(":")
+            with socket.create_connection((host, int(port)), timeout=10) as sock:
+                sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nx-pad: ")
+                try:
+                    for _ in range(512):  # 32 MiB, unless the gateway stops reading
+                        sock.sendall(piece)
+                except OSError:
+                    pass  # closed, reset, or no longer read: the head was bounded
+                _, peak = tracemalloc.get_traced_memory()
+            assert upstream.requests == []
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * 2**20
