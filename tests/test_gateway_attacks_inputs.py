@@ -262,3 +262,20 @@ def test_a_request_head_that_never_ends_is_bounded(tmp_path: Path) -> None:
     finally:
         tracemalloc.stop()
     assert peak < 8 * 2**20
+
+
+def test_a_request_head_that_stalls_is_timed_out_like_a_stalled_body(tmp_path: Path) -> None:
+    # The head of a request is waited for without limit: a client that sends half a head
+    # and nothing more keeps its connection (and the head's bytes) for ever, where a body
+    # stalled as long gets 408. nginx times a head out after client_header_timeout; here
+    # the body's own tiny timeout stands for whichever bound the head gets.
+    limits = Limits(body_timeout=0.2)
+    with (
+        CannedServer() as upstream,
+        running(upstream.url, tmp_path, limits=limits) as (url, _, _tee),
+    ):
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port))) as sock:
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n")  # and stalls
+            got = answer_of(sock, guard=10.0)  # only against a hang: 50 x the timeout
+    assert not got.timed_out  # the gateway ended it (408, or closed), not the guard
