@@ -154,8 +154,28 @@ def test_a_cut_call_in_the_second_choice_of_a_json_answer_is_refused(
     with running(upstream.url, tmp_path) as (url, _, _tee):
         got = raw_request(url, PATHS["openai"], request, headers=headers("openai"))
     assert b"/tmp/leg" not in got.body
-    assert got.status == 502
-    assert json.loads(got.body)["error"]["code"] == "tool_call_cut_by_output_limit"
+    # The judge reads one choice: n > 1 is refused before anything goes upstream.
+    assert got.status == 400
+    assert json.loads(got.body)["error"]["code"] == "many_choices_not_judged"
+    assert b"--cut-calls pass" in got.body
+    assert upstream.requests == []
+
+
+def test_many_choices_are_forwarded_unjudged_under_cut_calls_pass(
+    upstream: CannedServer, tmp_path: Path
+) -> None:
+    # The refusal of n > 1 is the judge's limit, not the gateway's: with --cut-calls pass
+    # the request goes upstream and both choices reach the client.
+    events = [_choice(0, {"content": "One."}), _choice(1, {"content": "Two."})]
+    events += [_choice(0, {}, "stop"), _choice(1, {}, "stop"), DONE]
+    upstream.push(Reply(200, events, EVENT_STREAM))
+    request = body("openai")
+    request["n"] = 2
+    with running(upstream.url, tmp_path, cut_calls="pass") as (url, _, _tee):
+        got = raw_request(url, PATHS["openai"], request, headers=headers("openai"))
+    assert got.status == 200
+    assert b"One." in got.body and b"Two." in got.body
+    assert len(upstream.requests) == 1
 
 
 # -- a stream the upstream does not label ``text/event-stream`` ----------------------------------

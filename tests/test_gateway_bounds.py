@@ -15,6 +15,7 @@ import pytest
 
 from _server import CannedServer, Reply
 from railings.errors import ConfigurationError
+from railings.gateway.client_side import MAX_PARSED_VALUES, RequestFacts, request_facts
 from railings.gateway.limits import Limits
 from tests.gateway_kit import PATHS, body, headers, running
 from tests.gateway_upstreams import answer_of, send_part
@@ -210,8 +211,45 @@ def test_bodies_buffered_across_clients_past_the_cap_are_refused_503_with_retry_
 
 @pytest.mark.parametrize(
     "bad",
-    [{"max_request_body": 0}, {"max_buffered": -1}, {"max_answer": 0}, {"body_timeout": 0.0}],
+    [
+        {"max_request_body": 0},
+        {"max_buffered": -1},
+        {"max_answer": 0},
+        {"body_timeout": 0.0},
+        {"min_body_rate": -1},
+    ],
 )
 def test_a_bound_that_bounds_nothing_is_a_configuration_error(bad: dict[str, float]) -> None:
     with pytest.raises(ConfigurationError):
         Limits(**bad)  # type: ignore[arg-type]
+
+
+# -- what the gateway reads of a request body: one bounded parse ---------------------------------
+
+
+def test_the_facts_of_a_request_body_are_read_in_one_parse() -> None:
+    data = {"model": "m", "stream": True, "n": 3, "max_tokens": 50, "max_completion_tokens": 9}
+    facts = request_facts(json.dumps(data).encode())
+    assert facts == RequestFacts(model="m", max_tokens=9, stream=True, choices=3, read=True)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"",
+        b"not json",
+        b"[1, 2]",
+        b"\xff\xfe",
+        b"[" * 100_000 + b"]" * 100_000,  # deeper than the decoder recurses
+        b'{"model": "m", "x": [' + b"0," * MAX_PARSED_VALUES + b"0]}",  # too many values
+    ],
+    ids=["empty", "not json", "not an object", "not utf-8", "deep", "too many values"],
+)
+def test_a_body_the_gateway_does_not_parse_is_unread_not_an_error(raw: bytes) -> None:
+    assert request_facts(raw) == RequestFacts()
+
+
+@pytest.mark.parametrize("value", ["true", '"true"', "1", "null"])
+def test_only_a_json_true_asks_for_a_stream(value: str) -> None:
+    facts = request_facts(b'{"model": "m", "stream": ' + value.encode() + b"}")
+    assert facts.stream is (value == "true")

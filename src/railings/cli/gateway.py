@@ -159,6 +159,8 @@ def _stop(signum: int, frame: object) -> None:
 
 def run_gateway_log(args: argparse.Namespace) -> int:
     """``railings gateway-log``: the turns the gateways journaled, oldest first."""
+    from railings.gateway.record import log_field  # the per-call log line's escaping
+
     rows: list[dict[str, Any]] = []
     with open_journal(args.journal, create=False) as journal:  # reading never creates one
         try:
@@ -185,11 +187,13 @@ def run_gateway_log(args: argparse.Namespace) -> int:
         tokens = f"{usage.get('input_tokens')}/{usage.get('output_tokens')} tok" if usage else "-"
         took = r.get("duration_s")
         line = (
-            f"{when}  {r.get('provider')}  {escape(str(r.get('model') or '-'))}  "
+            f"{when}  {r.get('provider')}  {escape(log_field(str(r.get('model') or '-')))}  "
             f"{r.get('status')}  {r.get('outcome')}  attempts={r.get('attempts')}  "
             f"{'-' if took is None else f'{took:.3f}s'}  {tokens}"
         )
         if r.get("rejected"):
-            line += "  refused: " + escape(", ".join(r["rejected"]))
+            # Chosen by a client or the model: escaped as the log line escapes them, so
+            # no newline forges a row and no escape sequence reaches the terminal.
+            line += "  refused: " + escape(", ".join(log_field(str(n)) for n in r["rejected"]))
         out.print(line)
     return 0

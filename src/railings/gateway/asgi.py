@@ -7,11 +7,14 @@ uvicorn, and any ASGI server can run it too. What it does with each request:
 * ``POST`` to a model path (``.../chat/completions``, ``.../responses``,
   ``.../messages``): forwarded upstream; a 2xx ``text/event-stream`` answer passes
   through the per-stream judge (:mod:`railings.gateway.judge`), with Empty attempts
-  resent by the retry policy; a 2xx JSON answer is judged whole
+  resent by the retry policy, and so does any 2xx answer to a body that asked to
+  stream, whatever its label; a 2xx JSON answer is judged whole
   (:func:`railings.inspect`) and, with ``cut_calls="refuse"``, one holding a call
   cut by the output limit is answered 502 with a provider-shaped error instead.
   Any other answer (an error status, say) passes through as it came, so the
-  client's own retry logic sees it.
+  client's own retry logic sees it (with ``x-should-retry: false`` once the gateway
+  resent). With ``cut_calls="refuse"`` a Chat request for ``n`` > 1 is answered 400:
+  the judge reads one choice.
 * Anything else: passed through untouched, body and headers.
 
 Before anything goes upstream the request path loses its dot segments and a path
@@ -47,9 +50,10 @@ from railings.gateway.client_side import (
     Scope,
     Send,
     answer,
-    model_of,
+    many_choices,
     read_body,
     refuse,
+    request_facts,
     until_gone,
 )
 from railings.gateway.limits import Budget, Limits
@@ -57,7 +61,7 @@ from railings.gateway.metrics import Metrics
 from railings.gateway.paths import BadPath, judged_provider, route
 from railings.gateway.record import INTERRUPTED, GatewayJournal, TurnRecord
 from railings.gateway.relay import UpstreamBroke as UpstreamBroke
-from railings.gateway.relay import relay
+from railings.gateway.relay import open_upstream, pass_through, relay
 from railings.gateway.shapes import INTERRUPTED_CODE, error_body
 from railings.gateway.streaming import forward_stream, is_event_stream
 from railings.gateway.telemetry import record_span
@@ -69,7 +73,7 @@ from railings.gateway.upstream import (
     request_headers,
     upstream_base,
 )
-from railings.redact import redact, register_url_secrets
+from railings.redact import register_url_secrets
 from railings.secrets import RedactingFilter, install_log_redaction
 from railings.transport.config import Timeouts
 from railings.transport.errors_map import (
@@ -77,7 +81,6 @@ from railings.transport.errors_map import (
     map_exception,
 )
 from railings.transport.retry import Retrier, RetryPolicy
-from railings.turn.limit import limit_in_body
 
 __all__ = ["HEALTH_PATH", "METRICS_PATH", "Gateway", "app"]
 
@@ -254,16 +257,27 @@ class Gateway:
             headers = request_headers(scope["headers"], watched=provider is not None)
             if provider is None:
                 await until_gone(
-                    lambda gone: self._pass_through(method, url, headers, body, send), receive
+                    lambda gone: pass_through(
+                        self.clients.next(), method, url, headers, body, send
+                    ),
+                    receive,
                 )
                 return
+            facts = request_facts(body)  # the body's one parse
+            if self.refuse and facts.choices > 1 and provider == "openai":
+                await self._refuse(send, many_choices(facts.choices), provider)
+                return
             secrets = header_secrets(scope["headers"])
-            model = model_of(body)
-            record = TurnRecord(provider, method, where.path, model, stream=False, secrets=secrets)
-            record.max_tokens = limit_in_body(body)
+            record = TurnRecord(
+                provider, method, where.path, facts.model, stream=False, secrets=secrets
+            )
+            record.max_tokens = facts.max_tokens
             try:
                 left = await until_gone(
-                    lambda gone: self._model_call(record, url, headers, body, send, gone), receive
+                    lambda gone: self._model_call(
+                        record, url, headers, body, send, gone, asked_stream=facts.stream
+                    ),
+                    receive,
                 )
                 if left:  # cancelled where it waited: the upstream read is closed
                     self.metrics.inc("railings_gateway_client_disconnects_total", provider=provider)
@@ -280,31 +294,6 @@ class Gateway:
         self.metrics.inc("railings_gateway_rejected_requests_total", reason=refusal.reason)
         await refuse(send, refusal, provider)
 
-    async def _upstream(
-        self, method: str, url: str, headers: list[tuple[bytes, bytes]], body: bytes
-    ) -> httpx2.Response:
-        pool = self.clients.next()
-        request = pool.build_request(method, url, headers=headers, content=body)
-        sent = {name.lower() for name, _ in headers}
-        for default in (b"accept", b"accept-encoding", b"user-agent"):  # httpx2's own
-            if default not in sent and default.decode() in request.headers:
-                del request.headers[default.decode()]
-        return await pool.send(request, stream=True)
-
-    async def _pass_through(
-        self, method: str, url: str, headers: list[tuple[bytes, bytes]], body: bytes, send: Send
-    ) -> None:
-        try:
-            response = await self._upstream(method, url, headers, body)
-        except BOUNDARY as exc:
-            error = map_exception(exc)
-            text = f"railings gateway: {redact(error.message)}\n".encode()
-            # One attempt, not resent here: the client's own retry rules decide.
-            retry = [(b"x-should-retry", b"true" if error.retryable else b"false")]
-            await answer(send, 502, text, "text/plain; charset=utf-8", retry)
-            return
-        await relay(response, send, None)
-
     async def _model_call(
         self,
         record: TurnRecord,
@@ -313,6 +302,8 @@ class Gateway:
         body: bytes,
         send: Send,
         gone: asyncio.Event,
+        *,
+        asked_stream: bool,
     ) -> None:
         retrier = Retrier(self.retry)
 
@@ -339,7 +330,11 @@ class Gateway:
             response = await attempt()
         record.status = response.status_code
         kind = response.headers.get("content-type", "").lower()
-        if is_event_stream(response):
+        success = 200 <= response.status_code < 300
+        labelled = is_event_stream(response)
+        # A 2xx answer to a request that asked to stream is judged as a stream whatever its
+        # label: the openai SDK reads such a body as events anyway.
+        if labelled or (success and asked_stream):
             record.stream = True
             await forward_stream(
                 record,
@@ -351,8 +346,9 @@ class Gateway:
                 refuse_cut_calls=self.refuse,
                 timeouts=self.timeouts,
                 metrics=self.metrics,
+                labelled=labelled,
             )
-        elif 200 <= response.status_code < 300 and "json" in kind:
+        elif success and "json" in kind:
             await forward_answer(
                 record,
                 response,
@@ -362,8 +358,11 @@ class Gateway:
                 metrics=self.metrics,
             )
         else:
-            record.finish("upstream_status" if response.status_code >= 400 else "passed")
-            await relay(response, send, record)
+            failed = response.status_code >= 400
+            record.finish("upstream_status" if failed else "passed")
+            # After the gateway's own resends the retry policy is spent: an SDK that
+            # retried this error would send the whole sequence again.
+            await relay(response, send, record, no_retry=failed and record.attempts > 1)
 
     async def _attempt(
         self, record: TurnRecord, url: str, headers: list[tuple[bytes, bytes]], body: bytes
@@ -371,7 +370,7 @@ class Gateway:
         record.attempts += 1
         self.metrics.inc("railings_gateway_upstream_attempts_total", provider=record.provider)
         try:
-            return await self._upstream("POST", url, headers, body)
+            return await open_upstream(self.clients.next(), "POST", url, headers, body)
         except BOUNDARY as exc:
             return map_exception(exc)
 

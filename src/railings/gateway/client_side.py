@@ -17,17 +17,21 @@ from typing import Any, Literal
 
 from railings.gateway.limits import Budget, Limits, describe
 from railings.gateway.shapes import error_body
+from railings.turn.limit import requested_limit
 
 __all__ = [
+    "MAX_PARSED_VALUES",
     "NO_RETRY",
     "Receive",
     "Refusal",
+    "RequestFacts",
     "Scope",
     "Send",
     "answer",
-    "model_of",
+    "many_choices",
     "read_body",
     "refuse",
+    "request_facts",
     "until_gone",
     "watch_disconnect",
 ]
@@ -36,7 +40,7 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
-Reason = Literal["too_large", "body_timeout", "overloaded", "bad_path"]
+Reason = Literal["too_large", "body_timeout", "too_slow", "overloaded", "bad_path", "choices"]
 
 NO_RETRY = [(b"x-should-retry", b"false")]
 _CLOSE = (b"connection", b"close")  # the rest of the body is never read: the connection ends
@@ -56,7 +60,7 @@ class Refusal:
         """Whether to retry, and the connection's end when the body was left unread."""
         if self.status == 503:
             return [(b"x-should-retry", b"true"), (b"retry-after", b"1"), _CLOSE]
-        if self.status == 408:
+        if self.status == 408:  # a slow or stalled body: the network's, not the request's
             return [(b"x-should-retry", b"true"), _CLOSE]
         return [*NO_RETRY, _CLOSE] if self.status == 413 else list(NO_RETRY)
 
@@ -67,6 +71,20 @@ def _too_large(limits: Limits) -> Refusal:
         413,
         "request_too_large",
         f"railings gateway: the request body is larger than {describe(limits.max_request_body)}",
+    )
+
+
+def many_choices(choices: int) -> Refusal:
+    """The refusal of a Chat request for ``n`` > 1 under ``--cut-calls refuse``: the judge
+    reads one choice, and a call cut in another would reach the client unjudged."""
+    return Refusal(
+        "choices",
+        400,
+        "many_choices_not_judged",
+        f"railings gateway: this request asks for n={choices} choices, and the gateway judges "
+        "one choice per answer, so a tool call the output limit cut in another choice would "
+        "reach the client unjudged; send n=1, or run the gateway with --cut-calls pass to "
+        "forward n > 1 unjudged",
     )
 
 
@@ -84,6 +102,8 @@ async def read_body(
             return _too_large(limits)  # refused before a byte of it is read
     chunks: list[bytes] = []
     size = 0
+    clock = asyncio.get_running_loop().time
+    window, window_size = clock(), 0  # the current rate window: its start, its bytes
     try:
         while True:
             try:
@@ -114,9 +134,24 @@ async def read_body(
                     f"reached {describe(budget.cap)}; retry later",
                 )
             size += len(chunk)
+            window_size += len(chunk)
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
+            # Apache mod_reqtimeout's MinRate, measured per window of ``body_timeout`` so
+            # that a fast start buys nothing: each window must bring its share of bytes.
+            elapsed = clock() - window
+            if elapsed >= limits.body_timeout:
+                if window_size < limits.min_body_rate * elapsed:
+                    budget.give(size)
+                    return Refusal(
+                        "too_slow",
+                        408,
+                        "request_body_timeout",
+                        "railings gateway: the request body arrived slower than "
+                        f"{limits.min_body_rate} bytes/s",
+                    )
+                window, window_size = clock(), 0
     except BaseException:  # cancelled: what was taken goes back
         budget.give(size)
         raise
@@ -187,11 +222,46 @@ async def answer(
     await send({"type": "http.response.body", "body": body})
 
 
-def model_of(body: bytes) -> str | None:
-    """The ``model`` a request body names (for the journal, the span and the log)."""
+# The most JSON values a request body may hold for the gateway to parse it. A parse builds
+# one Python object per value: a body of one long string costs about its size, one of
+# empty objects twenty times its size, so the bound is on values, counted before parsing.
+MAX_PARSED_VALUES = 2**19
+
+
+@dataclass(frozen=True, slots=True)
+class RequestFacts:
+    """What the gateway reads of a request body, parsed once: its ``model`` (for the
+    journal, the span and the log), the output limit it asks for, whether it asks for a
+    stream, and how many choices (Chat's ``n``). ``read`` is False for a body that is not
+    a JSON object or is too large to parse (:data:`MAX_PARSED_VALUES`): it goes upstream
+    unread, and the answer is judged by its own labels."""
+
+    model: str | None = None
+    max_tokens: int | None = None
+    stream: bool = False
+    choices: int = 1
+    read: bool = False
+
+
+def request_facts(body: bytes) -> RequestFacts:
+    """The :class:`RequestFacts` of ``body``; bounded in time and memory by the body's size
+    (a body nested deeper than the JSON decoder recurses is unread, not an error)."""
+    # Every value follows a ":", a "," or a "[" (counted at C speed, strings included, so
+    # never fewer than the parse would build), and every key precedes a ":".
+    values = 2 * body.count(b":") + body.count(b",") + body.count(b"[")
+    if not body or values > MAX_PARSED_VALUES:
+        return RequestFacts()
     try:
         data = json.loads(body)
-    except ValueError:
-        return None
-    model = data.get("model") if isinstance(data, dict) else None
-    return model if isinstance(model, str) else None
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return RequestFacts()
+    if not isinstance(data, dict):
+        return RequestFacts()
+    model, n = data.get("model"), data.get("n")
+    return RequestFacts(
+        model=model if isinstance(model, str) else None,
+        max_tokens=requested_limit(data),
+        stream=data.get("stream") is True,
+        choices=n if isinstance(n, int) and not isinstance(n, bool) and n > 1 else 1,
+        read=True,
+    )

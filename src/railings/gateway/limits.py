@@ -7,6 +7,11 @@ Every byte the gateway keeps in memory is bounded, as nginx and Envoy bound thei
 * ``body_timeout``: the longest wait between two pieces of a request body (nginx
   ``client_body_timeout``). A client that stalls mid-body gets **408** and the
   connection is closed, so a stalled body is never held longer than this.
+* ``min_body_rate``: the slowest a request body may arrive, in bytes per second,
+  measured over each ``body_timeout`` (Apache mod_reqtimeout's ``MinRate``, per window
+  so that a fast start buys no slow end). A body that trickles slower gets **408**
+  too: a client that sends a byte now and then, just inside ``body_timeout``, cannot
+  keep its bytes counted against ``max_buffered`` for as long as it likes.
 * ``max_buffered``: request bytes held at once by the whole process, all clients
   together (a body is held until its call ends: a resend sends it again). A body
   that would pass it gets **503** with ``retry-after``: the process is full, not the
@@ -30,11 +35,12 @@ MiB = 2**20
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """The gateway's bounds (see the module docstring): bytes, and seconds for
-    ``body_timeout``."""
+    """The gateway's bounds (see the module docstring): bytes, seconds for
+    ``body_timeout`` and bytes per second for ``min_body_rate``."""
 
     max_request_body: int = 64 * MiB
     body_timeout: float = 30.0
+    min_body_rate: int = 500
     max_buffered: int = 256 * MiB
     max_answer: int = 32 * MiB
 
@@ -42,6 +48,8 @@ class Limits:
         for name in ("max_request_body", "max_buffered", "max_answer"):
             if getattr(self, name) < 1:
                 raise ConfigurationError(f"{name} must be at least 1 byte")
+        if self.min_body_rate < 0:
+            raise ConfigurationError(f"min_body_rate must be 0 or more, not {self.min_body_rate}")
         if not self.body_timeout > 0:
             raise ConfigurationError(f"body_timeout must be positive, not {self.body_timeout!r}")
 

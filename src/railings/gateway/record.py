@@ -26,10 +26,22 @@ from railings.gateway.upstream import scrub
 from railings.redact import redact
 from railings.turn.model import Turn
 
-__all__ = ["ENTRY_KIND", "INTERRUPTED", "GatewayJournal", "TurnRecord", "log_field"]
+__all__ = [
+    "ENTRY_KIND",
+    "INTERRUPTED",
+    "MAX_FIELD",
+    "GatewayJournal",
+    "TurnRecord",
+    "clip",
+    "log_field",
+]
 
 ENTRY_KIND = "gateway_turn"
 INTERRUPTED = "interrupted"  # the outcome of a turn the gateway's own stop cut
+# The most characters kept of a string a client or the model chose (a model name, a path,
+# a call's name) in the journal, the span and the log: a request of megabytes would
+# otherwise write megabytes to each, for the price of a 400.
+MAX_FIELD = 200
 log = logging.getLogger("railings.gateway")
 
 
@@ -55,6 +67,10 @@ class TurnRecord:
     secrets: tuple[str, ...] = field(default=(), repr=False)  # this request's keys
     max_tokens: int | None = None  # the output limit the request asked for
 
+    def __post_init__(self) -> None:
+        self.path = clip(self.path)
+        self.model = clip(self.model) if self.model is not None else None
+
     def sent_first_byte(self) -> None:
         """Note the time to the first byte sent to the client (the first call counts)."""
         if self.first_byte is None:
@@ -76,7 +92,7 @@ class TurnRecord:
             "provider": self.provider,
             "method": self.method,
             "path": self.path,
-            "model": (turn.model if turn is not None and turn.model else None) or self.model,
+            "model": clip(turn.model) if turn is not None and turn.model else self.model,
             "stream": self.stream,
             "status": self.status,
             "outcome": self.outcome,
@@ -92,8 +108,8 @@ class TurnRecord:
                 if usage is not None
                 else None
             ),
-            "tool_calls": [c.name for c in turn.tool_calls] if turn is not None else [],
-            "rejected": list(self.rejected),
+            "tool_calls": [clip(c.name) for c in turn.tool_calls] if turn is not None else [],
+            "rejected": [clip(name) for name in self.rejected],
             "error": self.error,
         }
 
@@ -110,8 +126,8 @@ class TurnRecord:
             f"{log_field(e['model'] or '-')} "
             f"status={e['status']} outcome={e['outcome']} attempts={e['attempts']}"
         )
-        if self.rejected:
-            line += " refused=" + ",".join(log_field(name) for name in self.rejected)
+        if e["rejected"]:
+            line += " refused=" + ",".join(log_field(name) for name in e["rejected"])
         return redact(line)
 
 
@@ -120,6 +136,14 @@ class TurnRecord:
 _PATH_SAFE = "/!$&'()*+,;=:@-._~"
 _BARE = re.compile(r"[A-Za-z0-9._:/@+\-]+")
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def clip(value: str, limit: int = MAX_FIELD) -> str:
+    """``value`` cut to its first ``limit`` characters, with a marker that says how many
+    were cut (a value within ``limit`` is returned as it is)."""
+    if len(value) <= limit:
+        return value
+    return f"{value[:limit]}...[{len(value) - limit} characters cut]"
 
 
 def log_field(value: str) -> str:

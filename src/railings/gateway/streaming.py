@@ -14,6 +14,12 @@ A stream in a content coding is decoded before it is judged
 ``content-encoding`` header. A coding the gateway cannot decode is answered once: a
 ``502`` in the provider's error shape with ``x-should-retry: false`` when it is the
 first attempt's (the head has not gone out), else the error event; never resent.
+
+A 2xx answer to a request that asked to stream is judged here whatever its
+``content-type`` says (none, ``text/plain``, ``application/json``): the openai SDK
+reads such a body as events, so the gateway judges what its client will read, and
+labels it ``text/event-stream``. Such an answer that ends Empty is not resent: its
+body was no event stream, and may be an answer the upstream generated, and billed.
 """
 
 from __future__ import annotations
@@ -68,8 +74,11 @@ async def forward_stream(
     refuse_cut_calls: bool,
     timeouts: Timeouts,
     metrics: Metrics,
+    labelled: bool = True,
 ) -> None:
-    """Send the client the judged stream of ``response`` (and of any resend)."""
+    """Send the client the judged stream of ``response`` (and of any resend).
+    ``labelled``: False for a 2xx answer not labelled ``text/event-stream`` (the module
+    docstring)."""
     try:
         decoder = _decoder(response)
     except Unreadable as exc:
@@ -80,7 +89,10 @@ async def forward_stream(
         (name, value)
         for name, value in response_headers(response.headers.raw, keep_length=False)
         if name != b"content-encoding"  # the client gets the decoded bytes
+        and (labelled or name != b"content-type")
     ]
+    if not labelled:
+        headers.append((b"content-type", b"text/event-stream; charset=utf-8"))
     await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
     judge = StreamJudge(
         record.provider, refuse_cut_calls=refuse_cut_calls, max_tokens=record.max_tokens
@@ -88,6 +100,13 @@ async def forward_stream(
     while True:
         tail = await _pump(record, response, judge, decoder, send, gone, timeouts)
         if judge.ending is not Ending.EMPTY or gone.is_set():
+            break
+        if not labelled:
+            tail = judge.give_up(
+                "the upstream's answer to a streamed request, not labelled "
+                "text/event-stream, held no event; not resent: it may be an answer "
+                "already generated"
+            )
             break
         resent = await _resend(retrier, attempt, gone)
         if isinstance(resent, str):
