@@ -166,3 +166,10 @@ def test_the_next_request_answers_a_legacy_call_in_the_legacy_shape() -> None:
         {"role": "function", "name": "shell", "content": "a b"},
     ]
     json.dumps(messages)
+
+
+def test_an_empty_legacy_fragment_begins_no_call() -> None:
+    body = openai_chunk({"content": "hi", "function_call": {}}) + openai_chunk({}, "stop") + DONE
+    result = replay(body)
+    assert result.turn.text == "hi" and not result.verdicts
+    assert result.turn.unknown_events == 0

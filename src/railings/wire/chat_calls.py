@@ -72,13 +72,15 @@ class ChatCalls:
 
     def _function_call(self, call: object, out: list[StreamEvent]) -> None:
         """``delta.function_call`` (``functions=``): the one call of the answer. Its first
-        fragment starts it, whatever it holds; every later one continues it."""
+        fragment that is not ``{}`` starts it; every later one continues it."""
         if not isinstance(call, dict):
             out.append(Unknown(name="openai:delta:function_call"))
             return
         if not FUNCTION_FIELDS.issuperset(call):
             unknown_fields("function_call", call, FUNCTION_FIELDS, out)
         position = self._legacy
+        if position is None and not call:
+            return  # ``{}``: no call begun (a name or arguments begin one)
         if position is None:
             position = self._legacy = self._start(None, "")
             out.extend(self._close_others(position))
