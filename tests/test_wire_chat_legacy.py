@@ -11,16 +11,22 @@ by byte and with trailing data after the proof.
 
 from __future__ import annotations
 
+import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from _server import CannedServer, Reply, openai_text
 from railings import RejectReason, Termination, inspect, replay
+from railings.agent import Agent
 from railings.conversation import Assistant, ToolResult, User
+from railings.dispatch import ToolRegistry, builtin_tools
 from railings.events import StopReason, ToolArgumentsDelta, ToolCallEnd, ToolCallStart, Unknown
 from railings.messages import openai_chat_body
 from railings.replay import Replay, to_json
+from railings.transport import AsyncProviderClient, ClientConfig, Timeouts, set_testing
 from railings.turn.reader import provider_decoder
 from railings.wire.sse import SSEDecoder
 from streams import openai_chunk, sse
@@ -173,3 +179,58 @@ def test_an_empty_legacy_fragment_begins_no_call() -> None:
     result = replay(body)
     assert result.turn.text == "hi" and not result.verdicts
     assert result.turn.unknown_events == 0
+
+
+# -- end to end: the Agent and the built-in shell against a server on 127.0.0.1 -------------
+
+
+def run_agent(server: CannedServer, workdir: Path) -> None:
+    set_testing(True)
+    config = ClientConfig(
+        provider="openai",
+        model="m",
+        max_tokens=64,
+        base_url=server.openai_base_url,
+        api_key="sk-test",
+        timeouts=Timeouts(connect=2.0, first_byte=5.0, idle=2.0),
+    )
+
+    async def go() -> None:
+        async with AsyncProviderClient(config) as client:
+            agent = Agent(
+                client,
+                ToolRegistry(builtin_tools(workdir)),
+                approve=lambda invocation: True,  # every command allowed: only the gate stops it
+                journal=None,
+            )
+            await agent.arun("make the file")
+
+    try:
+        asyncio.run(go())
+    finally:
+        set_testing(False)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "finish", "ran"),
+    [
+        ('{"command": "touch RAN"}', "function_call", True),
+        ('{"command": "touch RAN', "length", False),
+    ],
+    ids=["whole", "cut"],
+)
+def test_the_agent_runs_a_whole_legacy_call_never_a_cut_one_and_answers_it(
+    tmp_path: Path, arguments: str, finish: str, ran: bool
+) -> None:
+    with CannedServer() as server:
+        server.push(
+            Reply(chunks=[legacy_stream(split(arguments), finish)]),
+            Reply(chunks=openai_text(["Done."])),
+        )
+        run_agent(server, tmp_path)
+        sent = server.requests[1].json()["messages"]
+    assert (tmp_path / "RAN").exists() is ran
+    assistant, answer = sent[-2:]
+    assert assistant["function_call"] == {"name": "shell", "arguments": arguments}
+    assert (answer["role"], answer["name"]) == ("function", "shell")
+    assert ("was NOT executed" in answer["content"]) is not ran

@@ -151,7 +151,7 @@ def _chat_completion(data: dict[str, Any]) -> list[StreamEvent]:
         for position, call in enumerate(calls):
             events += _chat_call(position, str(call.get("id") or ""), call.get("function"))
         legacy = message.get("function_call")  # ``functions=``: one call, no id
-        if isinstance(legacy, dict):
+        if isinstance(legacy, dict) and legacy:
             events += _chat_call(len(calls), "", legacy)
         if choice.get("finish_reason"):
             events.append(StopReason(wire=str(choice["finish_reason"])))
