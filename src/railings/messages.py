@@ -22,7 +22,8 @@ Wire rules encoded here, each next to its code: Anthropic takes the system promp
 as a top-level field, wants every ``tool_result`` of a turn in one user message
 (results first), and rejects consecutive messages of one role less gracefully
 than it merges them; OpenAI sends reasoning nowhere (DeepSeek answers 400 when
-``reasoning_content`` comes back) and carries tool results as ``role: tool``;
+``reasoning_content`` comes back) and carries tool results as ``role: tool``
+(the answer to a legacy ``function_call``, which has no id, as ``role: function``);
 the Responses API takes the system prompt as ``instructions`` and the history as
 a flat list of ``input`` items, where a tool call and its result are items of
 their own (``function_call``, ``function_call_output``) tied by ``call_id``.
@@ -48,6 +49,7 @@ from railings.conversation import (
     ToolSpec,
     ToolUse,
     User,
+    call_names,
 )
 from railings.errors import ConfigurationError
 
@@ -95,11 +97,12 @@ def openai_chat_body(
     reject: turn it off for those.
     """
     _check_max_tokens(max_tokens)
+    names = call_names(messages)
     body: dict[str, Any] = {
         "model": model,
         # An assistant message with neither text nor calls (an empty turn) is refused.
         "messages": [
-            _openai_message(m)
+            _openai_message(m, names)
             for m in messages
             if not (isinstance(m, Assistant) and not m.text and not m.tool_calls)
         ],
@@ -125,20 +128,31 @@ def openai_chat_body(
     return body
 
 
-def _openai_message(message: Message) -> dict[str, Any]:
+def _openai_message(message: Message, names: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """One Chat Completions message; ``names``: each call's id -> its tool's name, for a
+    result that does not carry it (:func:`~railings.conversation.call_names`)."""
     match message:
         case System(text=text):
             return {"role": "system", "content": text}
         case User(text=text):
             return {"role": "user", "content": text}
+        case ToolResult(call_id="", content=content, name=name):
+            # The answer to a legacy ``function_call`` (no id to tie it by): the function's
+            # name instead. Chat Completions has no error flag: the content says it.
+            name = name or (names or {}).get("", "")
+            return {"role": "function", "name": name, "content": content}
         case ToolResult(call_id=call_id, content=content):
-            # Chat Completions has no error flag: the content says what happened.
             return {"role": "tool", "tool_call_id": call_id, "content": content}
         case Assistant():
             # Reasoning is not sent back: OpenAI ignores it and DeepSeek rejects it.
             out: dict[str, Any] = {"role": "assistant", "content": message.text or None}
             calls = message.tool_calls
-            if calls:
+            if len(calls) == 1 and not calls[0].id:
+                # A legacy ``function_call`` (``functions=``: one call, no id) goes back as
+                # it came; a ``tool_calls`` entry without an id is refused.
+                (call,) = calls
+                out["function_call"] = {"name": call.name, "arguments": call.arguments_json()}
+            elif calls:
                 out["tool_calls"] = [
                     {
                         "id": c.id,

@@ -20,6 +20,7 @@ matters, exactly as in a stream (``turn/verdict.py``, rule 2):
 * OpenAI and the Responses API keep each call's arguments as the raw string the
   model wrote: it is parsed strictly, exactly as in a stream. An object in
   ``function.arguments`` (some compatible servers) is marked as parsed upstream.
+  The legacy ``message.function_call`` (``functions=``) is one more call, without id.
 * Anthropic ``Message`` objects keep ``tool_use.input`` already parsed -- and the
   SDK's stream accumulator parses a cut fragment leniently (into ``{}`` or a
   partial object). The raw text is gone, so in a message that stopped at
@@ -146,28 +147,34 @@ def _chat_completion(data: dict[str, Any]) -> list[StreamEvent]:
             events.append(TextDelta(text=message["content"]))
         if isinstance(message.get("refusal"), str):
             events.append(RefusalDelta(text=message["refusal"]))
-        for position, call in enumerate(message.get("tool_calls") or []):
-            function = call.get("function") or {}
-            arguments = function.get("arguments")
-            parsed = arguments is not None and not isinstance(arguments, str)
-            if parsed:
-                arguments = json.dumps(arguments)  # an object: parsed upstream, proves nothing
-            events.append(
-                ToolCallStart(
-                    index=position,
-                    id=str(call.get("id") or ""),
-                    name=str(function.get("name") or ""),
-                )
-            )
-            if arguments:
-                events.append(
-                    ToolArgumentsDelta(index=position, fragment=str(arguments), parsed=parsed)
-                )
-            events.append(ToolCallEnd(index=position))
+        calls = [c for c in message.get("tool_calls") or [] if isinstance(c, dict)]
+        for position, call in enumerate(calls):
+            events += _chat_call(position, str(call.get("id") or ""), call.get("function"))
+        legacy = message.get("function_call")  # ``functions=``: one call, no id
+        if isinstance(legacy, dict) and legacy:
+            events += _chat_call(len(calls), "", legacy)
         if choice.get("finish_reason"):
             events.append(StopReason(wire=str(choice["finish_reason"])))
     events += _usage(data.get("usage"), "prompt_tokens", "completion_tokens")
     events.append(TerminationProof(marker="chat.completion"))
+    return events
+
+
+def _chat_call(position: int, ident: str, function: object) -> list[StreamEvent]:
+    """One call of a ChatCompletion message: a ``tool_calls`` entry's ``function``, or the
+    legacy ``function_call`` (``{"name", "arguments"}``)."""
+    if not isinstance(function, dict):
+        function = {}
+    arguments = function.get("arguments")
+    parsed = arguments is not None and not isinstance(arguments, str)
+    if parsed:
+        arguments = json.dumps(arguments)  # an object: parsed upstream, proves nothing
+    events: list[StreamEvent] = [
+        ToolCallStart(index=position, id=ident, name=str(function.get("name") or ""))
+    ]
+    if arguments:
+        events.append(ToolArgumentsDelta(index=position, fragment=str(arguments), parsed=parsed))
+    events.append(ToolCallEnd(index=position))
     return events
 
 

@@ -12,13 +12,10 @@ it is handled here (see ``tests/corpus/README.md``):
   ``thinking`` parts are reasoning.
 * reasoning as ``reasoning_content`` (DeepSeek, xAI, Z.ai) or ``reasoning``
   (Groq, OpenRouter).
-* tool calls keyed by ``tool_calls[].index``; Mistral omits ``index`` (keyed by
-  ``id``); Alibaba repeats ``id: ""`` on continuations (same call); some
-  providers send several whole calls all at index 0 with distinct ids (a new
-  id at a known index starts a new call).
-* ``function.arguments`` sent as a JSON object instead of a string (some
-  OpenAI-compatible servers): serialized, and marked ``parsed`` -- in a turn cut
-  by the output limit such a call is never executed (see ``turn/verdict.py``).
+* tool calls as ``tool_calls[]`` (``tools=``) or as the legacy ``function_call``
+  (``functions=``): which delta continues which call, the index-less, id-less and
+  repeated-index shapes, and arguments sent as an object are read in
+  ``wire/chat_calls.py`` (the decoder's base class).
 * an ``error`` object inside a chunk (OpenRouter) or an ``event: error`` SSE
   event (Groq): a provider error, reported *after* whatever else the same
   chunk carried (its finish reason and usage are kept).
@@ -34,7 +31,6 @@ name, delta key, content part or field outside the tables becomes :class:`Unknow
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -45,8 +41,6 @@ from railings.events import (
     TerminationProof,
     TextDelta,
     ToolArgumentsDelta,
-    ToolCallEnd,
-    ToolCallStart,
     Unknown,
     UsageUpdate,
 )
@@ -61,11 +55,10 @@ from railings.wire._events import (
     text_delta,
 )
 from railings.wire._json import as_int, load_object
+from railings.wire.chat_calls import ChatCalls
 from railings.wire.chat_fields import (
-    CALL_FIELDS,
     CHOICE_FIELDS,
     CHUNK_FIELDS,
-    FUNCTION_FIELDS,
     content,
     error_event,
     read_past,
@@ -82,39 +75,21 @@ DONE = "[DONE]"
 _FREE = [("obfuscation",)]  # random padding against length side channels: read by nothing
 
 
-class OpenAIChatDecoder:
+class OpenAIChatDecoder(ChatCalls):
     """Turns the SSE events of one Chat Completions stream into normalized events."""
 
-    __slots__ = (
-        "_by_id",
-        "_by_index",
-        "_call_keys",
-        "_choice_keys",
-        "_chunk_keys",
-        "_function_keys",
-        "_last",
-        "_next",
-        "_open",
-        "_started",
-        "choice",
-        "choices",
-    )
+    __slots__ = ("_choice_keys", "_chunk_keys", "_started", "choice", "choices")
 
     def __init__(self, *, choice: int = 0) -> None:
+        super().__init__()
         self.choice = choice  # the choice read (``n`` > 1 streams several, each by its index)
         self.choices: set[int] = set()  # every choice index the stream carried
         self._started = False
-        self._next = 0  # position of the next call to start
-        self._by_index: dict[int, tuple[int, str]] = {}  # wire index -> (position, id)
-        self._by_id: dict[str, int] = {}  # id -> position
-        self._last: int | None = None  # position of the latest call
-        self._open: set[int] = set()  # positions whose argument block is not closed yet
-        # The fields last checked at each level against its table (see wire/chat_fields.py).
-        # Lists: ``[*obj]`` is a fifth cheaper than ``tuple(obj)`` (bench/instructions.py).
+        # The fields last checked at each level against its table (see wire/chat_fields.py;
+        # a call's and its function's: wire/chat_calls.py). Lists: ``[*obj]`` is a fifth
+        # cheaper than ``tuple(obj)`` (bench/instructions.py).
         self._chunk_keys: list[str] = []
         self._choice_keys: list[str] = []
-        self._call_keys: list[str] = []
-        self._function_keys: list[str] = []
 
     def feed(self, sse: ServerSentEvent) -> list[StreamEvent]:
         """The normalized events of one chunk, for the choice read: ``data: [DONE]`` is the
@@ -335,89 +310,8 @@ class OpenAIChatDecoder:
             unknown_fields("choice", choice, CHOICE_FIELDS, out)
         finish = choice.get("finish_reason")
         if isinstance(finish, str) and finish:
-            for position in sorted(self._open):
-                out.append(ToolCallEnd(index=position))
-            self._open.clear()
+            self._close_all(out)
             out.append(StopReason(wire=finish))
-
-    # -- the delta's keys, one handler each (the text-valued ones: chat_fields.py) --------
-
-    def _tool_calls(self, calls: object, out: list[StreamEvent]) -> None:
-        if not isinstance(calls, list):
-            out.append(Unknown(name="openai:delta:tool_calls"))
-            return
-        for call in calls:
-            if isinstance(call, dict):
-                self._tool_call(call, out)
-            else:
-                out.append(Unknown(name="openai:tool_call"))
-
-    # -- tool calls --------------------------------------------------------------------------
-
-    def _tool_call(self, call: dict[str, Any], out: list[StreamEvent]) -> None:
-        ident = call.get("id") or ""
-        if not isinstance(ident, str):
-            ident = str(ident)
-        function = call.get("function")
-        if not isinstance(function, dict):
-            function = {}
-        keys = [*call]
-        if keys != self._call_keys:  # see railings.wire.chat_fields
-            self._call_keys = keys
-            unknown_fields("tool_call", call, CALL_FIELDS, out)
-        keys = [*function]
-        if keys != self._function_keys:
-            self._function_keys = keys
-            unknown_fields("function", function, FUNCTION_FIELDS, out)
-        wire_index = call.get("index")
-        position = self._position(wire_index if isinstance(wire_index, int) else None, ident)
-        if position is None:
-            position = self._start(wire_index if isinstance(wire_index, int) else None, ident)
-            name = function.get("name") or ""
-            out.extend(self._close_others(position))
-            out.append(ToolCallStart(index=position, id=ident, name=str(name)))
-        arguments = function.get("arguments")
-        if arguments is not None and not isinstance(arguments, str):
-            # Some servers send the arguments as an object rather than a JSON string. The
-            # server parsed (often repaired) the model's text: serialized here, it parses
-            # strictly whatever the model wrote, so it is marked as proving nothing.
-            out.append(
-                ToolArgumentsDelta(index=position, fragment=json.dumps(arguments), parsed=True)
-            )
-        elif arguments:
-            out.append(arguments_delta(position, arguments))
-
-    def _position(self, wire_index: int | None, ident: str) -> int | None:
-        """The position of the call this delta continues, or None for a new call."""
-        if wire_index is None:
-            if ident:
-                return self._by_id.get(ident)
-            return self._last
-        known = self._by_index.get(wire_index)
-        if known is None:
-            return None
-        position, known_id = known
-        if ident and known_id and ident != known_id:
-            return None  # several whole calls at one index: a new id is a new call
-        return position
-
-    def _start(self, wire_index: int | None, ident: str) -> int:
-        position = self._next
-        self._next += 1
-        if wire_index is not None:
-            self._by_index[wire_index] = (position, ident)
-        if ident:
-            self._by_id[ident] = position
-        self._last = position
-        self._open.add(position)
-        return position
-
-    def _close_others(self, started: int) -> list[StreamEvent]:
-        """A later call starting closes the argument blocks of the earlier ones."""
-        ended = [p for p in sorted(self._open) if p != started]
-        for position in ended:
-            self._open.discard(position)
-        return [ToolCallEnd(index=p) for p in ended]
 
 
 _Handler = Callable[[OpenAIChatDecoder, dict[str, Any]], list[StreamEvent]]
@@ -437,6 +331,7 @@ _DELTA: tuple[tuple[str, _DeltaHandler], ...] = (
     ("reasoning", reasoning),  # Groq, OpenRouter
     ("refusal", refusal),
     ("tool_calls", OpenAIChatDecoder._tool_calls),
+    ("function_call", OpenAIChatDecoder._function_call),  # ``functions=`` (chat_calls.py)
     # OpenRouter's structured reasoning: kept nowhere, but billed (chat_fields.py).
     ("reasoning_details", reasoning_details),
     # Read past: the role of the message (first chunk); Groq's gpt-oss channel name
