@@ -100,7 +100,7 @@ def run_gateway(args: argparse.Namespace) -> int:
     require("gateway", "uvicorn")
     from railings.gateway import app
     from railings.gateway.serve import bind, is_loopback, serve, url_of
-    from railings.redact import redact
+    from railings.gateway.upstream import upstream_shown
 
     try:
         sock = bind(args.host, args.port)
@@ -135,7 +135,7 @@ def run_gateway(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _stop)
     with contextlib.suppress(KeyboardInterrupt):
         print(
-            f"railings gateway: listening on {url_of(sock)} -> {redact(gateway.upstream)} "
+            f"railings gateway: listening on {url_of(sock)} -> {upstream_shown(gateway.upstream)} "
             f"(cut calls: {args.cut_calls}; network: {args.network}; {journal})",
             file=sys.stderr,
             flush=True,

@@ -72,6 +72,7 @@ from railings.gateway.upstream import (
     header_secrets,
     request_headers,
     upstream_base,
+    upstream_shown,
 )
 from railings.redact import register_url_secrets
 from railings.secrets import RedactingFilter, install_log_redaction
@@ -125,7 +126,7 @@ def app(
     base = upstream_base(target)
     book = None
     if journal is not False:
-        book = GatewayJournal(None if journal is True else journal, base)
+        book = GatewayJournal(None if journal is True else journal, upstream_shown(base))
     return Gateway(
         base,
         refuse_cut_calls=cut_calls == "refuse",

@@ -10,6 +10,13 @@ most 1 MiB, however much a piece inflates), and the judge reads the decoded byte
 What the client gets is those decoded bytes, with ``content-encoding`` (and any
 length) removed from the response head: labelled as what it is.
 
+A gzip body may be several members one after another (RFC 1952 §2.2; a server that
+compresses each flush on its own sends one per event). The gateway reads every
+member, as gzip -d, urllib3 and Go's ``compress/gzip`` do (``members="all"``), and
+bytes after a member that are not one are a body that does not decode: never
+dropped unjudged, since a proof could hide behind them. The guard, whose SDK reads
+only what httpx2 decodes, stops after the first member as httpx2 does.
+
 Which codings (RFC 9110 §8.4): the header's values are split at commas, stripped and
 lowercased; ``identity`` is no coding; ``x-gzip`` is ``gzip`` (§8.4.1.3); more than
 five codings are refused, as httpx2 refuses them. Any other coding (``br``,
@@ -58,7 +65,7 @@ def stream_decoder(values: Sequence[str]) -> BodyDecoder | None:
     """The decoder for a stream with these ``Content-Encoding`` values, or None when the
     body is not coded. Raises :class:`Unreadable` as :func:`applied` does."""
     codings = applied(values)
-    return BodyDecoder(codings) if codings else None
+    return BodyDecoder(codings, members="all") if codings else None
 
 
 def unreadable_message(reason: object) -> str:

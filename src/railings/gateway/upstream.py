@@ -21,18 +21,18 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import logging
+import re
 import ssl
 from collections.abc import Iterable
 from http.cookiejar import Cookie, CookieJar
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 import httpcore2
 import httpx2
 
 from railings.errors import ConfigurationError
 from railings.gateway.network import AsyncioBackend
-from railings.redact import MARKER, SECRET_HEADERS, redact
+from railings.redact import MARKER, SECRET_HEADERS, redact, register_secret
 from railings.transport.config import Timeouts
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "response_headers",
     "scrub",
     "upstream_base",
+    "upstream_shown",
 ]
 
 log = logging.getLogger("railings.gateway")
@@ -101,18 +102,63 @@ RawHeaders = list[tuple[bytes, bytes]]
 
 
 def upstream_base(url: str) -> str:
-    """``url`` checked and without a trailing slash: an http(s) origin and optional prefix."""
-    parts = urlsplit(url)
-    # A user name and password may come before the host, with or without a scheme: the
-    # message shows only what follows the last "@".
-    shown = f"{MARKER}@{url.rsplit('@', 1)[1]}" if "@" in url else url
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigurationError(
-            f"--upstream must be an http:// or https:// URL with a host, not {shown!r}"
-        )
-    if parts.query or parts.fragment:
-        raise ConfigurationError(f"--upstream takes no query or fragment: {shown!r}")
-    return url.rstrip("/")
+    """``url`` as httpx2 reads it, checked, and without a trailing slash: an http(s)
+    origin and optional path prefix. Raises ConfigurationError, without quoting the
+    user name or password, for a URL that does not parse or is not such an origin.
+
+    The URL is read by :class:`httpx2.URL`, the parser the upstream client uses: a
+    user name or password written unencoded (a space, an ``@``) is what httpx2
+    authenticates with, and a regex that looks for ``scheme://userinfo@`` would miss
+    it. Both are registered as secrets, decoded and as written
+    (:func:`~railings.redact.register_secret`, which ignores short values), and the
+    base returned carries them percent-encoded, as httpx2 sends them. What is shown
+    of the upstream (:func:`upstream_shown`) is built from the parsed parts without
+    them, so a password of any length is never shown. A URL whose parse cannot be
+    what was meant is refused: no host, a port that is no port (a password with a
+    ``/`` in it makes its first part the port), a query or fragment (a ``?`` or ``#``
+    in a password), or an ``@`` in the path (a password with a ``/`` whose first part
+    read as a port, leaving the rest and the host in the path).
+    """
+    hint = "; percent-encode '/', '?', '#' and '@' in a user name or password"
+    try:
+        parsed = httpx2.URL(url)
+    except (httpx2.InvalidURL, TypeError, ValueError):
+        # httpx2's message quotes the part it could not read: a password's, maybe.
+        raise ConfigurationError(f"--upstream is not a URL that parses{hint}") from None
+    _register_userinfo(url, parsed)
+    # No message quotes the URL: where it is not what was meant, a password may be
+    # anywhere in it (the scheme of ``user:pass@host`` is ``user``).
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ConfigurationError(f"--upstream must be an http:// or https:// URL with a host{hint}")
+    if parsed.port is not None and not 0 < parsed.port <= 65535:
+        raise ConfigurationError(f"--upstream has no valid port{hint}")
+    if parsed.query or parsed.fragment:
+        raise ConfigurationError(f"--upstream takes no query or fragment{hint}")
+    if b"@" in parsed.raw_path:
+        raise ConfigurationError(f"--upstream has an '@' in its path{hint}")
+    return str(parsed).rstrip("/")
+
+
+def upstream_shown(url: str | httpx2.URL) -> str:
+    """``url`` (an upstream base) as it may be printed or journaled: scheme, host, port
+    and path, built from httpx2's parse; a user name and password, whatever their
+    length, are one marker (``http://[REDACTED]@host/v1``)."""
+    parsed = url if isinstance(url, httpx2.URL) else httpx2.URL(url)
+    userinfo = f"{MARKER}@" if parsed.userinfo else ""
+    netloc = parsed.netloc.decode("ascii", "backslashreplace")
+    path = parsed.raw_path.split(b"?", 1)[0].decode("ascii", "backslashreplace")
+    return f"{parsed.scheme}://{userinfo}{netloc}{path.rstrip('/')}"
+
+
+def _register_userinfo(url: str, parsed: httpx2.URL) -> None:
+    """Register ``url``'s user name and password as secrets: as httpx2 decodes them, as
+    it sends them (percent-encoded), and as written (httpx2's userinfo is what the
+    authority holds before its last ``@``)."""
+    written = url.partition("://")[2] if "://" in url else url
+    written = re.split(r"[/?#]", written, maxsplit=1)[0].rpartition("@")[0]
+    sent = parsed.userinfo.decode("ascii", "backslashreplace")
+    for value in (parsed.username, parsed.password, *written.split(":", 1), *sent.split(":", 1)):
+        register_secret(value)
 
 
 POOLS = 16
