@@ -265,7 +265,9 @@ class Gateway:
                 )
                 return
             facts = request_facts(body)  # the body's one parse
-            if self.refuse and facts.choices > 1 and provider == "openai":
+            # The judge reads one choice: a request for more (Chat's ``n``) is refused
+            # rather than passed with its other choices unjudged.
+            if self.refuse and facts.choices > 1:
                 await self._refuse(send, many_choices(facts.choices), provider)
                 return
             secrets = header_secrets(scope["headers"])
