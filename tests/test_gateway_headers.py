@@ -85,8 +85,11 @@ HOPS = {
     "te": "trailers",
     "trailer": "x-checksum",
     "upgrade": "example/1",
+    "proxy-authorization": "Basic cHJveHk6c2VjcmV0",  # the client's proxy's, not the upstream's
+    "proxy-authenticate": "Basic realm=proxy",
 }
-GONE = ["x-secret-hop", "x-other-hop", "keep-alive", "proxy-connection", "te", "trailer", "upgrade"]
+GONE = ["x-secret-hop", "x-other-hop", "keep-alive", "proxy-connection", "te", "trailer", "upgrade",
+        "proxy-authorization", "proxy-authenticate"]  # fmt: skip
 
 
 @pytest.mark.parametrize("route", ["pass-through", "model-json", "model-stream"])

@@ -90,13 +90,17 @@ HOP_BY_HOP = frozenset(
         b"trailer",
         b"transfer-encoding",
         b"upgrade",
+        b"proxy-authorization",
+        b"proxy-authenticate",
         b"host",
         b"content-length",
     }
 )
 """The fields never forwarded as they came (RFC 9110 §7.6.1's list, ``Proxy-Connection``,
-and the two the gateway sets itself: ``host`` and ``content-length``); every field a
-``Connection`` header names is dropped too (:func:`hop_by_hop`)."""
+the two the gateway sets itself: ``host`` and ``content-length``, and the proxy
+authentication fields, which belong to the proxy they are addressed to (RFC 9110
+§11.7: a client's credentials for its own proxy are not the upstream's to see); every
+field a ``Connection`` header names is dropped too (:func:`hop_by_hop`)."""
 
 RawHeaders = list[tuple[bytes, bytes]]
 
