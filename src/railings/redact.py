@@ -154,12 +154,21 @@ def register_url_secrets(url: str | None) -> None:
 
 
 def url_secrets(url: str | None) -> list[str]:
-    """The user name and password of ``url``'s userinfo, as written and unquoted."""
-    match = _USERINFO.search(url or "")
-    if not match:
+    """The user name and password of ``url``'s userinfo, as written and unquoted.
+
+    The userinfo is what comes before the authority's *last* ``@``, as urllib and httpx2
+    read it: they accept a space or an ``@`` in a password unencoded, and the client
+    then authenticates with it, so the whole of it is a secret (the text pattern that
+    redacts userinfo in free text stops at either)."""
+    try:
+        netloc = urllib.parse.urlsplit(url or "").netloc
+    except ValueError:  # an unclosed IPv6 bracket: the pattern alone
+        match = _USERINFO.search(url or "")
+        netloc = f"{match[2]}@" if match else ""
+    if "@" not in netloc:
         return []
     out: list[str] = []
-    for part in match[2].split(":", 1):
+    for part in netloc.rpartition("@")[0].split(":", 1):
         out += [urllib.parse.unquote(part), part]
     return out
 
