@@ -1,0 +1,189 @@
+"""Attacks on the approval of writes that configure later commands, as a hostile model
+would try them: files the list misses, and content the approval prompt does not show.
+
+Each test plants a command the way a tool the user runs would pick it up, and asserts
+that the write is asked about (or the planted command shown) before it can run.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from railings.dispatch.configuring import configures_commands
+from railings.dispatch.files import Root
+from railings.testing import Script, ScriptedServer
+from railings.turn.limit import requested_limit
+from test_cli_agent_approval import _argv, _env, _on_a_terminal
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".hg/hgrc",  # [hooks] pre-status = ... runs on a harmless `hg status`
+        "sub/.hg/hgrc",
+    ],
+)
+def test_mercurial_repository_configuration_asks(tmp_path: Path, path: str) -> None:
+    assert configures_commands(Root(tmp_path), path) is not None
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        # git hook managers whose installed hook reads this file on every commit
+        "lefthook.yml",
+        "lefthook.yaml",
+        ".lefthook.yml",
+        "lefthook-local.yml",
+        ".lintstagedrc",
+        "lint-staged.config.js",
+    ],
+)
+def test_git_hook_manager_configuration_asks(tmp_path: Path, path: str) -> None:
+    assert configures_commands(Root(tmp_path), path) is not None
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".pylintrc",  # init-hook = "import os; os.system(...)" runs on `pylint`
+        "pylintrc",
+        "mypy.ini",  # plugins = ... imported by `mypy`
+        ".mypy.ini",
+        "tox.toml",  # tox.ini's TOML twin: the commands `tox` runs
+        ".pytest.ini",  # pytest.ini's hidden twin: addopts = -p <plugin>
+        "pytest.toml",  # read by the pytest installed here (9.x) before pytest.ini
+        ".coveragerc",  # [run] plugins = ... imported by `coverage run`
+        "hatch.toml",  # [envs.default.scripts] run by `hatch run`
+        "pixi.toml",  # [tasks] run by `pixi run`
+        "tasks.py",  # invoke's tasks, as noxfile.py is nox's
+    ],
+)
+def test_python_tool_configuration_that_runs_code_asks(tmp_path: Path, path: str) -> None:
+    assert configures_commands(Root(tmp_path), path) is not None
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "venv/bin/activate",
+        "venv/bin/pytest",
+        "venv/lib/python3.12/site-packages/_pytest/main.py",
+    ],
+)
+def test_a_virtual_environment_not_named_dot_venv_asks(tmp_path: Path, path: str) -> None:
+    # A virtual environment is marked by its pyvenv.cfg, whatever its directory's name;
+    # `venv/bin/pytest` and `source venv/bin/activate` run what is in it.
+    (tmp_path / "venv" / "bin").mkdir(parents=True)
+    (tmp_path / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    assert configures_commands(Root(tmp_path), path) is not None
+
+
+def test_a_tox_environment_asks(tmp_path: Path) -> None:
+    (tmp_path / ".tox" / "py312" / "bin").mkdir(parents=True)
+    (tmp_path / ".tox" / "py312" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    assert configures_commands(Root(tmp_path), ".tox/py312/bin/pytest") is not None
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".yarn/releases/yarn-4.1.0.cjs",  # what `yarnPath` names: `yarn` runs it
+        ".pnp.cjs",  # Yarn Plug'n'Play: required by every `yarn node` / `yarn test`
+        "bunfig.toml",  # preload = [...] runs before `bun test`
+        "deno.json",  # "tasks" run by `deno task`
+        "composer.json",  # "scripts" run by `composer install`
+        "Vagrantfile",  # Ruby, evaluated by `vagrant status`
+        "Procfile",  # what `honcho start` / `foreman start` run
+        "compose.yaml",  # `docker compose up` runs its commands, may mount the host
+        "docker-compose.yml",
+        "Taskfile.dist.yml",  # read by `task` when Taskfile.yml is absent
+        "mix.exs",  # Elixir, evaluated by every `mix` command
+        "Makefile.PL",  # Perl, run by `perl Makefile.PL` / cpanm
+        ".irbrc",  # irb loads ./.irbrc
+    ],
+)
+def test_other_build_and_task_files_ask(tmp_path: Path, path: str) -> None:
+    assert configures_commands(Root(tmp_path), path) is not None
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_hooks_directory_named_by_core_hookspath_asks(tmp_path: Path) -> None:
+    # The repository's own configuration says where its hooks are: a write there is a
+    # hook as much as one in .git/hooks or .githooks.
+    work = tmp_path / "work"
+    git = ["git", "-C", str(work)]
+    subprocess.run(["git", "init", "-q", str(work)], check=True, env=_env(tmp_path))
+    subprocess.run(
+        [*git, "config", "core.hooksPath", "tools/hooks"], check=True, env=_env(tmp_path)
+    )
+    assert configures_commands(Root(work), "tools/hooks/pre-commit") is not None
+
+
+def _plant_then_status(content: str) -> Script:
+    return Script.from_dict(
+        {
+            "turns": [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "write_file",
+                            "arguments": {"path": ".git/config", "content": content},
+                        }
+                    ]
+                },
+                {"tool_calls": [{"name": "shell", "arguments": {"command": "git status"}}]},
+                {"text": "Done."},
+            ]
+        }
+    )
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_the_approval_prompt_shows_a_command_hidden_past_the_shown_width(
+    tmp_path: Path,
+) -> None:
+    # git reads "[core] <spaces> fsmonitor = ..." on one line; the prompt shows the first
+    # 200 characters of each line and cuts the rest without saying so.
+    work = tmp_path / "work"
+    work.mkdir()
+    subprocess.run(["git", "init", "-q", str(work)], check=True, env=_env(tmp_path))
+    hidden = "[core]" + " " * 250 + 'fsmonitor = "touch PWNED; false"\n'
+    content = hidden + "\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
+    asked: list[str] = []
+
+    def answer(prompt: str) -> bool:
+        asked.append(prompt)
+        # A careful user: approves the write when the prompt shows nothing odd in it --
+        # no fsmonitor, and no line marked as cut ("..." or "cut").
+        if "write .git/config?" in prompt:
+            shown = prompt.split("write .git/config?", 1)[1]
+            return not any(mark in shown for mark in ("fsmonitor", "PWNED", "...", "cut"))
+        return "git status" in prompt
+
+    with ScriptedServer(_plant_then_status(content)) as server:
+        code, printed = _on_a_terminal(
+            _argv(server.openai_base_url, work), _env(tmp_path), tmp_path, answer
+        )
+    assert code == 0, printed
+    assert not (work / "PWNED").exists(), asked
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # the Gemini API parses proto JSON: either field name at each level
+        {"generationConfig": {"max_output_tokens": 64}},
+        {"generation_config": {"maxOutputTokens": 64}},
+        # proto3 JSON takes an int32 as a string; pydantic servers (vLLM) coerce too
+        {"generationConfig": {"maxOutputTokens": "64"}},
+        {"max_tokens": "64"},
+        {"max_tokens": 64.0},
+    ],
+)
+def test_every_accepted_spelling_of_the_output_limit_is_read(body: dict[str, object]) -> None:
+    assert requested_limit(body) == 64
