@@ -87,3 +87,48 @@ def test_text_in_anthropic_message_start_is_billed_output() -> None:
 def test_text_in_a_chat_choice_other_than_the_first_is_billed_output() -> None:
     body = sse({"id": "c", "choices": [{"index": 1, "delta": {"content": "Hello"}}]})
     assert replay(body, provider="openai").turn.outcome is Outcome.PARTIAL
+
+
+def chat(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    return sse({"id": "c", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+
+def usage(completion_tokens: object) -> bytes:
+    return sse({"id": "c", "choices": [], "usage": {"completion_tokens": completion_tokens}})
+
+
+# A call cut mid-arguments in a turn whose billed output reached the requested 64 tokens,
+# while the server says "tool_calls" (as vLLM does): the call must not run repaired.
+CUT_CALL = (
+    chat(
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "shell", "arguments": ""},
+                }
+            ],
+        }
+    )
+    + chat({"tool_calls": [{"index": 0, "function": {"arguments": '{"command": "rm -rf build'}}]})
+    + chat({}, "tool_calls")
+)
+DONE = b"data: [DONE]\n\n"
+
+
+def _executed(body: bytes) -> list[str]:
+    result = replay(body, provider="openai", max_tokens=64)
+    return [v.verdict.name for v in result.verdicts if v.verdict.name == "EXECUTE"]
+
+
+def test_usage_at_the_cap_stays_evidence_after_a_later_smaller_report() -> None:
+    assert _executed(CUT_CALL + usage(64) + DONE) == []  # holds: the cut call is refused
+    assert _executed(CUT_CALL + usage(64) + usage(3) + DONE) == []
+
+
+@pytest.mark.parametrize("spelled", ["64", 64.0], ids=["string", "float"])
+def test_usage_at_the_cap_is_read_however_the_number_is_spelled(spelled: object) -> None:
+    assert _executed(CUT_CALL + usage(spelled) + DONE) == []
