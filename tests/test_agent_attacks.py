@@ -187,3 +187,52 @@ def test_the_approval_prompt_shows_a_command_hidden_past_the_shown_width(
 )
 def test_every_accepted_spelling_of_the_output_limit_is_read(body: dict[str, object]) -> None:
     assert requested_limit(body) == 64
+
+
+CONFIG_PREAMBLE = (
+    "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
+    "\tlogallrefupdates = true\n\tignorecase = false\n\tprecomposeunicode = false\n"
+)
+
+
+def _write(path: str, content: str) -> dict[str, object]:
+    return {"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": content}}]}
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_repository_assembled_config_first_never_shows_its_config(tmp_path: Path) -> None:
+    # In a directory that is not yet a repository, "store/config" is no git file: the
+    # repository it belongs to does not exist until HEAD and the ".git" file pointing at
+    # it are written. Those two are asked about, and look harmless; the config never is.
+    work = tmp_path / "work"
+    work.mkdir()
+    script = Script.from_dict(
+        {
+            "turns": [
+                _write(
+                    "store/config",
+                    # the run's log shows the start of what a write holds: a plain one
+                    CONFIG_PREAMBLE + '\tfsmonitor = "touch PWNED; false"\n',
+                ),
+                _write("store/objects/info/packs", ""),
+                _write("store/refs/heads/.keep", ""),
+                _write("store/HEAD", "ref: refs/heads/main\n"),
+                _write(".git", "gitdir: store\n"),
+                {"tool_calls": [{"name": "shell", "arguments": {"command": "git status"}}]},
+                {"text": "Done."},
+            ]
+        }
+    )
+    asked: list[str] = []
+
+    def answer(prompt: str) -> bool:
+        asked.append(prompt)
+        # The user approves what the prompts show when none of it plants a command.
+        return "fsmonitor" not in prompt and "PWNED" not in prompt
+
+    with ScriptedServer(script) as server:
+        code, printed = _on_a_terminal(
+            _argv(server.openai_base_url, work), _env(tmp_path), tmp_path, answer
+        )
+    assert code == 0, printed
+    assert not (work / "PWNED").exists(), asked
