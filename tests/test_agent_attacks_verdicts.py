@@ -1,5 +1,7 @@
-"""Attacks on the Empty verdict: a cut turn whose stream already reported billed output,
-in a spelling the decoders read past, must be Partial (kept, never resent and paid twice).
+"""Attacks on the verdicts and on when a call runs: a cut turn whose stream already
+reported billed output, in a spelling the decoders read past, must be Partial (kept,
+never resent and paid twice); billed output at the cap must keep a cut call from
+running; a call whose approval rule asks must not have run before the answer.
 """
 
 from __future__ import annotations
@@ -132,3 +134,53 @@ def test_usage_at_the_cap_stays_evidence_after_a_later_smaller_report() -> None:
 @pytest.mark.parametrize("spelled", ["64", 64.0], ids=["string", "float"])
 def test_usage_at_the_cap_is_read_however_the_number_is_spelled(spelled: object) -> None:
     assert _executed(CUT_CALL + usage(spelled) + DONE) == []
+
+
+def test_a_speculative_tool_with_an_approval_rule_waits_for_the_approval() -> None:
+    # A read-only tool may start while the turn streams; one whose approval rule asks for
+    # this call (reading a secret) must not have run when the user denies it.
+    import asyncio
+
+    from railings.dispatch import (
+        Dispatcher,
+        OutcomeStatus,
+        SpeculativeRunner,
+        ToolRegistry,
+        default_chain,
+        tool,
+    )
+    from streams import openai_chunk
+    from test_dispatch_speculative import chunk_args, chunk_call, stream
+
+    ran: list[str] = []
+
+    def secret_rule(arguments: Any) -> str | None:
+        return "it reads a secret" if arguments.get("path") == "secret" else None
+
+    @tool(read_only=True, speculative=True, approval=secret_rule)
+    def peek(path: str) -> str:
+        ran.append(path)
+        return "the secret"
+
+    body = b"".join(
+        [
+            openai_chunk({"role": "assistant", "content": ""}),
+            chunk_call(0, "peek", "call_0"),
+            chunk_args(0, '{"path": "secret"}'),
+            openai_chunk({}, "tool_calls"),
+            b"data: [DONE]\n\n",
+        ]
+    )
+
+    async def go() -> Any:
+        registry = ToolRegistry([peek])
+        chain = default_chain(approve=lambda call: False, needs_approval=lambda t: False)
+        async with SpeculativeRunner(registry) as runner:
+            reader = await stream(body, runner)
+            return await Dispatcher(registry, chain=chain).dispatch_turn(
+                reader.turn(), speculative=runner
+            )
+
+    result = asyncio.run(go())
+    assert [o.status for o in result.outcomes] == [OutcomeStatus.DENIED]
+    assert ran == []
