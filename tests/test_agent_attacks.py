@@ -236,3 +236,23 @@ def test_a_repository_assembled_config_first_never_shows_its_config(tmp_path: Pa
         )
     assert code == 0, printed
     assert not (work / "PWNED").exists(), asked
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        # read from the working directory itself
+        ".Rprofile",  # R sources ./.Rprofile at startup
+        # read from a home directory, like .ssh/ and .config/ on the list (a working
+        # directory that is, or holds, a home)
+        ".aws/config",  # credential_process: run by every `aws` command
+        ".kube/config",  # users[].user.exec: run by every `kubectl` command
+        ".gdbinit",  # gdb runs ~/.gdbinit
+        ".tmux.conf",  # run-shell
+        ".psqlrc",  # \! runs a shell command
+        ".ipython/profile_default/startup/00-init.py",  # run by every `ipython`
+        ".hgrc",  # Mercurial hooks and extensions
+    ],
+)
+def test_home_and_startup_files_that_run_commands_ask(tmp_path: Path, path: str) -> None:
+    assert configures_commands(Root(tmp_path), path) is not None
