@@ -310,3 +310,19 @@ def test_an_answer_typed_before_the_prompt_does_not_approve_the_call(tmp_path: P
                 proc.kill()
                 proc.wait()
     assert not (work / "PWNED").exists(), seen.decode(errors="replace")
+
+
+def test_the_models_text_cannot_move_the_cursor_or_erase_the_run_log(tmp_path: Path) -> None:
+    # Cursor up + erase line rewrites what the run printed before (the log of a write that
+    # ran unasked); an OSC sequence retitles the terminal; conceal (SGR 8) hides what
+    # railings prints next.
+    work = tmp_path / "work"
+    work.mkdir()
+    text = "ok\x1b[1A\x1b[2Kall clean\x1b]0;title\x07 \x1b[8m"
+    with ScriptedServer(Script.from_dict({"turns": [{"text": text}]})) as server:
+        code, printed = _on_a_terminal(
+            _argv(server.openai_base_url, work), _env(tmp_path), tmp_path, lambda _: False
+        )
+    assert code == 0, printed
+    for sequence in ("\x1b[1A", "\x1b[2K", "\x1b]0;", "\x1b[8m"):
+        assert sequence not in printed, repr(printed)
