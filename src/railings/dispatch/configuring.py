@@ -34,149 +34,22 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from railings.dispatch.configuring_hooks import hooks_directories
+from railings.dispatch.configuring_paths import (
+    DIRECTORIES,
+    GIT,
+    GIT_HOOKS,
+    NAMES,
+    ON_PATH,
+    PAIRS,
+    PYTHON,
+    SHELL,
+    SUFFIXES,
+)
 from railings.dispatch.files import Root
 from railings.dispatch.tools import ToolFailure
 
 __all__ = ["configures_commands"]
-
-GIT = "git reads it to decide what to run (configuration, hooks, filters)"
-SHELL = "a shell or direnv runs it, or sets the environment of what runs"
-BUILD = "a build or test tool runs the commands it names"
-PYTHON = "Python runs it at startup or on import by its test tools"
-NODE = "npm, yarn or node run what it names"
-RUST = "cargo builds and runs it, or reads its configuration from it"
-EDITOR = "an editor or dev container runs the tasks it names"
-CI = "continuous integration runs the commands it names after a push"
-HOME = "tools read it from a home directory to decide what to run"
-ON_PATH = "it is in a directory on the commands' PATH, so it can stand in for a command"
-
-# Directories anywhere in the path: everything below them configures commands.
-DIRECTORIES: dict[tuple[str, ...], str] = {
-    (".git",): GIT,
-    (".husky",): GIT,
-    (".githooks",): GIT,
-    (".vscode",): EDITOR,
-    (".idea",): EDITOR,
-    (".devcontainer",): EDITOR,
-    (".github", "workflows"): CI,
-    (".github", "actions"): CI,
-    (".circleci",): CI,
-    (".buildkite",): CI,
-    (".cargo",): RUST,
-    (".mvn",): BUILD,
-    (".gradle",): BUILD,
-    ("gradle", "wrapper"): BUILD,
-    ("node_modules",): NODE,
-    (".venv",): PYTHON,
-    ("__pycache__",): PYTHON,
-    (".mise",): SHELL,
-    (".direnv",): SHELL,
-    (".ssh",): HOME,
-    (".config",): HOME,
-    (".local", "bin"): HOME,
-}
-
-# File names anywhere in the tree.
-NAMES: dict[str, str] = {
-    # git: a file named .git points git at another repository; HEAD makes a directory one
-    ".gitattributes": GIT,
-    ".gitmodules": GIT,
-    ".gitconfig": GIT,
-    "head": GIT,
-    ".lfsconfig": GIT,
-    ".pre-commit-config.yaml": GIT,
-    ".pre-commit-hooks.yaml": GIT,
-    # shells and environment loaders
-    ".envrc": SHELL,
-    ".env": SHELL,
-    ".profile": SHELL,
-    ".bashrc": SHELL,
-    ".bash_profile": SHELL,
-    ".bash_login": SHELL,
-    ".bash_logout": SHELL,
-    ".bash_aliases": SHELL,
-    ".zshrc": SHELL,
-    ".zshenv": SHELL,
-    ".zprofile": SHELL,
-    ".zlogin": SHELL,
-    ".zlogout": SHELL,
-    ".kshrc": SHELL,
-    ".mkshrc": SHELL,
-    ".cshrc": SHELL,
-    ".tcshrc": SHELL,
-    ".login": SHELL,
-    ".logout": SHELL,
-    "config.fish": SHELL,
-    ".mise.toml": SHELL,
-    "mise.toml": SHELL,
-    # make and other build tools
-    "makefile": BUILD,
-    "gnumakefile": BUILD,
-    "justfile": BUILD,
-    ".justfile": BUILD,
-    "taskfile.yml": BUILD,
-    "taskfile.yaml": BUILD,
-    "rakefile": BUILD,
-    "gemfile": BUILD,
-    "cmakelists.txt": BUILD,
-    "cmakepresets.json": BUILD,
-    "meson.build": BUILD,
-    "build.gradle": BUILD,
-    "build.gradle.kts": BUILD,
-    "settings.gradle": BUILD,
-    "settings.gradle.kts": BUILD,
-    "gradlew": BUILD,
-    "gradle.properties": BUILD,
-    "pom.xml": BUILD,
-    "mvnw": BUILD,
-    "build": BUILD,
-    "build.bazel": BUILD,
-    "workspace": BUILD,
-    "workspace.bazel": BUILD,
-    "module.bazel": BUILD,
-    ".bazelrc": BUILD,
-    "flake.nix": BUILD,
-    "shell.nix": BUILD,
-    "default.nix": BUILD,
-    # Python
-    "pyproject.toml": PYTHON,
-    "setup.py": PYTHON,
-    "setup.cfg": PYTHON,
-    "tox.ini": PYTHON,
-    "noxfile.py": PYTHON,
-    "conftest.py": PYTHON,
-    "pytest.ini": PYTHON,
-    "sitecustomize.py": PYTHON,
-    "usercustomize.py": PYTHON,
-    "pyvenv.cfg": PYTHON,
-    "pipfile": PYTHON,
-    # Node
-    "package.json": NODE,
-    ".npmrc": NODE,
-    ".yarnrc": NODE,
-    ".yarnrc.yml": NODE,
-    ".pnpmfile.cjs": NODE,
-    "pnpm-workspace.yaml": NODE,
-    # Rust
-    "cargo.toml": RUST,
-    "build.rs": RUST,
-    "rust-toolchain": RUST,
-    "rust-toolchain.toml": RUST,
-    # continuous integration at the top of a repository
-    ".gitlab-ci.yml": CI,
-    ".travis.yml": CI,
-    "jenkinsfile": CI,
-    "azure-pipelines.yml": CI,
-}
-
-# Name endings anywhere in the tree.
-SUFFIXES: dict[str, str] = {
-    ".pth": PYTHON,  # site runs every "import" line of a .pth file at startup
-    ".pyc": PYTHON,
-    ".mk": BUILD,
-    ".bzl": BUILD,
-    ".cmake": BUILD,
-}
 
 # Characters HFS+ ignores in names (git's list in utf8.c, next_hfs_char).
 _IGNORED = frozenset(
@@ -208,6 +81,12 @@ def _reason(parts: Sequence[str]) -> str | None:
     name = parts[-1]
     if name in NAMES:
         return NAMES[name]
+    if len(parts) >= 2:
+        if parts[-2] == "hooks" and name in GIT_HOOKS:
+            return GIT
+        found = PAIRS.get((parts[-2], name))
+        if found is not None:
+            return found
     if name.startswith(".env."):  # .env.local and the like, read by the same loaders
         return SHELL
     for suffix, why in SUFFIXES.items():
@@ -250,6 +129,17 @@ def _in_git_directory(root: Path, landing: Path) -> bool:
     return False
 
 
+def _in_virtual_environment(root: Path, landing: Path) -> bool:
+    """True when a directory above ``landing`` (inside ``root``) holds ``pyvenv.cfg``: a
+    virtual environment of any name, whose scripts and packages are what runs."""
+    for directory in landing.parents:
+        if not directory.is_relative_to(root):
+            return False
+        if (directory / "pyvenv.cfg").is_file():
+            return True
+    return False
+
+
 def _path_directories(root: Path, search_path: str) -> Iterable[Path]:
     if not search_path:
         return
@@ -279,6 +169,10 @@ def configures_commands(root: Root, path: str, *, search_path: str | None = None
     if why is not None:
         return why
     if _in_git_directory(root.path, landing):
+        return GIT
+    if _in_virtual_environment(root.path, landing):
+        return PYTHON
+    if any(landing.is_relative_to(hooks) for hooks in hooks_directories(root.path)):
         return GIT
     search = os.environ.get("PATH", "") if search_path is None else search_path
     if Path(os.path.realpath(landing.parent)) in set(_path_directories(root.path, search)):
