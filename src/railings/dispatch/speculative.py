@@ -9,7 +9,10 @@ starts the tool at once, if and only if:
 
 * the tool is registered with ``speculative=True`` (only read-only tools may be);
 * the joined arguments parse **strictly** (``STRICT_ONLY``: a fragment is never
-  closed or repaired into arguments) and match the tool's schema.
+  closed or repaired into arguments) and match the tool's schema;
+* the tool's ``approval`` rule gives no reason for these arguments (and does not
+  fail): a call the user must approve waits for the answer, at the end of the
+  turn, like any other call that is asked about.
 
 Nothing the runner starts is a result yet. When the turn ends,
 :meth:`~railings.dispatch.dispatcher.Dispatcher.dispatch_turn` judges it like
@@ -59,6 +62,17 @@ class _Speculation:
     def raw(self) -> str:
         # The assembler's rule: the joined fragments, else the start block's own input.
         return "".join(self.fragments) or self.initial
+
+
+def _asks(tool: Tool, arguments: dict[str, Any]) -> bool:
+    """True when ``tool``'s approval rule gives a reason for ``arguments``, or fails (the
+    approval gate asks then too)."""
+    if tool.approval is None:
+        return False
+    try:
+        return tool.approval(arguments) is not None
+    except Exception:  # the gate treats a failing rule as a reason: so does this
+        return True
 
 
 class SpeculativeRunner:
@@ -158,6 +172,8 @@ class SpeculativeRunner:
         parsed = parse_arguments(raw, RepairPolicy.STRICT_ONLY)
         if parsed is None or schema_problems(spec.tool.parameters, parsed.value):
             return  # left to the verdict and the schema gate at the end of the turn
+        if _asks(spec.tool, parsed.value):
+            return  # left to the approval gate: nothing runs before the user answers
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError as exc:
