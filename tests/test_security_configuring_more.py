@@ -156,3 +156,10 @@ def test_a_speculative_call_its_approval_rule_passes_still_starts_early() -> Non
 
 def test_a_speculative_call_whose_approval_rule_fails_never_starts() -> None:
     assert _started(_broken_rule, "notes") == ()
+
+
+def test_a_hooks_directory_is_matched_as_a_lenient_filesystem_names_it(tmp_path: Path) -> None:
+    _repository(tmp_path, "[core]\n\thooksPath = Tools/Hooks\n")
+    assert _asks(tmp_path, "tools/hooks/anything")
+    assert _asks(tmp_path, "Tools/Hooks/anything")
+    assert not _asks(tmp_path, "tools/hooksmith/anything")

@@ -140,6 +140,16 @@ def _in_virtual_environment(root: Path, landing: Path) -> bool:
     return False
 
 
+def _under(landing: Path, directory: Path, root: Path) -> bool:
+    """True when ``landing`` is inside ``directory``, both inside ``root``, each part
+    compared folded (a directory named ``Tools/Hooks`` is ``tools/hooks`` where the
+    filesystem ignores case)."""
+    if not (landing.is_relative_to(root) and directory.is_relative_to(root)):
+        return landing.is_relative_to(directory)
+    inner = [fold(p) for p in directory.relative_to(root).parts]
+    return [fold(p) for p in landing.relative_to(root).parts][: len(inner)] == inner
+
+
 def _path_directories(root: Path, search_path: str) -> Iterable[Path]:
     if not search_path:
         return
@@ -172,7 +182,7 @@ def configures_commands(root: Root, path: str, *, search_path: str | None = None
         return GIT
     if _in_virtual_environment(root.path, landing):
         return PYTHON
-    if any(landing.is_relative_to(hooks) for hooks in hooks_directories(root.path)):
+    if any(_under(landing, hooks, root.path) for hooks in hooks_directories(root.path)):
         return GIT
     search = os.environ.get("PATH", "") if search_path is None else search_path
     if Path(os.path.realpath(landing.parent)) in set(_path_directories(root.path, search)):
