@@ -24,6 +24,11 @@ The path is judged as the write will land, not as it was spelled:
    ``git~1`` read as ``.git`` (an NTFS short name).
 
 Both the spelled and the resolved path are checked; a match on either asks. The
+names are tables (:mod:`railings.dispatch.configuring_paths`); what the tree holds
+asks too: a directory holding ``HEAD``, ``objects/`` and ``refs/`` (a git directory
+of any name) or ``pyvenv.cfg`` (a virtual environment of any name), the directory
+the repository's ``core.hooksPath`` names
+(:mod:`railings.dispatch.configuring_hooks`), and the directories on ``PATH``. The
 list, and why each entry is on it, is in docs/SECURITY.md.
 """
 
