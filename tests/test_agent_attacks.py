@@ -374,3 +374,27 @@ def test_a_commands_output_cannot_move_the_cursor_or_erase_the_run_log(tmp_path:
     for sequence in ("\x1b[1A", "\x1b[2K", "\x1b]0;", "\x07"):
         assert sequence not in printed, repr(printed)
 
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_line_longer_than_the_prompt_shows_says_how_much_is_not_shown(
+    tmp_path: Path,
+) -> None:
+    # Past what the prompt shows of a write, the rest is counted, never dropped silently.
+    work = tmp_path / "work"
+    work.mkdir()
+    subprocess.run(["git", "init", "-q", str(work)], check=True, env=_env(tmp_path))
+    content = "[core]" + "x" * 9_000 + 'fsmonitor = "touch PWNED; false"\n'
+    asked: list[str] = []
+
+    def answer(prompt: str) -> bool:
+        asked.append(prompt)
+        return "git status" in prompt
+
+    with ScriptedServer(_plant_then_status(content)) as server:
+        code, printed = _on_a_terminal(
+            _argv(server.openai_base_url, work), _env(tmp_path), tmp_path, answer
+        )
+    assert code == 0, printed
+    (write, *_) = (prompt for prompt in asked if "write .git/config?" in prompt)
+    assert "not shown: " in write and " characters of line 1" in write, write
+    assert len(write) < 12_000  # the prompt itself stays bounded
