@@ -12,6 +12,7 @@ cannot rewrite the prompt that asks about it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import sys
 import threading
@@ -137,6 +138,22 @@ def _question(invocation: Invocation) -> str:
     )
 
 
+def _discard_typed_ahead() -> None:
+    """Drop what was typed before the question was shown, as sudo and ssh do: a "y"
+    typed at the model's imitation of a prompt must not answer the real one."""
+    if sys.platform == "win32":
+        import msvcrt
+
+        while msvcrt.kbhit():
+            msvcrt.getwch()
+        return
+    import termios
+
+    # stdin closed, or no longer a terminal: nothing is waiting to be dropped
+    with contextlib.suppress(termios.error, OSError, ValueError):
+        termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
+
+
 def approver(*, yes: bool, view_console: Console) -> Any:
     """The approval hook: everything with ``yes``; refuse, saying why, without a terminal;
     else ask on the terminal."""
@@ -146,6 +163,8 @@ def approver(*, yes: bool, view_console: Console) -> Any:
         return _no_terminal
 
     async def approve(invocation: Invocation) -> bool:
+        # Before the question, not after it: what is typed once it shows is the answer.
+        _discard_typed_ahead()
         view_console.print(_question(invocation), end="")
         try:
             return (await read_line()).strip().lower() in ("y", "yes")
