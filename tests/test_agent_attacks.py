@@ -326,3 +326,75 @@ def test_the_models_text_cannot_move_the_cursor_or_erase_the_run_log(tmp_path: P
     assert code == 0, printed
     for sequence in ("\x1b[1A", "\x1b[2K", "\x1b]0;", "\x1b[8m"):
         assert sequence not in printed, repr(printed)
+
+
+def test_the_journal_keeps_the_models_text_as_received(tmp_path: Path) -> None:
+    # Only the display is escaped: the record of what the model sent is exact.
+    from railings.agent.journal import Journal
+
+    work = tmp_path / "work"
+    work.mkdir()
+    text = "ok\x1b[1A\x1b[2Kall clean\x1b]0;title\x07 \x9b8m\r\n"
+    with ScriptedServer(Script.from_dict({"turns": [{"text": text}]})) as server:
+        code, printed = _on_a_terminal(
+            _argv(server.openai_base_url, work), _env(tmp_path), tmp_path, lambda _: False
+        )
+    assert code == 0, printed
+    assert "ok\\x1b[1A\\x1b[2Kall clean\\x1b]0;title\\x07 \\x9b8m\\r" in printed
+    with Journal(tmp_path / "journal.sqlite3") as journal:
+        (session,) = journal.sessions()
+        received = "".join(
+            e.data["text"]
+            for e in journal.entries(session.id)
+            if e.kind == "delta" and e.data["kind"] == "text"
+        )
+    assert received == text
+
+
+def test_a_commands_output_cannot_move_the_cursor_or_erase_the_run_log(tmp_path: Path) -> None:
+    # The shown lines of a command's output, its first one included, are escaped as the
+    # model's text is: a command the model chose prints whatever the model wants.
+    work = tmp_path / "work"
+    work.mkdir()
+    command = r"printf '\033]0;title\007first\nsecond\033[1A\033[2K\233" + r"8m\n'"
+    script = Script.from_dict(
+        {
+            "turns": [
+                {"tool_calls": [{"name": "shell", "arguments": {"command": command}}]},
+                {"text": "Done."},
+            ]
+        }
+    )
+    with ScriptedServer(script) as server:
+        code, printed = _on_a_terminal(
+            _argv(server.openai_base_url, work), _env(tmp_path), tmp_path, lambda _: True
+        )
+    assert code == 0, printed
+    assert "second\\x1b[1A\\x1b[2K" in printed, repr(printed)  # shown, escaped
+    for sequence in ("\x1b[1A", "\x1b[2K", "\x1b]0;", "\x07"):
+        assert sequence not in printed, repr(printed)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_line_longer_than_the_prompt_shows_says_how_much_is_not_shown(
+    tmp_path: Path,
+) -> None:
+    # Past what the prompt shows of a write, the rest is counted, never dropped silently.
+    work = tmp_path / "work"
+    work.mkdir()
+    subprocess.run(["git", "init", "-q", str(work)], check=True, env=_env(tmp_path))
+    content = "[core]" + "x" * 9_000 + 'fsmonitor = "touch PWNED; false"\n'
+    asked: list[str] = []
+
+    def answer(prompt: str) -> bool:
+        asked.append(prompt)
+        return "git status" in prompt
+
+    with ScriptedServer(_plant_then_status(content)) as server:
+        code, printed = _on_a_terminal(
+            _argv(server.openai_base_url, work), _env(tmp_path), tmp_path, answer
+        )
+    assert code == 0, printed
+    (write, *_) = (prompt for prompt in asked if "write .git/config?" in prompt)
+    assert "not shown: " in write and " characters of line 1" in write, write
+    assert len(write) < 12_000  # the prompt itself stays bounded

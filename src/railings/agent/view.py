@@ -9,12 +9,16 @@ reaches the banner: the transport never publishes background retries.
 Colours are off when the output is not a terminal or ``NO_COLOR`` is set.
 Streamed text arrives held back and redacted by the agent
 (:mod:`railings.agent.release`); what the view joins itself -- a call's
-arguments, a tool's result -- it redacts before it prints.
+arguments, a tool's result -- it redacts before it prints. Everything the model
+or a tool wrote is shown through :func:`visible`: its control characters are
+printed as escapes, never sent to the terminal to act on (the journal keeps the
+text as received).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 
 from rich.console import Console
@@ -36,7 +40,7 @@ from railings.transport import BANNER, BannerState
 from railings.turn.model import Outcome, Turn
 from railings.turn.verdict import judge
 
-__all__ = ["TerminalView"]
+__all__ = ["TerminalView", "visible"]
 
 _STATUS_STYLE = {
     OutcomeStatus.EXECUTED: ("green", "executed"),
@@ -49,9 +53,36 @@ _STATUS_STYLE = {
 
 OUTPUT_LINES = 12  # lines of a tool's output shown after its first
 
+# What a terminal acts on in prose: the C0 controls but newline and tab (ESC starts
+# cursor moves, erasures, titles, colours; CR and BS rewrite the line; BEL rings), DEL,
+# the C1 controls (U+009B is CSI on terminals that take 8-bit controls), and the
+# bidirectional overrides and isolates that reorder what is shown.
+_PROSE_CONTROLS = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return repr(match.group())[1:-1]
+
+
+def visible(text: str, *, prose: bool = False) -> str:
+    """``text`` with its control characters shown as their escapes (ESC as ``\\x1b``):
+    what the model or a tool wrote cannot move the cursor, erase a line, retitle the
+    terminal, hide or reorder what is printed after it.
+
+    Tabs stay. In ``prose`` (the model's streamed text) newlines stay too, and so
+    do the invisible characters that only shape text (no-break and ideographic spaces,
+    the joiners of emoji). Otherwise -- what the user is asked to approve -- every
+    character that is not printable is escaped, newlines included, so nothing in it is
+    invisible."""
+    if prose:
+        return _PROSE_CONTROLS.sub(_escaped, text)
+    return "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in text)
+
 
 def _clip(text: str, limit: int = 160) -> str:
-    text = redact(text).replace("\n", "\\n")
+    text = visible(redact(text))  # a newline shows as \n: one line per call or output line
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} chars)"
 
 
@@ -109,7 +140,7 @@ class TerminalView:
                 case ToolsDispatched(batch=batch):
                     for outcome in batch.outcomes:
                         if outcome.status is OutcomeStatus.REJECTED:
-                            name = escape(outcome.name)
+                            name = escape(visible(outcome.name))
                             if outcome.verdict.execute:
                                 # The verdict allowed a repair; the tool takes none.
                                 self.console.print(
@@ -121,7 +152,7 @@ class TerminalView:
                         style, label = _STATUS_STYLE[outcome.status]
                         lines = redact(outcome.content).strip().splitlines() or [""]
                         self.console.print(
-                            f"  [{style}]{label}[/]: {escape(outcome.name)}"
+                            f"  [{style}]{label}[/]: {escape(visible(outcome.name))}"
                             f" [dim]{escape(_clip(lines[0], 120))}[/]"
                         )
                         self._output(lines[1:])
@@ -143,10 +174,8 @@ class TerminalView:
             if mode != "text":
                 self.console.print(f"[{style}]{mode}:[/] ", end="")
             self._mode = mode
-        if style:
-            self.console.print(f"[{style}]{escape(text)}[/]", end="")
-        else:
-            self.console.print(escape(text), end="")
+        shown = escape(visible(text, prose=True))
+        self.console.print(f"[{style}]{shown}[/]" if style else shown, end="")
 
     def _end_line(self) -> None:
         if self._mode:
@@ -158,14 +187,15 @@ class TerminalView:
 
     def _turn(self, turn: Turn) -> None:
         if turn.outcome is not Outcome.COMPLETE:
-            why = turn.error.message if turn.error else "no termination proof"
+            why = visible(turn.error.message) if turn.error else "no termination proof"
             self.console.print(
                 f"[bold red]INCOMPLETE[/]: the stream was interrupted ({escape(why)}). "
                 "What arrived is shown as-is; nothing from this turn was executed."
             )
         for verdict in judge(turn):
             call = verdict.call
-            head = f"  tool [bold]{escape(call.name)}[/] {escape(_arguments(call.raw_arguments))}"
+            name = escape(visible(call.name))
+            head = f"  tool [bold]{name}[/] {escape(_arguments(call.raw_arguments))}"
             if verdict.repaired:  # whether it runs is the tool's choice (repair=False)
                 self.console.print(f"{head} -> [yellow]repaired[/]")
             elif verdict.execute:

@@ -12,6 +12,8 @@ cannot rewrite the prompt that asks about it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import re
 import sys
 import threading
 from typing import Any
@@ -19,6 +21,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from railings.agent.view import visible
 from railings.dispatch import Denied, Invocation, Tool
 
 __all__ = ["NO_TERMINAL", "approver", "needs_approval", "read_line"]
@@ -70,23 +73,52 @@ async def read_line(prompt: str = "") -> str:
 
 
 PREVIEW_LINES = 12  # lines of a configuring write shown before its question
-PREVIEW_CHARS = 200  # characters of each line shown
+PREVIEW_WIDTH = 200  # characters on one row: a longer line goes on over more rows
+PREVIEW_ROWS = 40  # rows shown in all: what does not fit is counted, never dropped silently
+
+# A run of blanks this long is shown by its length: spaces pushing the rest of a line
+# (git reads "[core] <250 spaces> fsmonitor = ..." as one line) far out of sight.
+_BLANK_RUN = re.compile(r"[ \t]{16,}")
 
 
-def _visible(text: str) -> str:
-    """``text`` with every control character shown as its escape: what the model wrote
-    cannot move the cursor or erase a line of the prompt that asks about it."""
-    return "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in text)
+def _blank_run(match: re.Match[str]) -> str:
+    run = match.group()
+    kind = "spaces" if " " * len(run) == run else "tabs" if "\t" * len(run) == run else "blanks"
+    return f"\u27e8{len(run)} {kind}\u27e9"
+
+
+def _shown(text: str) -> str:
+    """What the model wrote, for the prompt: control characters escaped, long runs of
+    blanks shown by their length (``[core]⟨250 spaces⟩fsmonitor = ...``)."""
+    return visible(_BLANK_RUN.sub(_blank_run, text))
 
 
 def _preview(content: str) -> str:
-    """The start of what a write would put in the file, for the approval prompt."""
-    lines = content.splitlines()
-    shown = [_visible(line[:PREVIEW_CHARS]) for line in lines[:PREVIEW_LINES]]
-    text = "\n".join(f"  | {line}" for line in shown)
-    if len(lines) > len(shown):
-        text += f"\n  | [... {len(lines) - len(shown)} more lines, {len(content)} characters]"
-    return text
+    """What a write would put in the file, for the approval prompt. Every line is shown
+    whole: a long one goes on over more rows (marked ``+``). Only ``\\n`` ends a line
+    (what git and most tools read); any other line break shows as its escape. Past
+    ``PREVIEW_LINES`` lines or ``PREVIEW_ROWS`` rows, what is left is counted, never
+    cut silently."""
+    lines = content.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    rows: list[str] = []
+    for number, line in enumerate(lines[:PREVIEW_LINES]):
+        shown = _shown(line)
+        parts = [shown[i : i + PREVIEW_WIDTH] for i in range(0, len(shown), PREVIEW_WIDTH)]
+        parts = parts or [""]
+        room = PREVIEW_ROWS - len(rows)
+        rows += [f"  {'|' if i == 0 else '+'} {part}" for i, part in enumerate(parts[:room])]
+        if len(parts) > room:
+            left = sum(len(part) for part in parts[room:])
+            rows.append(
+                f"  | [... not shown: {left} characters of line {number + 1} and the "
+                f"{len(lines) - number - 1} lines after it, of {len(content)} characters]"
+            )
+            return "\n".join(rows)
+    if len(lines) > PREVIEW_LINES:
+        rows.append(f"  | [... {len(lines) - PREVIEW_LINES} more lines, {len(content)} characters]")
+    return "\n".join(rows)
 
 
 def _question(invocation: Invocation) -> str:
@@ -95,8 +127,8 @@ def _question(invocation: Invocation) -> str:
     arguments = invocation.arguments
     if reason is None:
         command = arguments.get("command", "")
-        return f"[bold]run shell command?[/] {escape(_visible(str(command)))} [dim]\\[y/N][/] "
-    path = _visible(str(arguments.get("path", "")))
+        return f"[bold]run shell command?[/] {escape(_shown(str(command)))} [dim]\\[y/N][/] "
+    path = _shown(str(arguments.get("path", "")))
     how = "append to" if arguments.get("append") else "write"
     content = arguments.get("content", "")
     preview = escape(_preview(content if isinstance(content, str) else str(content)))
@@ -104,6 +136,22 @@ def _question(invocation: Invocation) -> str:
         f"[bold]{how} {escape(path)}?[/] it configures commands run later: {escape(reason)}\n"
         f"{preview}\n[bold]allow this write?[/] [dim]\\[y/N][/] "
     )
+
+
+def _discard_typed_ahead() -> None:
+    """Drop what was typed before the question was shown, as sudo and ssh do: a "y"
+    typed at the model's imitation of a prompt must not answer the real one."""
+    if sys.platform == "win32":
+        import msvcrt
+
+        while msvcrt.kbhit():
+            msvcrt.getwch()
+        return
+    import termios
+
+    # stdin closed, or no longer a terminal: nothing is waiting to be dropped
+    with contextlib.suppress(termios.error, OSError, ValueError):
+        termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
 
 
 def approver(*, yes: bool, view_console: Console) -> Any:
@@ -115,6 +163,8 @@ def approver(*, yes: bool, view_console: Console) -> Any:
         return _no_terminal
 
     async def approve(invocation: Invocation) -> bool:
+        # Before the question, not after it: what is typed once it shows is the answer.
+        _discard_typed_ahead()
         view_console.print(_question(invocation), end="")
         try:
             return (await read_line()).strip().lower() in ("y", "yes")
