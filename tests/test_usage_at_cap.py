@@ -172,7 +172,12 @@ def test_inspect_refuses_the_cut_call_given_max_tokens() -> None:
         ({"options": {"num_predict": -1}}, None),  # Ollama: no limit
         ({"max_tokens": 64, "max_completion_tokens": 16}, 16),  # the tighter one binds
         ({"max_tokens": True}, None),
-        ({"max_tokens": "16"}, None),
+        ({"max_tokens": "16"}, 16),  # proto3 JSON's spelling; pydantic servers coerce it
+        ({"max_tokens": 16.0}, 16),
+        ({"max_tokens": 16.5}, None),  # a fraction is no count
+        ({"max_tokens": "-16"}, None),
+        ({"max_tokens": "sixteen"}, None),
+        ({"max_tokens": 0}, None),
         ({}, None),
     ],
 )

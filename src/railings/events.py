@@ -162,10 +162,16 @@ class OutputItems:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UsageUpdate:
-    """Token usage as last reported; ``None`` where the provider said nothing."""
+    """Token usage as last reported; ``None`` where the provider said nothing.
+
+    ``opening`` is True for the count the response's opening event reports before any
+    output exists (Anthropic's ``message_start``, whose ``output_tokens`` is a small
+    number already): the baseline a later report's output count is measured against
+    (:mod:`railings.turn.billable`, the Empty table)."""
 
     input_tokens: int | None
     output_tokens: int | None
+    opening: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -197,7 +203,8 @@ class BilledOutput:
     """Output the provider bills that the turn keeps nothing of: a finished Responses
     ``reasoning`` item (hidden reasoning, its summary streamed apart if at all),
     OpenRouter's structured ``reasoning_details`` (encrypted reasoning among them), a
-    citation. ``name`` says which (``openai-responses:item:reasoning``). It carries no
+    citation, text already in Anthropic's ``message_start``, a Chat choice other than the
+    one read (``n`` > 1). ``name`` says which (``openai-responses:item:reasoning``). It carries no
     content; it is there so that a turn cut after it is Partial, never resent
     (:mod:`railings.turn.billable`, the Empty table)."""
 

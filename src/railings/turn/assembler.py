@@ -13,7 +13,10 @@ Truncation is sticky. A turn may carry several stop reasons (a Chat chunk with
 seen anywhere wins, whatever follows it: the output was cut, and a later "stop"
 cannot make the cut call whole again. Billed output that reached the request's
 ``max_tokens`` truncates the turn as well, whatever stop reason the wire claims
-(:func:`~railings.turn.stop_reason.is_truncated`; the limit is kept in the turn).
+(:func:`~railings.turn.stop_reason.is_truncated`; the limit is kept in the turn). The
+evidence is the largest output count any usage report gave (``peak_output_tokens``):
+counts are cumulative, so a later smaller report is a wrong one, and it never erases
+a count at the cap; ``usage`` keeps the counts as last reported.
 
 Usage may follow the proof (Bedrock's ``metadata`` event comes after ``messageStop``):
 a :class:`UsageUpdate` after a clean end is still kept; anything else after the end
@@ -24,7 +27,9 @@ What counts as content (for Empty / Partial) is the Empty table's to say
 carry nothing billable. A delta whose text is the empty string -- OpenAI's first
 chunk, ``{"role": "assistant", "content": ""}`` -- is *not* content: a stream cut
 right after it received nothing billable and is Empty, so it is resent; a cut after
-an event railings does not know, or after a stop reason, is Partial.
+an event railings does not know, or after a stop reason, is Partial. So is a cut after
+a usage report whose output count exceeds the stream's opening one (the assembler keeps
+that baseline: Anthropic's ``message_start`` counts a few tokens before any output).
 """
 
 from __future__ import annotations
@@ -90,6 +95,9 @@ class TurnAssembler:
         self._parts = PartsManager()
         self._input_tokens: int | None = None
         self._output_tokens: int | None = None
+        # The largest output count reported: the evidence at the cap (module docstring).
+        self._peak_output: int | None = None
+        self._baseline: int | None = None  # the opening usage's output count (billable.py)
         self._stop_wire: str | None = None
         self._cut_wire: str | None = None  # the first output-limit stop of the turn
         self._error: TurnError | None = None
@@ -141,7 +149,7 @@ class TurnAssembler:
             if isinstance(event, UsageUpdate) and state is State.TERMINATED_CLEANLY:
                 self._usage(event)
             return
-        if not self.content and billable(event):
+        if not self.content and billable(event, self._baseline):
             self.content = True  # the Empty table: see the module docstring
         match event:
             case TextDelta(text=text):
@@ -195,8 +203,13 @@ class TurnAssembler:
     def _usage(self, event: UsageUpdate) -> None:
         if event.input_tokens is not None:
             self._input_tokens = event.input_tokens
-        if event.output_tokens is not None:
-            self._output_tokens = event.output_tokens
+        output = event.output_tokens
+        if output is not None:
+            self._output_tokens = output
+            if self._peak_output is None or output > self._peak_output:
+                self._peak_output = output
+            if event.opening and self._baseline is None:
+                self._baseline = output
 
     def fault(self, message: str) -> None:
         """The bytes stopped being the protocol (malformed data): an abrupt end."""
@@ -243,7 +256,7 @@ class TurnAssembler:
         elif clean:
             stop_reason = derive_stop_reason(
                 saw_tool_use=saw_tool_use,
-                output_tokens=self._output_tokens,
+                output_tokens=self._peak_output,
                 max_tokens=self.max_tokens,
             )
             source = StopSource.DERIVED
@@ -265,7 +278,7 @@ class TurnAssembler:
                 stop_reason,
                 self.service,
                 self.exemptions,
-                output_tokens=self._output_tokens,
+                output_tokens=self._peak_output,
                 max_tokens=self.max_tokens,
             ),
             error=self._error,
@@ -273,4 +286,5 @@ class TurnAssembler:
             model=self._model,
             unknown_events=self._unknown,
             max_tokens=self.max_tokens,
+            peak_output_tokens=self._peak_output,
         )

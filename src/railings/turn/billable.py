@@ -13,9 +13,17 @@ where the turn keeps nothing of it, :class:`Unknown` for what they do not know).
 event                                  billable  why
 =====================================  ========  =============================================
 ``MessageStart``                       no        the response's id and model
-``UsageUpdate``                        no        a count, not output: Anthropic's
-                                                 ``message_start`` reports output tokens
-                                                 before any output exists
+``UsageUpdate`` of the opening          no        the count before any output: Anthropic's
+                                                 ``message_start`` reports a few output
+                                                 tokens before any output exists
+``UsageUpdate`` up to the baseline     no        an output count no larger than the opening
+                                                 report's (0 without one): nothing billed
+                                                 since, as far as the count says
+``UsageUpdate`` above the baseline     yes       the provider says it billed output the
+                                                 stream may never show: hidden reasoning
+                                                 (Chat ``reasoning_tokens``, Gemini
+                                                 ``thoughtsTokenCount``), or Anthropic's
+                                                 running count in ``message_delta``
 ``ProviderErrorEvent``                 no        an error is not output (it ends the turn)
 ``TerminationProof``                   no        it ends the turn, which is then finished
 ``TextDelta`` / ``RefusalDelta`` ""    no        OpenAI's first chunk (``"content": ""``)
@@ -33,6 +41,8 @@ event                                  billable  why
                                                  (a reasoning model's ``finish_reason:
                                                  length`` with no text before it)
 ``BilledOutput``                       yes       billed output the turn keeps nothing of
+                                                 (text in Anthropic's ``message_start``, a
+                                                 Chat choice other than the one read ...)
 ``Unknown``                            yes       an event railings does not know may carry
                                                  output (an Ollama ``/api/generate`` line,
                                                  a new delta type): when in doubt, Partial
@@ -48,7 +58,14 @@ repeat streamed deltas (``*.done``) and the progress notices of an item. Whateve
 output that the turn does not keep is emitted as :class:`BilledOutput`: a Responses
 reasoning item that opens with its encrypted content, a finished Responses item that is
 no call (``reasoning`` above all), OpenRouter's ``reasoning_details``, Anthropic's
-``citations_delta`` and Bedrock's ``citation`` delta.
+``citations_delta`` and Bedrock's ``citation`` delta, content already in Anthropic's
+``message_start``, and the first delta of a Chat choice other than the one the turn reads.
+
+The baseline of the usage rows is the output count of the stream's opening usage report
+(``UsageUpdate.opening``; only Anthropic's ``message_start`` sends one): the assembler
+keeps it and passes it in. A usage report is counted, never trusted to be small: billed
+output the stream shows none of (a reasoning model thinking before it writes) is still
+billed, and a resend would bill it twice.
 """
 
 from __future__ import annotations
@@ -68,10 +85,16 @@ from railings.events import (
 __all__ = ["billable"]
 
 
-def billable(event: StreamEvent) -> bool:
-    """True unless ``event`` is known to carry nothing billable (the module's table)."""
+def billable(event: StreamEvent, baseline: int | None = None) -> bool:
+    """True unless ``event`` is known to carry nothing billable (the module's table).
+    ``baseline``: the output count of the stream's opening usage report, if one came
+    before ``event``."""
     match event:
-        case MessageStart() | UsageUpdate() | ProviderErrorEvent() | TerminationProof():
+        case UsageUpdate(output_tokens=output, opening=opening):
+            if output is None or (opening and baseline is None):
+                return False  # no count, or the opening count itself: the baseline
+            return output > (baseline or 0)
+        case MessageStart() | ProviderErrorEvent() | TerminationProof():
             return False
         case TextDelta(text=text) | RefusalDelta(text=text):
             return bool(text)

@@ -24,8 +24,13 @@ field                                          wire
 ``options.num_predict``                        Ollama (-1 and -2: no limit)
 =============================================  ==============================
 
-A body that carries several (``max_tokens`` beside ``max_completion_tokens``) is
-bounded by the tightest. A value that is not a positive integer is no limit.
+The Gemini API parses proto JSON, which accepts either name at each level, so
+``generationConfig.max_output_tokens`` and ``generation_config.maxOutputTokens`` are
+read too. A value is read as :func:`~railings.wire._json.as_count` reads a count: an
+integer, an integral float (``64.0``) or a string of digits (``"64"``: proto3 JSON's
+spelling of an integer, which pydantic servers such as vLLM coerce as well); a boolean
+never. A body that carries several (``max_tokens`` beside ``max_completion_tokens``) is
+bounded by the tightest. A value that is not a positive count is no limit.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any
+
+from railings.wire._json import as_count
 
 __all__ = ["MAX_PARSED_BODY", "limit_in_body", "reached_limit", "requested_limit"]
 
@@ -45,6 +52,8 @@ _SPELLINGS: tuple[tuple[str, ...], ...] = (
     ("max_completion_tokens",),
     ("max_output_tokens",),
     ("generationConfig", "maxOutputTokens"),
+    ("generationConfig", "max_output_tokens"),
+    ("generation_config", "maxOutputTokens"),
     ("generation_config", "max_output_tokens"),
     ("inferenceConfig", "maxTokens"),
     ("options", "num_predict"),
@@ -59,8 +68,9 @@ def requested_limit(body: Mapping[str, Any]) -> int | None:
         value: Any = body
         for key in path:
             value = value.get(key) if isinstance(value, Mapping) else None
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            found.append(value)
+        count = as_count(value)
+        if count is not None and count > 0:
+            found.append(count)
     return min(found) if found else None
 
 

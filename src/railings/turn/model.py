@@ -97,7 +97,8 @@ class Turn:
     and an unknown wire spelling lowercased as is; ``stop_reason_source`` says whether
     the wire said it or railings derived it (``None`` when the turn has no stop reason).
     ``truncated`` is True when the output limit cut the turn: an output-limit stop, or
-    billed output that reached ``max_tokens`` (the request's limit) whatever the stop.
+    billed output that reached ``max_tokens`` (the request's limit) whatever the stop;
+    the billed output read there is ``peak_output_tokens``, the largest count reported.
     """
 
     provider: str
@@ -114,6 +115,9 @@ class Turn:
     model: str = ""
     unknown_events: int = 0
     max_tokens: int | None = None  # the request's output limit, when the reader was told it
+    # The largest output count any usage report gave: the evidence at the cap, which a
+    # later smaller report never erases (``usage`` keeps the counts as last reported).
+    peak_output_tokens: int | None = None
 
     @property
     def complete(self) -> bool:

@@ -214,11 +214,12 @@ def judge(turn: Turn) -> tuple[CallVerdict, ...]:
 def cut_at_limit(turn: Turn) -> int | None:
     """The request's limit when the turn is truncated by its billed output reaching it
     while the stop reason says otherwise (the notice must say why), else None."""
-    if not turn.truncated or turn.stop_reason == Stop.MAX_TOKENS or turn.usage is None:
+    if not turn.truncated or turn.stop_reason == Stop.MAX_TOKENS:
         return None
-    if reached_limit(turn.usage.output_tokens, turn.max_tokens):
-        return turn.max_tokens
-    return None
+    output = turn.peak_output_tokens
+    if output is None and turn.usage is not None:
+        output = turn.usage.output_tokens  # a turn built without the assembler
+    return turn.max_tokens if reached_limit(output, turn.max_tokens) else None
 
 
 def _reject(call: ToolCall, reason: RejectReason, turn: Turn) -> CallVerdict:

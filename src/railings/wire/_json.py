@@ -35,7 +35,7 @@ from typing import Any
 
 from railings.errors import MalformedStream
 
-__all__ = ["BACKEND", "as_int", "load_object", "parse_bytes"]
+__all__ = ["BACKEND", "as_count", "as_int", "load_object", "parse_bytes"]
 
 _loads = json.loads
 
@@ -118,3 +118,19 @@ def load_object(data: str, *, where: str) -> dict[str, Any]:
 def as_int(value: object) -> int | None:
     """A JSON integer field, or None (absent, null, a bool, a float, a string)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def as_count(value: object) -> int | None:
+    """A count (tokens, an output limit) however a JSON body spells it: an integer, an
+    integral float (``64.0``) or a string of ASCII digits (``"64"``: proto3 JSON writes an
+    int64 as a string, and pydantic servers coerce one); None for anything else (absent,
+    null, a bool, a fraction, a negative or signed number, other text)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float):
+        return int(value) if value.is_integer() and value >= 0 else None
+    if isinstance(value, str) and 0 < len(value) <= 20 and value.isascii() and value.isdigit():
+        return int(value)
+    return None

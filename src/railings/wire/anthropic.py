@@ -16,6 +16,11 @@ proof. Content arrives in indexed blocks: ``content_block_start`` opens one,
 * ``ping`` is a keep-alive, read past on purpose. ``citations_delta`` is a
   citation on a text block: the turn does not keep it, but it is billed output
   (:class:`BilledOutput`), so a cut after it is Partial.
+* ``message_start`` carries the message so far: its ``usage`` is the opening count
+  (``output_tokens`` already a few before any output: ``UsageUpdate.opening``, the
+  baseline later counts are measured against), and ``content`` is empty. Content there
+  is not read as parts (no block index carries it) but it was billed: it is
+  :class:`BilledOutput`, so a cut after it is Partial, never resent.
 
 One handler table per level, as in the other two decoders: the event type
 (:data:`_EVENTS`), the content block type (:data:`_BLOCKS`) and the delta type
@@ -56,7 +61,7 @@ from railings.wire._events import (
     arguments_delta,
     text_delta,
 )
-from railings.wire._json import as_int, load_object
+from railings.wire._json import as_count, as_int, load_object
 from railings.wire.sse import ServerSentEvent
 
 __all__ = ["MESSAGE_STOP", "AnthropicDecoder"]
@@ -241,7 +246,10 @@ def _message_start(_: AnthropicDecoder, obj: dict[str, Any]) -> list[StreamEvent
     out: list[StreamEvent] = [
         MessageStart(id=str(message.get("id") or ""), model=str(message.get("model") or ""))
     ]
-    out.extend(_usage(message))
+    content = message.get("content")
+    if content:  # not [] (nor null): output already written, and billed
+        out.append(BilledOutput(name="anthropic:message_start:content"))
+    out.extend(_usage(message, opening=True))
     reason = message.get("stop_reason")
     if isinstance(reason, str) and reason:
         out.append(StopReason(wire=reason))
@@ -260,14 +268,15 @@ def _message_delta(_: AnthropicDecoder, obj: dict[str, Any]) -> list[StreamEvent
     return out
 
 
-def _usage(obj: dict[str, Any]) -> list[StreamEvent]:
+def _usage(obj: dict[str, Any], *, opening: bool = False) -> list[StreamEvent]:
     usage = obj.get("usage")
     if not isinstance(usage, dict):
         return []
     return [
         UsageUpdate(
-            input_tokens=as_int(usage.get("input_tokens")),
-            output_tokens=as_int(usage.get("output_tokens")),
+            input_tokens=as_count(usage.get("input_tokens")),
+            output_tokens=as_count(usage.get("output_tokens")),
+            opening=opening,
         )
     ]
 

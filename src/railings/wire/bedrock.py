@@ -62,7 +62,7 @@ from railings.events import (
     UsageUpdate,
 )
 from railings.wire._held import HeldError
-from railings.wire._json import as_int, load_object
+from railings.wire._json import as_count, as_int, load_object
 from railings.wire.eventstream import (
     CONTENT_TYPE,
     DEFAULT_MAX_MESSAGE_SIZE,
@@ -240,8 +240,8 @@ def _metadata(_: BedrockDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
         return []
     return [
         UsageUpdate(
-            input_tokens=as_int(usage.get("inputTokens")),
-            output_tokens=as_int(usage.get("outputTokens")),
+            input_tokens=as_count(usage.get("inputTokens")),
+            output_tokens=as_count(usage.get("outputTokens")),
         )
     ]
 

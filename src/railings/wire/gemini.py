@@ -80,7 +80,7 @@ from railings.events import (
     UsageUpdate,
 )
 from railings.wire._held import HeldError
-from railings.wire._json import as_int, load_object
+from railings.wire._json import as_count, as_int, load_object
 from railings.wire.gemini_args import PartialArguments
 from railings.wire.gemini_fields import (
     CANDIDATE_READ,
@@ -317,9 +317,9 @@ PART_HANDLERS: Final[dict[str, _PartHandler]] = {
 
 
 def _usage(usage: dict[str, Any]) -> list[StreamEvent]:
-    prompt = as_int(usage.get("promptTokenCount"))
-    candidates = as_int(usage.get("candidatesTokenCount"))
-    thoughts = as_int(usage.get("thoughtsTokenCount"))
+    prompt = as_count(usage.get("promptTokenCount"))
+    candidates = as_count(usage.get("candidatesTokenCount"))
+    thoughts = as_count(usage.get("thoughtsTokenCount"))
     # maxOutputTokens bounds thinking and answer together: both are the turn's output.
     output = (
         None if candidates is None and thoughts is None else (candidates or 0) + (thoughts or 0)

@@ -69,7 +69,7 @@ from railings.events import (
     UsageUpdate,
 )
 from railings.wire._held import HeldError
-from railings.wire._json import as_int, load_object
+from railings.wire._json import as_count, load_object
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
 
 __all__ = [
@@ -268,8 +268,8 @@ class OllamaDecoder:
             if key in obj:
                 out += handler(self, obj[key])
         if obj.get(DONE) is True:
-            prompt = as_int(obj.get("prompt_eval_count"))
-            output = as_int(obj.get("eval_count"))
+            prompt = as_count(obj.get("prompt_eval_count"))
+            output = as_count(obj.get("eval_count"))
             if prompt is not None or output is not None:
                 out.append(UsageUpdate(input_tokens=prompt, output_tokens=output))
             reason = _str(obj.get("done_reason"))

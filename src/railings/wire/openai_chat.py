@@ -3,8 +3,9 @@
 Theory of operation. Each ``data:`` payload is one ``chat.completion.chunk``
 JSON object, and ``data: [DONE]`` is the termination proof. The turn is one
 choice (0 unless told otherwise); other choices (``n`` > 1) are read past, their indexes
-counted in ``choices``. What real providers send, and how
-it is handled here (see ``tests/corpus/README.md``):
+counted in ``choices``, but what they carry was billed: the first delta of another choice
+with anything in it but its role is :class:`BilledOutput`, so a cut after it is Partial.
+What real providers send, and how it is handled here (see ``tests/corpus/README.md``):
 
 * ``choices: []`` with ``usage`` (``include_usage``; also Azure's first chunk
   with ``prompt_filter_results``): usage only.
@@ -35,6 +36,7 @@ from collections.abc import Callable
 from typing import Any
 
 from railings.events import (
+    BilledOutput,
     MessageStart,
     StopReason,
     StreamEvent,
@@ -54,7 +56,7 @@ from railings.wire._events import (
     arguments_delta,
     text_delta,
 )
-from railings.wire._json import as_int, load_object
+from railings.wire._json import as_count, load_object
 from railings.wire.chat_calls import ChatCalls
 from railings.wire.chat_fields import (
     CHOICE_FIELDS,
@@ -78,13 +80,21 @@ _FREE = [("obfuscation",)]  # random padding against length side channels: read 
 class OpenAIChatDecoder(ChatCalls):
     """Turns the SSE events of one Chat Completions stream into normalized events."""
 
-    __slots__ = ("_choice_keys", "_chunk_keys", "_started", "choice", "choices")
+    __slots__ = (
+        "_choice_keys",
+        "_chunk_keys",
+        "_other_billed",
+        "_started",
+        "choice",
+        "choices",
+    )
 
     def __init__(self, *, choice: int = 0) -> None:
         super().__init__()
         self.choice = choice  # the choice read (``n`` > 1 streams several, each by its index)
         self.choices: set[int] = set()  # every choice index the stream carried
         self._started = False
+        self._other_billed = False  # another choice's output was reported (module docstring)
         # The fields last checked at each level against its table (see wire/chat_fields.py;
         # a call's and its function's: wire/chat_calls.py). Lists: ``[*obj]`` is a fifth
         # cheaper than ``tuple(obj)`` (bench/instructions.py).
@@ -261,12 +271,15 @@ class OpenAIChatDecoder(ChatCalls):
                         self.choices.add(index)
                     if index == self.choice:
                         self._choice(choice, out)
+                    elif not self._other_billed and _carries_output(choice):
+                        self._other_billed = True
+                        out.append(BilledOutput(name="openai:choice:other"))
         usage = obj.get("usage")
         if isinstance(usage, dict):
             out.append(
                 UsageUpdate(
-                    input_tokens=as_int(usage.get("prompt_tokens")),
-                    output_tokens=as_int(usage.get("completion_tokens")),
+                    input_tokens=as_count(usage.get("prompt_tokens")),
+                    output_tokens=as_count(usage.get("completion_tokens")),
                 )
             )
         keys = [*obj]
@@ -313,6 +326,20 @@ class OpenAIChatDecoder(ChatCalls):
             self._close_all(out)
             out.append(StopReason(wire=finish))
 
+
+def _carries_output(choice: dict[str, Any]) -> bool:
+    """True when a choice's delta holds anything but its role (or Groq's channel name):
+    text, reasoning, a refusal, a call, or a key this decoder does not know."""
+    delta = choice.get("delta")
+    if not isinstance(delta, dict):
+        return bool(delta)  # not the shape known, but something: when in doubt, billed
+    return any(
+        key not in _NOT_OUTPUT and value is not None and value != "" and value != []
+        for key, value in delta.items()
+    )
+
+
+_NOT_OUTPUT = frozenset({"role", "channel"})
 
 _Handler = Callable[[OpenAIChatDecoder, dict[str, Any]], list[StreamEvent]]
 _DeltaHandler = Callable[[OpenAIChatDecoder, Any, list[StreamEvent]], None]

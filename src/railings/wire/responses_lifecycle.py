@@ -26,7 +26,7 @@ from railings.events import (
     Unknown,
     UsageUpdate,
 )
-from railings.wire._json import as_int
+from railings.wire._json import as_count, as_int
 
 __all__ = ["COMPLETED", "FAILED", "INCOMPLETE", "LIFECYCLE"]
 
@@ -103,8 +103,8 @@ def usage(obj: dict[str, Any]) -> list[StreamEvent]:
         return []
     return [
         UsageUpdate(
-            input_tokens=as_int(found.get("input_tokens")),
-            output_tokens=as_int(found.get("output_tokens")),
+            input_tokens=as_count(found.get("input_tokens")),
+            output_tokens=as_count(found.get("output_tokens")),
         )
     ]
 
