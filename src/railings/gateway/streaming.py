@@ -45,7 +45,7 @@ from railings.gateway.metrics import Metrics
 from railings.gateway.record import TurnRecord
 from railings.gateway.shapes import error_body
 from railings.gateway.upstream import response_headers
-from railings.transport.attempt import is_event_stream, read_bounded
+from railings.transport.response import is_event_stream, read_bounded
 from railings.transport.coding import BodyDecoder
 from railings.transport.config import Timeouts
 from railings.transport.errors_map import (

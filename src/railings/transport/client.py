@@ -4,10 +4,10 @@ Theory of operation. ``stream_turn`` returns a :class:`TurnStream` whose events
 come from one loop of *attempts*. Each attempt POSTs the body, maps whatever
 goes wrong before the body to a railings error (one place:
 :mod:`~railings.transport.errors_map`), then feeds every body chunk to the
-sans-IO :class:`~railings.turn.reader.StreamReader` and passes its events on.
+sans-IO :class:`~railings.turn.attempt.Attempt` and passes its events on.
 The reader alone decides how the stream ended; this module never makes up a
 stop event. The per-chunk work (the clocks, the bounds, the held events) is
-:class:`~railings.transport.body.Body`'s.
+:class:`~railings.turn.attempt.Attempt`'s.
 
 How the attempt ended -- **COMPLETE** (the proof arrived), **PARTIAL** (content
 but no proof: kept, never resent) or **Empty** (nothing to keep) -- goes to the
@@ -41,13 +41,17 @@ from railings.providers import EncodeRequest, spec
 from railings.redact import SECRET_HEADERS, redact, register_secret, register_url_secrets
 from railings.secrets import install_log_redaction
 from railings.telemetry import tracing
-from railings.transport.attempt import is_event_stream, read_bounded, within
 from railings.transport.banner import countdown
-from railings.transport.body import STOPS, Body, backstop
+from railings.transport.body import backstop, clocks
 from railings.transport.config import ClientConfig
 from railings.transport.context import DEFAULT_CONTEXT, ClientContext
-from railings.transport.errors_map import BOUNDARY, error_from_response, map_exception
-from railings.transport.gaps import GapWatch
+from railings.transport.errors_map import (
+    BOUNDARY,
+    error_from_response,
+    map_exception,
+    stream_cut,
+)
+from railings.transport.gaps import GapWatch, Silence
 from railings.transport.idle import set_read_timeout
 from railings.transport.machine import (
     AttemptMachine,
@@ -60,9 +64,11 @@ from railings.transport.machine import (
     ResendWithoutUsage,
     Retry,
 )
+from railings.transport.response import is_event_stream, read_bounded, within
 from railings.transport.shards import pooled
 from railings.transport.stream import TurnStream
 from railings.transport.tracing import traced
+from railings.turn.attempt import Attempt
 from railings.turn.limit import requested_limit
 
 __all__ = ["AsyncProviderClient", "TransportFactory"]
@@ -237,30 +243,44 @@ class AsyncProviderClient:
                 machine.responded(response.http_version)
                 # The limit the request carries (extra_body may set it): the verdict reads
                 # billed output that reached it as truncation (railings.turn.limit).
-                limit = requested_limit(request)
-                body = Body(self.config, deadline, keep=_RECEIVED_LIMIT, max_tokens=limit)
+                cfg = self.config
+                time = asyncio.get_running_loop().time
+                attempt = Attempt(
+                    cfg.provider,
+                    now=time(),
+                    clocks=clocks(cfg.timeouts, deadline),
+                    max_tokens=requested_limit(request),
+                    limits=cfg.limits,
+                    service=cfg.service,
+                    keep=_RECEIVED_LIMIT,
+                )
                 chunks = _body_chunks(response)
                 watch = GapWatch()
                 try:
                     # Until the turn ended, and on a wire whose usage follows its proof
                     # (Bedrock's metadata after messageStop), until EOF.
-                    while body.reader.reads_on:
-                        gap, until = body.wait()
+                    while attempt.reads_on:
+                        now = time()
+                        wait = attempt.read_timeout(now)
+                        until = None if wait is None else now + wait
                         try:
-                            chunk = await watch.read(chunks, gap, until)
+                            chunk = await watch.read(chunks, None, until)
                         except StopAsyncIteration:
                             break
-                        for event in body.feed(chunk):
+                        for event in attempt.feed(chunk, time()).events:
                             yield event
-                except STOPS as exc:
-                    body.stopped(exc)
+                except Silence:
+                    attempt.timed_out(time())
+                except BOUNDARY as exc:
+                    # The socket's read timeout is only a backstop behind the clocks.
+                    attempt.broke(stream_cut(exc, idle_seconds=backstop(cfg.timeouts)))
                 finally:
                     watch.close()
                     await chunks.aclose()
                     await response.aclose()
-                result = body.outcome(over_http2=self._maybe_h2(use_h2, response))
+                result = attempt.close(over_http2=self._maybe_h2(use_h2, response))
                 if isinstance(result, Complete):
-                    for event in body.held:
+                    for event in attempt.held():
                         yield event
             if not await self._carry_out(machine.decide(result), background):
                 return

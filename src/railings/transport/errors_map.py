@@ -20,7 +20,6 @@ import json
 import ssl
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -50,9 +49,9 @@ from railings.errors import (
     PoolTimeout,
     ProviderError,
     RailingsError,
-    StreamInterrupted,
     TransportError,
 )
+from railings.turn.ending import Cut, idle_cut
 
 __all__ = [
     "BOUNDARY",
@@ -163,43 +162,6 @@ def map_exception(exc: BaseException) -> RailingsError:
     what = _WHAT.get(cls, "connection failed" if issubclass(cls, TransportError) else "error")
     detail = str(exc) or type(exc).__name__
     return cls(f"{what}: {detail}")
-
-
-@dataclass(frozen=True, slots=True)
-class Cut:
-    """How a streaming body broke off, before the turn is known: the interruption it
-    becomes is built once, complete, by :meth:`error` (an :class:`IdleTimeout` when
-    ``idle_seconds`` is set), chained to ``cause``."""
-
-    message: str
-    idle_seconds: float | None = None
-    cause: BaseException | None = None
-
-    def error(
-        self, *, empty: bool, received: bytes = b"", turn: object | None = None
-    ) -> StreamInterrupted:
-        """The interruption, with the bytes ``received`` and the ``turn`` assembled."""
-        error: StreamInterrupted
-        if self.idle_seconds is not None:
-            error = IdleTimeout(
-                self.message,
-                empty=empty,
-                idle_seconds=self.idle_seconds,
-                received=received,
-                turn=turn,
-            )
-        else:
-            error = StreamInterrupted(self.message, empty=empty, received=received, turn=turn)
-        if self.cause is not None:
-            error.__cause__ = self.cause  # what ``raise ... from cause`` would record
-        return error
-
-
-def idle_cut(seconds: float, *, content: bool = False) -> Cut:
-    """The stream went silent for ``seconds`` (the idle gap, or the wait for first content);
-    ``content``: bytes kept arriving, but only keep-alives (the content clock ran out)."""
-    message = (CONTENT_IDLE_MESSAGE if content else IDLE_MESSAGE).format(seconds=seconds)
-    return Cut(message, idle_seconds=seconds)
 
 
 def stream_cut(exc: BaseException, *, idle_seconds: float | None) -> Cut | LocalError:

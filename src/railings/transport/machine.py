@@ -48,6 +48,7 @@ from railings.errors import BadRequest, LocalError, RailingsError, StreamInterru
 from railings.transport.fallback import http2_failure
 from railings.transport.retry import Retrier, RetryPolicy
 from railings.transport.stream import RetryRecord
+from railings.turn.ending import AttemptOutcome, Complete, Empty, Partial
 from railings.turn.model import Turn
 
 __all__ = [
@@ -63,39 +64,6 @@ __all__ = [
     "ResendWithoutUsage",
     "Retry",
 ]
-
-
-# -- what the client reports ---------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Complete:
-    """The termination proof arrived: ``turn`` is the result."""
-
-    turn: Turn
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Partial:
-    """Content arrived, the proof did not: ``turn`` as assembled, and why it stopped.
-    ``over_http2``: the response came over HTTP/2 (its failure may be the protocol's)."""
-
-    turn: Turn
-    interruption: StreamInterrupted
-    over_http2: bool = False
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Empty:
-    """Nothing reached the caller: an error before the response, an error status, or a
-    stream that ended before any content. ``over_http2``: the attempt may have run over
-    HTTP/2 (it was offered, and no response said otherwise)."""
-
-    error: RailingsError
-    over_http2: bool = False
-
-
-AttemptOutcome = Complete | Partial | Empty
 
 
 # -- what the machine answers --------------------------------------------------------------

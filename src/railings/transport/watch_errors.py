@@ -18,8 +18,8 @@ import httpx2
 
 from railings.classify import INTERRUPTED_MESSAGE, interrupted_message
 from railings.errors import IdleTimeout, StreamInterrupted, TurnTooLarge
-from railings.transport.attempt import too_large
 from railings.transport.errors_map import idle_error
+from railings.turn.ending import too_large
 from railings.turn.model import Outcome, Turn
 
 __all__ = [

@@ -1,27 +1,37 @@
-"""What an attempt's ending means: the typed error or interruption for each way it ends.
+"""How an attempt ended, sans-IO: Complete, Partial or Empty, each error built once.
 
-The client (:mod:`.client`) reads the stream; these functions, with no state of
-their own, turn how it ended into the outcome the attempt machine
-(:mod:`.machine`) decides on -- each error or interruption built once, complete
--- and bound the waits and error bodies around it.
+An attempt that got an event stream ends in one of three ways, decided here and
+nowhere else (:class:`~railings.turn.attempt.Attempt` calls :func:`outcome` when it
+closes; the client's attempt machine, the guard, the gateway and ``replay`` read the
+result):
+
+* **Complete**: the provider's proof arrived; the turn is the result.
+* **Partial**: content arrived, the proof did not. Kept as-is, marked with the
+  interruption that explains it, never resent (it is billed).
+* **Empty**: nothing billable arrived (the Empty table, :mod:`railings.turn.billable`):
+  the error that stopped it, which the attempt machine may resend.
+
+What stopped the reading is a :data:`Failure`: a railings error (a bound, a total
+timeout), a :class:`Cut` (the stream broke off or went silent, whose interruption
+depends on whether the attempt was Empty, so it is built once the turn is known), or
+None (the body ended).
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-from collections.abc import AsyncIterator, Awaitable, Sequence
-from typing import TypeVar
-
-import httpx2
+from dataclasses import dataclass
 
 from railings.classify import (
+    CONTENT_IDLE_MESSAGE,
+    IDLE_MESSAGE,
     INTERRUPTED_MESSAGE,
     class_for_provider_type,
     classify_text,
     interrupted_message,
 )
 from railings.errors import (
+    IdleTimeout,
     LocalError,
     MalformedStream,
     ProviderError,
@@ -30,82 +40,99 @@ from railings.errors import (
     TurnTooLarge,
 )
 from railings.redact import redact
-from railings.transport.errors_map import BOUNDARY, Cut
-from railings.transport.machine import AttemptOutcome, Complete, Empty, Partial
 from railings.turn.model import ErrorKind, Outcome, Turn, TurnError
 
 __all__ = [
+    "AttemptOutcome",
+    "Complete",
+    "Cut",
+    "Empty",
     "Failure",
+    "Partial",
     "empty_error",
+    "idle_cut",
     "interrupted",
-    "is_event_stream",
     "outcome",
-    "read_bounded",
     "too_large",
-    "within",
 ]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Complete:
+    """The termination proof arrived: ``turn`` is the result."""
+
+    turn: Turn
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Partial:
+    """Content arrived, the proof did not: ``turn`` as assembled, and why it stopped.
+    ``over_http2``: the response came over HTTP/2 (its failure may be the protocol's)."""
+
+    turn: Turn
+    interruption: StreamInterrupted
+    over_http2: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Empty:
+    """Nothing reached the caller: an error before the response, an error status, or a
+    stream that ended before any content. ``over_http2``: the attempt may have run over
+    HTTP/2 (it was offered, and no response said otherwise)."""
+
+    error: RailingsError
+    over_http2: bool = False
+
+
+AttemptOutcome = Complete | Partial | Empty
+
+
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """How a streaming body broke off, before the turn is known: the interruption it
+    becomes is built once, complete, by :meth:`error` (an :class:`IdleTimeout` when
+    ``idle_seconds`` is set), chained to ``cause``."""
+
+    message: str
+    idle_seconds: float | None = None
+    cause: BaseException | None = None
+
+    def error(
+        self, *, empty: bool, received: bytes = b"", turn: object | None = None
+    ) -> StreamInterrupted:
+        """The interruption, with the bytes ``received`` and the ``turn`` assembled."""
+        error: StreamInterrupted
+        if self.idle_seconds is not None:
+            error = IdleTimeout(
+                self.message,
+                empty=empty,
+                idle_seconds=self.idle_seconds,
+                received=received,
+                turn=turn,
+            )
+        else:
+            error = StreamInterrupted(self.message, empty=empty, received=received, turn=turn)
+        if self.cause is not None:
+            error.__cause__ = self.cause  # what ``raise ... from cause`` would record
+        return error
+
 
 # What stopped an attempt's reading: a railings error, a cut to build once the turn is
 # known, or None (the body ended).
 Failure = RailingsError | Cut | None
 
-T = TypeVar("T")
-_ERROR_BODY_LIMIT = 64 * 1024
 
-
-async def within(awaitable: Awaitable[T], deadline: float | None) -> T:
-    """The result of ``awaitable``; TimeoutError once the loop clock (``loop.time()``)
-    passes ``deadline``. None: no deadline."""
-    if deadline is None:
-        return await awaitable
-    async with asyncio.timeout_at(deadline):
-        return await awaitable
-
-
-def is_event_stream(
-    response: httpx2.Response, content_types: Sequence[str] = ("text/event-stream",)
-) -> bool:
-    """A 2xx answer of one of ``content_types`` (by default ``text/event-stream``): the
-    only kind that is read as a stream (the client, the guard and the gateway all ask
-    this; the client passes its wire's: Bedrock's ``application/vnd.amazon.eventstream``,
-    Ollama's ``application/x-ndjson``)."""
-    kind = response.headers.get("content-type", "").lower().partition(";")[0].strip()
-    return 200 <= response.status_code < 300 and kind in content_types
-
-
-async def read_bounded(response: httpx2.Response) -> bytes:
-    """At most 64 KiB of an error body; a body that breaks off keeps what arrived."""
-    parts: list[bytes] = []
-    size = 0
-    chunks: AsyncIterator[bytes] = response.aiter_bytes()
-    try:
-        async for chunk in chunks:
-            parts.append(chunk)
-            size += len(chunk)
-            if size >= _ERROR_BODY_LIMIT:
-                break
-    except BOUNDARY:
-        pass
-    finally:
-        await response.aclose()
-    return b"".join(parts)[:_ERROR_BODY_LIMIT]
-
-
-def _event_error(error: TurnError) -> ProviderError:
-    """The typed error for a provider error event (the turn's abrupt end)."""
-    ptype, message = error.provider_type, error.message
-    cls = class_for_provider_type(ptype)
-    if cls is ProviderError:
-        by_text = classify_text(message)
-        if by_text is not None and issubclass(by_text, ProviderError):
-            cls = by_text
-    return cls(f"provider error event: {message}", provider_type=ptype)
+def idle_cut(seconds: float, *, content: bool = False) -> Cut:
+    """The stream went silent for ``seconds`` (the idle gap, or the wait for first content);
+    ``content``: bytes kept arriving, but only keep-alives (the content clock ran out)."""
+    message = (CONTENT_IDLE_MESSAGE if content else IDLE_MESSAGE).format(seconds=seconds)
+    return Cut(message, idle_seconds=seconds)
 
 
 def outcome(
     turn: Turn, failure: Failure, received: bytes, *, over_http2: bool = False
 ) -> AttemptOutcome:
-    """What an attempt that got an event stream amounts to, for the attempt machine.
+    """What an attempt that got an event stream amounts to.
 
     ``turn`` is what the reader assembled, ``failure`` what stopped the reading
     (None: the body ended), ``received`` the bytes kept. Each error is built here,
@@ -134,8 +161,19 @@ def too_large(error: TurnTooLarge, turn: Turn) -> TurnTooLarge:
     return out
 
 
+def _event_error(error: TurnError) -> ProviderError:
+    """The typed error for a provider error event (the turn's abrupt end)."""
+    ptype, message = error.provider_type, error.message
+    cls = class_for_provider_type(ptype)
+    if cls is ProviderError:
+        by_text = classify_text(message)
+        if by_text is not None and issubclass(by_text, ProviderError):
+            cls = by_text
+    return cls(f"provider error event: {message}", provider_type=ptype)
+
+
 def empty_error(turn: Turn, failure: Failure, received: bytes) -> RailingsError:
-    """Why an attempt that delivered no content failed."""
+    """Why an attempt that delivered nothing billable failed."""
     if isinstance(failure, Cut):
         return failure.error(empty=True, received=received, turn=turn)
     if failure is not None:

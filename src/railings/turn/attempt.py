@@ -1,0 +1,278 @@
+"""One attempt at a turn, sans-IO: the one place a streamed body is judged.
+
+Every shell drives the same object and does only what its I/O requires: the
+client (:mod:`railings.transport.body`), the guard (:mod:`railings.transport.watch`),
+the gateway (:mod:`railings.gateway.judge`) and ``replay``::
+
+    attempt = Attempt(provider, now=clock(), clocks=Clocks(...), max_tokens=limit)
+    while attempt.reads_on:
+        chunk = read(timeout=attempt.read_timeout(clock()))   # the shell's I/O
+        if silence:  attempt.timed_out(clock()); break
+        if broke:    attempt.broke(cut); break
+        step = attempt.feed(chunk, clock())
+        show(step.events); pass_on(body[: step.release])
+    result = attempt.close()            # Complete, Partial or Empty
+
+Like h11, it never reads a clock, a socket or the environment: the shell passes the
+time in (any monotonic clock, in seconds) and carries the result out. It owns:
+
+* **the reader** (:class:`~railings.turn.reader.StreamReader`): the termination
+  proof, the Empty table, the output-limit rules;
+* **the bounds** (:class:`~railings.limits.TurnMeter`, from the request's
+  ``max_tokens``): past one the turn ends abruptly with
+  :class:`~railings.errors.TurnTooLarge`; a frame past ``max_event_size`` ends it with
+  :class:`~railings.errors.EventTooLarge`;
+* **hold until content**: until the turn carries something billable its events are
+  held (an Empty attempt may yet be resent, and a caller must never have to take back
+  what it showed). They are released with the first content or with the proof;
+  ``max_preamble`` bounds what is held (past it the events are released, and the
+  attempt can no longer be resent transparently: :attr:`released`);
+* **the clocks, as deadlines** (:class:`Clocks`): a gap of silence (``first_byte``
+  before content, ``idle`` after), the content clock (``first_content`` before
+  content, ``content_idle`` after: only events that are not ``Unknown`` move it, so
+  keep-alives do not) and the total deadline. :meth:`read_timeout` says how long the
+  next read may wait; when it ran out, :meth:`timed_out` records which clock did;
+* **the ending** (:func:`railings.turn.ending.outcome`): Complete, Partial or Empty,
+  each error built once.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from railings.errors import EventTooLarge, RailingsError, TotalTimeout, TurnTooLarge
+from railings.events import StreamEvent, Unknown
+from railings.limits import TurnLimits, TurnMeter
+from railings.turn.ending import AttemptOutcome, Cut, Failure, idle_cut, outcome
+from railings.turn.reader import StreamReader
+from railings.turn.termination import State
+from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
+
+__all__ = ["Attempt", "Clocks", "Step"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Clocks:
+    """The clocks of one attempt, in seconds (None: that clock is off).
+
+    ``first_byte`` and ``idle`` bound a silence (no byte at all) before and after the
+    first content; ``first_content`` and ``content_idle`` bound the time without an
+    event that is not a keep-alive, before and after it; ``deadline`` is the instant,
+    on the shell's clock, the attempt may not pass, and ``total`` the allowance it came
+    from (for the error's words).
+    """
+
+    first_byte: float | None = None
+    idle: float | None = None
+    first_content: float | None = None
+    content_idle: float | None = None
+    deadline: float | None = None
+    total: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """What one chunk changed: the ``events`` the caller may see now, how many bytes of
+    the body, counted from its first, may be passed on (``release``), and whether the
+    reading is over (``done``)."""
+
+    events: list[StreamEvent]
+    release: int
+    done: bool
+
+
+class _Clock(enum.Enum):
+    GAP = "gap"
+    CONTENT = "content"
+    DEADLINE = "deadline"
+
+
+class Attempt:
+    """One attempt's body, judged. ``now`` is when the body started (the shell's clock);
+    ``keep``: how many of the body's first bytes an error's ``received`` holds."""
+
+    __slots__ = (
+        "_clocks",
+        "_fed",
+        "_gap_due",
+        "_held",
+        "_hold",
+        "_last_content",
+        "_max_preamble",
+        "_meter",
+        "_received",
+        "_room",
+        "_waiting_for",
+        "failure",
+        "reader",
+        "released",
+    )
+
+    def __init__(
+        self,
+        provider: str = "auto",
+        *,
+        now: float = 0.0,
+        clocks: Clocks | None = None,
+        max_tokens: int | None = None,
+        limits: TurnLimits | None = None,
+        service: str | None = None,
+        keep: int = 0,
+        hold: bool = True,
+        max_preamble: int | None = None,
+        max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+    ) -> None:
+        self.reader = StreamReader(
+            provider, max_tokens=max_tokens, service=service, max_event_size=max_event_size
+        )
+        self._meter = TurnMeter(limits, max_tokens)
+        self._clocks = clocks or Clocks()
+        self._hold = hold
+        self._max_preamble = max_preamble
+        self._held: list[StreamEvent] = []
+        self._fed = 0  # body bytes fed
+        self._received: list[bytes] = []
+        self._room = keep  # the bytes of the body an error may still carry
+        self._last_content = now  # the content clock
+        self._gap_due: float | None = None
+        self._waiting_for: _Clock | None = None
+        self.failure: Failure = None
+        self.released = False  # something reached the caller: no transparent resend
+
+    # -- state -----------------------------------------------------------------------------
+
+    @property
+    def content(self) -> bool:
+        """True once something billable arrived (the Empty / Partial divide)."""
+        return self.reader.content
+
+    @property
+    def reads_on(self) -> bool:
+        """True while bytes may still change the turn: until it ended (or a failure
+        stopped it), and after a clean end on a wire whose usage follows its proof."""
+        return self.failure is None and self.reader.reads_on
+
+    @property
+    def holding(self) -> bool:
+        """True while events are held back from the caller (before content)."""
+        return (
+            self._hold
+            and not self.reader.content
+            and self.reader.assembler.machine.state is not State.TERMINATED_CLEANLY
+            and (self._max_preamble is None or self._fed <= self._max_preamble)
+        )
+
+    @property
+    def limits(self) -> TurnLimits:
+        """The bounds this turn is counted against, every field filled."""
+        return self._meter.limits
+
+    # -- feeding ---------------------------------------------------------------------------
+
+    def feed(self, chunk: bytes, now: float) -> Step:
+        """``chunk`` of the body arrived at ``now``: count it, read it, and say what the
+        caller may have. Past a bound the turn ends here (``done``)."""
+        if self.failure is not None or not chunk:
+            return Step([], self._fed if self.released else 0, self.failure is not None)
+        if self._room > 0:
+            self._received.append(chunk if len(chunk) <= self._room else chunk[: self._room])
+            self._room -= len(chunk)
+        self._fed += len(chunk)
+        reader = self.reader
+        try:
+            self._meter.received(len(chunk))
+            events = reader.feed(chunk)
+            self._meter.saw(events)
+        except TurnTooLarge as exc:
+            if not reader.terminated:
+                reader.assembler.fault(exc.message)  # the provider ignored its output limit
+            self.failure = exc
+            events = []
+        except EventTooLarge as exc:
+            self.failure = exc  # the reader already ended the turn abruptly
+            events = []
+        if any(type(event) is not Unknown for event in events):
+            self._last_content = now
+        done = not self.reads_on
+        if self.holding:
+            self._held.extend(events)
+            return Step([], 0, done)
+        if self._held:
+            events, self._held = self._held + events, []
+        self.released = True
+        return Step(events, self._fed, done)
+
+    # -- clocks ----------------------------------------------------------------------------
+
+    def read_timeout(self, now: float) -> float | None:
+        """How long a read starting at ``now`` may wait for a byte (0: a clock already ran
+        out), None: no limit. The earliest of the gap, the content clock and the deadline;
+        :meth:`timed_out` names the one that ran out."""
+        clocks = self._clocks
+        content = self.reader.content
+        gap = clocks.idle if content else clocks.first_byte
+        wait = clocks.content_idle if content else clocks.first_content
+        self._gap_due = None if gap is None else now + gap
+        due: float | None = None
+        self._waiting_for = None
+        # Ties go to the deadline, then to the content clock: the one that says most.
+        for clock, at in (
+            (_Clock.DEADLINE, clocks.deadline),
+            (_Clock.CONTENT, None if wait is None else self._last_content + wait),
+            (_Clock.GAP, self._gap_due),
+        ):
+            if at is not None and (due is None or at < due):
+                due, self._waiting_for = at, clock
+        return None if due is None else max(0.0, due - now)
+
+    def overdue(self, now: float) -> bool:
+        """For a shell that sees the time only when bytes arrive (the guard): True when a
+        clock other than the gap ran out by ``now`` (then call :meth:`timed_out`)."""
+        left = self.read_timeout(now)
+        return left is not None and left <= 0 and self._waiting_for is not _Clock.GAP
+
+    def timed_out(self, now: float) -> None:
+        """The read that :meth:`read_timeout` bounded found no byte: the clock that ran out
+        ends the attempt (an :class:`~railings.errors.IdleTimeout` or a total timeout)."""
+        if self.failure is not None:
+            return
+        if self._waiting_for is None:
+            self.read_timeout(now)
+        clocks = self._clocks
+        content = self.reader.content
+        if self._waiting_for is _Clock.DEADLINE:
+            self.failure = TotalTimeout(f"total timeout of {clocks.total or 0:g} s passed")
+        elif self._waiting_for is _Clock.CONTENT:
+            wait = clocks.content_idle if content else clocks.first_content
+            self.failure = idle_cut(wait or 0.0, content=True)
+        else:
+            gap = clocks.idle if content else clocks.first_byte
+            self.failure = idle_cut(gap or 0.0)
+
+    def broke(self, failure: Cut | RailingsError) -> None:
+        """The body broke off (the shell mapped how: a :class:`~railings.turn.ending.Cut`
+        or a railings error); the first failure stands."""
+        if self.failure is None:
+            self.failure = failure
+
+    # -- the end ---------------------------------------------------------------------------
+
+    def close(self, *, over_http2: bool = False) -> AttemptOutcome:
+        """The attempt's ending, once the reading stopped (the reader is closed here):
+        Complete, Partial or Empty. The events EOF completed are :meth:`held` for the
+        caller of a Complete turn."""
+        try:
+            events = self.reader.close()
+        except EventTooLarge as exc:
+            self.broke(exc)
+            events = []
+        self._held.extend(events)
+        received = b"".join(self._received)
+        return outcome(self.reader.turn(), self.failure, received, over_http2=over_http2)
+
+    def held(self) -> list[StreamEvent]:
+        """The events not yet given to the caller (after :meth:`close`: with those EOF
+        completed); taking them empties the list."""
+        held, self._held = self._held, []
+        return held
