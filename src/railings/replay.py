@@ -10,9 +10,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from railings.errors import EventTooLarge
+from railings.turn.attempt import Attempt
 from railings.turn.model import Turn
-from railings.turn.reader import StreamReader
 from railings.turn.verdict import CallVerdict, judge
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
 
@@ -55,22 +54,21 @@ def replay(
     (``choice``: which Chat Completions choice, for ``n`` > 1). ``max_tokens``: the
     output limit the request was sent with; billed output that reached it truncates the
     turn whatever its stop reason, and a missing stop reason is derived from it."""
-    reader = StreamReader(
+    # The same attempt the client, the guard and the gateway judge a body with, read
+    # offline: nothing is held back, and no clock runs.
+    attempt = Attempt(
         provider,
         max_tokens=max_tokens,
         service=service,
         max_event_size=max_event_size,
         choice=choice,
+        hold=False,
     )
-    try:
-        for piece in _pieces(body, chunk_size):
-            reader.feed(piece)
-            if not reader.reads_on:
-                break  # ended (Bedrock's usage after its proof is read on to the end)
-    except EventTooLarge:
-        pass  # the reader already ended the turn abruptly with this fault
-    reader.close()
-    turn = reader.turn()
+    for piece in _pieces(body, chunk_size):
+        if attempt.feed(piece, 0.0).done:
+            break  # ended (Bedrock's usage after its proof is read on to the end)
+    attempt.close()
+    turn, reader = attempt.turn(), attempt.reader
     return Replay(
         turn,
         judge(turn),

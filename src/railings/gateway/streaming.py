@@ -45,7 +45,6 @@ from railings.gateway.metrics import Metrics
 from railings.gateway.record import TurnRecord
 from railings.gateway.shapes import error_body
 from railings.gateway.upstream import response_headers
-from railings.transport.response import is_event_stream, read_bounded
 from railings.transport.coding import BodyDecoder
 from railings.transport.config import Timeouts
 from railings.transport.errors_map import (
@@ -55,6 +54,7 @@ from railings.transport.errors_map import (
     map_stream_exception,
 )
 from railings.transport.gaps import GapWatch, Silence
+from railings.transport.response import is_event_stream, read_bounded
 from railings.transport.retry import Retrier
 
 __all__ = ["Attempt", "forward_stream", "is_event_stream"]

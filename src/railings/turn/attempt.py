@@ -45,6 +45,7 @@ from railings.errors import EventTooLarge, RailingsError, TotalTimeout, TurnTooL
 from railings.events import StreamEvent, Unknown
 from railings.limits import TurnLimits, TurnMeter
 from railings.turn.ending import AttemptOutcome, Cut, Failure, idle_cut, outcome
+from railings.turn.model import Turn
 from railings.turn.reader import StreamReader
 from railings.turn.termination import State
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
@@ -90,7 +91,10 @@ class _Clock(enum.Enum):
 
 class Attempt:
     """One attempt's body, judged. ``now`` is when the body started (the shell's clock);
-    ``keep``: how many of the body's first bytes an error's ``received`` holds."""
+    ``max_tokens``: the output limit the request carries (the verdict's truncation rule
+    and the bounds read it); ``keep``: how many of the body's first bytes an error's
+    ``received`` holds; ``hold``: False for a shell that passes every byte on as it
+    comes (the guard, ``replay``); ``choice``: the Chat Completions choice read."""
 
     __slots__ = (
         "_clocks",
@@ -122,9 +126,14 @@ class Attempt:
         hold: bool = True,
         max_preamble: int | None = None,
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+        choice: int = 0,
     ) -> None:
         self.reader = StreamReader(
-            provider, max_tokens=max_tokens, service=service, max_event_size=max_event_size
+            provider,
+            max_tokens=max_tokens,
+            service=service,
+            max_event_size=max_event_size,
+            choice=choice,
         )
         self._meter = TurnMeter(limits, max_tokens)
         self._clocks = clocks or Clocks()
@@ -270,6 +279,10 @@ class Attempt:
         self._held.extend(events)
         received = b"".join(self._received)
         return outcome(self.reader.turn(), self.failure, received, over_http2=over_http2)
+
+    def turn(self) -> Turn:
+        """The turn as assembled so far (final after :meth:`close`)."""
+        return self.reader.turn()
 
     def held(self) -> list[StreamEvent]:
         """The events not yet given to the caller (after :meth:`close`: with those EOF
