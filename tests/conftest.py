@@ -48,3 +48,24 @@ def captures() -> list[tuple[str, str]]:
 @pytest.fixture(scope="session")
 def corpus_manifest() -> list[dict[str, str]]:
     return manifest()
+
+
+def runs(kinds: list[str]) -> str:
+    """A sequence as the corpus's expectation tables write it: a kind repeated in a row is
+    ``kind*N``, a pair repeated in a row ``(a b)*N``."""
+    out: list[str] = []
+    i = 0
+    while i < len(kinds):
+        for width in (1, 2):
+            unit = kinds[i : i + width]
+            n = 1
+            while len(unit) == width and kinds[i + n * width : i + (n + 1) * width] == unit:
+                n += 1
+            if n > 1:
+                out.append(f"{unit[0]}*{n}" if width == 1 else f"({' '.join(unit)})*{n}")
+                i += n * width
+                break
+        else:
+            out.append(kinds[i])
+            i += 1
+    return " ".join(out)
