@@ -28,7 +28,7 @@ from railings.turn.model import Turn
 CORPUS = Path(__file__).resolve().parent / "corpus"
 # The files beside the captures: their provenance, and what railings is expected to make
 # of them.
-NOT_CAPTURES = ("MANIFEST.tsv", "README.md", "NEXT_REQUEST.tsv")
+NOT_CAPTURES = ("MANIFEST.tsv", "README.md", "NEXT_REQUEST.tsv", "REPLAY.tsv")
 
 
 class ByteStream(Protocol):
