@@ -26,6 +26,9 @@ from railings.turn.assembler import TurnAssembler
 from railings.turn.model import Turn
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
+# The files beside the captures: their provenance, and what railings is expected to make
+# of them.
+NOT_CAPTURES = ("MANIFEST.tsv", "README.md", "NEXT_REQUEST.tsv", "REPLAY.tsv")
 
 
 class ByteStream(Protocol):
@@ -126,9 +129,7 @@ def assert_every_file_listed_once(folder: str) -> None:
     rows = manifest(folder)
     listed = [row["file"] for row in rows]
     assert len(listed) == len(set(listed))
-    on_disk = sorted(
-        p.name for p in (CORPUS / folder).iterdir() if p.name not in ("MANIFEST.tsv", "README.md")
-    )
+    on_disk = sorted(p.name for p in (CORPUS / folder).iterdir() if p.name not in NOT_CAPTURES)
     assert sorted(listed) == on_disk
     for row in rows:
         body_of(folder, row)

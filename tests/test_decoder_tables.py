@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
+from conftest import CORPUS, captures
 from railings import replay
 from railings.events import StreamEvent, TextDelta, Unknown
 from railings.turn.reader import provider_decoder
 from railings.wire.sse import SSEDecoder
 from streams import anthropic_event, openai_chunk, sse
-from tools.record_replay import CORPUS, captures
 
 DONE = b"data: [DONE]\n\n"
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from conftest import CORPUS, captures
 from railings import replay
 from railings.events import TextDelta
 from railings.messages import Assistant, ServerBlock, anthropic_messages_body, openai_responses_body
@@ -30,7 +31,6 @@ from railings.turn.parts import (
     ToolCall,
 )
 from railings.wire.sse import SSEDecoder
-from tools.record_replay import CORPUS, captures
 
 
 def turn_of(path: str, chunk_size: int | None = None) -> Turn:
