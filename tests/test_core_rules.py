@@ -170,6 +170,9 @@ PURE = frozenset(
 # layer -> (its standard-library extras, the railings layers it may import)
 LAYERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "events.py": (frozenset(), frozenset()),
+    # The normalized stop reasons: below the providers (whose tables map into them) and
+    # the turn layer (which normalizes with those tables).
+    "stops.py": (frozenset(), frozenset()),
     "errors.py": (frozenset(), frozenset({"redact.py"})),
     # sys: the deprecated aliases read railings.secrets from sys.modules; warnings: they warn.
     "redact.py": (frozenset({"urllib.parse", "sys", "warnings"}), frozenset()),
@@ -187,6 +190,7 @@ LAYERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
             {
                 "errors.py",
                 "events.py",
+                "stops.py",
                 "classify.py",
                 "redact.py",
                 "limits.py",
@@ -197,15 +201,17 @@ LAYERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         ),
     ),
     # urllib.parse: a model id is percent-encoded into the request path (quote, pure).
+    # Never the turn layer, nor classification: both read the registry, so a provider
+    # that imported them would point back up (turn normalizes with the specs' stop-reason
+    # spellings; classification with their error types).
     "providers": (
         frozenset({"urllib.parse"}),
         frozenset(
             {
                 "errors.py",
                 "events.py",
-                "classify.py",
+                "stops.py",
                 "wire",
-                "turn",
                 "providers",
                 "messages.py",
                 "messages_gemini.py",
@@ -218,15 +224,13 @@ LAYERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     ),
     "messages.py": (
         frozenset(),
-        frozenset(
-            {"errors.py", "events.py", "conversation.py", "_responses_shapes.py", "providers"}
-        ),
+        frozenset({"errors.py", "events.py", "conversation.py", "_responses_shapes.py"}),
     ),
     **{
         encoder: (frozenset(), frozenset({"errors.py", "conversation.py", "messages.py"}))
         for encoder in ("messages_gemini.py", "messages_bedrock.py", "messages_ollama.py")
     },
-    "conversation.py": (frozenset(), frozenset({"errors.py", "events.py", "turn", "providers"})),
+    "conversation.py": (frozenset(), frozenset({"errors.py", "events.py", "turn"})),
     "_responses_shapes.py": (frozenset(), frozenset()),
     "sse_blocks.py": (frozenset(), frozenset()),
     "replay.py": (

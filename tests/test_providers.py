@@ -48,12 +48,15 @@ from railings.providers import (
     provider_for_path,
     spec,
     spec_for_path,
+    stop_reason_on,
+    stop_reasons,
 )
 from railings.replay import replay
+from railings.stops import Stop
 from railings.transport.config import ClientConfig
 from railings.turn.model import Termination
 from railings.turn.reader import StreamReader
-from railings.turn.stop_reason import Stop, normalize_stop_reason
+from railings.turn.stop_reason import normalize_stop_reason
 from railings.wire.eventstream import EventStreamDecoder
 from railings.wire.ollama import NDJSONDecoder
 from railings.wire.sse import ServerSentEvent, SSEDecoder
@@ -152,7 +155,7 @@ def test_every_field_is_filled(s: ProviderSpec) -> None:
     assert callable(s.decoder) and callable(s.encode) and callable(s.tool_result)
     assert s.proof.markers and callable(s.proof.proven_by_tail)
     assert s.proof.data | s.proof.events | s.proof.types | s.proof.fields, "the proof is named"
-    assert s.stop_reasons.wire and s.stop_reasons.table
+    assert s.stop_reasons.wire
     assert s.error_types or s.name == "ollama"
     d = s.detection
     assert d.events or d.event_prefixes or d.data or d.markers or d.prefix
@@ -216,21 +219,42 @@ def test_the_client_authenticates_as_the_spec_says(
 @pytest.mark.parametrize("s", SPECS, ids=NAMES)
 def test_the_inverse_stop_reason_map_inverts_the_forward_one(s: ProviderSpec) -> None:
     reasons = s.stop_reasons
+    table = stop_reasons()
     for spelling, normalized in reasons.wire.items():
-        assert reasons.table[spelling.lower()] == normalized  # an entry of the one table
+        assert table[spelling.lower()] == normalized  # an entry of the registry's union
         assert normalize_stop_reason(spelling) == normalized
         assert reasons.to_wire(spelling) == spelling  # a spelling of this wire stays
+        assert stop_reason_on(s, spelling) == spelling
     for normalized, spelling in reasons.inverse.items():
         assert reasons.wire[spelling] == normalized
         assert reasons.to_wire(normalized) == spelling
     for normalized, spelling in reasons.nearest.items():
         assert normalized not in reasons.inverse  # only what the wire cannot say
         assert spelling in reasons.wire or spelling in reasons.derived
-    # Every normalized stop reason has a spelling on every wire (the scripted server can
-    # send any forced stop reason).
-    for normalized in set(reasons.table.values()):
+    # Every normalized stop reason, and every wire's spelling of one, has a spelling on
+    # every wire (the scripted server can send any forced stop reason).
+    for normalized in set(table.values()):
         assert reasons.to_wire(normalized) is not None, normalized
+    for spelling in table:
+        assert stop_reason_on(s, spelling) is not None, spelling
+        assert stop_reason_on(s, spelling.upper()) is not None, spelling
     assert reasons.to_wire("no-such-reason") is None
+    assert stop_reason_on(s, "no-such-reason") is None
+
+
+def test_each_provider_module_owns_its_stop_reason_spellings() -> None:
+    from railings.turn import stop_reason
+
+    seen: dict[str, Stop] = {}
+    for s in SPECS:
+        own = MODULES[s.name].STOP_REASONS
+        assert s.stop_reasons.wire is own  # the module's public table, not a copy
+        for spelling, normalized in own.items():
+            assert isinstance(normalized, Stop), spelling
+            assert seen.setdefault(spelling.lower(), normalized) is normalized, spelling
+    # The turn layer normalizes with the union the registry gives it, and nothing else.
+    assert stop_reason.TABLE == stop_reasons() == seen
+    assert stop_reason.Stop is Stop and railings.Stop is Stop
 
 
 def test_the_scripted_server_sends_the_inverse_of_each_spec() -> None:

@@ -37,6 +37,7 @@ from railings.providers.base import (
     ScriptedShape,
     StopReasons,
 )
+from railings.stops import Stop
 from railings.wire.sse import ServerSentEvent
 
 __all__ = [
@@ -54,11 +55,14 @@ __all__ = [
     "ProviderSpec",
     "ScriptedShape",
     "StopReasons",
+    "derived_stop_reasons",
     "detect",
     "error_types",
     "provider_for_path",
     "spec",
     "spec_for_path",
+    "stop_reason_on",
+    "stop_reasons",
 ]
 
 # In the order the CLI and the docs list them.
@@ -141,3 +145,35 @@ def error_types() -> dict[str, type[ProviderError]]:
     for candidate in SPECS:
         out.update((kind.lower(), cls) for kind, cls in candidate.error_types.items())
     return out
+
+
+def stop_reasons() -> dict[str, Stop]:
+    """Every spec's stop-reason spellings (``StopReasons.wire``) -> normalized, in one map
+    keyed in lower case (normalization matches spellings case-insensitively: Gemini's
+    are upper case); two specs that share a spelling agree on it (a test proves it).
+    The turn layer normalizes with this map (:mod:`railings.turn.stop_reason`)."""
+    out: dict[str, Stop] = {}
+    for candidate in SPECS:
+        out.update((w.lower(), stop) for w, stop in candidate.stop_reasons.wire.items())
+    return out
+
+
+def derived_stop_reasons() -> frozenset[str]:
+    """Every spec's spellings whose meaning the turn decides (``StopReasons.derived``:
+    the Responses status ``completed``), in lower case."""
+    return frozenset(w.lower() for s in SPECS for w in s.stop_reasons.derived)
+
+
+def stop_reason_on(target: ProviderSpec, stop: str) -> str | None:
+    """``target``'s spelling of ``stop``, a stop reason in any registered wire's
+    vocabulary (or normalized): a spelling of ``target`` stays as is, another is
+    normalized (:func:`stop_reasons`) and inverted, or sent as its nearest; None when
+    nothing knows it. The scripted server sends what this returns."""
+    reasons = target.stop_reasons
+    if stop in reasons.wire:
+        return stop
+    normalized = stop_reasons().get(stop.lower(), stop)
+    inverse = reasons.inverse
+    if normalized in inverse:
+        return inverse[normalized]
+    return reasons.nearest.get(normalized)

@@ -22,6 +22,7 @@ from urllib.parse import quote
 from railings.conversation import Message, ToolResult, ToolSpec
 from railings.errors import ProviderError
 from railings.events import StreamEvent, TerminationProof
+from railings.stops import Stop
 from railings.wire.sse import ServerSentEvent
 
 __all__ = [
@@ -122,20 +123,18 @@ class Proof:
 class StopReasons:
     """The stop-reason maps of one wire.
 
-    ``wire``: this wire's spellings -> railings' normalized stop reason (entries of
-    the one normalization table in :mod:`railings.turn.stop_reason`, not copies; the
-    table's keys are lower case, a wire's spellings as the wire writes them).
-    ``nearest``: normalized stop reasons this wire cannot say -> the spelling a
-    server of this wire sends instead (the scripted server uses it).
+    ``wire``: this wire's spellings, as the wire writes them -> railings' normalized
+    stop reason (the provider module's public ``STOP_REASONS``; the registry's
+    :func:`~railings.providers.stop_reasons` is their union, which the turn layer
+    normalizes with). ``nearest``: normalized stop reasons this wire cannot say -> the
+    spelling a server of this wire sends instead (the scripted server uses it).
     ``derived``: spellings whose meaning the turn decides (the Responses status
     ``completed``: ``tool_use`` with calls, else ``end_turn``), outside the table.
     :meth:`to_wire` is the inverse the scripted server needs."""
 
-    wire: Mapping[str, str]
+    wire: Mapping[str, Stop]
     nearest: Mapping[str, str] = field(default_factory=dict)
     derived: frozenset[str] = frozenset()
-    # The one normalization table (wire spelling of any provider -> normalized).
-    table: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def inverse(self) -> dict[str, str]:
@@ -147,16 +146,16 @@ class StopReasons:
         return out
 
     def to_wire(self, stop: str) -> str | None:
-        """This wire's spelling of ``stop``, a stop reason in any provider's vocabulary
-        (or normalized): a spelling of this wire stays as is, another is normalized and
-        inverted, or sent as its nearest; None when nothing here knows it."""
+        """This wire's spelling of ``stop``, one of its own spellings or a normalized stop
+        reason: a spelling of this wire stays as is, a normalized one is inverted, or
+        sent as its nearest; None when nothing here knows it. Another wire's spelling is
+        normalized first by the registry (:func:`~railings.providers.stop_reason_on`)."""
         if stop in self.wire:
             return stop
-        normalized = self.table.get(stop.lower(), stop)
         inverse = self.inverse
-        if normalized in inverse:
-            return inverse[normalized]
-        return self.nearest.get(normalized)
+        if stop in inverse:
+            return inverse[stop]
+        return self.nearest.get(stop)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
