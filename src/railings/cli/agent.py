@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from railings.agent.journal import default_path
 from railings.agent.loop import Agent, RunResult, RunStatus
 from railings.agent.view import TerminalView
 from railings.cli._common import UsageError, console, positive, run_until_stopped
@@ -24,6 +23,7 @@ from railings.cli.journal import open_journal
 from railings.cli.prompts import approver, needs_approval, read_line
 from railings.dispatch import ToolRegistry, builtin_tools
 from railings.dispatch.shell import protect_process
+from railings.journal import default_path
 from railings.providers import NAMES
 from railings.redact import redact_json
 from railings.replay import Replay, to_json
