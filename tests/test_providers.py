@@ -31,6 +31,7 @@ from railings.messages_gemini import gemini_body
 from railings.messages_ollama import ollama_body
 from railings.providers import (
     FALLBACK,
+    KEY_PICKS,
     NAMES,
     SPECS,
     EncodeRequest,
@@ -371,6 +372,24 @@ def test_telemetry_names_come_from_the_specs() -> None:
     assert telemetry.GEN_AI_PROVIDERS["openai-responses"] == "openai"
 
 
+def test_the_clis_defaults_come_from_the_specs() -> None:
+    from railings.cli import endpoint
+
+    assert {s.name: s.default_model for s in SPECS} == endpoint.DEFAULT_MODELS
+    assert endpoint.KEY_PICKS is KEY_PICKS
+    # A key in the environment picks one wire for each variable a key-requiring spec
+    # reads, the first spec in the registry that reads it; the help names each.
+    keys = [s.api_key_env for s in KEY_PICKS]
+    assert len(set(keys)) == len(keys)
+    assert set(keys) == {s.api_key_env for s in SPECS if s.key_required}
+    for picked in KEY_PICKS:
+        assert picked.key_required
+        assert next(s for s in SPECS if s.api_key_env == picked.api_key_env) is picked
+        assert f"{picked.api_key_env} -> {picked.name}" in " ".join(
+            endpoint.PROVIDER_CHOICE.split()
+        )
+
+
 # -- detection of a stream that opens with unknown event types ---------------------------
 
 _ANTHROPIC_TURN = (
@@ -473,29 +492,66 @@ ALLOWED: dict[str, str] = {
     # Not wire names: the optional SDK packages named "openai" and "anthropic" (extras).
     "_extras.py": "SDK package names of the extras",
     "cli/demo.py": "SDK package names of the demo's clients",
+    # Facts of the official SDKs, not of the wires: which SDK the demo compares on which
+    # wire (its columns; ``railings matrix --client all`` covers every wire), and which
+    # of the openai SDK's two APIs drives which of the two OpenAI wires.
+    "matrix/compare.py": "the demo's (SDK client, wire) columns",
+    "matrix/sdks.py": "the wires each official SDK client speaks, and its API for each",
     # Owned by people changing these files at the same time; to be switched to the specs
     # (ProviderSpec.encode, .auth_header, .proof ...) after their work is merged.
 }
 
 
+def provider_of(node: ast.expr | None) -> str | None:
+    """The provider ``node`` names, or None: a provider name as a string (``"openai"``),
+    a provider module's spec or its name however it was imported (``openai_chat.SPEC``,
+    ``CHAT_SPEC.name``), or the registry asked for one by name (``spec("gemini")``)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value if node.value in PROVIDER_NAMES else None
+    if isinstance(node, ast.Attribute) and node.attr == "name":
+        node = node.value  # a spec's name: the spec
+    if isinstance(node, ast.Attribute) and node.attr == "SPEC":
+        if isinstance(node.value, ast.Name) and node.value.id in _MODULE_NAMES:
+            return _MODULE_NAMES[node.value.id]
+        if isinstance(node.value, ast.Attribute) and node.value.attr in _MODULE_NAMES:
+            return _MODULE_NAMES[node.value.attr]  # railings.providers.gemini.SPEC
+    if isinstance(node, ast.Name) and (node.id == "SPEC" or node.id.endswith("_SPEC")):
+        return node.id  # a spec imported under its own name: one provider, unnamed
+    if isinstance(node, ast.Call) and node.args:
+        func = node.func
+        called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+        if called == "spec":
+            return provider_of(node.args[0])
+    return None
+
+
+# The registry's modules, by the names they are imported under.
+_MODULE_NAMES = {module.__name__.rpartition(".")[2]: name for name, module in MODULES.items()}
+
+
 def _names(nodes: Sequence[ast.expr | None]) -> set[str]:
-    return {
-        n.value
-        for n in nodes
-        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in PROVIDER_NAMES
-    }
+    """The providers ``nodes`` name; a tuple among them (a key of several parts) names
+    what its parts name."""
+    found: set[str] = set()
+    for node in nodes:
+        parts = node.elts if isinstance(node, ast.Tuple) else [node]
+        found.update(p for p in map(provider_of, parts) if p is not None)
+    return found
 
 
 def provider_tables(source: str) -> list[tuple[int, str]]:
-    """Where ``source`` keys something by provider names: a dict, a ``Literal`` or another
-    collection naming two or more of them, or a comparison or ``case`` with one."""
+    """Where ``source`` keys something by provider: a dict whose keys name two or more
+    providers (as strings, or by their specs), a ``Literal`` or another collection
+    naming two or more, or a comparison or ``case`` with one."""
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Dict) and len(_names(node.keys)) >= 2:
             found.append((node.lineno, "a dict keyed by provider names"))
         elif isinstance(node, ast.Tuple | ast.List | ast.Set) and len(_names(node.elts)) >= 2:
             found.append((node.lineno, "a Literal or collection of provider names"))
-        elif isinstance(node, ast.Compare) and isinstance(node.ops[0], ast.Eq | ast.NotEq):
+        elif isinstance(node, ast.Compare) and isinstance(
+            node.ops[0], ast.Eq | ast.NotEq | ast.Is | ast.IsNot
+        ):
             if _names([node.left, *node.comparators]):
                 found.append((node.lineno, "a comparison with a provider name"))
         elif isinstance(node, ast.MatchValue) and _names([node.value]):
@@ -510,8 +566,17 @@ def test_the_scan_finds_each_kind_of_provider_table() -> None:
         'if p == "openai-responses": pass\n'
         'match p:\n    case "anthropic": pass\n'
         'C = {"openai": 1}\n'  # one name is no table
+        # Keyed by the specs instead of their names, however they were imported.
+        "D = {openai_chat.SPEC.name: 1, anthropic.SPEC.name: 2}\n"  # line 7
+        "E = {gemini.SPEC: 1, providers.bedrock.SPEC: 2}\n"
+        'F = {spec("ollama").name: 1, CHAT_SPEC.name: 2}\n'
+        "G = (anthropic.SPEC, openai_chat.SPEC)\n"  # line 10
+        "if wire is gemini.SPEC: pass\n"
+        'H = {("sdk", "openai"): 1, ("sdk", "anthropic"): 2}\n'  # keys of several parts
+        "I = {s.name: s.default_model for s in SPECS}\n"  # derived from the registry
+        "J = {openai_chat.SPEC.name: 1}\n"
     )
-    assert sorted(line for line, _ in provider_tables(source)) == [1, 2, 3, 5]
+    assert sorted(line for line, _ in provider_tables(source)) == [1, 2, 3, 5, 7, 8, 9, 10, 11, 12]
 
 
 def test_no_module_outside_providers_keeps_a_provider_table() -> None:

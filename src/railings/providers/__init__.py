@@ -43,6 +43,7 @@ from railings.wire.sse import ServerSentEvent
 __all__ = [
     "DETECTION_ORDER",
     "FALLBACK",
+    "KEY_PICKS",
     "NAMES",
     "SPECS",
     "Detection",
@@ -80,6 +81,13 @@ _BY_NAME: dict[str, ProviderSpec] = {s.name: s for s in SPECS}
 # What a stream is read as when nothing in it says (an ``auto`` stream with no event
 # any spec recognises): Chat Completions, the wire most services speak.
 FALLBACK: ProviderSpec = openai_chat.SPEC
+
+
+# Which wire a key in the environment picks when the CLI is told none, first found
+# first: one spec per key variable a key-requiring spec reads (both OpenAI wires read
+# OPENAI_API_KEY: it picks Chat Completions; Ollama needs no key, only --provider picks
+# it). tests/test_providers.py checks that no such variable is missing.
+KEY_PICKS: tuple[ProviderSpec, ...] = (anthropic.SPEC, openai_chat.SPEC, gemini.SPEC, bedrock.SPEC)
 
 
 def spec(name: str) -> ProviderSpec:

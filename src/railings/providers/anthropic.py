@@ -142,6 +142,7 @@ SPEC = ProviderSpec(
     content_types=("text/event-stream",),
     path_suffixes=("/messages",),
     default_base_url="https://api.anthropic.com",
+    default_model="claude-sonnet-4-5",
     base_url_env="ANTHROPIC_BASE_URL",
     api_key_env="ANTHROPIC_API_KEY",
     auth_header="x-api-key",

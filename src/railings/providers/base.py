@@ -237,6 +237,8 @@ class ProviderSpec:
     * ``path_suffixes``: how any request path says this wire, whatever prefix a gateway
       puts before it (the guard, the proxies and the scripted server route by them).
     * ``default_base_url``, ``base_url_env``, ``api_key_env``: as in the official SDK.
+    * ``default_model``: the model ``railings run`` and ``railings chat`` ask for when
+      ``--model`` names none.
     * ``regional_base_url``, ``region_env``: for a regional service (Bedrock), the base
       URL with a ``{region}`` in it and the variables that name the region, first set
       wins (``AWS_REGION``, ``AWS_DEFAULT_REGION``); ``default_base_url`` is then the
@@ -282,6 +284,7 @@ class ProviderSpec:
     content_types: tuple[str, ...]
     path_suffixes: tuple[str, ...]
     default_base_url: str
+    default_model: str
     base_url_env: str
     api_key_env: str
     auth_header: AuthHeader

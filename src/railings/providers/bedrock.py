@@ -110,6 +110,8 @@ SPEC = ProviderSpec(
     content_types=(CONTENT_TYPE,),
     path_suffixes=("/converse-stream",),
     default_base_url="https://bedrock-runtime.us-east-1.amazonaws.com",
+    # On-demand in the regions Bedrock serves, tool use included (Converse API).
+    default_model="amazon.nova-lite-v1:0",
     regional_base_url="https://bedrock-runtime.{region}.amazonaws.com",
     region_env=("AWS_REGION", "AWS_DEFAULT_REGION"),
     usage_after_proof=True,  # metadata (usage, metrics) follows messageStop

@@ -171,6 +171,7 @@ SPEC = ProviderSpec(
     content_types=("text/event-stream",),
     path_suffixes=(":streamGenerateContent",),
     default_base_url="https://generativelanguage.googleapis.com",
+    default_model="gemini-2.5-flash",
     base_url_env="GOOGLE_GEMINI_BASE_URL",
     api_key_env="GEMINI_API_KEY",
     api_key_envs=("GOOGLE_API_KEY", "GEMINI_API_KEY"),  # google-genai's order

@@ -97,6 +97,7 @@ SPEC = ProviderSpec(
     content_types=(CONTENT_TYPE,),
     path_suffixes=("/api/chat", "/api/generate"),
     default_base_url=DEFAULT_HOST,
+    default_model="llama3.2",
     base_url_env="OLLAMA_HOST",
     api_key_env="OLLAMA_API_KEY",
     auth_header="authorization",

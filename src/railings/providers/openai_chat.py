@@ -121,6 +121,7 @@ SPEC = ProviderSpec(
     content_types=("text/event-stream",),
     path_suffixes=("/chat/completions",),
     default_base_url="https://api.openai.com/v1",
+    default_model="gpt-4.1-mini",
     base_url_env="OPENAI_BASE_URL",
     api_key_env="OPENAI_API_KEY",
     auth_header="authorization",

@@ -159,6 +159,7 @@ SPEC = ProviderSpec(
     path_suffixes=("/responses",),
     # Both OpenAI wire formats read the ``OPENAI_`` variables: one SDK, one endpoint.
     default_base_url="https://api.openai.com/v1",
+    default_model="gpt-4.1-mini",
     base_url_env="OPENAI_BASE_URL",
     api_key_env="OPENAI_API_KEY",
     auth_header="authorization",
