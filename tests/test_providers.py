@@ -147,6 +147,8 @@ def test_every_field_is_filled(s: ProviderSpec) -> None:
         if f.name == "whole_body":  # only a wire with a non-streamed body a reader knows
             assert value is None or callable(value), f.name
             continue
+        if f.name == "sequence_number":  # only a wire whose events are numbered
+            continue
         if f.name == "error_shapes":  # only the wires the gateway judges
             assert (value is None) == (s.name not in GATEWAY_JUDGES), f.name
             continue
@@ -161,6 +163,9 @@ def test_every_field_is_filled(s: ProviderSpec) -> None:
     d = s.detection
     assert d.events or d.event_prefixes or d.data or d.markers or d.prefix
     assert s.scripted.lead >= 1 and s.scripted.seams >= 1
+    # A numbered wire says how its numbers are read from bytes; no other wire has one.
+    assert s.numbered == (s.sequence_number is not None)
+    assert s.sequence_numbers(b'data: {"sequence_number":7}\n\n') == ([7] if s.numbered else [])
     # Only a server commonly run locally without a key defaults to plain HTTP (loopback).
     assert s.default_base_url.startswith("https://" if s.key_required else "http://127.0.0.1:")
     assert bool(s.regional_base_url) == bool(s.region_env)

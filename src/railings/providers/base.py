@@ -13,6 +13,7 @@ keeping tables of their own; the registry is :mod:`railings.providers`.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -275,6 +276,9 @@ class ProviderSpec:
       ``scripted``: see their classes.
     * ``error_shapes``: an error railings reports in this wire's own shape
       (:class:`ErrorShapes`); None for a wire the gateway passes through unjudged.
+    * ``sequence_number``: for a ``numbered`` wire, an event's number as raw bytes show
+      it (one group, the digits), for readers that scan bytes without parsing them (the
+      gateway, the fault proxy): :meth:`sequence_numbers` reads it. None elsewhere.
     """
 
     name: ProviderName
@@ -309,6 +313,7 @@ class ProviderSpec:
     usage_after_proof: bool = False
     whole_body: Callable[[bytes, int], list[StreamEvent]] | None = None
     error_shapes: ErrorShapes | None = None
+    sequence_number: re.Pattern[bytes] | None = None
 
     def path_for(self, model: str) -> str:
         """The request path for ``model``: :attr:`request_path` with its ``{model}``
@@ -327,3 +332,11 @@ class ProviderSpec:
     def is_proof(self, event: StreamEvent) -> bool:
         """True for this wire's termination proof event."""
         return isinstance(event, TerminationProof) and event.marker in self.proof.markers
+
+    def sequence_numbers(self, data: bytes) -> list[int]:
+        """The event numbers ``data`` (raw bytes of whole events) shows, in order, read
+        without parsing it (:attr:`sequence_number`); empty for a wire whose events are
+        not numbered."""
+        if self.sequence_number is None:
+            return []
+        return [int(n) for n in self.sequence_number.findall(data)]

@@ -192,5 +192,6 @@ SPEC = ProviderSpec(
     detection=Detection(event_prefixes=("response.",), markers=('"type":"response.',)),
     error_shapes=ERROR_SHAPES,
     numbered=True,
+    sequence_number=SEQUENCE_NUMBER,
     scripted=ScriptedShape(lead=4, seams=4),
 )
