@@ -393,7 +393,7 @@ def reaches(source: str, layer: str) -> list[str]:
     return [m for m, _ in imports_of(source) if m == prefix or m.startswith(prefix + ".")]
 
 
-@pytest.mark.parametrize(("layer", "forbidden"), list(NEVER), ids="{0[0]}-{0[1]}".format)
+@pytest.mark.parametrize(("layer", "forbidden"), list(NEVER), ids=[f"{a}->{b}" for a, b in NEVER])
 def test_no_layer_imports_one_that_reads_it(layer: str, forbidden: str) -> None:
     checked = 0
     for file in layer_files(layer):
@@ -407,11 +407,12 @@ def test_no_layer_imports_one_that_reads_it(layer: str, forbidden: str) -> None:
 
 
 def test_importing_the_gateway_runs_nothing_of_the_agent() -> None:
-    code = "import sys, railings.gateway; print(sorted(m for m in sys.modules if 'agent' in m))"
+    code = "import sys, railings.gateway\nfor m in sorted(sys.modules): print(m)"
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
-    assert done.stdout.split() == ["[]"], f"railings.gateway loads {done.stdout.strip()}"
+    loaded = [m for m in done.stdout.split() if m.split(".")[:2] == ["railings", "agent"]]
+    assert not loaded, f"importing railings.gateway loads {loaded}"
 
 
 # The gateway reads other layers only through what they publish. A leading underscore marks
