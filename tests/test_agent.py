@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from railings.agent.journal import Journal
 from railings.agent.loop import Agent, AgentEvent, RunResult, RunStatus, ToolsDispatched
 from railings.dispatch import OutcomeStatus, ToolRegistry, builtin_tools
+from railings.journal import Journal
 from railings.testing import FaultProxy, Script, ScriptedServer
 from railings.transport import (
     BANNER,

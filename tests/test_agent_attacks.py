@@ -330,7 +330,7 @@ def test_the_models_text_cannot_move_the_cursor_or_erase_the_run_log(tmp_path: P
 
 def test_the_journal_keeps_the_models_text_as_received(tmp_path: Path) -> None:
     # Only the display is escaped: the record of what the model sent is exact.
-    from railings.agent.journal import Journal
+    from railings.journal import Journal
 
     work = tmp_path / "work"
     work.mkdir()

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import railings as railings_package
-from railings.agent.journal import Journal
+from railings.journal import Journal
 from railings.testing import Script, ScriptedServer
 
 COMMANDS = ["replay", "serve", "proxy", "run", "chat", "sessions", "show"]

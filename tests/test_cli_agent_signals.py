@@ -22,8 +22,8 @@ import pytest
 
 import railings
 from railings.agent import Agent, StreamDelta
-from railings.agent.journal import Journal
 from railings.dispatch import ToolRegistry
+from railings.journal import Journal
 from railings.testing import FaultProxy, Script, ScriptedServer
 from railings.transport import AsyncProviderClient, ClientConfig
 

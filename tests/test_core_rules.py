@@ -4,6 +4,9 @@ the error classification tables, and the import boundary of the sans-IO core."""
 from __future__ import annotations
 
 import ast
+import importlib
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -170,6 +173,9 @@ PURE = frozenset(
 # layer -> (its standard-library extras, the railings layers it may import)
 LAYERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "events.py": (frozenset(), frozenset()),
+    # The normalized stop reasons: below the providers (whose tables map into them) and
+    # the turn layer (which normalizes with those tables).
+    "stops.py": (frozenset(), frozenset()),
     "errors.py": (frozenset(), frozenset({"redact.py"})),
     # sys: the deprecated aliases read railings.secrets from sys.modules; warnings: they warn.
     "redact.py": (frozenset({"urllib.parse", "sys", "warnings"}), frozenset()),
@@ -187,6 +193,7 @@ LAYERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
             {
                 "errors.py",
                 "events.py",
+                "stops.py",
                 "classify.py",
                 "redact.py",
                 "limits.py",
@@ -197,15 +204,17 @@ LAYERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         ),
     ),
     # urllib.parse: a model id is percent-encoded into the request path (quote, pure).
+    # Never the turn layer, nor classification: both read the registry, so a provider
+    # that imported them would point back up (turn normalizes with the specs' stop-reason
+    # spellings; classification with their error types).
     "providers": (
         frozenset({"urllib.parse"}),
         frozenset(
             {
                 "errors.py",
                 "events.py",
-                "classify.py",
+                "stops.py",
                 "wire",
-                "turn",
                 "providers",
                 "messages.py",
                 "messages_gemini.py",
@@ -218,15 +227,13 @@ LAYERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     ),
     "messages.py": (
         frozenset(),
-        frozenset(
-            {"errors.py", "events.py", "conversation.py", "_responses_shapes.py", "providers"}
-        ),
+        frozenset({"errors.py", "events.py", "conversation.py", "_responses_shapes.py"}),
     ),
     **{
         encoder: (frozenset(), frozenset({"errors.py", "conversation.py", "messages.py"}))
         for encoder in ("messages_gemini.py", "messages_bedrock.py", "messages_ollama.py")
     },
-    "conversation.py": (frozenset(), frozenset({"errors.py", "events.py", "turn", "providers"})),
+    "conversation.py": (frozenset(), frozenset({"errors.py", "events.py", "turn"})),
     "_responses_shapes.py": (frozenset(), frozenset()),
     "sse_blocks.py": (frozenset(), frozenset()),
     "replay.py": (
@@ -330,6 +337,9 @@ def test_the_allow_list_is_closed_under_its_own_imports() -> None:
         ("redact.py", "from railings.secrets import SECRETS"),
         ("turn", "from railings import secrets"),
         ("wire", "from railings.turn.model import Turn"),
+        ("providers", "from railings.turn.stop_reason import Stop"),
+        ("providers", "from railings.classify import class_for_status"),
+        ("messages.py", "from railings.providers import spec"),
         ("turn", "from . import model"),
         ("turn", "def f():\n    import threading\n"),
     ],
@@ -341,6 +351,154 @@ def test_the_allow_list_refuses_process_state_and_io(layer: str, source: str) ->
 def test_the_allow_list_lets_the_core_import_what_it_needs() -> None:
     assert import_violations("from railings.providers import PROVIDERS", "turn") == []
     assert import_violations("import json\nfrom railings.events import TextDelta", "wire") == []
+
+
+# -- which way the layers point -------------------------------------------------------------
+#
+# A layer never imports one that reads it. Each pair is an import that would point back up,
+# with why; the allow-list above refuses providers -> turn as well, and these hold outside
+# the sans-IO core too.
+
+NEVER: dict[tuple[str, str], str] = {
+    ("providers", "turn"): "the turn layer reads the registry (stop-reason spellings, "
+    "framing); a provider names a stop reason with railings.stops",
+    ("gateway", "agent"): "the gateway records its turns in railings.journal, the store "
+    "the agent writes too",
+}
+
+
+def imports_of(source: str) -> list[tuple[str, str | None]]:
+    """Every ``(module, name)`` that ``source`` imports, wherever the statement is:
+    ``import m`` is ``(m, None)``, ``from m import n`` is ``(m, n)``, and a name that is
+    a railings module (``from railings import agent``) is that module, ``(m.n, None)``."""
+    out: list[tuple[str, str | None]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out.extend((alias.name, None) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                under = Path(*node.module.split(".")[1:], alias.name)
+                if node.module.startswith("railings") and (
+                    (SRC / under).is_dir() or (SRC / under).with_suffix(".py").exists()
+                ):
+                    out.append((f"{node.module}.{alias.name}", None))
+                else:
+                    out.append((node.module, alias.name))
+    return out
+
+
+def reaches(source: str, layer: str) -> list[str]:
+    """The imports in ``source`` of railings' ``layer`` (a package or a module)."""
+    prefix = f"railings.{layer.removesuffix('.py')}"
+    return [m for m, _ in imports_of(source) if m == prefix or m.startswith(prefix + ".")]
+
+
+@pytest.mark.parametrize(("layer", "forbidden"), list(NEVER), ids=[f"{a}->{b}" for a, b in NEVER])
+def test_no_layer_imports_one_that_reads_it(layer: str, forbidden: str) -> None:
+    checked = 0
+    for file in layer_files(layer):
+        checked += 1
+        bad = reaches(file.read_text(encoding="utf-8"), forbidden)
+        assert not bad, (
+            f"{file.relative_to(SRC)} imports {bad}: {layer} never imports {forbidden} "
+            f"({NEVER[layer, forbidden]})"
+        )
+    assert checked
+
+
+def test_importing_the_gateway_runs_nothing_of_the_agent() -> None:
+    code = "import sys, railings.gateway\nfor m in sorted(sys.modules): print(m)"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    loaded = [m for m in done.stdout.split() if m.split(".")[:2] == ["railings", "agent"]]
+    assert not loaded, f"importing railings.gateway loads {loaded}"
+
+
+# The gateway reads other layers only through what they publish. A leading underscore marks
+# what a layer keeps to itself, a name in a module or a module in a package
+# (``railings.wire._json``, ``providers/_tail.py``): the gateway imports neither (the
+# package's own top-level helpers, ``railings._extras``, belong to no layer). Of ``wire/``
+# it imports only the SSE framing it cuts events with, and only what that module's
+# ``__all__`` exports: a decoder's constants and patterns are its wire's business, and what
+# the gateway needs of a wire it reads from the wire's spec (``error_shapes``, ``numbered``,
+# ``sequence_numbers``).
+GATEWAY_WIRE = frozenset({"railings.wire.sse"})
+
+# Imports that break the rule until their module switches, with what to switch to. A pair
+# listed here that is no longer imported fails the test too: remove it then.
+GATEWAY_PENDING: dict[tuple[str, str], str] = {
+    ("gateway/judge.py", "railings.wire.openai_responses.SEQUENCE_NUMBER"): (
+        "spec(self.provider).sequence_numbers(self._last)"
+    ),
+}
+
+
+def gateway_violations(source: str) -> list[tuple[str, str]]:
+    """What ``source``, a gateway module, imports that another layer keeps to itself:
+    ``(what, why)`` pairs."""
+    out: list[tuple[str, str]] = []
+    for module, name in imports_of(source):
+        if not module.startswith("railings.") or module.startswith("railings.gateway"):
+            continue
+        what = module if name is None else f"{module}.{name}"
+        parts = module.split(".")
+        if any(p.startswith("_") for p in parts[2:]) or (name or "").startswith("_"):
+            out.append((what, "private to its layer"))
+        elif parts[1] == "wire" and (
+            module not in GATEWAY_WIRE or name not in importlib.import_module(module).__all__
+        ):
+            out.append((what, "a wire decoder's own: read it from the provider spec"))
+    return out
+
+
+def test_the_gateway_imports_no_private_name_and_no_decoder_constant() -> None:
+    found: dict[tuple[str, str], str] = {}
+    for file in layer_files("gateway"):
+        rel = file.relative_to(SRC).as_posix()
+        for what, why in gateway_violations(file.read_text(encoding="utf-8")):
+            found[rel, what] = why
+    unexpected = [
+        f"{rel} imports {what}: {why}"
+        for (rel, what), why in found.items()
+        if (rel, what) not in GATEWAY_PENDING
+    ]
+    assert not unexpected, "\n".join(unexpected)
+    stale = [key for key in GATEWAY_PENDING if key not in found]
+    assert not stale, f"no longer imported, remove from GATEWAY_PENDING: {stale}"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from railings.wire.openai_responses import SEQUENCE_NUMBER",
+        "from railings.wire.openai_chat import DONE",
+        "from railings.wire import openai_chat",
+        "import railings.wire.anthropic",
+        "from railings.wire.sse import _BOM",
+        "from railings.wire._json import load_object",
+        "import railings.providers._tail",
+        "from railings.transport.coding import _decoded",
+        "def f():\n    from railings.wire.sse import _OPEN\n",
+    ],
+)
+def test_the_gateway_rule_refuses_private_names_and_decoder_constants(source: str) -> None:
+    assert gateway_violations(source), f"the gateway allowed {source!r}"
+
+
+def test_the_gateway_rule_lets_it_import_what_layers_publish() -> None:
+    allowed = (
+        "from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE\n"
+        "from railings.providers import spec\n"
+        "from railings.telemetry import record_span as _record\n"  # a private alias is fine
+        "from railings._extras import require\n"
+        "from railings.gateway.judge import _own\n"  # its own modules' names
+    )
+    assert gateway_violations(allowed) == []
+    assert reaches("from railings.turn.stop_reason import Stop", "turn")
+    assert reaches("from railings import agent", "agent")
+    assert reaches("import railings.agent.loop", "agent")
+    assert not reaches("from railings.journal import Journal", "agent")
 
 
 def test_generic_server_error_type_does_not_hide_an_overload_status() -> None:

@@ -198,8 +198,8 @@ SESSION_ENDS = [
 def test_the_gateways_session_ends_interrupted_only_when_its_stop_cut_a_turn(
     tmp_path: Path, outcomes: tuple[str, ...], status: str
 ) -> None:
-    from railings.agent.journal import Journal
     from railings.gateway.record import GatewayJournal, TurnRecord
+    from railings.journal import Journal
 
     book = GatewayJournal(tmp_path / "j.sqlite3", "http://127.0.0.1:9")
     for outcome in outcomes:

@@ -27,7 +27,6 @@ from typing import Any
 
 import pytest
 
-from railings.agent.journal import Journal
 from railings.dispatch import Dispatcher, ToolRegistry, builtin_tools
 from railings.errors import (
     EventTooLarge,
@@ -37,6 +36,7 @@ from railings.errors import (
     TotalTimeout,
     TurnTooLarge,
 )
+from railings.journal import Journal
 from railings.messages import User
 from railings.replay import replay, to_json
 from railings.testing.http import encode_chunk, read_request

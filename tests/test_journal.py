@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from railings import ConfigurationError
-from railings.agent.journal import Journal, default_path
+from railings.journal import Journal, default_path
 from railings.redact import MARKER, register_secret
 
 

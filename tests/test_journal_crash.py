@@ -29,13 +29,13 @@ from pathlib import Path
 
 import pytest
 
-from railings.agent.journal import Journal
+from railings.journal import Journal
 
 ROUNDS = 5
 
 CHILD = r"""
 import random, sys
-from railings.agent.journal import Journal
+from railings.journal import Journal
 
 path, tag, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
 rng = random.Random(seed)

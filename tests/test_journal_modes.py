@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import railings
-from railings.agent.journal import Journal
+from railings.journal import Journal
 
 UMASK = 0o022  # the common default, under which files are made world-readable
 

@@ -31,6 +31,7 @@ from railings.messages_gemini import gemini_body
 from railings.messages_ollama import ollama_body
 from railings.providers import (
     FALLBACK,
+    KEY_PICKS,
     NAMES,
     SPECS,
     EncodeRequest,
@@ -48,12 +49,15 @@ from railings.providers import (
     provider_for_path,
     spec,
     spec_for_path,
+    stop_reason_on,
+    stop_reasons,
 )
 from railings.replay import replay
+from railings.stops import Stop
 from railings.transport.config import ClientConfig
 from railings.turn.model import Termination
 from railings.turn.reader import StreamReader
-from railings.turn.stop_reason import Stop, normalize_stop_reason
+from railings.turn.stop_reason import normalize_stop_reason
 from railings.wire.eventstream import EventStreamDecoder
 from railings.wire.ollama import NDJSONDecoder
 from railings.wire.sse import ServerSentEvent, SSEDecoder
@@ -143,6 +147,8 @@ def test_every_field_is_filled(s: ProviderSpec) -> None:
         if f.name == "whole_body":  # only a wire with a non-streamed body a reader knows
             assert value is None or callable(value), f.name
             continue
+        if f.name == "sequence_number":  # only a wire whose events are numbered
+            continue
         if f.name == "error_shapes":  # only the wires the gateway judges
             assert (value is None) == (s.name not in GATEWAY_JUDGES), f.name
             continue
@@ -152,11 +158,14 @@ def test_every_field_is_filled(s: ProviderSpec) -> None:
     assert callable(s.decoder) and callable(s.encode) and callable(s.tool_result)
     assert s.proof.markers and callable(s.proof.proven_by_tail)
     assert s.proof.data | s.proof.events | s.proof.types | s.proof.fields, "the proof is named"
-    assert s.stop_reasons.wire and s.stop_reasons.table
+    assert s.stop_reasons.wire
     assert s.error_types or s.name == "ollama"
     d = s.detection
     assert d.events or d.event_prefixes or d.data or d.markers or d.prefix
     assert s.scripted.lead >= 1 and s.scripted.seams >= 1
+    # A numbered wire says how its numbers are read from bytes; no other wire has one.
+    assert s.numbered == (s.sequence_number is not None)
+    assert s.sequence_numbers(b'data: {"sequence_number":7}\n\n') == ([7] if s.numbered else [])
     # Only a server commonly run locally without a key defaults to plain HTTP (loopback).
     assert s.default_base_url.startswith("https://" if s.key_required else "http://127.0.0.1:")
     assert bool(s.regional_base_url) == bool(s.region_env)
@@ -216,21 +225,42 @@ def test_the_client_authenticates_as_the_spec_says(
 @pytest.mark.parametrize("s", SPECS, ids=NAMES)
 def test_the_inverse_stop_reason_map_inverts_the_forward_one(s: ProviderSpec) -> None:
     reasons = s.stop_reasons
+    table = stop_reasons()
     for spelling, normalized in reasons.wire.items():
-        assert reasons.table[spelling.lower()] == normalized  # an entry of the one table
+        assert table[spelling.lower()] == normalized  # an entry of the registry's union
         assert normalize_stop_reason(spelling) == normalized
         assert reasons.to_wire(spelling) == spelling  # a spelling of this wire stays
+        assert stop_reason_on(s, spelling) == spelling
     for normalized, spelling in reasons.inverse.items():
         assert reasons.wire[spelling] == normalized
         assert reasons.to_wire(normalized) == spelling
     for normalized, spelling in reasons.nearest.items():
         assert normalized not in reasons.inverse  # only what the wire cannot say
         assert spelling in reasons.wire or spelling in reasons.derived
-    # Every normalized stop reason has a spelling on every wire (the scripted server can
-    # send any forced stop reason).
-    for normalized in set(reasons.table.values()):
+    # Every normalized stop reason, and every wire's spelling of one, has a spelling on
+    # every wire (the scripted server can send any forced stop reason).
+    for normalized in set(table.values()):
         assert reasons.to_wire(normalized) is not None, normalized
+    for spelling in table:
+        assert stop_reason_on(s, spelling) is not None, spelling
+        assert stop_reason_on(s, spelling.upper()) is not None, spelling
     assert reasons.to_wire("no-such-reason") is None
+    assert stop_reason_on(s, "no-such-reason") is None
+
+
+def test_each_provider_module_owns_its_stop_reason_spellings() -> None:
+    from railings.turn import stop_reason
+
+    seen: dict[str, Stop] = {}
+    for s in SPECS:
+        own = MODULES[s.name].STOP_REASONS
+        assert s.stop_reasons.wire is own  # the module's public table, not a copy
+        for spelling, normalized in own.items():
+            assert isinstance(normalized, Stop), spelling
+            assert seen.setdefault(spelling.lower(), normalized) is normalized, spelling
+    # The turn layer normalizes with the union the registry gives it, and nothing else.
+    assert stop_reason.TABLE == stop_reasons() == seen
+    assert stop_reason.Stop is Stop and railings.Stop is Stop
 
 
 def test_the_scripted_server_sends_the_inverse_of_each_spec() -> None:
@@ -347,6 +377,24 @@ def test_telemetry_names_come_from_the_specs() -> None:
     assert telemetry.GEN_AI_PROVIDERS["openai-responses"] == "openai"
 
 
+def test_the_clis_defaults_come_from_the_specs() -> None:
+    from railings.cli import endpoint
+
+    assert {s.name: s.default_model for s in SPECS} == endpoint.DEFAULT_MODELS
+    assert endpoint.KEY_PICKS is KEY_PICKS
+    # A key in the environment picks one wire for each variable a key-requiring spec
+    # reads, the first spec in the registry that reads it; the help names each.
+    keys = [s.api_key_env for s in KEY_PICKS]
+    assert len(set(keys)) == len(keys)
+    assert set(keys) == {s.api_key_env for s in SPECS if s.key_required}
+    for picked in KEY_PICKS:
+        assert picked.key_required
+        assert next(s for s in SPECS if s.api_key_env == picked.api_key_env) is picked
+        assert f"{picked.api_key_env} -> {picked.name}" in " ".join(
+            endpoint.PROVIDER_CHOICE.split()
+        )
+
+
 # -- detection of a stream that opens with unknown event types ---------------------------
 
 _ANTHROPIC_TURN = (
@@ -449,29 +497,66 @@ ALLOWED: dict[str, str] = {
     # Not wire names: the optional SDK packages named "openai" and "anthropic" (extras).
     "_extras.py": "SDK package names of the extras",
     "cli/demo.py": "SDK package names of the demo's clients",
+    # Facts of the official SDKs, not of the wires: which SDK the demo compares on which
+    # wire (its columns; ``railings matrix --client all`` covers every wire), and which
+    # of the openai SDK's two APIs drives which of the two OpenAI wires.
+    "matrix/compare.py": "the demo's (SDK client, wire) columns",
+    "matrix/sdks.py": "the wires each official SDK client speaks, and its API for each",
     # Owned by people changing these files at the same time; to be switched to the specs
     # (ProviderSpec.encode, .auth_header, .proof ...) after their work is merged.
 }
 
 
+def provider_of(node: ast.expr | None) -> str | None:
+    """The provider ``node`` names, or None: a provider name as a string (``"openai"``),
+    a provider module's spec or its name however it was imported (``openai_chat.SPEC``,
+    ``CHAT_SPEC.name``), or the registry asked for one by name (``spec("gemini")``)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value if node.value in PROVIDER_NAMES else None
+    if isinstance(node, ast.Attribute) and node.attr == "name":
+        node = node.value  # a spec's name: the spec
+    if isinstance(node, ast.Attribute) and node.attr == "SPEC":
+        if isinstance(node.value, ast.Name) and node.value.id in _MODULE_NAMES:
+            return _MODULE_NAMES[node.value.id]
+        if isinstance(node.value, ast.Attribute) and node.value.attr in _MODULE_NAMES:
+            return _MODULE_NAMES[node.value.attr]  # railings.providers.gemini.SPEC
+    if isinstance(node, ast.Name) and (node.id == "SPEC" or node.id.endswith("_SPEC")):
+        return node.id  # a spec imported under its own name: one provider, unnamed
+    if isinstance(node, ast.Call) and node.args:
+        func = node.func
+        called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+        if called == "spec":
+            return provider_of(node.args[0])
+    return None
+
+
+# The registry's modules, by the names they are imported under.
+_MODULE_NAMES = {module.__name__.rpartition(".")[2]: name for name, module in MODULES.items()}
+
+
 def _names(nodes: Sequence[ast.expr | None]) -> set[str]:
-    return {
-        n.value
-        for n in nodes
-        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in PROVIDER_NAMES
-    }
+    """The providers ``nodes`` name; a tuple among them (a key of several parts) names
+    what its parts name."""
+    found: set[str] = set()
+    for node in nodes:
+        parts = node.elts if isinstance(node, ast.Tuple) else [node]
+        found.update(p for p in map(provider_of, parts) if p is not None)
+    return found
 
 
 def provider_tables(source: str) -> list[tuple[int, str]]:
-    """Where ``source`` keys something by provider names: a dict, a ``Literal`` or another
-    collection naming two or more of them, or a comparison or ``case`` with one."""
+    """Where ``source`` keys something by provider: a dict whose keys name two or more
+    providers (as strings, or by their specs), a ``Literal`` or another collection
+    naming two or more, or a comparison or ``case`` with one."""
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Dict) and len(_names(node.keys)) >= 2:
             found.append((node.lineno, "a dict keyed by provider names"))
         elif isinstance(node, ast.Tuple | ast.List | ast.Set) and len(_names(node.elts)) >= 2:
             found.append((node.lineno, "a Literal or collection of provider names"))
-        elif isinstance(node, ast.Compare) and isinstance(node.ops[0], ast.Eq | ast.NotEq):
+        elif isinstance(node, ast.Compare) and isinstance(
+            node.ops[0], ast.Eq | ast.NotEq | ast.Is | ast.IsNot
+        ):
             if _names([node.left, *node.comparators]):
                 found.append((node.lineno, "a comparison with a provider name"))
         elif isinstance(node, ast.MatchValue) and _names([node.value]):
@@ -486,8 +571,17 @@ def test_the_scan_finds_each_kind_of_provider_table() -> None:
         'if p == "openai-responses": pass\n'
         'match p:\n    case "anthropic": pass\n'
         'C = {"openai": 1}\n'  # one name is no table
+        # Keyed by the specs instead of their names, however they were imported.
+        "D = {openai_chat.SPEC.name: 1, anthropic.SPEC.name: 2}\n"  # line 7
+        "E = {gemini.SPEC: 1, providers.bedrock.SPEC: 2}\n"
+        'F = {spec("ollama").name: 1, CHAT_SPEC.name: 2}\n'
+        "G = (anthropic.SPEC, openai_chat.SPEC)\n"  # line 10
+        "if wire is gemini.SPEC: pass\n"
+        'H = {("sdk", "openai"): 1, ("sdk", "anthropic"): 2}\n'  # keys of several parts
+        "I = {s.name: s.default_model for s in SPECS}\n"  # derived from the registry
+        "J = {openai_chat.SPEC.name: 1}\n"
     )
-    assert sorted(line for line, _ in provider_tables(source)) == [1, 2, 3, 5]
+    assert sorted(line for line, _ in provider_tables(source)) == [1, 2, 3, 5, 7, 8, 9, 10, 11, 12]
 
 
 def test_no_module_outside_providers_keeps_a_provider_table() -> None:

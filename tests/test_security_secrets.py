@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from railings.agent.journal import Journal
 from railings.errors import ConfigurationError, RailingsError
+from railings.journal import Journal
 from railings.messages import User
 from railings.redact import MARKER, redact, register_secret
 from railings.testing import Script, ScriptedServer

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from railings.agent.journal import Entry, Journal, SessionInfo, default_path
 from railings.agent.loop import (
     Agent,
     AgentEvent,
@@ -14,6 +13,7 @@ from railings.agent.loop import (
     TurnEnded,
     TurnStarted,
 )
+from railings.journal import Entry, Journal, SessionInfo, default_path
 
 __all__ = [
     "Agent",

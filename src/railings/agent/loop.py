@@ -24,7 +24,7 @@ A tool call the output limit cut goes back to the model with the truncation
 notice instead of a result, so the model resends it complete; an Anthropic
 ``pause_turn`` is continued by sending the conversation back as-is.
 
-Everything is journaled as it happens (see :mod:`railings.agent.journal`), and
+Everything is journaled as it happens (see :mod:`railings.journal`), and
 every step is also published to ``on_event`` for a view or an embedding program.
 Streamed text goes to both through :class:`~railings.agent.release.StreamRelease`:
 a registered secret the model streams in pieces is journaled and shown as the
@@ -41,7 +41,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from railings.agent.journal import DeltaKind, EntryKind, Journal, turn_entry
 from railings.agent.release import StreamRelease
 from railings.dispatch import (
     Approver,
@@ -63,6 +62,7 @@ from railings.events import (
     ToolArgumentsDelta,
     ToolCallStart,
 )
+from railings.journal import DeltaKind, EntryKind, Journal, turn_entry
 from railings.messages import Assistant, Message, System, ToolResult, ToolSpec, User
 from railings.telemetry import agent_span
 from railings.transport import AsyncProviderClient, ProviderClient

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from railings.agent.journal import default_path
 from railings.agent.loop import Agent, RunResult, RunStatus
 from railings.agent.view import TerminalView
 from railings.cli._common import UsageError, console, positive, run_until_stopped
@@ -24,7 +23,8 @@ from railings.cli.journal import open_journal
 from railings.cli.prompts import approver, needs_approval, read_line
 from railings.dispatch import ToolRegistry, builtin_tools
 from railings.dispatch.shell import protect_process
-from railings.providers import NAMES
+from railings.journal import default_path
+from railings.providers import SPECS
 from railings.redact import redact_json
 from railings.replay import Replay, to_json
 from railings.transport import AsyncProviderClient
@@ -83,9 +83,10 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--provider",
-        choices=tuple(n for n in NAMES if n in DEFAULT_MODELS),  # the wires it runs on
-        help="wire format of the endpoint (openai: Chat Completions; openai-responses: the "
-        "Responses API; gemini, bedrock: ConverseStream; ollama: /api/chat)",
+        choices=tuple(s.name for s in SPECS),
+        help="wire format of the endpoint ("
+        + "; ".join(f"{s.name}: {s.title}" for s in SPECS)
+        + ")",
     )
     parser.add_argument(
         "--base-url", metavar="URL", help="endpoint base URL, as the official SDK takes it"
@@ -93,7 +94,7 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model",
         help="model name (default per provider: "
-        + ", ".join(f"{name} {model}" for name, model in DEFAULT_MODELS.items())
+        + ", ".join(f"{s.name} {s.default_model}" for s in SPECS)
         + ")",
     )
     parser.add_argument(

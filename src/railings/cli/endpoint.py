@@ -14,17 +14,7 @@ from pathlib import Path
 from railings._extras import missing
 from railings.cli._common import UsageError
 from railings.errors import ConfigurationError
-from railings.providers import (
-    FALLBACK,
-    ProviderName,
-    anthropic,
-    bedrock,
-    gemini,
-    ollama,
-    openai_chat,
-    openai_responses,
-    spec,
-)
+from railings.providers import FALLBACK, KEY_PICKS, SPECS, ProviderName, spec
 from railings.redact import redact
 from railings.transport import ClientConfig, Timeouts
 
@@ -54,19 +44,9 @@ shell commands, and writes that configure later commands (.git/, Makefile, .envr
 nothing is confirmed unless --yes is given.
 """
 
-# The CLI's default model for each wire, keyed from the provider registry.
-DEFAULT_MODELS: dict[str, str] = {
-    openai_chat.SPEC.name: "gpt-4.1-mini",
-    anthropic.SPEC.name: "claude-sonnet-4-5",
-    openai_responses.SPEC.name: "gpt-4.1-mini",
-    gemini.SPEC.name: "gemini-2.5-flash",
-    # On-demand in the regions Bedrock serves, tool use included (Converse API).
-    bedrock.SPEC.name: "amazon.nova-lite-v1:0",
-    ollama.SPEC.name: "llama3.2",
-}
-# Which wire a key in the environment picks, first found first (both OpenAI wires read
-# OPENAI_API_KEY: it picks Chat Completions). Ollama has no key: only --provider picks it.
-KEY_PICKS = (anthropic.SPEC, openai_chat.SPEC, gemini.SPEC, bedrock.SPEC)
+# The CLI's default model for each wire (ProviderSpec.default_model), and which wire a
+# key in the environment picks (KEY_PICKS): both from the provider registry.
+DEFAULT_MODELS: dict[str, str] = {s.name: s.default_model for s in SPECS}
 DEMO_MAX_TOKENS = 1024
 
 
@@ -127,7 +107,7 @@ def endpoint_for(args: argparse.Namespace) -> Iterator[Endpoint]:
     try:
         config = ClientConfig(
             provider=provider,
-            model=args.model or DEFAULT_MODELS[provider],
+            model=args.model or spec(provider).default_model,
             base_url=args.base_url,
             max_tokens=args.max_tokens or 4096,
             timeouts=timeouts,

@@ -15,10 +15,10 @@ from typing import Any
 from rich.markup import escape
 
 from railings._extras import require
-from railings.agent.journal import default_path
 from railings.cli._common import UsageError, console, positive
 from railings.cli.journal import open_journal
 from railings.errors import ConfigurationError
+from railings.journal import default_path
 
 __all__ = ["register"]
 

@@ -18,9 +18,9 @@ from typing import Any
 
 from rich.markup import escape
 
-from railings.agent.journal import Entry, Journal, SessionInfo, default_path
 from railings.cli._common import UsageError, console, positive
 from railings.errors import ConfigurationError
+from railings.journal import Entry, Journal, SessionInfo, default_path
 from railings.redact import redact, redact_json, redact_pieces
 
 __all__ = ["open_journal", "register"]

@@ -1,7 +1,7 @@
 """What the gateway keeps of each proxied turn: the journal row, the span, the log line.
 
 A :class:`TurnRecord` is filled while the answer passes and finished once. The
-journal is the agent's own (:class:`~railings.agent.journal.Journal`, SQLite WAL,
+journal is the store the agent writes too (:class:`~railings.journal.Journal`, SQLite WAL,
 every string redacted): one session per gateway process, titled
 ``gateway <upstream>``, and one ``gateway_turn`` entry per proxied turn, readable
 with ``railings gateway-log`` (and ``railings sessions`` / ``show --json``).
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from railings.agent.journal import Journal
 from railings.gateway.upstream import scrub
+from railings.journal import Journal
 from railings.redact import redact
 from railings.turn.model import Turn
 

@@ -37,11 +37,13 @@ from railings.providers.base import (
     ScriptedShape,
     StopReasons,
 )
+from railings.stops import Stop
 from railings.wire.sse import ServerSentEvent
 
 __all__ = [
     "DETECTION_ORDER",
     "FALLBACK",
+    "KEY_PICKS",
     "NAMES",
     "SPECS",
     "Detection",
@@ -54,11 +56,14 @@ __all__ = [
     "ProviderSpec",
     "ScriptedShape",
     "StopReasons",
+    "derived_stop_reasons",
     "detect",
     "error_types",
     "provider_for_path",
     "spec",
     "spec_for_path",
+    "stop_reason_on",
+    "stop_reasons",
 ]
 
 # In the order the CLI and the docs list them.
@@ -76,6 +81,13 @@ _BY_NAME: dict[str, ProviderSpec] = {s.name: s for s in SPECS}
 # What a stream is read as when nothing in it says (an ``auto`` stream with no event
 # any spec recognises): Chat Completions, the wire most services speak.
 FALLBACK: ProviderSpec = openai_chat.SPEC
+
+
+# Which wire a key in the environment picks when the CLI is told none, first found
+# first: one spec per key variable a key-requiring spec reads (both OpenAI wires read
+# OPENAI_API_KEY: it picks Chat Completions; Ollama needs no key, only --provider picks
+# it). tests/test_providers.py checks that no such variable is missing.
+KEY_PICKS: tuple[ProviderSpec, ...] = (anthropic.SPEC, openai_chat.SPEC, gemini.SPEC, bedrock.SPEC)
 
 
 def spec(name: str) -> ProviderSpec:
@@ -141,3 +153,35 @@ def error_types() -> dict[str, type[ProviderError]]:
     for candidate in SPECS:
         out.update((kind.lower(), cls) for kind, cls in candidate.error_types.items())
     return out
+
+
+def stop_reasons() -> dict[str, Stop]:
+    """Every spec's stop-reason spellings (``StopReasons.wire``) -> normalized, in one map
+    keyed in lower case (normalization matches spellings case-insensitively: Gemini's
+    are upper case); two specs that share a spelling agree on it (a test proves it).
+    The turn layer normalizes with this map (:mod:`railings.turn.stop_reason`)."""
+    out: dict[str, Stop] = {}
+    for candidate in SPECS:
+        out.update((w.lower(), stop) for w, stop in candidate.stop_reasons.wire.items())
+    return out
+
+
+def derived_stop_reasons() -> frozenset[str]:
+    """Every spec's spellings whose meaning the turn decides (``StopReasons.derived``:
+    the Responses status ``completed``), in lower case."""
+    return frozenset(w.lower() for s in SPECS for w in s.stop_reasons.derived)
+
+
+def stop_reason_on(target: ProviderSpec, stop: str) -> str | None:
+    """``target``'s spelling of ``stop``, a stop reason in any registered wire's
+    vocabulary (or normalized): a spelling of ``target`` stays as is, another is
+    normalized (:func:`stop_reasons`) and inverted, or sent as its nearest; None when
+    nothing knows it. The scripted server sends what this returns."""
+    reasons = target.stop_reasons
+    if stop in reasons.wire:
+        return stop
+    normalized = stop_reasons().get(stop.lower(), stop)
+    inverse = reasons.inverse
+    if normalized in inverse:
+        return inverse[normalized]
+    return reasons.nearest.get(normalized)

@@ -34,10 +34,10 @@ from railings.providers.base import (
     StopReasons,
     compact_json,
 )
-from railings.turn.stop_reason import _TABLE as STOP_REASON_TABLE
+from railings.stops import Stop
 from railings.wire.anthropic import MESSAGE_STOP, AnthropicDecoder
 
-__all__ = ["ANTHROPIC_ERROR_TYPES", "ANTHROPIC_VERSION", "SPEC", "proven_by_tail"]
+__all__ = ["ANTHROPIC_ERROR_TYPES", "ANTHROPIC_VERSION", "SPEC", "STOP_REASONS", "proven_by_tail"]
 
 ANTHROPIC_VERSION = "2023-06-01"
 
@@ -122,6 +122,18 @@ ERROR_SHAPES = ErrorShapes(
     body=lambda code, message: compact_json(_anthropic_error(code, message)).encode(),
 )
 
+# ``message_delta.delta.stop_reason`` -> railings' stop reason. The window filling while
+# the model wrote is an output-limit cut (Anthropic: handle it as ``max_tokens``).
+STOP_REASONS: dict[str, Stop] = {
+    "end_turn": Stop.END_TURN,
+    "max_tokens": Stop.MAX_TOKENS,
+    "tool_use": Stop.TOOL_USE,
+    "stop_sequence": Stop.STOP_SEQUENCE,
+    "refusal": Stop.REFUSAL,
+    "pause_turn": Stop.PAUSE_TURN,
+    "model_context_window_exceeded": Stop.MAX_TOKENS,
+}
+
 SPEC = ProviderSpec(
     name="anthropic",
     title="Anthropic Messages",
@@ -130,6 +142,7 @@ SPEC = ProviderSpec(
     content_types=("text/event-stream",),
     path_suffixes=("/messages",),
     default_base_url="https://api.anthropic.com",
+    default_model="claude-sonnet-4-5",
     base_url_env="ANTHROPIC_BASE_URL",
     api_key_env="ANTHROPIC_API_KEY",
     auth_header="x-api-key",
@@ -146,20 +159,8 @@ SPEC = ProviderSpec(
         proven_by_tail=proven_by_tail,
     ),
     stop_reasons=StopReasons(
-        wire={
-            w: STOP_REASON_TABLE[w]
-            for w in (
-                "end_turn",
-                "max_tokens",
-                "tool_use",
-                "stop_sequence",
-                "refusal",
-                "pause_turn",
-                "model_context_window_exceeded",
-            )
-        },
+        wire=STOP_REASONS,
         nearest={"content_filter": "refusal", "malformed_tool_use": "end_turn"},
-        table=STOP_REASON_TABLE,
     ),
     error_types=ANTHROPIC_ERROR_TYPES,
     detection=Detection(events=_EVENTS, markers=('"type":"message_start"',)),

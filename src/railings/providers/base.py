@@ -13,6 +13,7 @@ keeping tables of their own; the registry is :mod:`railings.providers`.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -22,6 +23,7 @@ from urllib.parse import quote
 from railings.conversation import Message, ToolResult, ToolSpec
 from railings.errors import ProviderError
 from railings.events import StreamEvent, TerminationProof
+from railings.stops import Stop
 from railings.wire.sse import ServerSentEvent
 
 __all__ = [
@@ -122,20 +124,18 @@ class Proof:
 class StopReasons:
     """The stop-reason maps of one wire.
 
-    ``wire``: this wire's spellings -> railings' normalized stop reason (entries of
-    the one normalization table in :mod:`railings.turn.stop_reason`, not copies; the
-    table's keys are lower case, a wire's spellings as the wire writes them).
-    ``nearest``: normalized stop reasons this wire cannot say -> the spelling a
-    server of this wire sends instead (the scripted server uses it).
+    ``wire``: this wire's spellings, as the wire writes them -> railings' normalized
+    stop reason (the provider module's public ``STOP_REASONS``; the registry's
+    :func:`~railings.providers.stop_reasons` is their union, which the turn layer
+    normalizes with). ``nearest``: normalized stop reasons this wire cannot say -> the
+    spelling a server of this wire sends instead (the scripted server uses it).
     ``derived``: spellings whose meaning the turn decides (the Responses status
     ``completed``: ``tool_use`` with calls, else ``end_turn``), outside the table.
     :meth:`to_wire` is the inverse the scripted server needs."""
 
-    wire: Mapping[str, str]
+    wire: Mapping[str, Stop]
     nearest: Mapping[str, str] = field(default_factory=dict)
     derived: frozenset[str] = frozenset()
-    # The one normalization table (wire spelling of any provider -> normalized).
-    table: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def inverse(self) -> dict[str, str]:
@@ -147,16 +147,16 @@ class StopReasons:
         return out
 
     def to_wire(self, stop: str) -> str | None:
-        """This wire's spelling of ``stop``, a stop reason in any provider's vocabulary
-        (or normalized): a spelling of this wire stays as is, another is normalized and
-        inverted, or sent as its nearest; None when nothing here knows it."""
+        """This wire's spelling of ``stop``, one of its own spellings or a normalized stop
+        reason: a spelling of this wire stays as is, a normalized one is inverted, or
+        sent as its nearest; None when nothing here knows it. Another wire's spelling is
+        normalized first by the registry (:func:`~railings.providers.stop_reason_on`)."""
         if stop in self.wire:
             return stop
-        normalized = self.table.get(stop.lower(), stop)
         inverse = self.inverse
-        if normalized in inverse:
-            return inverse[normalized]
-        return self.nearest.get(normalized)
+        if stop in inverse:
+            return inverse[stop]
+        return self.nearest.get(stop)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -238,6 +238,8 @@ class ProviderSpec:
     * ``path_suffixes``: how any request path says this wire, whatever prefix a gateway
       puts before it (the guard, the proxies and the scripted server route by them).
     * ``default_base_url``, ``base_url_env``, ``api_key_env``: as in the official SDK.
+    * ``default_model``: the model ``railings run`` and ``railings chat`` ask for when
+      ``--model`` names none.
     * ``regional_base_url``, ``region_env``: for a regional service (Bedrock), the base
       URL with a ``{region}`` in it and the variables that name the region, first set
       wins (``AWS_REGION``, ``AWS_DEFAULT_REGION``); ``default_base_url`` is then the
@@ -274,6 +276,9 @@ class ProviderSpec:
       ``scripted``: see their classes.
     * ``error_shapes``: an error railings reports in this wire's own shape
       (:class:`ErrorShapes`); None for a wire the gateway passes through unjudged.
+    * ``sequence_number``: for a ``numbered`` wire, an event's number as raw bytes show
+      it (one group, the digits), for readers that scan bytes without parsing them (the
+      gateway, the fault proxy): :meth:`sequence_numbers` reads it. None elsewhere.
     """
 
     name: ProviderName
@@ -283,6 +288,7 @@ class ProviderSpec:
     content_types: tuple[str, ...]
     path_suffixes: tuple[str, ...]
     default_base_url: str
+    default_model: str
     base_url_env: str
     api_key_env: str
     auth_header: AuthHeader
@@ -307,6 +313,7 @@ class ProviderSpec:
     usage_after_proof: bool = False
     whole_body: Callable[[bytes, int], list[StreamEvent]] | None = None
     error_shapes: ErrorShapes | None = None
+    sequence_number: re.Pattern[bytes] | None = None
 
     def path_for(self, model: str) -> str:
         """The request path for ``model``: :attr:`request_path` with its ``{model}``
@@ -325,3 +332,11 @@ class ProviderSpec:
     def is_proof(self, event: StreamEvent) -> bool:
         """True for this wire's termination proof event."""
         return isinstance(event, TerminationProof) and event.marker in self.proof.markers
+
+    def sequence_numbers(self, data: bytes) -> list[int]:
+        """The event numbers ``data`` (raw bytes of whole events) shows, in order, read
+        without parsing it (:attr:`sequence_number`); empty for a wire whose events are
+        not numbered."""
+        if self.sequence_number is None:
+            return []
+        return [int(n) for n in self.sequence_number.findall(data)]

@@ -34,11 +34,11 @@ from railings.providers.base import (
     ScriptedShape,
     StopReasons,
 )
-from railings.turn.stop_reason import _TABLE as STOP_REASON_TABLE
+from railings.stops import Stop
 from railings.wire.bedrock import CONTENT_TYPE, ERROR_CLASSES, MESSAGE_STOP, BedrockDecoder
 from railings.wire.eventstream import EventStreamDecoder, looks_like_eventstream
 
-__all__ = ["BEDROCK_ERROR_TYPES", "SPEC", "proven_by_tail"]
+__all__ = ["BEDROCK_ERROR_TYPES", "SPEC", "STOP_REASONS", "proven_by_tail"]
 
 # The exception types (``:exception-type``) and their classes: throttling, service
 # unavailable, internal, model stream error (HTTP 424 in the API reference: the model
@@ -88,16 +88,19 @@ def _tool_result(result: ToolResult, call_type: str) -> list[dict[str, Any]]:
     return [bedrock_tool_result(result)]
 
 
-_WIRE = (
-    "end_turn",
-    "tool_use",
-    "max_tokens",
-    "model_context_window_exceeded",
-    "stop_sequence",
-    "content_filtered",
-    "guardrail_intervened",
-    "malformed_tool_use",
-)
+# ConverseStream ``stopReason`` -> railings' stop reason. The window filling while the
+# model wrote is an output-limit cut (the truncation gate applies); guardrail and
+# content-filter stops are both content filtering; a botched call is its own reason.
+STOP_REASONS: dict[str, Stop] = {
+    "end_turn": Stop.END_TURN,
+    "tool_use": Stop.TOOL_USE,
+    "max_tokens": Stop.MAX_TOKENS,
+    "model_context_window_exceeded": Stop.MAX_TOKENS,
+    "stop_sequence": Stop.STOP_SEQUENCE,
+    "content_filtered": Stop.CONTENT_FILTER,
+    "guardrail_intervened": Stop.CONTENT_FILTER,
+    "malformed_tool_use": Stop.MALFORMED_TOOL_USE,
+}
 
 SPEC = ProviderSpec(
     name="bedrock",
@@ -107,6 +110,8 @@ SPEC = ProviderSpec(
     content_types=(CONTENT_TYPE,),
     path_suffixes=("/converse-stream",),
     default_base_url="https://bedrock-runtime.us-east-1.amazonaws.com",
+    # On-demand in the regions Bedrock serves, tool use included (Converse API).
+    default_model="amazon.nova-lite-v1:0",
     regional_base_url="https://bedrock-runtime.{region}.amazonaws.com",
     region_env=("AWS_REGION", "AWS_DEFAULT_REGION"),
     usage_after_proof=True,  # metadata (usage, metrics) follows messageStop
@@ -127,9 +132,8 @@ SPEC = ProviderSpec(
         proven_by_tail=proven_by_tail,
     ),
     stop_reasons=StopReasons(
-        wire={w: STOP_REASON_TABLE[w] for w in _WIRE},
+        wire=STOP_REASONS,
         nearest={"refusal": "content_filtered", "pause_turn": "end_turn"},
-        table=STOP_REASON_TABLE,
     ),
     error_types=BEDROCK_ERROR_TYPES,
     detection=Detection(prefix=looks_like_eventstream),

@@ -49,7 +49,7 @@ from railings.providers.base import (
     ScriptedShape,
     StopReasons,
 )
-from railings.turn.stop_reason import _TABLE as STOP_REASON_TABLE
+from railings.stops import Stop
 from railings.wire._json import load_object
 from railings.wire.gemini import (
     FINISH_REASON,
@@ -60,7 +60,13 @@ from railings.wire.gemini import (
 )
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
 
-__all__ = ["GEMINI_ERROR_STATUSES", "SPEC", "VERTEX_REQUEST_PATH", "proven_by_tail"]
+__all__ = [
+    "GEMINI_ERROR_STATUSES",
+    "SPEC",
+    "STOP_REASONS",
+    "VERTEX_REQUEST_PATH",
+    "proven_by_tail",
+]
 
 VERTEX_REQUEST_PATH = (
     "/v1/projects/{project}/locations/{location}/publishers/google/models/{model}"
@@ -135,23 +141,27 @@ def _tool_result(result: ToolResult, call_type: str) -> list[dict[str, Any]]:
     return [gemini_function_response(result)]
 
 
-_WIRE = (
-    "STOP",
-    "MAX_TOKENS",
-    "SAFETY",
-    "RECITATION",
-    "LANGUAGE",
-    "BLOCKLIST",
-    "PROHIBITED_CONTENT",
-    "SPII",
-    "IMAGE_SAFETY",
-    "IMAGE_PROHIBITED_CONTENT",
-    "IMAGE_RECITATION",
-    "JAILBREAK",
-    "MALFORMED_FUNCTION_CALL",
-    "UNEXPECTED_TOOL_CALL",
-    "TOO_MANY_TOOL_CALLS",
-)
+# ``finishReason`` (and ``promptFeedback.blockReason``) -> railings' stop reason, in the
+# API's upper case (normalization matches case-insensitively). Gemini has no tool stop: a
+# turn with calls ends in STOP, and ``tool_use`` is derived. ``OTHER`` and the like have
+# no normalized meaning: they are kept, lower-cased.
+STOP_REASONS: dict[str, Stop] = {
+    "STOP": Stop.END_TURN,
+    "MAX_TOKENS": Stop.MAX_TOKENS,
+    "SAFETY": Stop.CONTENT_FILTER,
+    "RECITATION": Stop.CONTENT_FILTER,
+    "LANGUAGE": Stop.CONTENT_FILTER,
+    "BLOCKLIST": Stop.CONTENT_FILTER,
+    "PROHIBITED_CONTENT": Stop.CONTENT_FILTER,
+    "SPII": Stop.CONTENT_FILTER,
+    "IMAGE_SAFETY": Stop.CONTENT_FILTER,
+    "IMAGE_PROHIBITED_CONTENT": Stop.CONTENT_FILTER,
+    "IMAGE_RECITATION": Stop.CONTENT_FILTER,
+    "JAILBREAK": Stop.CONTENT_FILTER,
+    "MALFORMED_FUNCTION_CALL": Stop.MALFORMED_TOOL_USE,
+    "UNEXPECTED_TOOL_CALL": Stop.MALFORMED_TOOL_USE,
+    "TOO_MANY_TOOL_CALLS": Stop.MALFORMED_TOOL_USE,
+}
 
 SPEC = ProviderSpec(
     name="gemini",
@@ -161,6 +171,7 @@ SPEC = ProviderSpec(
     content_types=("text/event-stream",),
     path_suffixes=(":streamGenerateContent",),
     default_base_url="https://generativelanguage.googleapis.com",
+    default_model="gemini-2.5-flash",
     base_url_env="GOOGLE_GEMINI_BASE_URL",
     api_key_env="GEMINI_API_KEY",
     api_key_envs=("GOOGLE_API_KEY", "GEMINI_API_KEY"),  # google-genai's order
@@ -181,16 +192,14 @@ SPEC = ProviderSpec(
         proven_by_tail=proven_by_tail,
     ),
     stop_reasons=StopReasons(
-        # The first spelling of a stop reason is the one the scripted server sends; a
-        # turn with calls ends in STOP (Gemini has no tool stop: it is derived).
-        wire={w: STOP_REASON_TABLE[w.lower()] for w in _WIRE},
+        # The first spelling of a stop reason is the one the scripted server sends.
+        wire=STOP_REASONS,
         nearest={
             "tool_use": "STOP",
             "stop_sequence": "STOP",
             "pause_turn": "STOP",
             "refusal": "SAFETY",
         },
-        table=STOP_REASON_TABLE,
     ),
     error_types=GEMINI_ERROR_STATUSES,
     detection=Detection(markers=('"candidates":', '"promptFeedback":', '"usageMetadata":')),

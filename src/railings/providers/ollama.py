@@ -39,11 +39,11 @@ from railings.providers.base import (
     ScriptedShape,
     StopReasons,
 )
-from railings.turn.stop_reason import _TABLE as STOP_REASON_TABLE
+from railings.stops import Stop
 from railings.wire.ollama import CONTENT_TYPE, DEFAULT_HOST, DONE, OllamaDecoder
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
 
-__all__ = ["OLLAMA_ERROR_TYPES", "SPEC", "proven_by_tail"]
+__all__ = ["OLLAMA_ERROR_TYPES", "SPEC", "STOP_REASONS", "proven_by_tail"]
 
 OLLAMA_ERROR_TYPES: dict[str, type[ProviderError]] = {}
 
@@ -85,6 +85,10 @@ def _tool_result(result: ToolResult, call_type: str) -> list[dict[str, Any]]:
     return [ollama_tool_message(result)]
 
 
+# ``done_reason`` -> railings' stop reason. ``load`` / ``unload`` (the model's lifecycle)
+# are kept as they are, unnormalized.
+STOP_REASONS: dict[str, Stop] = {"stop": Stop.END_TURN, "length": Stop.MAX_TOKENS}
+
 SPEC = ProviderSpec(
     name="ollama",
     title="Ollama",
@@ -93,6 +97,7 @@ SPEC = ProviderSpec(
     content_types=(CONTENT_TYPE,),
     path_suffixes=("/api/chat", "/api/generate"),
     default_base_url=DEFAULT_HOST,
+    default_model="llama3.2",
     base_url_env="OLLAMA_HOST",
     api_key_env="OLLAMA_API_KEY",
     auth_header="authorization",
@@ -107,8 +112,7 @@ SPEC = ProviderSpec(
     asks_for_usage=False,
     proof=Proof(markers=frozenset({DONE}), fields=frozenset({DONE}), proven_by_tail=proven_by_tail),
     stop_reasons=StopReasons(
-        # ``load`` / ``unload`` (the model's lifecycle) are kept as they are, unnormalized.
-        wire={w: STOP_REASON_TABLE[w] for w in ("stop", "length")},
+        wire=STOP_REASONS,
         nearest={
             "tool_use": "stop",  # Ollama has no tool stop: a turn with calls ends in stop
             "stop_sequence": "stop",
@@ -117,7 +121,6 @@ SPEC = ProviderSpec(
             "pause_turn": "stop",
             "malformed_tool_use": "stop",
         },
-        table=STOP_REASON_TABLE,
     ),
     error_types=OLLAMA_ERROR_TYPES,
     detection=Detection(markers=('"model":', '"created_at":', '"done":')),

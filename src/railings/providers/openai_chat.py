@@ -34,10 +34,10 @@ from railings.providers.base import (
     StopReasons,
     compact_json,
 )
-from railings.turn.stop_reason import _TABLE as STOP_REASON_TABLE
+from railings.stops import Stop
 from railings.wire.openai_chat import DONE, OpenAIChatDecoder
 
-__all__ = ["OPENAI_ERROR_TYPES", "SPEC", "proven_by_tail"]
+__all__ = ["OPENAI_ERROR_TYPES", "SPEC", "STOP_REASONS", "proven_by_tail"]
 
 # The proof as the last event of the body, and that event alone: a blank line, then the
 # proof's data line on a line of its own (WHATWG: "data:" and at most one space), then the
@@ -103,6 +103,16 @@ ERROR_SHAPES = ErrorShapes(
     body=lambda code, message: compact_json(_openai_error(code, message)).encode(),
 )
 
+# ``finish_reason`` -> railings' stop reason. The first spelling of a stop reason is the
+# one the scripted server sends (``function_call`` is the legacy calls' reason).
+STOP_REASONS: dict[str, Stop] = {
+    "stop": Stop.END_TURN,
+    "length": Stop.MAX_TOKENS,
+    "tool_calls": Stop.TOOL_USE,
+    "function_call": Stop.TOOL_USE,
+    "content_filter": Stop.CONTENT_FILTER,
+}
+
 SPEC = ProviderSpec(
     name="openai",
     title="OpenAI Chat Completions",
@@ -111,6 +121,7 @@ SPEC = ProviderSpec(
     content_types=("text/event-stream",),
     path_suffixes=("/chat/completions",),
     default_base_url="https://api.openai.com/v1",
+    default_model="gpt-4.1-mini",
     base_url_env="OPENAI_BASE_URL",
     api_key_env="OPENAI_API_KEY",
     auth_header="authorization",
@@ -123,11 +134,7 @@ SPEC = ProviderSpec(
     asks_for_usage=True,
     proof=Proof(markers=frozenset({DONE}), data=frozenset({DONE}), proven_by_tail=proven_by_tail),
     stop_reasons=StopReasons(
-        # The first spelling of a stop reason is the one the scripted server sends.
-        wire={
-            w: STOP_REASON_TABLE[w]
-            for w in ("stop", "length", "tool_calls", "function_call", "content_filter")
-        },
+        wire=STOP_REASONS,
         nearest={
             "stop_sequence": "stop",
             "refusal": "content_filter",
@@ -135,7 +142,6 @@ SPEC = ProviderSpec(
             # No such stop here: a compatible server sends a botched call as text, "stop".
             "malformed_tool_use": "stop",
         },
-        table=STOP_REASON_TABLE,
     ),
     error_types=OPENAI_ERROR_TYPES,
     detection=Detection(

@@ -31,7 +31,7 @@ from railings.providers.base import (
     compact_json,
 )
 from railings.providers.openai_chat import OPENAI_ERROR_TYPES
-from railings.turn.stop_reason import _TABLE as STOP_REASON_TABLE
+from railings.stops import Stop
 from railings.wire._json import load_object
 from railings.wire.openai_responses import (
     COMPLETED,
@@ -41,7 +41,7 @@ from railings.wire.openai_responses import (
 )
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
 
-__all__ = ["COMPLETED_STATUS", "SPEC", "proven_by_tail"]
+__all__ = ["COMPLETED_STATUS", "SPEC", "STOP_REASONS", "proven_by_tail"]
 
 # The status of a response that ended naturally: ``tool_use`` when the turn has calls,
 # else ``end_turn`` (railings.turn.stop_reason derives it).
@@ -143,6 +143,13 @@ def _responses_error(code: str, message: str, number: int | None) -> bytes:
 # A non-streamed answer's error body is the one both OpenAI wires share.
 ERROR_SHAPES = ErrorShapes(event=_responses_error, body=openai_chat.ERROR_SHAPES.body)
 
+# No stop reason, only a status: ``completed`` (derived: ``tool_use`` with calls, else
+# ``end_turn``), or ``incomplete`` and its ``incomplete_details.reason``, these.
+STOP_REASONS: dict[str, Stop] = {
+    "max_output_tokens": Stop.MAX_TOKENS,
+    "content_filter": Stop.CONTENT_FILTER,
+}
+
 SPEC = ProviderSpec(
     name="openai-responses",
     title="OpenAI Responses",
@@ -152,6 +159,7 @@ SPEC = ProviderSpec(
     path_suffixes=("/responses",),
     # Both OpenAI wire formats read the ``OPENAI_`` variables: one SDK, one endpoint.
     default_base_url="https://api.openai.com/v1",
+    default_model="gpt-4.1-mini",
     base_url_env="OPENAI_BASE_URL",
     api_key_env="OPENAI_API_KEY",
     auth_header="authorization",
@@ -169,9 +177,7 @@ SPEC = ProviderSpec(
         proven_by_tail=proven_by_tail,
     ),
     stop_reasons=StopReasons(
-        # No stop reason, only a status: ``completed`` (derived), or ``incomplete`` and
-        # its ``incomplete_details.reason``.
-        wire={w: STOP_REASON_TABLE[w] for w in ("max_output_tokens", "content_filter")},
+        wire=STOP_REASONS,
         derived=frozenset({COMPLETED_STATUS}),
         nearest={
             "refusal": "content_filter",
@@ -181,11 +187,11 @@ SPEC = ProviderSpec(
             "pause_turn": COMPLETED_STATUS,
             "malformed_tool_use": COMPLETED_STATUS,
         },
-        table=STOP_REASON_TABLE,
     ),
     error_types=OPENAI_ERROR_TYPES,  # one platform: the same types as Chat Completions
     detection=Detection(event_prefixes=("response.",), markers=('"type":"response.',)),
     error_shapes=ERROR_SHAPES,
     numbered=True,
+    sequence_number=SEQUENCE_NUMBER,
     scripted=ScriptedShape(lead=4, seams=4),
 )

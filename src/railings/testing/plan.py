@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from railings.providers import anthropic, openai_chat, openai_responses
+from railings.providers import anthropic, openai_chat, openai_responses, stop_reason_on
 from railings.turn.repair import RepairPolicy, parse_arguments
 
 if TYPE_CHECKING:
@@ -126,14 +126,14 @@ def plan_turn(turn: ScriptTurn, max_tokens: int | None, new_id: Callable[[], str
 def openai_finish_reason(stop: str) -> str:
     """The Chat Completions ``finish_reason`` for a stop reason of either vocabulary; an
     unknown one verbatim (the inverse of the spec's stop-reason map)."""
-    return openai_chat.SPEC.stop_reasons.to_wire(stop) or stop
+    return stop_reason_on(openai_chat.SPEC, stop) or stop
 
 
 def responses_status(stop: str) -> tuple[str, str | None]:
     """The Responses API's ``(status, incomplete_details.reason)`` for a stop reason (the
     inverse of the spec's stop-reason map); an unknown one is an incomplete with that
     reason verbatim."""
-    wire = openai_responses.SPEC.stop_reasons.to_wire(stop)
+    wire = stop_reason_on(openai_responses.SPEC, stop)
     if wire == openai_responses.COMPLETED_STATUS:
         return wire, None
     return "incomplete", wire or stop
@@ -167,4 +167,4 @@ def assistant_turns(items: Any) -> int:
 def anthropic_stop_reason(stop: str) -> str:
     """The Messages API ``stop_reason`` for a stop reason of either vocabulary; an unknown
     one verbatim (the inverse of the spec's stop-reason map)."""
-    return anthropic.SPEC.stop_reasons.to_wire(stop) or stop
+    return stop_reason_on(anthropic.SPEC, stop) or stop

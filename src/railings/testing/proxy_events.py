@@ -16,13 +16,13 @@ import math
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from railings.providers import ProviderSpec
 from railings.testing import faults as F
 from railings.testing.faults import Fault
 from railings.testing.frames import Framing, Splitter
 from railings.testing.http import LAST_CHUNK, HTTPFault, abort_with_reset, encode_chunk
 from railings.testing.ids import Ids
 from railings.testing.wires import KitWire
-from railings.wire.openai_responses import SEQUENCE_NUMBER
 
 if TYPE_CHECKING:
     from railings.testing.proxy import ProxyRecord
@@ -303,7 +303,7 @@ async def _before_first(out: Out, fault: Fault, wire: KitWire, stream: _Seen, id
 
 def _inject_error(out: Out, fault: F.ErrorEvent, wire: KitWire, stream: _Seen, ids: Ids) -> None:
     created = stream.created() if wire.spec.numbered else {}
-    sequence = stream.next_sequence() if wire.spec.numbered else 0
+    sequence = stream.next_sequence(wire.spec) if wire.spec.numbered else 0
     event, what = wire.error_event(fault.type, ids, created, sequence)
     out.send(event, event=True)
     raise Stop(fault.end, f"injected {what} after {out.record.events_in} events ({fault.end} end)")
@@ -336,9 +336,9 @@ class _Seen:
             self.first = block
         self.last = block
 
-    def next_sequence(self) -> int:
-        m = SEQUENCE_NUMBER.search(self.last) if self.last is not None else None
-        return int(m.group(1)) + 1 if m is not None else 0
+    def next_sequence(self, spec: ProviderSpec) -> int:
+        numbers = spec.sequence_numbers(self.last) if self.last is not None else []
+        return numbers[0] + 1 if numbers else 0
 
     def created(self) -> dict[str, Any]:
         for line in (self.first or b"").splitlines():

@@ -5,7 +5,7 @@ Each answers its own paths (the model is part of Gemini's and Bedrock's), keys, 
 shapes and stream framing: Gemini SSE chunks whose last candidate carries the
 ``finishReason``, Bedrock event-stream frames ending in ``messageStop`` and
 ``metadata``, Ollama NDJSON lines ending in ``done: true``. The stop reasons are
-the inverse of each spec's map (``SPEC.stop_reasons.to_wire``), never a copy.
+the inverse of each spec's map (``railings.providers.stop_reason_on``), never a copy.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from railings.errors import RailingsError
-from railings.providers import ScriptedShape, bedrock, gemini, ollama
+from railings.providers import ScriptedShape, bedrock, gemini, ollama, stop_reason_on
 from railings.testing import wire_bedrock as wb
 from railings.testing import wire_gemini as wg
 from railings.testing import wire_ollama as wl
@@ -34,7 +34,7 @@ NDJSON = "application/x-ndjson"
 
 
 def _stop(wire: KitWire, plan: Plan) -> str:
-    return wire.spec.stop_reasons.to_wire(plan.stop_reason) or plan.stop_reason
+    return stop_reason_on(wire.spec, plan.stop_reason) or plan.stop_reason
 
 
 def _data(block: bytes) -> Any:

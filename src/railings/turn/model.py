@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from railings.stops import Stop, StopSource
 from railings.turn.parts import (
     JSON_TEXT_TYPES,
     ArgumentOrigin,
@@ -24,7 +25,6 @@ from railings.turn.parts import (
     ThinkingPart,
     ToolCall,
 )
-from railings.turn.stop_reason import Stop, StopSource
 
 __all__ = [
     "JSON_TEXT_TYPES",

@@ -1,7 +1,11 @@
-"""Stop reasons: one normalized vocabulary, derivation when the wire is silent, and the
+"""Stop reasons: normalization, derivation when the wire is silent, and the
 truncation predicate with its provider exemption table.
 
-Normalization (wire spelling -> railings):
+Each provider module owns its wire's spellings (its public ``STOP_REASONS``, the
+spec's ``stop_reasons.wire``); this module normalizes with their union, which it reads
+from the registry (:func:`railings.providers.stop_reasons`), and the normalized
+vocabulary itself (:class:`Stop`) is :mod:`railings.stops`, below both. Together the
+providers' tables say (wire spelling -> railings):
 
 ============================================  ===============
 ``length``, ``max_tokens``, ``max_output_tokens``  ``max_tokens``
@@ -18,8 +22,8 @@ Gemini ``SAFETY``, ``RECITATION``, ``LANGUAGE``,     ``content_filter``
 Gemini ``MALFORMED_FUNCTION_CALL``,                  ``malformed_tool_use``
 ``UNEXPECTED_TOOL_CALL``, ``TOO_MANY_TOOL_CALLS``;
 Bedrock ``malformed_tool_use``
-``completed`` (Responses API status)               ``tool_use`` if the turn has tool
-                                                    calls, else ``end_turn``
+``completed`` (Responses API status, a           ``tool_use`` if the turn has tool
+spec's ``derived`` spelling)                     calls, else ``end_turn``
 anything else (Gemini ``OTHER``, Ollama             lowercased as is
 ``load`` / ``unload``)
 ============================================  ===============
@@ -45,14 +49,16 @@ an agent told "finished" would leave the model waiting for results.
 
 from __future__ import annotations
 
-from collections.abc import Set
-from enum import StrEnum
+from collections.abc import Mapping, Set
 
+from railings.providers import derived_stop_reasons, stop_reasons
+from railings.stops import Stop, StopSource
 from railings.turn.limit import reached_limit
 
 __all__ = [
     "DEFAULT_EXEMPTIONS",
     "MAX_TOKENS",
+    "TABLE",
     "Stop",
     "StopSource",
     "derive_stop_reason",
@@ -60,66 +66,13 @@ __all__ = [
     "normalize_stop_reason",
 ]
 
-
-class Stop(StrEnum):
-    """A normalized stop reason (the right column of the module table). A ``StrEnum``:
-    each member is its string, so ``turn.stop_reason == "max_tokens"`` and the JSON
-    report read the same as before the enum."""
-
-    MAX_TOKENS = "max_tokens"
-    END_TURN = "end_turn"
-    TOOL_USE = "tool_use"
-    CONTENT_FILTER = "content_filter"
-    STOP_SEQUENCE = "stop_sequence"
-    REFUSAL = "refusal"
-    PAUSE_TURN = "pause_turn"
-    MALFORMED_TOOL_USE = "malformed_tool_use"
-
-
-class StopSource(StrEnum):
-    """Where a turn's stop reason came from: the WIRE said it, or railings DERIVED it
-    from the turn (the derivation rule, :func:`derive_stop_reason`)."""
-
-    WIRE = "wire"
-    DERIVED = "derived"
-
-
 MAX_TOKENS = Stop.MAX_TOKENS
 
-_TABLE: dict[str, Stop] = {
-    "length": Stop.MAX_TOKENS,
-    "max_tokens": Stop.MAX_TOKENS,
-    "max_output_tokens": Stop.MAX_TOKENS,
-    "stop": Stop.END_TURN,
-    "end_turn": Stop.END_TURN,
-    "tool_calls": Stop.TOOL_USE,
-    "function_call": Stop.TOOL_USE,
-    "tool_use": Stop.TOOL_USE,
-    "content_filter": Stop.CONTENT_FILTER,
-    "stop_sequence": Stop.STOP_SEQUENCE,
-    "refusal": Stop.REFUSAL,
-    "pause_turn": Stop.PAUSE_TURN,
-    # The window filled while the model wrote: an output-limit cut (module docstring).
-    "model_context_window_exceeded": Stop.MAX_TOKENS,
-    # Gemini finishReason (lower-cased) and Bedrock stopReason: content filtering.
-    "safety": Stop.CONTENT_FILTER,
-    "recitation": Stop.CONTENT_FILTER,
-    "language": Stop.CONTENT_FILTER,
-    "blocklist": Stop.CONTENT_FILTER,
-    "prohibited_content": Stop.CONTENT_FILTER,
-    "spii": Stop.CONTENT_FILTER,
-    "image_safety": Stop.CONTENT_FILTER,
-    "image_prohibited_content": Stop.CONTENT_FILTER,
-    "image_recitation": Stop.CONTENT_FILTER,
-    "jailbreak": Stop.CONTENT_FILTER,
-    "guardrail_intervened": Stop.CONTENT_FILTER,
-    "content_filtered": Stop.CONTENT_FILTER,
-    # The model's tool call was not well formed: none of the turn's calls runs.
-    "malformed_tool_use": Stop.MALFORMED_TOOL_USE,
-    "malformed_function_call": Stop.MALFORMED_TOOL_USE,
-    "unexpected_tool_call": Stop.MALFORMED_TOOL_USE,
-    "too_many_tool_calls": Stop.MALFORMED_TOOL_USE,
-}
+# The normalization table: every provider's spellings (each provider module's
+# ``STOP_REASONS``, through its spec), lower-cased, from the registry.
+TABLE: Mapping[str, Stop] = stop_reasons()
+# Spellings whose meaning the turn decides: the Responses status ``completed``.
+_DERIVED: frozenset[str] = derived_stop_reasons()
 
 # Providers known to report a length stop on turns that ended normally. The truncation
 # gate stays open for them. Deliberately empty: an entry needs a caught repeat offender,
@@ -131,9 +84,9 @@ def normalize_stop_reason(wire: str, *, saw_tool_use: bool = False) -> str:
     """The railings spelling of a wire stop reason (see the module table): a :class:`Stop`
     for every spelling the table knows, an unknown one lowercased as is."""
     lowered = wire.strip().lower()
-    if lowered == "completed":
+    if lowered in _DERIVED:
         return Stop.TOOL_USE if saw_tool_use else Stop.END_TURN
-    normalized = _TABLE.get(lowered, lowered)
+    normalized = TABLE.get(lowered, lowered)
     if normalized == Stop.END_TURN and saw_tool_use:
         return Stop.TOOL_USE  # the turn asks the client to act (module docstring)
     return normalized

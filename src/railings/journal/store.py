@@ -10,6 +10,8 @@ can take the last commits back (set ``durable=True`` for ``synchronous=FULL``).
 Two processes may write the same journal: WAL allows it, and a busy timeout
 makes a writer wait for the other instead of failing.
 
+The agent and the gateway both write here (see :mod:`railings.journal`).
+
 Every string is passed through :func:`railings.redact.redact_json` before it is
 written: API keys and authorization headers never reach the journal, nor does
 the password of a base URL. Streamed text arrives already held back and
@@ -18,7 +20,7 @@ deltas is not stored piece by piece either.
 
 The journal is the user's alone: the directories made for it are 0700, the database
 0600 (and so SQLite's ``-wal`` / ``-shm`` files); an existing one that other users can
-read gets one warning line (:mod:`railings.agent.private`).
+read gets one warning line (:mod:`railings.journal.private`).
 
 A damaged file is read, not fatal: a file that is not a usable database is a
 :class:`~railings.errors.ConfigurationError` (one line, exit 2 in the CLI), and
@@ -48,8 +50,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from railings.agent.private import create_private, warn_if_shared
 from railings.errors import ConfigurationError
+from railings.journal.private import create_private, warn_if_shared
 from railings.redact import redact_json
 from railings.turn.model import Turn
 from railings.turn.verdict import judge
