@@ -1,11 +1,16 @@
 """The reader's fast path for SSE streams: whole ``data:`` blocks read straight from bytes.
 
+An acceleration (:mod:`railings.accelerations`): :class:`FastStreamReader` is the plain
+:class:`~railings.turn.reader.StreamReader` with this layer on top, which
+``StreamReader(...)`` returns while the switch is on. The plain reader is the
+specification; everything below says why this one returns the same.
+
 Nearly every block an LLM provider sends is ``data: {json}\\n\\n`` or ``event: name\\n
 data: {json}\\n\\n``, and nearly every one of those is a text or argument fragment. For
 those, the general path decodes the bytes to text, runs the WHATWG line rules, builds a
 :class:`~railings.wire.sse.ServerSentEvent`, encodes the data back to bytes for jiter,
 walks the decoder's handler tables and dispatches each event in the assembler.
-:meth:`FastReading._fast` does the same work in one loop over the bytes: ``bytes.split``
+:meth:`FastStreamReader._fast` does the same work in one loop over the bytes: ``bytes.split``
 at the blank lines, the JSON parsed from the chunk's own bytes, the decoder's commonest
 block recognised by one function (``feed_common``) that builds its one event directly,
 else its handler table called directly (``feed_sse_object``), the fragment appended
@@ -57,7 +62,7 @@ verdict, ``events_seen`` and the SSE decoder's state):
   without a ``feed_sse_object`` -- stops the loop at that block's first byte, a block
   boundary, and the rest of the chunk goes through the general path, which from a
   boundary decodes it exactly as it would have inside the whole chunk.
-* Around it (:class:`FastReading`): a chunk that starts inside a block gives the
+* Around it (:class:`FastStreamReader`): a chunk that starts inside a block gives the
   decoder that block's end first (up to its blank line), then the fast path reads from
   there (a chunk that does not end the block is the decoder's whole, as the fast path
   could read none of it); the start of a block a chunk ends in is held back and
@@ -72,7 +77,7 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from railings.errors import MalformedStream
 from railings.events import (
@@ -82,24 +87,21 @@ from railings.events import (
     TextDelta,
     ToolArgumentsDelta,
 )
-from railings.turn.assembler import TurnAssembler
+from railings.turn.reader import StreamReader
 from railings.turn.template import BlockTemplate
 from railings.turn.termination import State
 from railings.wire._events import Holes
 from railings.wire._json import parse_bytes
 from railings.wire.sse import SSEDecoder
 
-if TYPE_CHECKING:
-    from railings.providers import ProviderDecoder, ProviderSpec
-    from railings.turn.framing import Framer
-
-__all__ = ["FastReading", "FeedCommon", "FeedObject", "eligible"]
+__all__ = ["FastStreamReader", "FeedCommon", "FeedObject", "eligible"]
 
 FeedObject = Callable[[str, dict[str, Any]], list[StreamEvent]]
 FeedCommon = Callable[[str, dict[str, Any]], StreamEvent | None]
 HolesOf = Callable[[str, dict[str, Any], StreamEvent], Holes]
 
 _ENDING = (TerminationProof, ProviderErrorEvent)  # the events after which a turn may be over
+_STREAMING = State.STREAMING
 _utf8_decode = codecs.utf_8_decode
 _NAMES = 64  # how many event names one stream's cache keeps
 _LEARNS = 8  # how many block templates one stream may learn (template.py)
@@ -133,19 +135,17 @@ def _length(blocks: list[bytes], count: int) -> int:
     return sum(map(len, blocks[:count])) + 2 * count
 
 
-class FastReading:
-    """The fast path's side of :class:`~railings.turn.reader.StreamReader`: which chunks
-    go to :meth:`_fast`, and the bytes it holds back (the start of a block, so the
-    SSE decoder stays between blocks; it completes no event, so the decoder gets it with
-    the next bytes, or at close, with the same result)."""
+class FastStreamReader(StreamReader):
+    """:class:`~railings.turn.reader.StreamReader` with the fast path: which chunks go to
+    :meth:`_fast`, and the bytes it holds back (the start of a block, so the SSE decoder
+    stays between blocks; it completes no event, so the decoder gets it with the next
+    bytes, or at close, with the same result). Made by ``StreamReader(...)`` while the
+    accelerations are on, or ``StreamReader(..., fast=True)``."""
 
-    _framer: Framer | None
-    _assembler: TurnAssembler | None
-    _decoder: ProviderDecoder | None
-    _max: int
-    events_seen: int
+    accelerated = True
 
-    def __init__(self) -> None:
+    def __init__(self, provider: str = "auto", **options: Any) -> None:
+        super().__init__(provider, **options)
         self._carry = b""  # the bytes held back
         self._ready: FeedObject | None = None  # set while feed may go to _fast directly
         self._names: dict[bytes, str] = {}  # the event names decoded so far
@@ -169,21 +169,33 @@ class FastReading:
         state["_learns"] = 0
         return state
 
-    if TYPE_CHECKING:
+    def feed(self, chunk: bytes) -> list[StreamEvent]:
+        """:meth:`StreamReader.feed <railings.turn.reader.StreamReader.feed>`, equal."""
+        ready, assembler = self._ready, self._assembler
+        if ready and chunk and assembler and assembler.machine.state is _STREAMING:
+            # Nothing changed since the fast path last read (see _frames): the turn is open
+            # and the SSE decoder between blocks, so every check of the plain feed passes.
+            return self._fast(ready, chunk, [])
+        return super().feed(chunk)
 
-        @property
-        def terminated(self) -> bool:
-            """The reader's: the turn has ended."""
+    def _frames(self, chunk: bytes, *, final: bool) -> list[StreamEvent]:
+        self._ready = None
+        framer_ = self._framer
+        if not final and type(framer_) is SSEDecoder:
+            return self._fast_frames(framer_, chunk, [])
+        return super()._frames(chunk, final=final)
 
-        @property
-        def reads_on(self) -> bool:
-            """The reader's: bytes may still change the turn."""
-
-        @property
-        def _spec(self) -> ProviderSpec | None: ...
-        def _decode(
-            self, chunk: bytes, final: bool, out: list[StreamEvent]
-        ) -> list[StreamEvent]: ...
+    def close(self) -> list[StreamEvent]:
+        """:meth:`StreamReader.close <railings.turn.reader.StreamReader.close>`, equal: the
+        bytes held back go to the decoder first."""
+        if self._closed:
+            return []
+        self._ready = None
+        out: list[StreamEvent] = []
+        if self._carry:
+            chunk, self._carry = self._carry, b""
+            out += self._decode(chunk, False, [])
+        return out + super().close()
 
     def _fast_frames(
         self, framer_: SSEDecoder, chunk: bytes, out: list[StreamEvent]
