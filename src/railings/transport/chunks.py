@@ -22,7 +22,10 @@ mid-body is ``read_eof``.
 
 This is hand-written because it is the read path's hottest loop and because it must
 stay exactly h11's decoding: ``tests/test_transport_chunks.py`` runs random bodies, cut
-at random, through both and compares every byte and every outcome.
+at random, through both and compares every byte and every outcome. It takes the place of
+a private class of h11 and repeats h11's own footer check, so, like :mod:`.bulk`, which
+alone installs it, it is used only on the h11 version the suite verified
+(:mod:`.verified`) and only while the accelerations are on.
 """
 
 from __future__ import annotations

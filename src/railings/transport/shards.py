@@ -34,6 +34,12 @@ httpx2 does, wherever HTTP/2 may be used: an ``https`` origin with HTTP/2 on
 A plain ``http`` origin, or HTTP/2 turned off -- in the config, or for good by
 the HTTP/2 -> HTTP/1.1 fallback (:mod:`.fallback`), whose HTTP/1.1 client is
 built anew -- gets the shards.
+
+Shards and the bulk read path are accelerations (:mod:`railings.accelerations`): with the
+switch off, :func:`pooled` returns httpx2's own ``AsyncHTTPTransport``, one pool of the
+same limits. The bulk read path uses private names of httpx2, httpcore2 and h11, so it is
+used only on the versions the suite verified (:mod:`.verified`); on others the shards
+hold httpx2's own transports.
 """
 
 from __future__ import annotations
@@ -43,6 +49,8 @@ from collections.abc import AsyncIterator, Callable
 
 import httpx2
 
+from railings import accelerations
+from railings.transport import verified
 from railings.transport.bulk import BulkTransport
 
 __all__ = ["SHARD", "ShardedTransport", "pooled"]
@@ -140,16 +148,20 @@ def pooled(
     http2: bool, verify: ssl.SSLContext | bool, size: int, *, tls: bool = True
 ) -> httpx2.AsyncBaseTransport:
     """The client's default transport: httpx2's, with a pool of ``size`` connections (the
-    official SDKs' 1,000), 100 of them kept alive when idle, each reading its HTTP/1.1
-    bodies in bulk (:mod:`.bulk`); split into shards of :data:`SHARD` unless HTTP/2 may
-    be used (``http2`` on an origin spoken to over TLS, ``tls``: see the module
-    docstring)."""
+    official SDKs' 1,000), 100 of them kept alive when idle. With the accelerations on
+    (read here, when a client builds its transport), each reads its HTTP/1.1 bodies in
+    bulk (:mod:`.bulk`, on the verified versions only), and the pool is split into shards
+    of :data:`SHARD` unless HTTP/2 may be used (``http2`` on an origin spoken to over TLS,
+    ``tls``: see the module docstring). Off: httpx2's ``AsyncHTTPTransport`` as it is."""
     context = httpx2.create_ssl_context(verify=verify)  # one for all the shards
     limits = httpx2.Limits(max_connections=size, max_keepalive_connections=min(100, size))
+    if not accelerations.enabled():
+        return httpx2.AsyncHTTPTransport(http2=http2, verify=context, limits=limits)
+    kind = BulkTransport if verified.MATCHES else httpx2.AsyncHTTPTransport
     if http2 and tls:
-        return BulkTransport(http2=True, verify=context, limits=limits)
+        return kind(http2=True, verify=context, limits=limits)
 
     def shard(limits: httpx2.Limits) -> httpx2.AsyncBaseTransport:
-        return BulkTransport(http2=http2, verify=context, limits=limits)
+        return kind(http2=http2, verify=context, limits=limits)
 
     return ShardedTransport(shard, limits)
