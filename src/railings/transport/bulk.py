@@ -4,9 +4,9 @@ A provider flushes one SSE event per HTTP chunk. httpcore2 reads the socket 64 K
 at a time, but hands the body up one chunk per step, each through seven async
 generator layers (httpcore2's connection, response stream and pool stream, httpx2's
 response stream, bound stream, ``aiter_raw`` and ``aiter_bytes``) and then through the
-client's own per-chunk work: measured on loopback, those steps cost more than
-decoding the event. When the client is busier than the socket, one read holds
-dozens of chunks.
+client's own per-chunk work, which on loopback cost more than decoding the event
+(docs/PERFORMANCE.md, "The read path"). When the client is busier than the socket,
+one read holds dozens of chunks.
 
 :class:`BulkTransport` is httpx2's own ``AsyncHTTPTransport``, except that each
 HTTP/1.1 connection of its pool hands over, per step, every chunk that h11 has

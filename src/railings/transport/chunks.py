@@ -2,10 +2,10 @@
 
 h11 decodes a chunked body one chunk per ``next_event()``: a line match, a ``Data``
 event and a pass through its state machine for each chunk. A provider flushes one SSE
-event per chunk, so on loopback that costs about as much as decoding the SSE event
-itself. :class:`ChunksInBulk` takes the place of h11's ``ChunkedReader`` for one
-response body and returns, per call, one ``Data`` event holding every chunk in h11's
-receive buffer.
+event per chunk, so on loopback that is a cost of the order of decoding the SSE event
+itself (docs/PERFORMANCE.md, "The read path"). :class:`ChunksInBulk` takes the place of
+h11's ``ChunkedReader`` for one response body and returns, per call, one ``Data`` event
+holding every chunk in h11's receive buffer.
 
 Theory of operation. The reader decodes only the common chunk itself: a size line of
 1 to 20 hex digits and CRLF (what h11 accepts when there is no extension and no

@@ -3,9 +3,9 @@
 httpcore2's pool runs one pass over all its connections each time a request
 arrives and each time a response closes, and in that pass it probes every idle
 connection's socket (a ``poll``) to see whether the server closed it. With N
-connections that is O(N) per request, O(N^2) for a burst: measured on loopback,
-at 100 concurrent streams the probes were most of a turn's own cost, and at 1,000
-the passes took more CPU than the streams' events.
+connections that is O(N) per request, O(N^2) for a burst: with hundreds of
+concurrent streams the passes cost more CPU than the streams' events
+(docs/PERFORMANCE.md, "The read path").
 
 :class:`ShardedTransport` keeps ``ceil(max_connections / SHARD)`` ordinary httpx2
 transports (never more than ``max_keepalive_connections``, so each keeps at least

@@ -52,8 +52,8 @@ verdict, ``events_seen`` and the SSE decoder's state):
   ``feed_common`` would return for the object the block parses to, or None, and the
   block is then parsed as above. The template is learned from a block ``feed_common``
   took, at most ``_LEARNS`` times per stream. The Responses API's text deltas have three
-  holes in a small object, which jiter parses faster than a template reads them
-  (``docs/PERFORMANCE.md``, change 10), so its decoder offers none.
+  holes in a small object, which jiter parses for less than a template reads them
+  (``bench/templates.py``, ``docs/PERFORMANCE.md``), so its decoder offers none.
 * The field lines of the last block (``data: `` or an ``event:`` line and ``data: ``) are
   kept with the event they name: a block that starts with those bytes is that event's
   data, as the ``event:`` line holds no LF.
