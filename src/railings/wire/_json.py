@@ -13,8 +13,8 @@ Parsing each event's data is the largest single cost of reading a stream (see
   ``*.done`` and ``response.completed`` events repeat the whole text), and there the
   stdlib's scanner is the faster of the two (``bench/long_json.py``,
   ``docs/PERFORMANCE.md``). ``json.loads`` ends in that same call, after three
-  Python-level wrappers and two regex matches for surrounding whitespace, a large
-  part of its time on an event-sized chunk.
+  Python-level wrappers and two regex matches for surrounding whitespace, which on
+  an event-sized chunk cost enough to be worth skipping.
 
 The fast path only ever *accepts*: whenever it fails or sees anything unusual
 (leading or trailing whitespace or extra data for the scanner; a lone
