@@ -92,6 +92,7 @@ from railings.turn.template import BlockTemplate
 from railings.turn.termination import State
 from railings.wire._events import Holes
 from railings.wire._json import parse_bytes
+from railings.wire.blocks import split_plain
 from railings.wire.sse import SSEDecoder
 
 __all__ = ["FastStreamReader", "FeedCommon", "FeedObject", "eligible"]
@@ -261,8 +262,7 @@ class FastStreamReader(StreamReader):
         ):
             self._ready = None
             return self._decode(chunk, False, out)
-        blocks = chunk.split(b"\n\n")
-        rest = blocks.pop()  # what follows the last blank line: not a whole block
+        blocks, rest = split_plain(chunk)  # rest: what follows the last blank line
         names, common, template = self._names, self._common, self._template
         apply, append = assembler.apply, out.append
         texts = assembler.open_text
