@@ -1,13 +1,11 @@
 """The reader's fast path for SSE streams: whole ``data:`` blocks read straight from bytes.
 
 An acceleration (:mod:`railings.accelerations`): :class:`FastStreamReader` is the plain
-:class:`~railings.turn.reader.StreamReader` with this layer on top, which
-``StreamReader(...)`` returns while the switch is on. The plain reader is the
-specification; everything below says why this one returns the same.
+reader, the specification, with this layer on top; below is why it returns the same.
 
 Nearly every block an LLM provider sends is ``data: {json}\\n\\n`` or ``event: name\\n
 data: {json}\\n\\n``, and nearly every one of those is a text or argument fragment. For
-those, the general path decodes the bytes to text, runs the WHATWG line rules, builds a
+those, the plain path decodes the bytes to text, runs the WHATWG line rules, builds a
 :class:`~railings.wire.sse.ServerSentEvent`, encodes the data back to bytes for jiter,
 walks the decoder's handler tables and dispatches each event in the assembler.
 :meth:`FastStreamReader._fast` does the same work in one loop over the bytes: ``bytes.split``
@@ -22,7 +20,7 @@ verdict, ``events_seen`` and the SSE decoder's state):
 
 * It runs only from a block boundary (:attr:`SSEDecoder.between_blocks`: nothing
   buffered, no CR pending, no invalid UTF-8 seen yet), on a chunk that has no CR and is
-  no larger than the event size limit (so the general path could not have raised
+  no larger than the event size limit (so the plain path could not have raised
   ``EventTooLarge`` on it either). There a block of LF-ended lines ``data: X`` or
   ``event: N`` + ``data: X`` is, by WHATWG's rules, exactly one event ``(N or
   "message", X)``: no BOM can be stripped, no ID or retry changes, no comment counted.
@@ -30,7 +28,7 @@ verdict, ``events_seen`` and the SSE decoder's state):
   decoded strictly (the name once per stream, cached), and the data is parsed from its
   bytes, which accepts nothing but UTF-8 (``parse_bytes``). A block that is not stops the
   loop there, so the SSE decoder sees and counts it. The blocks read before it are the
-  general path's too: its invalid-UTF-8 rule faults only the events from the first
+  plain path's too: its invalid-UTF-8 rule faults only the events from the first
   invalid bytes on (:attr:`SSEDecoder.clean_events`), so a U+FFFD the model wrote in a
   block before them is text on both paths.
 * Each block is decoded only when its data is one line that jiter (or the stdlib's
@@ -60,7 +58,7 @@ verdict, ``events_seen`` and the SSE decoder's state):
 * Anything else -- a comment, an ``id:`` or ``retry:`` field, ``data:`` without its
   space, several data lines, data that is not a JSON object, a decoder or framing
   without a ``feed_sse_object`` -- stops the loop at that block's first byte, a block
-  boundary, and the rest of the chunk goes through the general path, which from a
+  boundary, and the rest of the chunk goes through the plain path, which from a
   boundary decodes it exactly as it would have inside the whole chunk.
 * Around it (:class:`FastStreamReader`): a chunk that starts inside a block gives the
   decoder that block's end first (up to its blank line), then the fast path reads from
@@ -137,11 +135,10 @@ def _length(blocks: list[bytes], count: int) -> int:
 
 
 class FastStreamReader(StreamReader):
-    """:class:`~railings.turn.reader.StreamReader` with the fast path: which chunks go to
-    :meth:`_fast`, and the bytes it holds back (the start of a block, so the SSE decoder
-    stays between blocks; it completes no event, so the decoder gets it with the next
-    bytes, or at close, with the same result). Made by ``StreamReader(...)`` while the
-    accelerations are on, or ``StreamReader(..., fast=True)``."""
+    """:class:`~railings.turn.reader.StreamReader` with the fast path (``StreamReader(...)``
+    while the accelerations are on): which chunks go to :meth:`_fast`, and the bytes it
+    holds back (the start of a block, so the SSE decoder stays between blocks; it completes
+    no event, so the decoder gets it with the next bytes, or at close, the same)."""
 
     accelerated = True
 
@@ -161,34 +158,24 @@ class FastStreamReader(StreamReader):
         self._learns = _LEARNS  # how many more templates this stream may learn
 
     def __getstate__(self) -> dict[str, Any]:
-        """A copy made by pickle (the fuzz's forking reader, another process) keeps no
-        learned template: a template holds its decoder's checks as closures, which pickle
-        cannot copy, and it is a cache of what ``feed_common`` would return. The copy
-        reads its next common blocks without one, with the same events."""
+        """A pickled copy (the fuzz's forking reader) keeps no learned template: its checks
+        are closures pickle cannot copy, and it only caches what ``feed_common`` returns."""
         state = self.__dict__.copy()
         state["_template"] = None
         state["_learns"] = 0
         return state
 
     def feed(self, chunk: bytes) -> list[StreamEvent]:
-        """:meth:`StreamReader.feed <railings.turn.reader.StreamReader.feed>`, equal."""
+        """The plain ``feed``'s events, by :meth:`_fast` where it may read the chunk."""
         ready, assembler = self._ready, self._assembler
         if ready and chunk and assembler and assembler.machine.state is _STREAMING:
-            # Nothing changed since the fast path last read (see _frames): the turn is open
-            # and the SSE decoder between blocks, so every check of the plain feed passes.
+            # Nothing changed since _fast last read: the turn is open and the SSE decoder
+            # between blocks, so every check of the plain feed passes.
             return self._fast(ready, chunk, [])
         return super().feed(chunk)
 
-    def _frames(self, chunk: bytes, *, final: bool) -> list[StreamEvent]:
-        self._ready = None
-        framer_ = self._framer
-        if not final and type(framer_) is SSEDecoder:
-            return self._fast_frames(framer_, chunk, [])
-        return super()._frames(chunk, final=final)
-
     def close(self) -> list[StreamEvent]:
-        """:meth:`StreamReader.close <railings.turn.reader.StreamReader.close>`, equal: the
-        bytes held back go to the decoder first."""
+        """The plain ``close``, after the bytes held back went to the decoder."""
         if self._closed:
             return []
         self._ready = None
@@ -198,11 +185,14 @@ class FastStreamReader(StreamReader):
             out += self._decode(chunk, False, [])
         return out + super().close()
 
-    def _fast_frames(
-        self, framer_: SSEDecoder, chunk: bytes, out: list[StreamEvent]
-    ) -> list[StreamEvent]:
+    def _frames(self, chunk: bytes, *, final: bool) -> list[StreamEvent]:
         """``chunk`` for an SSE stream: by the fast path where it may read it, else (and
-        after it) by the general one, ``_decode``."""
+        after it) by the plain one, ``_decode``."""
+        self._ready = None
+        framer_ = self._framer
+        if final or type(framer_) is not SSEDecoder:
+            return super()._frames(chunk, final=final)
+        out: list[StreamEvent] = []
         feed_object = self._feed_object()
         # Where the decoder is inside a block (nothing is held back then) the block's end
         # goes to it first; a chunk that does not end the block is all the decoder's, and
@@ -211,7 +201,7 @@ class FastStreamReader(StreamReader):
         if (
             feed_object is not None
             and self._assembler is not None
-            and self._assembler.machine.state is State.STREAMING
+            and self._assembler.machine.state is _STREAMING
             and not framer_.invalid_utf8
             and (framer_.between_blocks or self._carry or (cut := chunk.find(b"\n\n") + 2) > 1)
             and eligible(self._carry + chunk if self._carry else chunk, self._max)
@@ -238,9 +228,9 @@ class FastStreamReader(StreamReader):
     ) -> list[StreamEvent]:
         """``chunk`` (after the bytes held back), fed with the SSE decoder between blocks
         and the turn streaming: its plain blocks read straight from the bytes, the rest of
-        it (from the first other block) by the general path, ``_decode``.
+        it (from the first other block) by the plain path, ``_decode``.
 
-        What it skips, and why the result is the general path's (the module docstring has
+        What it skips, and why the result is the plain path's (the module docstring has
         the SSE side): the text of the chunk (each data is parsed from its bytes); the
         ``ServerSentEvent``; for the decoder's commonest block (``feed_common``: a text or
         argument fragment) the handler table's lookups, lists and calls, since it returns
@@ -352,7 +342,7 @@ class FastStreamReader(StreamReader):
                 return out
             self._ready = None
             return self._decode(rest, False, out)
-        # Another block: it and what follows go through the general path, from a boundary.
+        # Another block: it and what follows go through the plain path, from a boundary.
         read = _length(blocks, frames)
         self.events_seen += frames
         framer_.skip(read)
@@ -363,7 +353,7 @@ class FastStreamReader(StreamReader):
         self, framer_: SSEDecoder, chunk: bytes, read: int, frames: int, out: list[StreamEvent]
     ) -> list[StreamEvent]:
         """The turn ended at the block that ends at ``read``: the SSE decoder still counts
-        the events after it in the chunk, as the general path decodes the whole chunk before
+        the events after it in the chunk, as the plain path decodes the whole chunk before
         the end is seen."""
         self.events_seen += frames
         framer_.skip(read)

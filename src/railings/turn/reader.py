@@ -23,12 +23,8 @@ end the turn the same way. A framer refusal takes effect right after the frames 
 chunk completed before it, in the same ``feed`` (the framer's ``failure``), so the
 turn, Empty or Partial, is the same however the bytes were split.
 
-This is the plain path, and the specification: each chunk goes through the framer, the
-decoder and the assembler, and nothing else. The fast path
-(:class:`~railings.turn.fastpath.FastStreamReader`) is an optional layer on top of it, a
-subclass that ``StreamReader(...)`` returns while the accelerations are on
-(:mod:`railings.accelerations`; ``fast=`` decides for one reader);
-``tests/test_fastpath.py`` holds the two equal.
+This is the plain path, the specification: framer, decoder, assembler, nothing else. The
+fast path is a layer on top, :class:`~railings.turn.fastpath.FastStreamReader`.
 """
 
 from __future__ import annotations
@@ -95,12 +91,10 @@ class StreamReader:
     completed (Gemini's proof among them). ``turn()`` gives the verdict-ready
     :class:`Turn` once the stream has terminated.
 
-    ``fast``: True gives the reader with the fast path
-    (:class:`~railings.turn.fastpath.FastStreamReader`, equal events and turn), False the
-    plain one, None (the default) whichever the accelerations switch says
-    (:mod:`railings.accelerations`). As ``pathlib.Path()`` returns a ``PosixPath``,
-    ``StreamReader(...)`` returns the subclass it chose; a subclass of its own is made as
-    it is.
+    ``fast``: True gives the fast path (:class:`~railings.turn.fastpath.FastStreamReader`,
+    equal events and turn), False this plain one, None whichever the accelerations switch
+    says (:mod:`railings.accelerations`). As ``pathlib.Path()`` returns a ``PosixPath``,
+    ``StreamReader(...)`` returns the class it chose; a subclass is made as it is.
     """
 
     accelerated = False  # this class reads every chunk by the plain path
@@ -108,8 +102,7 @@ class StreamReader:
     def __new__(cls, *args: Any, fast: bool | None = None, **options: Any) -> StreamReader:
         """The reader the switch (or ``fast``) chose: the fast one, or this class."""
         if cls is StreamReader and (SWITCH.on if fast is None else fast):
-            # The fast layer imports this module, so it is imported here, once it is asked.
-            from railings.turn.fastpath import FastStreamReader
+            from railings.turn.fastpath import FastStreamReader  # (it imports this module)
 
             cls = FastStreamReader
         return super().__new__(cls)
