@@ -57,7 +57,7 @@ def read_path(request: pytest.FixtureRequest) -> Iterator[str]:
 def _kinds(transport: httpx2.AsyncBaseTransport) -> set[type]:
     """The classes of the transports that carry the requests."""
     if isinstance(transport, ShardedTransport):
-        return {type(transport._make(limits)) for limits in transport.limits}
+        return {type(transport.make(limits)) for limits in transport.limits}
     return {type(transport)}
 
 

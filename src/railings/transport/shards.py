@@ -69,7 +69,7 @@ class ShardedTransport(httpx2.AsyncBaseTransport):
         count = 1 if size is None else -(-size // SHARD)  # no bound: one pool, as given
         if keep:  # every shard keeps a connection alive (none kept: no bound on shards)
             count = min(count, keep)
-        self._make = make
+        self.make = make  # builds each shard's transport from its limits
         # Each shard's limits: the totals split exactly (the module docstring).
         self.limits = [
             httpx2.Limits(
@@ -89,7 +89,7 @@ class ShardedTransport(httpx2.AsyncBaseTransport):
         index = load.index(min(load))
         shard = self.shards[index]
         if shard is None:
-            shard = self.shards[index] = self._make(self.limits[index])
+            shard = self.shards[index] = self.make(self.limits[index])
         load[index] += 1
         try:
             response = await shard.handle_async_request(request)
