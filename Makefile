@@ -8,7 +8,7 @@ LINTED := src tests tools bench
 # pytest-xdist workers: one per core by default; PYTEST_ARGS adds options (e.g. -k NAME, -n 0).
 JOBS ?= auto
 
-.PHONY: help test lint demo bench e2e-bench gateway-bench fuzz soak measure sdk-suites clean
+.PHONY: help test test-plain lint demo bench e2e-bench gateway-bench fuzz soak measure sdk-suites clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  make %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -27,6 +27,9 @@ $(BENCH_STAMP): $(STAMP)
 
 test: lint ## ruff, ruff format, mypy and the whole test suite (about 4 min; +1 min first install)
 	$(BIN)/python -m pytest -q -n $(JOBS) $(PYTEST_ARGS)
+
+test-plain: $(STAMP) ## the whole test suite with every acceleration off, RAILINGS_ACCELERATE=0 (about 4 min)
+	RAILINGS_ACCELERATE=0 $(BIN)/python -m pytest -q -n $(JOBS) $(PYTEST_ARGS)
 
 lint: $(STAMP) ## ruff check, ruff format --check and mypy --strict only (about 20 s)
 	$(BIN)/ruff check $(LINTED)

@@ -20,6 +20,8 @@ The consumers:
 * ``httpx-sse``: httpx-sse's decoder and ``json.loads``, with the few dict
   lookups a hand-written client needs. No checks: the lean baseline.
 * ``railings``: the sans-IO core, ``StreamReader`` bytes -> turn.
+* ``railings-plain``: the same with every acceleration off (``fast=False``: the plain
+  path, the specification), printed beside it.
 * ``railings-transport``: railings' own ``AsyncProviderClient`` (one event loop,
   reused across runs), iterated event by event, then its turn.
 * ``railings-sync``: the blocking ``ProviderClient`` (its event loop on a thread of
@@ -214,11 +216,12 @@ def _httpx_sse(provider: str) -> Callable[[list[bytes]], Result]:
 # -- railings ----------------------------------------------------------------------------
 
 
-def _railings_core(provider: str) -> Callable[[list[bytes]], Result]:
+def _railings_core(provider: str, fast: bool | None = None) -> Callable[[list[bytes]], Result]:
+    """``StreamReader``: the path the accelerations switch chooses, or ``fast``'s."""
     from railings.turn.reader import StreamReader
 
     def run(pieces: list[bytes]) -> Result:
-        reader = StreamReader(provider)
+        reader = StreamReader(provider, fast=fast)
         feed = reader.feed
         for piece in pieces:
             feed(piece)
@@ -351,6 +354,13 @@ CONSUMERS: tuple[Consumer, ...] = (
         _railings_core,
         "railings",
         "core: StreamReader bytes -> Turn",
+    ),
+    Consumer(
+        "railings-plain",
+        ("openai", "anthropic", "openai-responses"),
+        lambda p: _railings_core(p, fast=False),
+        "railings",
+        "the core with every acceleration off: StreamReader(fast=False)",
     ),
     Consumer(
         "railings-transport",

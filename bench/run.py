@@ -125,7 +125,15 @@ def _environment() -> dict[str, Any]:
 HELPERS = {"openai.stream", "anthropic.stream"}
 GUARDS = {"openai+guard", "anthropic+guard"}
 PROBES = {"httpx2", "httpx2+guard"}  # the guard's own cost
-LEAN = {"floor", "orjson-split", "httpx-sse", "railings", "railings-transport", "railings-sync"}
+LEAN = {
+    "floor",
+    "orjson-split",
+    "httpx-sse",
+    "railings",
+    "railings-plain",
+    "railings-transport",
+    "railings-sync",
+}
 
 
 def _timed_here(

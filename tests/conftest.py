@@ -69,3 +69,23 @@ def runs(kinds: list[str]) -> str:
             out.append(kinds[i])
             i += 1
     return " ".join(out)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "accelerated: asserts what an acceleration does (railings.accelerations); "
+        "runs only while the accelerations are on, and is reported skipped otherwise",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Read through the public switch, as RAILINGS_ACCELERATE set it for this run.
+    from railings import accelerations
+
+    if accelerations.enabled():
+        return
+    off = pytest.mark.skip(reason="accelerations are off (RAILINGS_ACCELERATE=0)")
+    for item in items:
+        if item.get_closest_marker("accelerated") is not None:
+            item.add_marker(off)

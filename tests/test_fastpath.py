@@ -1,10 +1,10 @@
-"""The reader's fast path for plain SSE blocks (turn/fastpath.py) equals the general path.
+"""The reader's fast path for plain SSE blocks (turn/fastpath.py) equals the plain path.
 
 Every property runs the same bytes, cut at the same places, through two readers: the
-real one, and one whose fast path is switched off (its decoder offers no
-``feed_sse_object``, so every byte goes through the WHATWG decoder and ``feed``). The events
-each ``feed`` and ``close`` return, the frame count, the verdict and the exception
-raised (where and which) must all be equal.
+fast one (``StreamReader(..., fast=True)``) and the plain one, the specification
+(``fast=False``: every byte goes through the WHATWG decoder and ``feed``), whatever the
+accelerations switch says. The events each ``feed`` and ``close`` return, the frame count,
+the verdict and the exception raised (where and which) must all be equal.
 """
 
 from __future__ import annotations
@@ -19,17 +19,9 @@ from conftest import REAL, RESPONSES, manifest
 from railings import RailingsError, to_json
 from railings.events import StreamEvent
 from railings.replay import Replay
-from railings.turn.fastpath import FeedObject, eligible
+from railings.turn.fastpath import FastStreamReader, eligible
 from railings.turn.reader import StreamReader
 from railings.turn.verdict import judge
-
-
-class GeneralReader(StreamReader):
-    """The reader with its fast path off: the reference the fast path must equal."""
-
-    def _feed_object(self) -> FeedObject | None:
-        return None
-
 
 CAPTURES = [REAL / row["file"] for row in manifest()] + sorted(RESPONSES.glob("*.sse"))
 BODIES = {path.name: path.read_bytes() for path in CAPTURES}
@@ -54,9 +46,10 @@ def _run(
 
 
 def _equal(provider: str, body: bytes, cuts: list[int], max_event_size: int = 1 << 24) -> None:
-    fast = _run(lambda: StreamReader(provider, max_event_size=max_event_size), body, cuts)
-    general = _run(lambda: GeneralReader(provider, max_event_size=max_event_size), body, cuts)
-    assert fast == general
+    def reader(fast: bool) -> Callable[[], StreamReader]:
+        return lambda: StreamReader(provider, max_event_size=max_event_size, fast=fast)
+
+    assert _run(reader(True), body, cuts) == _run(reader(False), body, cuts)
 
 
 _cuts = st.lists(st.integers(0, 1 << 20), max_size=40)
@@ -179,8 +172,8 @@ def test_random_bytes_read_the_same(body: bytes, cuts: list[int], provider: str)
     _equal(provider, b"data: {}\n\n" + body, [cut % (len(body) + 11) for cut in cuts])
 
 
-class SpyReader(StreamReader):
-    """The real reader, recording what its fast path leaves to the general one."""
+class SpyReader(FastStreamReader):
+    """The fast reader, recording what its fast path leaves to the plain one."""
 
     def __init__(self, provider: str) -> None:
         super().__init__(provider)
@@ -233,9 +226,9 @@ def test_chunks_the_fast_path_leaves_to_the_decoder() -> None:
 def test_other_buffers_read_the_same() -> None:
     body = b"".join(BODIES[name] for name in sorted(BODIES)[:1])
     pieces = [bytearray(body[i : i + 100]) for i in range(0, len(body), 100)]
-    fast, general = StreamReader(), GeneralReader()
-    assert [fast.feed(p) for p in pieces] == [general.feed(p) for p in pieces]  # type: ignore[arg-type]
-    assert fast.close() == general.close()
+    fast, plain = StreamReader(fast=True), StreamReader(fast=False)
+    assert [fast.feed(p) for p in pieces] == [plain.feed(p) for p in pieces]  # type: ignore[arg-type]
+    assert fast.close() == plain.close()
 
 
 @settings(max_examples=500, deadline=None)

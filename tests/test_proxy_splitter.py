@@ -1,4 +1,5 @@
-"""The proxy's byte-exact SSE block splitter, and its life cycle under a stalled stream."""
+"""The SSE cutting rules (wire/blocks.py): the line rule, the byte-exact block splitter the
+proxy and the gateway use, and the proxy's life cycle under a stalled stream."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 from conftest import REAL
 from railings.testing import EventSplitter, FaultProxy, ScriptedServer
 from railings.testing.faults import corrupt_event, is_terminator
+from railings.wire.blocks import cut_lines, line_spans, lines, split_plain
 
 TRAILING = b"data: never ended"
 
@@ -136,3 +138,57 @@ def test_closing_a_proxy_with_a_stalled_stream_is_prompt() -> None:
         finally:
             sock.close()
             proxy.close()
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(LINE_PARTS, max_size=30), st.lists(st.integers(0, 300), max_size=8))
+def test_the_line_rule_cut_anywhere_gives_whatwgs_lines(
+    parts: list[bytes], cuts: list[int]
+) -> None:
+    """cut_lines over the pieces, carrying the CR, gives the lines of the whole (WHATWG:
+    CRLF, LF or CR ends a line, CRLF once even when split), on bytes and on text."""
+    body = b"".join(parts)
+    expected = re.split(rb"\r\n|\r|\n", body)
+    expected_tail = expected.pop()
+    points = sorted({min(c, len(body)) for c in cuts})
+    pieces = [body[a:b] for a, b in zip([0, *points], [*points, len(body)], strict=True)]
+    for kind in (bytes, str):
+        got, partial, cr = [], kind(), False
+        for piece in pieces:
+            text = piece if kind is bytes else piece.decode()
+            done, tail, cr = cut_lines(text, cr)
+            if done:
+                done[0] = partial + done[0]
+                partial = tail
+            else:
+                partial += tail
+            got += done
+        if cr:  # WHATWG: a CR at the very end ended its line already
+            assert partial == kind()
+        assert got == [e if kind is bytes else e.decode() for e in expected]
+        assert partial == (expected_tail if kind is bytes else expected_tail.decode())
+
+
+def test_a_blocks_lines_and_where_they_are() -> None:
+    block = b"event: x\r\ndata: a\rdata: b\n\n"
+    assert lines(block) == [b"event: x", b"data: a", b"data: b"]
+    assert [block[a:b] for a, b in line_spans(block)] == [
+        b"event: x",
+        b"data: a",
+        b"data: b",
+        b"",
+    ]
+    assert line_spans(b"data: never ended") == []
+
+
+def test_plain_bytes_are_cut_at_their_blank_lines() -> None:
+    assert split_plain(b"data: a\n\nevent: e\ndata: b\n\ndata: c") == (
+        [b"data: a", b"event: e\ndata: b"],
+        b"data: c",
+    )
+    assert split_plain(b"data: a\n\n") == ([b"data: a"], b"")
+
+
+def test_corruption_finds_the_data_line_after_a_cr() -> None:
+    block = b'event: x\rdata: {"text":"hi"}\r\r'
+    assert corrupt_event(block, "utf8") == b'event: x\rdata: {"text":"\xff\xfehi"}\r\r'

@@ -4,7 +4,7 @@ Three properties and one end to end: the spans found are the values' tokens; a b
 template reads parses (``json.loads``) to the learned object with the holes' values; the
 decoder's ``make`` is its ``feed_common`` for that object, whatever state the decoder is
 in; and a stream whose blocks repeat an envelope reads the same through the fast path,
-where the template reads them, as through the general path.
+where the template reads them, as through the plain path.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from railings.events import ToolArgumentsDelta
-from railings.turn.reader import StreamReader
+from railings.turn.fastpath import FastStreamReader
 from railings.turn.template import BlockTemplate, spans
 from railings.wire.anthropic import AnthropicDecoder
 from railings.wire.openai_chat import OpenAIChatDecoder
@@ -300,7 +300,7 @@ def test_streams_repeating_an_envelope_read_the_same_cut_anywhere(
 def test_the_template_reads_every_fragment_after_the_first(provider: str, tool: bool) -> None:
     pieces = [json.dumps(f'piece {i} ✓ "q"').encode() for i in range(200)]
     body = _BODIES[provider](pieces, tool)
-    reader = StreamReader(provider)
+    reader = FastStreamReader(provider)
     for at in range(0, len(body), 1024):
         reader.feed(body[at : at + 1024])
     reader.close()

@@ -116,6 +116,7 @@ def test_a_burst_over_http2_shares_one_connection(certificate: tuple[Path, Path]
     asyncio.run(asyncio.wait_for(main(), 60))
 
 
+@pytest.mark.accelerated
 def test_only_an_origin_that_may_speak_http2_keeps_one_pool() -> None:
     # HTTP/2 on, over TLS: one pool (1,000 connections, 100 kept alive), as httpx2 makes it.
     one = pooled(True, True, 1000, tls=True)

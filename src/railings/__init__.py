@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+# The accelerations switch, set from RAILINGS_ACCELERATE here, once, before any reader is made.
+from railings import accelerations
+
 # The process's secret registry, installed for railings.redact (so for every error made).
 from railings import secrets as _secrets  # noqa: F401
 from railings.errors import (
@@ -119,6 +122,7 @@ __all__ = [
     "Usage",
     "Verdict",
     "__version__",
+    "accelerations",
     "inspect",
     "judge",
     "judge_call",

@@ -19,7 +19,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -28,6 +27,7 @@ from pathlib import Path
 from railings.errors import ConfigurationError
 from railings.providers import SPECS
 from railings.testing.faults import EventSplitter
+from railings.wire.blocks import lines
 
 __all__ = [
     "ENV_VAR",
@@ -50,7 +50,6 @@ PROOF_MARKERS = tuple(
     )
 )
 
-_EOL = re.compile(rb"\r\n|\r|\n")
 _PROVIDERS = {
     "openai-chat": "openai",
     "anthropic-messages": "anthropic",
@@ -118,8 +117,8 @@ def _fields(block: bytes) -> tuple[str, str]:
     """The ``event`` name and the joined ``data`` of one block (WHATWG field rules)."""
     event = b""
     data: list[bytes] = []
-    for line in _EOL.split(block):
-        if not line or line[:1] == b":":
+    for line in lines(block):
+        if line[:1] == b":":
             continue
         name, _, value = line.partition(b":")
         if value[:1] == b" ":

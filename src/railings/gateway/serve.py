@@ -35,8 +35,8 @@ def tune_gc(threshold: tuple[int, int, int] | None = None) -> None:
     Everything alive now (the modules, the app, the server) is collected once and then
     frozen (:func:`gc.freeze`): it is never scanned again, so a full collection scans
     only what the open streams hold. ``threshold``, when given, is passed on to
-    :func:`gc.set_threshold`; the default keeps CPython's (700, 10, 10), which measured
-    best on uvloop (lower ones collected more often for more pause time in all:
+    :func:`gc.set_threshold`; the default keeps CPython's (700, 10, 10), the best of
+    those tried on uvloop (lower ones collected more often for more pause time in all:
     docs/GATEWAY.md). A process that embeds the app among other work can call this at
     its own startup, or not at all: it changes what each collection scans, never what
     it frees.

@@ -158,7 +158,7 @@ class Client(Protocol):
 @functools.cache
 def shared_ssl_context() -> ssl.SSLContext:
     """One verifying TLS context for every client of a run: loading the CA bundle costs
-    some 50 ms, more than a whole small cell."""
+    more than a whole small cell."""
     return ssl.create_default_context()
 
 

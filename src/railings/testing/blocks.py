@@ -2,27 +2,20 @@
 
 A block is everything up to and including the blank line that ends an event, with
 its bytes unchanged (:class:`EventSplitter`, from the core's
-:mod:`railings.sse_blocks`, re-exported here); :func:`is_terminator` tells a
-provider's termination proof by the provider specs' own proofs, and
-:func:`corrupt_event` breaks one block on purpose. The gateway and the reliability
-tools cut streams with the same splitter.
+:mod:`railings.wire.blocks`, re-exported here, where every SSE cutting rule lives);
+:func:`is_terminator` tells a provider's termination proof by the provider specs' own
+proofs, and :func:`corrupt_event` breaks one block on purpose. The gateway and the
+reliability tools cut streams with the same splitter.
 """
 
 from __future__ import annotations
 
 import json
-import re
 
 from railings.providers import SPECS
-from railings.sse_blocks import EventSplitter
+from railings.wire.blocks import EventSplitter, line_spans, lines
 
 __all__ = ["EventSplitter", "corrupt_event", "is_terminator"]
-
-_EOL = re.compile(rb"\r\n|\r|\n")
-
-
-def _lines(block: bytes) -> list[bytes]:
-    return [line for line in _EOL.split(block) if line]
 
 
 # Every provider's proof, from its spec: data values (``[DONE]``), ``event:`` names
@@ -39,7 +32,7 @@ def is_terminator(block: bytes) -> bool:
     ``message_stop`` event, or a Responses ``response.completed`` /
     ``response.incomplete`` event."""
     data: list[bytes] = []
-    for line in _lines(block):
+    for line in lines(block):
         field, _, value = line.partition(b":")
         value = value[1:] if value.startswith(b" ") else value
         if (field == b"data" and value.strip() in _PROOF_DATA) or (
@@ -72,10 +65,11 @@ _STRING_KEYS = (
 
 def corrupt_event(block: bytes, kind: str) -> bytes:
     """The block with its data line broken (see :class:`Corrupt`)."""
-    m = re.search(rb"^data:[ ]?(.*?)(\r\n|\r|\n)", block, re.MULTILINE)
-    if m is None:
+    data = next(((a, b) for a, b in line_spans(block) if block.startswith(b"data:", a)), None)
+    if data is None:
         return block
-    value_start, value_end = m.start(1), m.end(1)
+    value_start, value_end = data
+    value_start += 6 if block.startswith(b"data: ", value_start) else 5
     if kind == "json":
         cut = value_start + (value_end - value_start) // 2
         return block[:cut] + block[value_end:]

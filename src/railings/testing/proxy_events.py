@@ -23,6 +23,7 @@ from railings.testing.frames import Framing, Splitter
 from railings.testing.http import LAST_CHUNK, HTTPFault, abort_with_reset, encode_chunk
 from railings.testing.ids import Ids
 from railings.testing.wires import KitWire
+from railings.wire.blocks import lines
 
 if TYPE_CHECKING:
     from railings.testing.proxy import ProxyRecord
@@ -341,7 +342,7 @@ class _Seen:
         return numbers[0] + 1 if numbers else 0
 
     def created(self) -> dict[str, Any]:
-        for line in (self.first or b"").splitlines():
+        for line in lines(self.first or b""):
             if line.startswith(b"data:"):
                 try:
                     obj = json.loads(line[5:])

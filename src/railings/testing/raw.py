@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from railings.wire.blocks import split_plain
+
 __all__ = ["RawResponse", "raw_request"]
 
 
@@ -46,8 +48,8 @@ class RawResponse:
 
     def events(self) -> list[bytes]:
         """The body cut at blank lines (LF framing, as the scripted server writes it)."""
-        parts = self.body.split(b"\n\n")
-        return [p + b"\n\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+        blocks, rest = split_plain(self.body)
+        return [block + b"\n\n" for block in blocks] + ([rest] if rest else [])
 
 
 def _parse(resp: RawResponse) -> None:

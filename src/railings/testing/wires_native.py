@@ -25,6 +25,7 @@ from railings.testing.ids import Ids
 from railings.testing.kitwire import Answer, KitWire, bearer
 from railings.testing.plan import Plan, plan_turn
 from railings.testing.script import Script, ScriptTurn
+from railings.wire.blocks import lines
 from railings.wire.eventstream import CONTENT_TYPE as EVENTSTREAM
 from railings.wire.eventstream import EventStreamDecoder
 
@@ -39,7 +40,7 @@ def _stop(wire: KitWire, plan: Plan) -> str:
 
 def _data(block: bytes) -> Any:
     """The JSON of an SSE block's ``data:`` lines, or None."""
-    data = [line[5:].strip() for line in block.splitlines() if line.startswith(b"data:")]
+    data = [line[5:].strip() for line in lines(block) if line.startswith(b"data:")]
     if not data:
         return None
     try:

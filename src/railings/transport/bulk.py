@@ -4,9 +4,9 @@ A provider flushes one SSE event per HTTP chunk. httpcore2 reads the socket 64 K
 at a time, but hands the body up one chunk per step, each through seven async
 generator layers (httpcore2's connection, response stream and pool stream, httpx2's
 response stream, bound stream, ``aiter_raw`` and ``aiter_bytes``) and then through the
-client's own per-chunk work: measured on loopback, those steps cost more than
-decoding the event. When the client is busier than the socket, one read holds
-dozens of chunks.
+client's own per-chunk work, which on loopback cost more than decoding the event
+(docs/PERFORMANCE.md, "The read path"). When the client is busier than the socket,
+one read holds dozens of chunks.
 
 :class:`BulkTransport` is httpx2's own ``AsyncHTTPTransport``, except that each
 HTTP/1.1 connection of its pool hands over, per step, every chunk that h11 has
@@ -22,8 +22,11 @@ connections are left as they are.
 This reaches into httpcore2's private HTTP/1.1 connection (``_receive_response_body``,
 ``_receive_event``, ``_h11_state``) and the pool's stream (``_stream``,
 ``_connection``), because no public hook exists for it; ``tests/test_transport_read_path.py``
-pins every name used. If a release renames one, :func:`install` leaves the connection
-as httpcore2 made it (slower, never wrong) and that test fails.
+pins every name used. So it is an acceleration (:mod:`railings.accelerations`) gated to
+the versions the suite verified (:mod:`.verified`): on any other, :func:`install` leaves
+the connection as httpcore2 made it, and the client's default transport is httpx2's own
+(:func:`.shards.pooled`). If a verified release lacks a name, :func:`install` leaves the
+connection alone too (slower, never wrong) and that test fails.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import h11
 import httpcore2
 import httpx2
 
-from railings.transport import chunks
+from railings.transport import chunks, verified
 
 __all__ = ["BulkTransport", "install"]
 
@@ -53,7 +56,10 @@ class BulkTransport(httpx2.AsyncHTTPTransport):
 
 def install(response: httpx2.Response) -> bool:
     """Make the HTTP/1.1 connection that carries ``response`` (as this module's
-    transport returns it) read its bodies in bulk; False: not such a connection."""
+    transport returns it) read its bodies in bulk; False: not such a connection, or
+    httpx2, httpcore2 and h11 are not the versions verified (:mod:`.verified`)."""
+    if not verified.MATCHES:
+        return False
     pool_stream = getattr(response.stream, "_httpcore_stream", None)
     connection_stream = getattr(pool_stream, "_stream", None)
     connection = getattr(connection_stream, "_connection", None)

@@ -2,10 +2,10 @@
 
 h11 decodes a chunked body one chunk per ``next_event()``: a line match, a ``Data``
 event and a pass through its state machine for each chunk. A provider flushes one SSE
-event per chunk, so on loopback that costs about as much as decoding the SSE event
-itself. :class:`ChunksInBulk` takes the place of h11's ``ChunkedReader`` for one
-response body and returns, per call, one ``Data`` event holding every chunk in h11's
-receive buffer.
+event per chunk, so on loopback that is a cost of the order of decoding the SSE event
+itself (docs/PERFORMANCE.md, "The read path"). :class:`ChunksInBulk` takes the place of
+h11's ``ChunkedReader`` for one response body and returns, per call, one ``Data`` event
+holding every chunk in h11's receive buffer.
 
 Theory of operation. The reader decodes only the common chunk itself: a size line of
 1 to 20 hex digits and CRLF (what h11 accepts when there is no extension and no
@@ -22,7 +22,10 @@ mid-body is ``read_eof``.
 
 This is hand-written because it is the read path's hottest loop and because it must
 stay exactly h11's decoding: ``tests/test_transport_chunks.py`` runs random bodies, cut
-at random, through both and compares every byte and every outcome.
+at random, through both and compares every byte and every outcome. It takes the place of
+a private class of h11 and repeats h11's own footer check, so, like :mod:`.bulk`, which
+alone installs it, it is used only on the h11 version the suite verified
+(:mod:`.verified`) and only while the accelerations are on.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Timing the silences of a stream with one lazy timer, not one timer per chunk.
 
-``asyncio.timeout`` around each read costs a timer handle per chunk (measured:
-more than parsing the chunk). :class:`GapWatch` keeps a single handle per
+``asyncio.timeout`` around each read costs a timer handle per chunk, a cost of the
+order of parsing the chunk. :class:`GapWatch` keeps a single handle per
 attempt. Each read only records until when it may wait; the handle, when it
 fires, compares that instant with the clock and either cancels the waiting read
 or sleeps again until the recorded instant. A stream that keeps flowing costs

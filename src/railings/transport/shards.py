@@ -3,9 +3,9 @@
 httpcore2's pool runs one pass over all its connections each time a request
 arrives and each time a response closes, and in that pass it probes every idle
 connection's socket (a ``poll``) to see whether the server closed it. With N
-connections that is O(N) per request, O(N^2) for a burst: measured on loopback,
-at 100 concurrent streams the probes were most of a turn's own cost, and at 1,000
-the passes took more CPU than the streams' events.
+connections that is O(N) per request, O(N^2) for a burst: with hundreds of
+concurrent streams the passes cost more CPU than the streams' events
+(docs/PERFORMANCE.md, "The read path").
 
 :class:`ShardedTransport` keeps ``ceil(max_connections / SHARD)`` ordinary httpx2
 transports (never more than ``max_keepalive_connections``, so each keeps at least
@@ -34,6 +34,12 @@ httpx2 does, wherever HTTP/2 may be used: an ``https`` origin with HTTP/2 on
 A plain ``http`` origin, or HTTP/2 turned off -- in the config, or for good by
 the HTTP/2 -> HTTP/1.1 fallback (:mod:`.fallback`), whose HTTP/1.1 client is
 built anew -- gets the shards.
+
+Shards and the bulk read path are accelerations (:mod:`railings.accelerations`): with the
+switch off, :func:`pooled` returns httpx2's own ``AsyncHTTPTransport``, one pool of the
+same limits. The bulk read path uses private names of httpx2, httpcore2 and h11, so it is
+used only on the versions the suite verified (:mod:`.verified`); on others the shards
+hold httpx2's own transports.
 """
 
 from __future__ import annotations
@@ -43,6 +49,8 @@ from collections.abc import AsyncIterator, Callable
 
 import httpx2
 
+from railings import accelerations
+from railings.transport import verified
 from railings.transport.bulk import BulkTransport
 
 __all__ = ["SHARD", "ShardedTransport", "pooled"]
@@ -61,7 +69,7 @@ class ShardedTransport(httpx2.AsyncBaseTransport):
         count = 1 if size is None else -(-size // SHARD)  # no bound: one pool, as given
         if keep:  # every shard keeps a connection alive (none kept: no bound on shards)
             count = min(count, keep)
-        self._make = make
+        self.make = make  # builds each shard's transport from its limits
         # Each shard's limits: the totals split exactly (the module docstring).
         self.limits = [
             httpx2.Limits(
@@ -81,7 +89,7 @@ class ShardedTransport(httpx2.AsyncBaseTransport):
         index = load.index(min(load))
         shard = self.shards[index]
         if shard is None:
-            shard = self.shards[index] = self._make(self.limits[index])
+            shard = self.shards[index] = self.make(self.limits[index])
         load[index] += 1
         try:
             response = await shard.handle_async_request(request)
@@ -140,16 +148,20 @@ def pooled(
     http2: bool, verify: ssl.SSLContext | bool, size: int, *, tls: bool = True
 ) -> httpx2.AsyncBaseTransport:
     """The client's default transport: httpx2's, with a pool of ``size`` connections (the
-    official SDKs' 1,000), 100 of them kept alive when idle, each reading its HTTP/1.1
-    bodies in bulk (:mod:`.bulk`); split into shards of :data:`SHARD` unless HTTP/2 may
-    be used (``http2`` on an origin spoken to over TLS, ``tls``: see the module
-    docstring)."""
+    official SDKs' 1,000), 100 of them kept alive when idle. With the accelerations on
+    (read here, when a client builds its transport), each reads its HTTP/1.1 bodies in
+    bulk (:mod:`.bulk`, on the verified versions only), and the pool is split into shards
+    of :data:`SHARD` unless HTTP/2 may be used (``http2`` on an origin spoken to over TLS,
+    ``tls``: see the module docstring). Off: httpx2's ``AsyncHTTPTransport`` as it is."""
     context = httpx2.create_ssl_context(verify=verify)  # one for all the shards
     limits = httpx2.Limits(max_connections=size, max_keepalive_connections=min(100, size))
+    if not accelerations.enabled():
+        return httpx2.AsyncHTTPTransport(http2=http2, verify=context, limits=limits)
+    kind = BulkTransport if verified.MATCHES else httpx2.AsyncHTTPTransport
     if http2 and tls:
-        return BulkTransport(http2=True, verify=context, limits=limits)
+        return kind(http2=True, verify=context, limits=limits)
 
     def shard(limits: httpx2.Limits) -> httpx2.AsyncBaseTransport:
-        return BulkTransport(http2=http2, verify=context, limits=limits)
+        return kind(http2=http2, verify=context, limits=limits)
 
     return ShardedTransport(shard, limits)

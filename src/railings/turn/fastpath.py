@@ -1,11 +1,14 @@
 """The reader's fast path for SSE streams: whole ``data:`` blocks read straight from bytes.
 
+An acceleration (:mod:`railings.accelerations`): :class:`FastStreamReader` is the plain
+reader, the specification, with this layer on top; below is why it returns the same.
+
 Nearly every block an LLM provider sends is ``data: {json}\\n\\n`` or ``event: name\\n
 data: {json}\\n\\n``, and nearly every one of those is a text or argument fragment. For
-those, the general path decodes the bytes to text, runs the WHATWG line rules, builds a
+those, the plain path decodes the bytes to text, runs the WHATWG line rules, builds a
 :class:`~railings.wire.sse.ServerSentEvent`, encodes the data back to bytes for jiter,
 walks the decoder's handler tables and dispatches each event in the assembler.
-:meth:`FastReading._fast` does the same work in one loop over the bytes: ``bytes.split``
+:meth:`FastStreamReader._fast` does the same work in one loop over the bytes: ``bytes.split``
 at the blank lines, the JSON parsed from the chunk's own bytes, the decoder's commonest
 block recognised by one function (``feed_common``) that builds its one event directly,
 else its handler table called directly (``feed_sse_object``), the fragment appended
@@ -17,7 +20,7 @@ verdict, ``events_seen`` and the SSE decoder's state):
 
 * It runs only from a block boundary (:attr:`SSEDecoder.between_blocks`: nothing
   buffered, no CR pending, no invalid UTF-8 seen yet), on a chunk that has no CR and is
-  no larger than the event size limit (so the general path could not have raised
+  no larger than the event size limit (so the plain path could not have raised
   ``EventTooLarge`` on it either). There a block of LF-ended lines ``data: X`` or
   ``event: N`` + ``data: X`` is, by WHATWG's rules, exactly one event ``(N or
   "message", X)``: no BOM can be stripped, no ID or retry changes, no comment counted.
@@ -25,7 +28,7 @@ verdict, ``events_seen`` and the SSE decoder's state):
   decoded strictly (the name once per stream, cached), and the data is parsed from its
   bytes, which accepts nothing but UTF-8 (``parse_bytes``). A block that is not stops the
   loop there, so the SSE decoder sees and counts it. The blocks read before it are the
-  general path's too: its invalid-UTF-8 rule faults only the events from the first
+  plain path's too: its invalid-UTF-8 rule faults only the events from the first
   invalid bytes on (:attr:`SSEDecoder.clean_events`), so a U+FFFD the model wrote in a
   block before them is text on both paths.
 * Each block is decoded only when its data is one line that jiter (or the stdlib's
@@ -47,17 +50,17 @@ verdict, ``events_seen`` and the SSE decoder's state):
   ``feed_common`` would return for the object the block parses to, or None, and the
   block is then parsed as above. The template is learned from a block ``feed_common``
   took, at most ``_LEARNS`` times per stream. The Responses API's text deltas have three
-  holes in a small object, which jiter parses faster than a template reads them
-  (``docs/PERFORMANCE.md``, change 10), so its decoder offers none.
+  holes in a small object, which jiter parses for less than a template reads them
+  (``bench/templates.py``, ``docs/PERFORMANCE.md``), so its decoder offers none.
 * The field lines of the last block (``data: `` or an ``event:`` line and ``data: ``) are
   kept with the event they name: a block that starts with those bytes is that event's
   data, as the ``event:`` line holds no LF.
 * Anything else -- a comment, an ``id:`` or ``retry:`` field, ``data:`` without its
   space, several data lines, data that is not a JSON object, a decoder or framing
   without a ``feed_sse_object`` -- stops the loop at that block's first byte, a block
-  boundary, and the rest of the chunk goes through the general path, which from a
+  boundary, and the rest of the chunk goes through the plain path, which from a
   boundary decodes it exactly as it would have inside the whole chunk.
-* Around it (:class:`FastReading`): a chunk that starts inside a block gives the
+* Around it (:class:`FastStreamReader`): a chunk that starts inside a block gives the
   decoder that block's end first (up to its blank line), then the fast path reads from
   there (a chunk that does not end the block is the decoder's whole, as the fast path
   could read none of it); the start of a block a chunk ends in is held back and
@@ -72,7 +75,7 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from railings.errors import MalformedStream
 from railings.events import (
@@ -82,24 +85,22 @@ from railings.events import (
     TextDelta,
     ToolArgumentsDelta,
 )
-from railings.turn.assembler import TurnAssembler
+from railings.turn.reader import StreamReader
 from railings.turn.template import BlockTemplate
 from railings.turn.termination import State
 from railings.wire._events import Holes
 from railings.wire._json import parse_bytes
+from railings.wire.blocks import split_plain
 from railings.wire.sse import SSEDecoder
 
-if TYPE_CHECKING:
-    from railings.providers import ProviderDecoder, ProviderSpec
-    from railings.turn.framing import Framer
-
-__all__ = ["FastReading", "FeedCommon", "FeedObject", "eligible"]
+__all__ = ["FastStreamReader", "FeedCommon", "FeedObject", "eligible"]
 
 FeedObject = Callable[[str, dict[str, Any]], list[StreamEvent]]
 FeedCommon = Callable[[str, dict[str, Any]], StreamEvent | None]
 HolesOf = Callable[[str, dict[str, Any], StreamEvent], Holes]
 
 _ENDING = (TerminationProof, ProviderErrorEvent)  # the events after which a turn may be over
+_STREAMING = State.STREAMING
 _utf8_decode = codecs.utf_8_decode
 _NAMES = 64  # how many event names one stream's cache keeps
 _LEARNS = 8  # how many block templates one stream may learn (template.py)
@@ -133,19 +134,16 @@ def _length(blocks: list[bytes], count: int) -> int:
     return sum(map(len, blocks[:count])) + 2 * count
 
 
-class FastReading:
-    """The fast path's side of :class:`~railings.turn.reader.StreamReader`: which chunks
-    go to :meth:`_fast`, and the bytes it holds back (the start of a block, so the
-    SSE decoder stays between blocks; it completes no event, so the decoder gets it with
-    the next bytes, or at close, with the same result)."""
+class FastStreamReader(StreamReader):
+    """:class:`~railings.turn.reader.StreamReader` with the fast path (``StreamReader(...)``
+    while the accelerations are on): which chunks go to :meth:`_fast`, and the bytes it
+    holds back (the start of a block, so the SSE decoder stays between blocks; it completes
+    no event, so the decoder gets it with the next bytes, or at close, the same)."""
 
-    _framer: Framer | None
-    _assembler: TurnAssembler | None
-    _decoder: ProviderDecoder | None
-    _max: int
-    events_seen: int
+    accelerated = True
 
-    def __init__(self) -> None:
+    def __init__(self, provider: str = "auto", **options: Any) -> None:
+        super().__init__(provider, **options)
         self._carry = b""  # the bytes held back
         self._ready: FeedObject | None = None  # set while feed may go to _fast directly
         self._names: dict[bytes, str] = {}  # the event names decoded so far
@@ -160,36 +158,41 @@ class FastReading:
         self._learns = _LEARNS  # how many more templates this stream may learn
 
     def __getstate__(self) -> dict[str, Any]:
-        """A copy made by pickle (the fuzz's forking reader, another process) keeps no
-        learned template: a template holds its decoder's checks as closures, which pickle
-        cannot copy, and it is a cache of what ``feed_common`` would return. The copy
-        reads its next common blocks without one, with the same events."""
+        """A pickled copy (the fuzz's forking reader) keeps no learned template: its checks
+        are closures pickle cannot copy, and it only caches what ``feed_common`` returns."""
         state = self.__dict__.copy()
         state["_template"] = None
         state["_learns"] = 0
         return state
 
-    if TYPE_CHECKING:
+    def feed(self, chunk: bytes) -> list[StreamEvent]:
+        """The plain ``feed``'s events, by :meth:`_fast` where it may read the chunk."""
+        ready, assembler = self._ready, self._assembler
+        if ready and chunk and assembler and assembler.machine.state is _STREAMING:
+            # Nothing changed since _fast last read: the turn is open and the SSE decoder
+            # between blocks, so every check of the plain feed passes.
+            return self._fast(ready, chunk, [])
+        return super().feed(chunk)
 
-        @property
-        def terminated(self) -> bool:
-            """The reader's: the turn has ended."""
+    def close(self) -> list[StreamEvent]:
+        """The plain ``close``, after the bytes held back went to the decoder."""
+        if self._closed:
+            return []
+        self._ready = None
+        out: list[StreamEvent] = []
+        if self._carry:
+            chunk, self._carry = self._carry, b""
+            out += self._decode(chunk, False, [])
+        return out + super().close()
 
-        @property
-        def reads_on(self) -> bool:
-            """The reader's: bytes may still change the turn."""
-
-        @property
-        def _spec(self) -> ProviderSpec | None: ...
-        def _decode(
-            self, chunk: bytes, final: bool, out: list[StreamEvent]
-        ) -> list[StreamEvent]: ...
-
-    def _fast_frames(
-        self, framer_: SSEDecoder, chunk: bytes, out: list[StreamEvent]
-    ) -> list[StreamEvent]:
+    def _frames(self, chunk: bytes, *, final: bool) -> list[StreamEvent]:
         """``chunk`` for an SSE stream: by the fast path where it may read it, else (and
-        after it) by the general one, ``_decode``."""
+        after it) by the plain one, ``_decode``."""
+        self._ready = None
+        framer_ = self._framer
+        if final or type(framer_) is not SSEDecoder:
+            return super()._frames(chunk, final=final)
+        out: list[StreamEvent] = []
         feed_object = self._feed_object()
         # Where the decoder is inside a block (nothing is held back then) the block's end
         # goes to it first; a chunk that does not end the block is all the decoder's, and
@@ -198,7 +201,7 @@ class FastReading:
         if (
             feed_object is not None
             and self._assembler is not None
-            and self._assembler.machine.state is State.STREAMING
+            and self._assembler.machine.state is _STREAMING
             and not framer_.invalid_utf8
             and (framer_.between_blocks or self._carry or (cut := chunk.find(b"\n\n") + 2) > 1)
             and eligible(self._carry + chunk if self._carry else chunk, self._max)
@@ -225,9 +228,9 @@ class FastReading:
     ) -> list[StreamEvent]:
         """``chunk`` (after the bytes held back), fed with the SSE decoder between blocks
         and the turn streaming: its plain blocks read straight from the bytes, the rest of
-        it (from the first other block) by the general path, ``_decode``.
+        it (from the first other block) by the plain path, ``_decode``.
 
-        What it skips, and why the result is the general path's (the module docstring has
+        What it skips, and why the result is the plain path's (the module docstring has
         the SSE side): the text of the chunk (each data is parsed from its bytes); the
         ``ServerSentEvent``; for the decoder's commonest block (``feed_common``: a text or
         argument fragment) the handler table's lookups, lists and calls, since it returns
@@ -249,8 +252,7 @@ class FastReading:
         ):
             self._ready = None
             return self._decode(chunk, False, out)
-        blocks = chunk.split(b"\n\n")
-        rest = blocks.pop()  # what follows the last blank line: not a whole block
+        blocks, rest = split_plain(chunk)  # rest: what follows the last blank line
         names, common, template = self._names, self._common, self._template
         apply, append = assembler.apply, out.append
         texts = assembler.open_text
@@ -340,7 +342,7 @@ class FastReading:
                 return out
             self._ready = None
             return self._decode(rest, False, out)
-        # Another block: it and what follows go through the general path, from a boundary.
+        # Another block: it and what follows go through the plain path, from a boundary.
         read = _length(blocks, frames)
         self.events_seen += frames
         framer_.skip(read)
@@ -351,7 +353,7 @@ class FastReading:
         self, framer_: SSEDecoder, chunk: bytes, read: int, frames: int, out: list[StreamEvent]
     ) -> list[StreamEvent]:
         """The turn ended at the block that ends at ``read``: the SSE decoder still counts
-        the events after it in the chunk, as the general path decodes the whole chunk before
+        the events after it in the chunk, as the plain path decodes the whole chunk before
         the end is seen."""
         self.events_seen += frames
         framer_.skip(read)

@@ -22,11 +22,15 @@ frame cut short at EOF) and a decoder's ``close()`` that finds the stream malfor
 end the turn the same way. A framer refusal takes effect right after the frames the
 chunk completed before it, in the same ``feed`` (the framer's ``failure``), so the
 turn, Empty or Partial, is the same however the bytes were split.
+
+This is the plain path, the specification: framer, decoder, assembler, nothing else. The
+fast path is a layer on top, :class:`~railings.turn.fastpath.FastStreamReader`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Set
+from typing import Any
 
 from railings.errors import ConfigurationError, EventTooLarge, IllegalTransition, MalformedStream
 from railings.events import StreamEvent, UsageUpdate
@@ -41,10 +45,10 @@ from railings.providers import (
     spec,
 )
 from railings.turn.assembler import TurnAssembler
-from railings.turn.fastpath import FastReading
 from railings.turn.framing import Framer, WholeBodyDecoder, framer, sniff
 from railings.turn.model import Turn
 from railings.turn.stop_reason import DEFAULT_EXEMPTIONS
+from railings.turn.switch import SWITCH
 from railings.turn.termination import State
 from railings.wire.ollama import NDJSONDecoder
 from railings.wire.openai_chat import OpenAIChatDecoder
@@ -60,7 +64,6 @@ PROVIDERS: tuple[str, ...] = NAMES
 # much data they may hold together: one event's limit): past either, the stream is read
 # as the fallback wire (Chat Completions) from its first event, as if undetected.
 _UNRECOGNISED_LIMIT = 64
-_STREAMING = State.STREAMING
 
 
 def provider_decoder(provider: str, *, choice: int = 0) -> ProviderDecoder:
@@ -79,7 +82,7 @@ def detect_provider(sse: ServerSentEvent) -> str:
     return (found or FALLBACK).name
 
 
-class StreamReader(FastReading):
+class StreamReader:
     """Reads one streamed response. ``provider`` may be ``"auto"`` (decided by the first
     bytes, then the first event).
 
@@ -87,7 +90,26 @@ class StreamReader(FastReading):
     including the termination proof; ``close()`` marks EOF and returns the events it
     completed (Gemini's proof among them). ``turn()`` gives the verdict-ready
     :class:`Turn` once the stream has terminated.
+
+    ``fast``: True gives the fast path (:class:`~railings.turn.fastpath.FastStreamReader`,
+    equal events and turn), False this plain one, None whichever the accelerations switch
+    says (:mod:`railings.accelerations`). As ``pathlib.Path()`` returns a ``PosixPath``,
+    ``StreamReader(...)`` returns the class it chose; a subclass is made as it is.
     """
+
+    accelerated = False  # this class reads every chunk by the plain path
+
+    def __new__(cls, *args: Any, fast: bool | None = None, **options: Any) -> StreamReader:
+        """The reader the switch (or ``fast``) chose: the fast one, or this class."""
+        if cls is StreamReader and (SWITCH.on if fast is None else fast):
+            from railings.turn.fastpath import FastStreamReader  # (it imports this module)
+
+            cls = FastStreamReader
+        return super().__new__(cls)
+
+    def __getnewargs_ex__(self) -> tuple[tuple[()], dict[str, bool]]:
+        """A copy (pickle, ``copy``) is made by the same path as the original."""
+        return (), {"fast": self.accelerated}
 
     def __init__(
         self,
@@ -98,10 +120,10 @@ class StreamReader(FastReading):
         exemptions: Set[str] = DEFAULT_EXEMPTIONS,
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
         choice: int = 0,
+        fast: bool | None = None,
     ) -> None:
         if provider != "auto":
             provider_decoder(provider)  # validate early
-        super().__init__()
         self.provider = provider
         self.choice = choice
         self.events_seen = 0  # frames (SSE events, event-stream frames, lines) decoded
@@ -188,11 +210,6 @@ class StreamReader(FastReading):
         it after its proof). Malformed data or invalid UTF-8 ends the turn abruptly
         instead of raising; an oversized event raises :class:`EventTooLarge`, and
         feeding after :meth:`close` :class:`IllegalTransition`."""
-        ready, assembler = self._ready, self._assembler
-        if ready and chunk and assembler and assembler.machine.state is _STREAMING:
-            # Nothing changed since the fast path last read (see _frames): the turn is open
-            # and the SSE decoder between blocks, so every check below passes.
-            return self._fast(ready, chunk, [])
         if self._closed:
             raise IllegalTransition("closed", "feed")
         if not chunk:
@@ -232,18 +249,12 @@ class StreamReader(FastReading):
         return True
 
     def _frames(self, chunk: bytes, *, final: bool) -> list[StreamEvent]:
-        framer_ = self._framer
-        if framer_ is None:
-            raise IllegalTransition("unframed", "feed")
-        out: list[StreamEvent] = []
-        self._ready = None
-        if not final and type(framer_) is SSEDecoder:
-            return self._fast_frames(framer_, chunk, out)
-        return self._decode(chunk, final, out)
+        """The events of ``chunk`` (of EOF when ``final``), once the framing is known."""
+        return self._decode(chunk, final, [])
 
     def _decode(self, chunk: bytes, final: bool, out: list[StreamEvent]) -> list[StreamEvent]:
-        """The general path: the framer decodes ``chunk``, each frame is applied; a frame
-        the framer refused ends the turn right after the frames before it."""
+        """The framer decodes ``chunk``, each frame is applied; a frame the framer refused
+        ends the turn right after the frames before it."""
         framer_ = self._framer
         if framer_ is None:
             raise IllegalTransition("unframed", "feed")
@@ -343,10 +354,6 @@ class StreamReader(FastReading):
         out: list[StreamEvent] = []
         if self._framer is None and (self._prefix or self.provider != "auto"):
             self._sniff(final=True)
-        self._ready = None
-        if self._carry:
-            chunk, self._carry = self._carry, b""
-            out += self._decode(chunk, False, [])
         if self._framer is not None:
             if self._prefix:
                 chunk, self._prefix = self._prefix, b""

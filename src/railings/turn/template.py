@@ -3,14 +3,14 @@
 Within one stream a provider sends the same envelope with nearly every fragment: an
 OpenAI chunk repeats its ``id``, ``model``, ``system_fingerprint``, ``choices`` and
 ``usage`` byte for byte, and only the delta's text and the ``obfuscation`` padding
-change. Parsing the whole 300-400 byte object again costs about twice what reading the
-strings that changed does. An Anthropic delta is smaller, but its one value is the
-last, and reading one string between a head and a tail takes less time than parsing the
-object. Those two shapes (a string hole, perhaps followed by a free one) are read
-inline, without the general loop over holes, whose per-hole steps cost about what a
-small object's parse does. (The Responses API's text deltas hold three values in a
-small object: parsing it is cheaper than reading three holes, and its decoder offers
-none; ``bench/templates.py`` measures both answers.)
+change. Parsing the whole 300-400 byte object again costs more than reading the
+strings that changed. An Anthropic delta is smaller, but its one value is the last,
+and reading one string between a head and a tail takes less than parsing the object.
+Those two shapes (a string hole, perhaps followed by a free one) are read inline,
+without the general loop over holes, whose per-hole steps cost about what a small
+object's parse does. (The Responses API's text deltas hold three values in a small
+object: parsing it is cheaper than reading three holes, and its decoder offers none;
+``bench/templates.py`` times both answers, docs/PERFORMANCE.md.)
 
 A :class:`BlockTemplate` is learned from a block the decoder's ``feed_common`` took:
 its bytes cut at the values the decoder names (``common_template``), into the constant

@@ -1,11 +1,11 @@
-"""Constructors of the two commonest normalized events, twice as fast as their own ``__init__``.
+"""Constructors of the two commonest normalized events, cheaper than their own ``__init__``.
 
 A text or argument fragment is built for nearly every event of a stream. A frozen
-dataclass's ``__init__`` sets each field through ``object.__setattr__`` (250 ns for
-one field here); writing the slots through their descriptors, as
-``railings.wire.sse`` does for ``ServerSentEvent``, builds an equal, just as frozen
-object in half the time. The field lists are checked at import, so a field added to
-either class fails loudly here instead of being left unset.
+dataclass's ``__init__`` sets each field through ``object.__setattr__``; writing the
+slots through their descriptors, as ``railings.wire.sse`` does for
+``ServerSentEvent``, builds an equal, just as frozen object for less
+(docs/PERFORMANCE.md, "Why the code is as it is"). The field lists are checked at
+import, so a field added to either class fails loudly here instead of being left unset.
 """
 
 from __future__ import annotations

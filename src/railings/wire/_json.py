@@ -5,17 +5,16 @@ Parsing each event's data is the largest single cost of reading a stream (see
 ``json.loads`` as the judge of everything else:
 
 * With the optional ``jiter`` installed (pydantic's parser; the official
-  ``openai`` and ``anthropic`` SDKs depend on it), it parses first: 2-3.5x
-  faster than ``json.loads`` on event-sized objects. Not ``orjson``: it turns
-  integers past 64 bits into floats without an error, a silent difference.
+  ``openai`` and ``anthropic`` SDKs depend on it), it parses first: faster than
+  ``json.loads`` on event-sized objects. Not ``orjson``: it turns integers past 64
+  bits into floats without an error, a silent difference.
 * Without it, and for data of 16 KiB or more, the stdlib's own C scanner is called
   directly. Past a few KiB a document is mostly its strings (the Responses API's
   ``*.done`` and ``response.completed`` events repeat the whole text), and there the
-  stdlib's scanner is faster: 0.34 against jiter's 0.89 ms (the encode included) on a
-  209 KB ``response.completed`` (``docs/PERFORMANCE.md``, change 9). ``json.loads``
-  ends in that same call, after three Python-level wrappers and two regex
-  matches for surrounding whitespace that cost a third of its time on a
-  300-byte chunk.
+  stdlib's scanner is the faster of the two (``bench/long_json.py``,
+  ``docs/PERFORMANCE.md``). ``json.loads`` ends in that same call, after three
+  Python-level wrappers and two regex matches for surrounding whitespace, which on
+  an event-sized chunk cost enough to be worth skipping.
 
 The fast path only ever *accepts*: whenever it fails or sees anything unusual
 (leading or trailing whitespace or extra data for the scanner; a lone

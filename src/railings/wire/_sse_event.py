@@ -31,12 +31,12 @@ class ServerSentEvent:
 
 
 def _event_maker() -> Callable[[str, str, str, int | None], ServerSentEvent]:
-    """Return a constructor of ServerSentEvent twice as fast as its own ``__init__``.
+    """Return a constructor of ServerSentEvent cheaper than its own ``__init__``.
 
     A frozen dataclass's ``__init__`` sets every field through
-    ``object.__setattr__`` (650 ns here for four fields, a third of the
-    decoder's time per event). Writing the slots through their descriptors
-    builds an equal, just as frozen object in half the time.
+    ``object.__setattr__``, a large part of the decoder's time per event. Writing the
+    slots through their descriptors builds an equal, just as frozen object for less
+    (docs/PERFORMANCE.md, "Why the code is as it is").
     """
     new = object.__new__
     set_event, set_data, set_id, set_retry = (

@@ -39,11 +39,11 @@ __all__ = [
 ]
 
 # The check: a stream repeats one chunk shape thousands of times, and looking every key of
-# every chunk up in its table cost a tenth of the decoder's instructions per chunk
-# (bench/instructions.py, W1). So the fields of a chunk (a choice, a tool call, its
-# function) are checked when they are not, in the same order, those of the last one
-# checked at that level: comparing two short lists of the same keys costs a fraction of a
-# lookup per key, and a chunk that repeats the last shape has nothing new.
+# every chunk up in its table is a visible part of the decoder's work per chunk
+# (docs/PERFORMANCE.md, "Why the code is as it is"). So the fields of a chunk (a choice,
+# a tool call, its function) are checked when they are not, in the same order, those of
+# the last one checked at that level: comparing two short lists of the same keys costs a
+# fraction of a lookup per key, and a chunk that repeats the last shape has nothing new.
 CHUNK_FIELDS = frozenset(
     {
         "id",

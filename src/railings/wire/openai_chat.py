@@ -96,8 +96,8 @@ class OpenAIChatDecoder(ChatCalls):
         self._started = False
         self._other_billed = False  # another choice's output was reported (module docstring)
         # The fields last checked at each level against its table (see wire/chat_fields.py;
-        # a call's and its function's: wire/chat_calls.py). Lists: ``[*obj]`` is a fifth
-        # cheaper than ``tuple(obj)`` (bench/instructions.py).
+        # a call's and its function's: wire/chat_calls.py). Lists: ``[*obj]`` is cheaper
+        # than ``tuple(obj)`` (docs/PERFORMANCE.md, "Why the code is as it is").
         self._chunk_keys: list[str] = []
         self._choice_keys: list[str] = []
 

@@ -14,10 +14,11 @@ a time:
    across chunks wait for the next chunk, invalid bytes become U+FFFD. One BOM
    is stripped, only at the very start of the stream, even if its three bytes
    arrive in separate chunks.
-2. CRLF and lone CR are rewritten to LF with two ``str.replace`` calls, and the
-   text is cut with ``str.split("\\n")``. ``str.splitlines`` is not usable: it
-   also breaks on VT, FF, FS, GS, RS, NEL, U+2028 and U+2029, which SSE keeps
-   as data. A CR that ends one chunk is a line end at once, and a LF that
+2. The text is cut into lines by :func:`~railings.wire.blocks.cut_lines`, the one
+   home of the line rule: CRLF and lone CR rewritten to LF with two ``str.replace``
+   calls, then ``str.split("\\n")`` (``str.splitlines`` is not usable: it also
+   breaks on VT, FF, FS, GS, RS, NEL, U+2028 and U+2029, which SSE keeps as
+   data). A CR that ends one chunk is a line end at once, and a LF that
    starts the next chunk is then dropped: CR LF is one line end even when the
    chunk boundary falls between them. (httpx-sse's ``SSELineDecoder`` carries
    the CR the other way, holding it back until the next chunk: an event ended
@@ -52,6 +53,7 @@ from typing import Final
 
 from railings.errors import ConfigurationError, EventTooLarge, IllegalTransition
 from railings.wire._sse_event import ServerSentEvent, new_event, retry_value
+from railings.wire.blocks import cut_lines
 
 __all__ = ["DEFAULT_MAX_EVENT_SIZE", "SSEDecoder", "ServerSentEvent"]
 
@@ -255,20 +257,12 @@ class SSEDecoder:
         """The events of the next decoded ``text``: its lines, each interpreted."""
         if not text:
             return []
-        if self._skip_lf:
-            # WHATWG: CRLF is one line end, also when a chunk boundary splits it.
-            self._skip_lf = False
-            if text[0] == "\n":
-                text = text[1:]
-                if not text:
-                    return []
-        if "\r" in text:
-            # WHATWG: lines end at CRLF, LF or CR. A CR ending this chunk ends its
-            # line now; the LF that may start the next chunk is dropped there.
-            self._skip_lf = text[-1] == "\r"
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
-        lines = text.split("\n")
-        tail = lines.pop()  # the start of a line not yet ended ("" after a line end)
+        # WHATWG: lines end at CRLF, LF or CR. A CR ending this chunk ends its line now;
+        # the LF that may start the next chunk is its pair, dropped there (cut_lines).
+        lines, tail, self._skip_lf = cut_lines(text, self._skip_lf)
+        if not lines and not tail:
+            return []  # only the LF of a CRLF split across chunks
+        # tail: the start of a line not yet ended ("" after a line end)
         limit = self._max
         if not lines:
             self._partial.append(tail)
@@ -276,7 +270,7 @@ class SSEDecoder:
             if self._partial_len > limit:
                 self._too_large(f"SSE line longer than {limit} characters")
             return []
-        longest_possible = self._partial_len + len(text)
+        longest_possible = self._partial_len + len(text)  # at least the longest line's length
         if self._partial:
             self._partial.append(lines[0])
             lines[0] = "".join(self._partial)
