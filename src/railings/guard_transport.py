@@ -20,10 +20,10 @@ from typing import Self
 import httpx2
 
 from railings.limits import TurnLimits
-from railings.transport.response import is_event_stream
 from railings.transport.coding import Unreadable, codings
 from railings.transport.config import provider_for_path
 from railings.transport.guarded import AsyncGuardStream, GuardStream
+from railings.transport.response import is_event_stream
 from railings.transport.watch import StreamWatch
 from railings.turn.limit import limit_in_body
 
