@@ -1,14 +1,17 @@
-"""One watched stream, chunk by chunk: bounds and the content clock.
+"""One watched stream, chunk by chunk: what is read when, bounds and the content clock.
 
-The watch reads every chunk with the core (one :class:`~railings.turn.attempt.Attempt`)
-before the chunk goes on: a bound is seen at the chunk that passes it, and always
-before the proof. The content clock runs on a fake clock (``watch._now``): its cuts
-are asserted in fake seconds.
+The watch reads every byte with the core (one :class:`~railings.turn.attempt.Attempt`):
+each piece at once until the first content, then what gathered, per 64 KiB rather
+than per network piece, and always before a piece that may carry the proof goes on. A
+bound is seen at most 64 KiB late, and before the proof. The content clock runs on a
+fake clock (``watch._now``): its cuts are asserted in fake seconds.
 """
 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterator
+from typing import Any, ClassVar
 
 import httpx2
 import pytest
@@ -19,6 +22,7 @@ from railings import guard
 from railings.errors import TurnTooLarge
 from railings.limits import TurnLimits
 from railings.transport.watch import StreamWatch
+from railings.turn.attempt import Attempt, Step
 
 KEEP_ALIVE = b": keep-alive\n\n"
 LONG = 4 * 2**20  # text in a long body (the old guard read bodies past this differently)
@@ -53,6 +57,46 @@ def big_openai_body(done: bool = True) -> list[bytes]:
     return chunks if done else chunks[:-2]  # no finish, no usage: unproven
 
 
+class CountingAttempt(Attempt):
+    """The core attempt, counting its feeds (every one made, in order)."""
+
+    made: ClassVar[list[CountingAttempt]] = []
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.feeds = 0
+        self.made.append(self)
+
+    def feed(self, chunk: bytes, now: float) -> Step:
+        self.feeds += 1
+        return super().feed(chunk, now)
+
+
+@pytest.fixture
+def attempts(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[CountingAttempt]]:
+    made: list[CountingAttempt] = []
+    monkeypatch.setattr(CountingAttempt, "made", made)
+    monkeypatch.setattr(watch, "Attempt", CountingAttempt)
+    yield made
+
+
+@pytest.mark.parametrize("done", [True, False])
+def test_past_the_first_content_the_body_is_read_per_64_kib_not_per_piece(
+    attempts: list[CountingAttempt], done: bool
+) -> None:
+    chunks = big_openai_body(done)
+    total = sum(map(len, chunks))
+    w = a_watch("openai")
+    for chunk in chunks:
+        assert w.take(chunk) is None
+    assert (w.ended() is None) is done
+    [attempt] = attempts
+    # The role chunk and the first content one by one, then one feed per 64 KiB (and one
+    # at the proof), not one per piece: there are len(chunks).
+    assert attempt.feeds <= total // 65536 + 8
+    assert len(chunks) > 10 * (total // 65536 + 8)
+
+
 @pytest.mark.parametrize("done", [True, False])
 def test_a_long_body_is_judged_at_its_end(done: bool) -> None:
     w = a_watch("openai")
@@ -66,16 +110,18 @@ def test_a_long_body_is_judged_at_its_end(done: bool) -> None:
         assert cause is not None and not cause.empty
 
 
-def test_a_bound_is_seen_at_the_chunk_that_passes_it() -> None:
+def test_a_bound_is_seen_within_64_kib() -> None:
     chunks = big_openai_body()
     w = StreamWatch("openai", None, None, [], limits=TurnLimits(text=LONG))
-    # Where the text passes the bound: the chunk whose word does it.
+    # Where the text passes the bound: the bytes up to the end of that chunk.
     text = at = 0
     while text <= LONG:
         text += 2000 if at else 0
         at += 1
+    crossed = sum(map(len, chunks[:at]))
     index, error = first_error(w, chunks)
-    assert index == at - 1  # that very chunk is refused, none after it passed
+    passed = sum(map(len, chunks[:index]))  # the bytes the SDK was let read
+    assert crossed - len(chunks[at - 1]) <= passed <= crossed + 65536
     assert_text_bound(error)
 
 
@@ -123,8 +169,9 @@ def test_a_bound_crossed_near_the_end_is_seen_before_the_proof_goes_on(
     crossed = next(i for i in range(len(chunks)) if b"x" * 2000 in chunks[i]) + bound // 2000
     w = StreamWatch(provider, None, None, [], limits=TurnLimits(text=bound))
     index, error = first_error(w, chunks)
-    # Seen at the chunk that passed the bound: long before the proof was handed over.
-    assert index == crossed < len(chunks) - 1
+    # Seen no earlier than the chunk that passed the bound, and before the proof's last
+    # piece (the one that completes its event) was handed over.
+    assert crossed <= index <= len(chunks) - 1
     assert_text_bound(error)
 
 
@@ -133,10 +180,9 @@ def test_a_bound_crossed_near_the_end_of_a_gzip_body_is_seen_before_the_proof() 
     deflate = zlib.compressobj(wbits=31)  # gzip, one flushed block per event
     raw = [deflate.compress(chunk) + deflate.flush(zlib.Z_SYNC_FLUSH) for chunk in chunks]
     raw[-1] += deflate.flush()
-    crossed = next(i for i in range(len(chunks)) if b"x" * 2000 in chunks[i]) + bound // 2000
     w = StreamWatch("openai", None, None, ["gzip"], limits=TurnLimits(text=bound))
     index, error = first_error(w, raw)
-    assert index == crossed < len(raw) - 1  # decoded and read before the SDK had it
+    assert index == len(raw) - 1  # at the proof's chunk, before the SDK had it
     assert_text_bound(error)
 
 

@@ -7,12 +7,19 @@ what the guard's I/O needs, shared by its sync and async shells
 (:mod:`.guarded`):
 
 * **the codings.** Each raw chunk the SDK will read is decoded the way httpx2
-  decodes it (:mod:`.coding`, in pieces of at most 1 MiB) and every decoded piece
-  is fed to the attempt with the time it arrived (``time.monotonic()``). Bytes
-  pass through as they come, so nothing is held back (``hold=False``); the attempt
-  reads every byte, and a chunk is judged before it goes on: an SDK may stop at the
-  proof and close the body (the openai SDK does, at ``[DONE]``), and a bound passed
-  before the proof is raised before the SDK has it.
+  decodes it (:mod:`.coding`, in pieces of at most 1 MiB). Bytes pass through as
+  they come, so nothing is held back from the SDK (``hold=False``), and the attempt
+  reads every byte, in slices of at most 128 KiB.
+* **when it reads.** Until the first content each piece is fed at once, with the time
+  it arrived (``time.monotonic()``): the first content arms the idle gap. After it,
+  pieces gather and are fed once per 64 KiB (:mod:`.gather`): the reader reads a body
+  the same however it is split, and its cost per call is then paid per 64 KiB, not
+  per network piece. A bound is seen at most 64 KiB late, and always before the
+  proof: an SDK may stop at the proof and close the body (the openai SDK does, at
+  ``[DONE]``), so what gathered is read before a piece that may carry it goes on
+  (:class:`.gather.ProofMarkers`, the spec's own spellings; the reader alone decides
+  what proves). A batch is stamped with the time its last piece arrived, which only
+  ever makes the content clock later, never earlier.
 * **the idle gap.** Until the first content (a text, thinking or argument delta)
   the SDK's own read timeout governs: a reasoning model may send its headers, or
   ``response.created``, and then think for minutes. At the first content the
@@ -22,11 +29,14 @@ what the guard's I/O needs, shared by its sync and async shells
   attempt's clocks: the guard sees the time only when bytes arrive.
 * **the content clock.** Keep-alives (comments, Anthropic ``ping`` events) reset
   the socket's timer but not the attempt's content clock (``first_content`` before
-  the first content, ``content_idle`` after). After each chunk is fed,
-  :meth:`Attempt.overdue` says whether that clock ran out by now (the gap is
-  ignored there); the chunk is looked at first, so content in the chunk that finds
-  the clock due counts, and a stream of only keep-alives is cut at the first chunk
-  after the limit (never before it).
+  the first content, ``content_idle`` after). The attempt says when that clock would
+  run out as things stand (:meth:`Attempt.read_timeout`); the last content only moves
+  later, so until that instant no chunk can find it run out, and each chunk costs one
+  comparison. From that instant on, what gathered is read piece by piece, each at
+  the time it came, the chunk in hand last, and :meth:`Attempt.overdue` decides (the
+  gap is ignored there): content in the chunk that finds the clock due counts, and a
+  stream of only keep-alives is cut at the first chunk from the limit on, never
+  before it.
 
 Two kinds of ending. Where the stream ended without raising (EOF without the proof,
 a bound, a body that does not decode, only keep-alives), the watch returns the httpx2
@@ -41,6 +51,7 @@ closes a body from its iterators' ``finally``, where an exception would be lost.
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 import zlib
 
@@ -50,6 +61,7 @@ from railings.errors import StreamInterrupted, TurnTooLarge
 from railings.limits import TurnLimits
 from railings.transport import watch_errors as errors
 from railings.transport.coding import BodyDecoder, Unreadable
+from railings.transport.gather import GATHER, ProofMarkers
 from railings.transport.idle import arm_idle
 from railings.turn.attempt import Attempt, Clocks
 from railings.turn.ending import AttemptOutcome, Complete, Empty
@@ -58,9 +70,9 @@ from railings.turn.model import Turn
 __all__ = ["StreamWatch"]
 
 _now = time.monotonic
-# The most of a piece the attempt reads at once: what the reader makes of one feed (its
-# lines, frames and events) stays small however large the piece the coding gave.
-_SLICE = 65536
+# The most the attempt reads at once (a batch that gathered, or a piece the coding gave):
+# what the reader makes of one feed (its lines, frames and events) stays small.
+_SLICE = 2 * GATHER
 
 
 class StreamWatch:
@@ -77,10 +89,16 @@ class StreamWatch:
         "_armed",
         "_attempt",
         "_decoder",
+        "_due",
+        "_gathered",
+        "_gathers",
         "_idle",
         "_last_byte",
+        "_markers",
         "_refused",
+        "_size",
         "_timeouts",
+        "_times",
         "gap",
         "provider",
     )
@@ -103,7 +121,8 @@ class StreamWatch:
         read = timeouts.get("read") if timeouts is not None else None
         # The read timeout in force: the SDK's until the first content, then the gap.
         self.gap: float | None = read if isinstance(read, (int, float)) else None
-        self._armed = False
+        self._armed = False  # the first content arrived
+        self._gathers = False  # take() only gathers (an identity body past the first content)
         self._last_byte = now = _now()
         self._attempt = Attempt(
             provider,
@@ -113,6 +132,11 @@ class StreamWatch:
             limits=limits,
             hold=False,
         )
+        self._due = self._next_due(now)  # when the content clock may next run out
+        self._gathered: list[bytes] = []  # decoded pieces not yet read, and when each came
+        self._times: list[float] = []
+        self._size = 0
+        self._markers = ProofMarkers(provider)
         self._decoder: BodyDecoder | None = None
         self._refused: str | None = None
         try:
@@ -138,32 +162,44 @@ class StreamWatch:
         """One raw chunk, as the SDK will read it (never called once :meth:`refused`):
         None to pass it on, or the error to raise instead."""
         now = self._last_byte = _now()
+        if self._gathers:  # the common case, inline: one append, a search, a comparison
+            self._gathered.append(chunk)
+            self._times.append(now)
+            self._size += len(chunk)
+            if self._size >= GATHER or self._markers.seen(chunk):
+                error = self._read(now)
+                if error is not None:
+                    return error
+            return self._look(now) if now >= self._due else None
+        try:  # decoded to the end, as httpx2 decodes it for the SDK
+            for piece in (chunk,) if self._decoder is None else self._decoder.feed(chunk):
+                error = self._piece(piece, now)
+                if error is not None:
+                    return error
+        except zlib.error as exc:
+            return errors.undecodable(exc, self._turn())
+        return self._look(now) if now >= self._due else None
+
+    def _piece(self, piece: bytes, now: float) -> httpx2.HTTPError | None:
+        """One decoded piece that arrived at ``now``: read at once until the first content
+        (to see it), gathered after it (see the module docstring)."""
         attempt = self._attempt
-        decoder = self._decoder
-        if decoder is None:
-            if not attempt.reads_on:
-                return None  # the turn ended: what follows cannot change it
-            if len(chunk) <= _SLICE:
-                attempt.feed(chunk, now)
-            else:
-                self._feed(chunk, now)
-        else:
-            try:  # decoded to the end, as httpx2 decodes it for the SDK
-                for piece in decoder.feed(chunk):
-                    self._feed(piece, now)
-            except zlib.error as exc:
-                return errors.undecodable(exc, self._turn())
-        failure = attempt.failure
-        if failure is not None and isinstance(failure, TurnTooLarge):
-            return errors.too_large_error(failure, self._turn())
-        if not self._armed:
-            reader = attempt.reader
-            if reader.content or reader.terminated:
-                self._arm()
-        if attempt.overdue(now) and not attempt.reader.terminated:
-            attempt.timed_out(now)
-            return self._keepalives_only()
-        return None
+        if not attempt.reads_on:
+            return None  # the turn ended: what follows cannot change it
+        if self._armed:
+            self._gathered.append(piece)
+            self._times.append(now)
+            self._size += len(piece)
+            if self._size >= GATHER or self._markers.seen(piece):
+                return self._read(now)
+            return None
+        self._markers.seen(piece)  # its end makes the edge with the next piece
+        self._feed(piece, now)
+        error = self._failed()
+        reader = attempt.reader
+        if error is None and (reader.content or reader.terminated):
+            self._arm(now)
+        return error
 
     def _feed(self, piece: bytes, now: float) -> None:
         """Feed ``piece`` (arrived at ``now``) while the attempt reads, a slice at a time."""
@@ -173,16 +209,74 @@ class StreamWatch:
                 return
             attempt.feed(piece[at : at + _SLICE] if len(piece) > _SLICE else piece, now)
 
-    def _arm(self) -> None:
-        """The first content: the idle gap starts here, the next read waits at most it."""
+    def _drain(self, now: float | None) -> None:
+        """Feed what gathered: at once, as arrived by ``now`` (the latest piece's time), or,
+        ``now`` None, piece by piece, each at its own time."""
+        gathered, times = self._gathered, self._times
+        if not gathered:
+            return
+        self._gathered, self._times, self._size = [], [], 0
+        if now is None:
+            for piece, at in zip(gathered, times, strict=True):
+                self._feed(piece, at)
+        else:
+            self._feed(gathered[0] if len(gathered) == 1 else b"".join(gathered), now)
+
+    def _read(self, now: float | None) -> httpx2.HTTPError | None:
+        """Read what gathered (see :meth:`_drain`); the error a bound passed there is."""
+        self._drain(now)
+        return self._failed()
+
+    def _failed(self) -> httpx2.HTTPError | None:
+        """After a feed: a bound passed is the error to raise; a turn that ended needs
+        nothing gathered any more."""
+        attempt = self._attempt
+        failure = attempt.failure
+        if failure is not None and isinstance(failure, TurnTooLarge):
+            return errors.too_large_error(failure, self._turn())
+        if not attempt.reads_on:
+            self._gathers = False
+        return None
+
+    def _arm(self, now: float) -> None:
+        """The first content: the idle gap starts here (the next read waits at most it),
+        and the content clock changes its limit."""
         self._armed = True
+        self._gathers = self._decoder is None and self._attempt.reads_on
+        self._due = self._next_due(now)
         if self._timeouts is not None:
             self.gap = arm_idle({"timeout": self._timeouts}, self._idle)
+
+    # -- the content clock ---------------------------------------------------------------
+
+    def _next_due(self, now: float) -> float:
+        """When the attempt's content clock runs out, as things stand at ``now``: the last
+        content only moves later, so nothing runs out before it (but at the first content,
+        where the limit changes, it is asked again)."""
+        left = self._attempt.read_timeout(now)
+        return math.inf if left is None else now + left
+
+    def _look(self, now: float) -> httpx2.HTTPError | None:
+        """The content clock may have run out: read what gathered, each piece at the time
+        it came, then ask the attempt (a chunk that is content is seen first)."""
+        error = self._read(None)
+        if error is not None:
+            return error
+        attempt = self._attempt
+        if attempt.reader.terminated:
+            self._due = math.inf  # the turn ended: no clock runs
+            return None
+        if attempt.overdue(now):
+            attempt.timed_out(now)
+            return self._keepalives_only()
+        self._due = self._next_due(now)
+        return None
 
     # -- endings -------------------------------------------------------------------------
 
     def _close(self) -> tuple[AttemptOutcome, Turn]:
-        """The attempt's ending (the reading is over), and the turn a verdict carries."""
+        """The attempt's ending (what gathered read first), and the turn a verdict carries."""
+        self._drain(self._last_byte)
         attempt = self._attempt
         result = attempt.close()
         return result, attempt.reader.turn() if isinstance(result, Empty) else result.turn
@@ -198,23 +292,24 @@ class StreamWatch:
         cause = result.error if isinstance(result, Empty) else result.interruption
         return errors.keepalives_only(cause)
 
-    def _flush(self) -> None:
-        """At the end: what the decoder still held, fed (``zlib.error`` for a body that
-        does not decode)."""
-        if self._decoder is not None:
-            now = _now()
-            for piece in self._decoder.close():
-                self._feed(piece, now)
+    def _flush(self) -> httpx2.HTTPError | None:
+        """At the end: what the decoder still held, and all that gathered, read
+        (``zlib.error`` for a body that does not decode)."""
+        now = _now()
+        for piece in self._decoder.close() if self._decoder is not None else ():
+            error = self._piece(piece, now)
+            if error is not None:
+                return error
+        return self._read(now)
 
     def ended(self) -> httpx2.HTTPError | None:
         """At EOF: None when the proof arrived, else the error to raise."""
         try:
-            self._flush()
+            error = self._flush()
         except zlib.error as exc:
             return errors.undecodable(exc, self._turn())
-        failure = self._attempt.failure
-        if isinstance(failure, TurnTooLarge):  # passed in what the decoder still held
-            return errors.too_large_error(failure, self._turn())
+        if error is not None:
+            return error  # a bound passed in what the end read
         result, turn = self._close()
         return None if isinstance(result, Complete) else errors.interrupted(turn)
 
