@@ -1,9 +1,9 @@
 """A bound passed near the end of a long body, through the real SDKs and a real server.
 
-Past ``keep`` (4 MiB) the guard reads what passes 64 KiB at a time. An SDK that
-stops at the proof and closes the body (the openai SDK stops at ``[DONE]``) must
-not take a turn past its bound as complete: the guard reads what gathered before
-it hands over a piece that may carry the proof. The server is
+Past the first content the guard reads what gathered 64 KiB at a time. An SDK
+that stops at the proof and closes the body (the openai SDK stops at ``[DONE]``)
+must not take a turn past its bound as complete: the guard reads what gathered
+before it hands over a piece that may carry the proof. The server is
 :class:`_server.CannedServer` on 127.0.0.1 (a free port chosen at run time); the
 bounds are on characters.
 """
@@ -20,9 +20,8 @@ from _server import CannedServer, Reply, openai_text
 from railings import guard
 from railings.errors import TurnTooLarge
 from railings.limits import TurnLimits
-from railings.transport.watch import MAX_KEEP
 
-BOUND = MAX_KEEP + 10_000
+BOUND = 4 * 2**20 + 10_000
 WORD = "x" * 2000
 CHUNKS = openai_text([WORD] * (BOUND // len(WORD) + 3))  # the text passes BOUND by ~4 KB
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}

@@ -1,17 +1,19 @@
 """``railings.guard.install(client)``: a client already built is guarded in place, and
 keeps everything it was built with -- proxies, limits, HTTP/2, custom transports.
 
-The proxy is a real CONNECT proxy on 127.0.0.1 (below, in this file), in front of a
-TLS server on 127.0.0.1 with a certificate made for the test run.
+Told through behaviour only: whatever route a request takes (the default transport, a
+mount, a proxy mount, a ``NO_PROXY`` host), a cut stream raises the httpx2 error the
+SDK handles with railings' verdict attached, and a complete one passes unchanged; and
+the route is the one the client was built with (the proxy saw the tunnel, the user's
+transport answered, the pool's limit and HTTP/2 still hold). The proxy is a real
+CONNECT proxy on 127.0.0.1 (``tests/_proxy.py``), in front of a TLS server on
+127.0.0.1 with a certificate made for the test run.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import socket
 import ssl
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,87 +23,13 @@ import httpx2
 import openai
 import pytest
 
+from _proxy import ConnectProxy
 from _server import CannedServer, Reply, anthropic_text, make_certificate, openai_text
 from railings import guard
-from railings.errors import ConfigurationError, StreamInterrupted
-from railings.guard import AsyncGuardTransport, GuardTransport
+from railings.errors import ConfigurationError, StreamInterrupted, TurnTooLarge
+from railings.limits import TurnLimits
 
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
-
-
-class ConnectProxy:
-    """An HTTP CONNECT proxy on 127.0.0.1 that tunnels to 127.0.0.1 only, and records
-    every tunnel it opened."""
-
-    def __init__(self) -> None:
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
-        self.tunnels: list[str] = []
-        self._threads: list[threading.Thread] = []
-        self._sockets: list[socket.socket] = []
-        self._accepting = threading.Thread(target=self._accept, daemon=True)
-        self._accepting.start()
-
-    def close(self) -> None:
-        """Stop accepting, end every tunnel still open, and wait until each has closed
-        both its sockets."""
-        with contextlib.suppress(OSError):  # wakes the accept() (close alone does not)
-            self._listener.shutdown(socket.SHUT_RDWR)
-        self._listener.close()
-        self._accepting.join(30)
-        for sock in self._sockets:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-        for thread in self._threads:
-            thread.join(30)
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self._listener.accept()
-            except OSError:
-                return
-            self._sockets.append(conn)
-            thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
-            self._threads.append(thread)
-            thread.start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        with conn, contextlib.suppress(OSError):
-            self._tunnel(conn)
-
-    def _tunnel(self, conn: socket.socket) -> None:
-        head = b""
-        while b"\r\n\r\n" not in head:
-            data = conn.recv(4096)
-            if not data:
-                return
-            head += data
-        method, target, _ = head.split(b"\r\n", 1)[0].decode().split(" ", 2)
-        host, _, port = target.rpartition(":")
-        if method != "CONNECT" or host != "127.0.0.1":
-            conn.sendall(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n")
-            return
-        self.tunnels.append(target)
-        with socket.create_connection((host, int(port))) as upstream:
-            self._sockets.append(upstream)
-            conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-            back = threading.Thread(target=_pump, args=(upstream, conn), daemon=True)
-            back.start()
-            _pump(conn, upstream)
-            back.join(30)
-
-
-def _pump(source: socket.socket, sink: socket.socket) -> None:
-    try:
-        while data := source.recv(65536):
-            sink.sendall(data)
-    except OSError:
-        pass
-    finally:
-        for end in (source, sink):
-            with contextlib.suppress(OSError):
-                end.shutdown(socket.SHUT_RDWR)
 
 
 @pytest.fixture(scope="module")
@@ -130,6 +58,11 @@ def no_proxy_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     return monkeypatch
 
 
+WHOLE = openai_text(["all", " of", " it"])
+CUT = openai_text(["half"], finish=None, done=False)
+SSE = {"content-type": "text/event-stream"}
+
+
 def _chat(client: openai.OpenAI) -> str:
     stream = client.chat.completions.create(
         model="m", messages=[{"role": "user", "content": "hi"}], stream=True
@@ -149,6 +82,53 @@ async def _achat(client: openai.AsyncOpenAI) -> str:
     return text
 
 
+def _messages(client: anthropic.Anthropic) -> str:
+    with client.messages.stream(
+        model="c", max_tokens=8, messages=[{"role": "user", "content": "hi"}]
+    ) as stream:
+        return stream.get_final_text()
+
+
+async def _amessages(client: anthropic.AsyncAnthropic) -> str:
+    async with client.messages.stream(
+        model="c", max_tokens=8, messages=[{"role": "user", "content": "hi"}]
+    ) as stream:
+        return await stream.get_final_text()
+
+
+def assert_judged(error: BaseException, *, empty: bool = False) -> StreamInterrupted:
+    """``error`` carries railings' verdict: the stream ended without its proof."""
+    verdict = guard.interruption(error)
+    assert isinstance(verdict, StreamInterrupted), error
+    assert verdict.empty is empty
+    return verdict
+
+
+def read(http: httpx2.Client, url: str) -> bytes:
+    with http.stream("POST", url, json={}) as response:
+        return b"".join(response.iter_bytes())
+
+
+class Canned:
+    """A user's own transport (httpx2.MockTransport) answering each request with the
+    next body queued, and recording what it served."""
+
+    def __init__(self) -> None:
+        self.bodies: list[list[bytes]] = []
+        self.served: list[str] = []
+        self.transport = httpx2.MockTransport(self._answer)
+
+    def push(self, *bodies: list[bytes]) -> Canned:
+        self.bodies.extend(bodies)
+        return self
+
+    def _answer(self, request: httpx2.Request) -> httpx2.Response:
+        self.served.append(str(request.url))
+        # A streamed body, as every network transport gives (bytes given whole are read
+        # by httpx2 before any transport wrapper sees them).
+        return httpx2.Response(200, headers=SSE, content=iter(self.bodies.pop(0)))
+
+
 # -- through a proxy: from the environment, or proxy= -----------------------------------
 
 
@@ -166,27 +146,21 @@ def test_a_client_behind_a_proxy_is_guarded_through_its_proxy_mount(
         http = openai.DefaultHttpx2Client(verify=verify)  # the SDK's factory: its limits
     else:
         http = openai.DefaultHttpx2Client(verify=verify, proxy=proxy.url)
-    [(pattern, mounted)] = http._mounts.items()  # the proxy mount httpx2 built
     client = openai.OpenAI(
         api_key="k", base_url=tls_server.url + "/v1", http_client=http, max_retries=0
     )
-    cut = Reply(chunks=openai_text(["half"], finish=None, done=False))
-
-    tls_server.push(cut)
+    tls_server.push(Reply(chunks=CUT))
     assert _chat(client) == "half"  # the plain SDK, through the proxy: half an answer
     assert len(proxy.tunnels) == 1
 
     assert guard.install(client) is client
-    tls_server.push(cut)
+    tls_server.push(Reply(chunks=CUT), Reply(chunks=WHOLE))
     with pytest.raises(openai.APIConnectionError) as raised:
         _chat(client)
-    assert isinstance(guard.interruption(raised.value), StreamInterrupted)
-    assert proxy.tunnels == [f"127.0.0.1:{tls_server.port}"] * 2  # through the proxy again
-    # The very proxy transport, wrapped where it was, with the SDK's limits.
-    guarded = http._mounts[pattern]
-    assert isinstance(guarded, GuardTransport) and guarded.inner is mounted
-    pool = mounted._pool  # type: ignore[union-attr]
-    assert (pool._max_connections, pool._max_keepalive_connections) == (1000, 100)
+    assert_judged(raised.value)
+    assert _chat(client) == "all of it"
+    # Through the proxy again, each time: the proxy mount is what the guard wraps.
+    assert proxy.tunnels == [f"127.0.0.1:{tls_server.port}"] * 3
     client.close()
 
 
@@ -198,8 +172,7 @@ def test_an_async_client_from_the_environment_is_guarded_through_its_proxy(
 ) -> None:
     no_proxy_env.setenv("HTTPS_PROXY", proxy.url)
     verify = ssl.create_default_context(cafile=str(certificate[0]))
-    tls_server.push(Reply(chunks=openai_text(["whole"])))
-    tls_server.push(Reply(chunks=openai_text(["half"], finish=None, done=False)))
+    tls_server.push(Reply(chunks=WHOLE), Reply(chunks=CUT))
 
     async def go() -> tuple[str, BaseException]:
         client = guard.install(
@@ -214,62 +187,185 @@ def test_an_async_client_from_the_environment_is_guarded_through_its_proxy(
             whole = await _achat(client)
             with pytest.raises(openai.APIConnectionError) as raised:
                 await _achat(client)
-            [mounted] = client._client._mounts.values()
-            assert isinstance(mounted, AsyncGuardTransport)
         return whole, raised.value
 
     whole, error = asyncio.run(go())
-    assert whole == "whole" and guard.interruption(error) is not None
+    assert whole == "all of it"
+    assert_judged(error)
     assert len(proxy.tunnels) == 2
 
 
-# -- everything else the client was built with stays ------------------------------------
-
-
-def test_install_wraps_every_transport_in_place_and_only_once(
+def test_a_proxy_mount_keeps_its_pool_limit(
+    tls_server: CannedServer,
+    proxy: ConnectProxy,
+    certificate: tuple[Path, Path],
     no_proxy_env: pytest.MonkeyPatch,
 ) -> None:
-    no_proxy_env.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
-    no_proxy_env.setenv("NO_PROXY", "internal.example")
-    custom = httpx2.HTTPTransport(http2=True, retries=3)
-    extra = httpx2.MockTransport(lambda request: httpx2.Response(204))
-    http = httpx2.Client(mounts={"http://mock.example": extra})
-    http._transport = custom  # a transport of the user's own, with HTTP/2 on
-    before = dict(http._mounts)
-    assert sum(t is None for t in before.values()) == 1  # NO_PROXY: "use the default"
-
+    verify = ssl.create_default_context(cafile=str(certificate[0]))
+    http = httpx2.Client(
+        verify=verify,
+        proxy=proxy.url,
+        limits=httpx2.Limits(max_connections=1),
+        timeout=httpx2.Timeout(5.0, pool=0.2),
+    )
     guard.install(http)
-    assert isinstance(http._transport, GuardTransport) and http._transport.inner is custom
-    for pattern, mounted in http._mounts.items():
-        if before[pattern] is None:
-            assert mounted is None  # routes to the (guarded) default transport
-        else:
-            assert isinstance(mounted, GuardTransport) and mounted.inner is before[pattern]
-    again = dict(http._mounts)
-    guard.install(http)
-    assert http._mounts == again and http._transport.inner is custom  # not wrapped twice
-    assert http.get("http://mock.example/x").status_code == 204  # the mount still answers
+    url = tls_server.url + "/v1/chat/completions"
+    tls_server.push(Reply(chunks=[*WHOLE[:2], 30.0, *WHOLE[2:]], end="hang"), Reply(chunks=CUT))
+    with http.stream("POST", url, json={}), pytest.raises(httpx2.PoolTimeout):
+        http.post(url, json={})  # the one connection is held by the stream
+    with pytest.raises(httpx2.RemoteProtocolError) as raised:
+        read(http, url)
+    assert_judged(raised.value)
     http.close()
 
 
-def test_install_takes_the_sdks_own_clients(no_proxy_env: pytest.MonkeyPatch) -> None:
+# -- every route of a plain httpx2 client ------------------------------------------------
+
+
+def test_every_mount_and_the_default_transport_judge_their_streams(
+    no_proxy_env: pytest.MonkeyPatch,
+) -> None:
+    routes = {name: Canned() for name in ("default", "a", "b")}
+    http = httpx2.Client(
+        transport=routes["default"].transport,
+        mounts={"all://a.test": routes["a"].transport, "http://b.test": routes["b"].transport},
+    )
+    guard.install(http)
+    for name, route in routes.items():
+        host = "x.test" if name == "default" else f"{name}.test"
+        url = f"http://{host}/v1/chat/completions"
+        route.push(CUT, WHOLE)
+        with pytest.raises(httpx2.RemoteProtocolError) as raised:
+            read(http, url)
+        assert_judged(raised.value)
+        assert read(http, url) == b"".join(WHOLE)  # passed unchanged
+        assert route.served == [url, url]  # the user's own transport answered, each time
+    # Anything else the mounts answer is untouched: no stream, no judgement.
+    routes["a"].push([b"data: no proof here\n\n"])
+    assert http.post("http://a.test/v1/embeddings").content == b"data: no proof here\n\n"
+    http.close()
+
+
+def test_a_no_proxy_host_uses_the_guarded_default_transport(
+    no_proxy_env: pytest.MonkeyPatch,
+) -> None:
+    # The proxy named here would refuse every connection: only the route NO_PROXY gives
+    # (the default transport, guarded) reaches the server.
+    no_proxy_env.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    no_proxy_env.setenv("NO_PROXY", "127.0.0.1")
+    with CannedServer() as server, httpx2.Client() as http:
+        guard.install(http)
+        server.push(Reply(chunks=CUT), Reply(chunks=WHOLE))
+        url = server.openai_base_url + "/chat/completions"
+        with pytest.raises(httpx2.RemoteProtocolError) as raised:
+            read(http, url)
+        assert_judged(raised.value)
+        assert read(http, url) == b"".join(WHOLE)
+
+
+def test_installing_twice_judges_once() -> None:
+    route = Canned().push(CUT, CUT)
+    once = httpx2.Client(transport=route.transport)
+    guard.install(once)
+    with pytest.raises(httpx2.RemoteProtocolError) as first:
+        read(once, "http://x.test/v1/chat/completions")
+    twice = httpx2.Client(transport=route.transport)
+    guard.install(guard.install(twice))
+    with pytest.raises(httpx2.RemoteProtocolError) as second:
+        read(twice, "http://x.test/v1/chat/completions")
+    # A guard around a guard would judge the inner guard's error again, and note it.
+    for raised in (first.value, second.value):
+        assert_judged(raised)
+        assert getattr(raised, "__notes__", []) == []
+    assert str(second.value) == str(first.value)
+
+
+def test_the_guards_settings_reach_every_route(no_proxy_env: pytest.MonkeyPatch) -> None:
+    routes = [Canned().push(WHOLE), Canned().push(WHOLE)]
+    http = httpx2.Client(
+        transport=routes[0].transport, mounts={"all://a.test": routes[1].transport}
+    )
+    guard.install(http, limits=TurnLimits(text=5))  # "all of it" is 9 characters
+    for host in ("x.test", "a.test"):
+        with pytest.raises(httpx2.RemoteProtocolError) as raised:
+            read(http, f"http://{host}/v1/chat/completions")
+        bound = assert_judged(raised.value).__cause__
+        assert isinstance(bound, TurnTooLarge) and bound.limit == 5
+    http.close()
+
+
+def test_http2_stays_on_and_is_judged(certificate: tuple[Path, Path]) -> None:
+    verify = ssl.create_default_context(cafile=str(certificate[0]))
+    partial = b"".join(CUT)  # then the server ends the connection (GOAWAY)
+    with (
+        CannedServer(tls=certificate, h2_partial=partial) as server,
+        httpx2.Client(http2=True, verify=verify) as http,
+    ):
+        guard.install(http)
+        url = server.url + "/v1/chat/completions"
+        with http.stream("POST", url, json={}) as response:
+            assert response.http_version == "HTTP/2"
+            with pytest.raises(httpx2.RemoteProtocolError) as raised:
+                for _ in response.iter_bytes():
+                    pass
+        assert_judged(raised.value)
+
+
+# -- the SDKs' own clients ---------------------------------------------------------------
+
+
+def test_install_takes_the_sdks_own_sync_clients(no_proxy_env: pytest.MonkeyPatch) -> None:
     with CannedServer() as server:
-        server.push(Reply(chunks=anthropic_text(["cut"], stop=False)))
-        client = guard.install(
+        chat = openai.OpenAI(api_key="k", base_url=server.openai_base_url, max_retries=0)
+        azure = openai.AzureOpenAI(
+            api_key="k", api_version="2024-10-21", azure_endpoint=server.url, max_retries=0
+        )
+        for client in (chat, azure):
+            assert guard.install(client) is client
+            server.push(Reply(chunks=CUT), Reply(chunks=WHOLE))
+            with pytest.raises(openai.APIConnectionError) as raised:
+                _chat(client)
+            assert_judged(raised.value)
+            assert _chat(client) == "all of it"
+            client.close()
+        messages = guard.install(
             anthropic.Anthropic(api_key="k", base_url=server.anthropic_base_url, max_retries=0)
         )
-        assert isinstance(client._client._transport, GuardTransport)
-        with (
-            pytest.raises(httpx2.RemoteProtocolError) as raised,
-            client.messages.stream(
-                model="c", max_tokens=8, messages=[{"role": "user", "content": "hi"}]
-            ) as stream,
-        ):
-            stream.get_final_text()
-        assert guard.interruption(raised.value) is not None
-        client.close()
-    for built in (openai.AsyncOpenAI(api_key="k"), anthropic.AsyncAnthropic(api_key="k")):
-        assert isinstance(guard.install(built)._client._transport, AsyncGuardTransport)
+        server.push(Reply(chunks=anthropic_text(["cut"], stop=False)))
+        server.push(Reply(chunks=anthropic_text(["whole"])))
+        with pytest.raises(httpx2.RemoteProtocolError) as raised:
+            _messages(messages)
+        assert_judged(raised.value)
+        assert _messages(messages) == "whole"
+        messages.close()
+        paths = [request.path for request in server.requests]
+    assert paths[2].startswith("/openai/deployments/m/chat/completions")  # Azure's route
+
+
+def test_install_takes_the_sdks_own_async_clients(no_proxy_env: pytest.MonkeyPatch) -> None:
+    async def go(server: CannedServer) -> None:
+        chat = guard.install(
+            openai.AsyncOpenAI(api_key="k", base_url=server.openai_base_url, max_retries=0)
+        )
+        async with chat:
+            server.push(Reply(chunks=CUT), Reply(chunks=WHOLE))
+            with pytest.raises(openai.APIConnectionError) as raised:
+                await _achat(chat)
+            assert_judged(raised.value)
+            assert await _achat(chat) == "all of it"
+        messages = guard.install(
+            anthropic.AsyncAnthropic(api_key="k", base_url=server.anthropic_base_url, max_retries=0)
+        )
+        async with messages:
+            server.push(Reply(chunks=anthropic_text(["cut"], stop=False)))
+            server.push(Reply(chunks=anthropic_text(["whole"])))
+            with pytest.raises(httpx2.RemoteProtocolError) as error:
+                await _amessages(messages)
+            assert_judged(error.value)
+            assert await _amessages(messages) == "whole"
+
+    with CannedServer() as server:
+        asyncio.run(go(server))
 
 
 @pytest.mark.parametrize("thing", [object(), "https://api.openai.com", httpx2.HTTPTransport()])

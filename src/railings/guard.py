@@ -47,7 +47,7 @@ is a read timeout: :class:`httpx2.ReadTimeout`, from which
 keep that clock alive but not the content clock: ``content_idle`` seconds
 (default 300; 600 before the first content) of nothing but comments and pings
 raise :class:`httpx2.ReadTimeout` from :class:`~railings.errors.IdleTimeout`
-(checked at most once a second, so up to a second late, never early).
+(checked as each chunk arrives: at the first keep-alive past the limit, never before).
 
 Fail closed. The guard decodes exactly the codings httpx2 decodes
 (:mod:`railings.transport.coding`), so it judges the bytes the SDK reads. A
@@ -63,13 +63,12 @@ body carries, or ``limits=``): past a bound it raises
 :class:`httpx2.RemoteProtocolError` from ``StreamInterrupted`` from
 :class:`~railings.errors.TurnTooLarge`.
 
-Cost. While a body is short enough to keep (4 MiB at most) the guard keeps each
-decoded piece and judges once, at the end (:func:`proven_by_tail`, which a test
-proves never disagrees with the core); a longer one is read by the core
-:class:`~railings.turn.reader.StreamReader` as it passes, 64 KiB at a time. Past
-the first content a chunk costs the guard an append and a clock read
-(:mod:`railings.transport.watch`). A stream that is abandoned early (the openai
-SDK stops at ``[DONE]``) is not judged: the reader stopped, not the stream.
+Cost. Every decoded piece is read by the core, as it passes, through one
+:class:`~railings.turn.attempt.Attempt` per reading of a body: the termination
+proof, the bounds and the content clock are the attempt's, as they are for
+railings' own client (:mod:`railings.transport.watch`). A stream that is
+abandoned early (the openai SDK stops at ``[DONE]``) is not judged: the reader
+stopped, not the stream.
 
 This module is the entry points (:func:`install`, :func:`interruption`); the
 transports are built in :mod:`railings.guard_transport`, and re-exported here.
@@ -93,7 +92,6 @@ from railings.guard_transport import (
 )
 from railings.limits import TurnLimits
 from railings.transport.guarded import VERDICT
-from railings.transport.tail import proven_by_tail
 
 __all__ = [
     "DEFAULT_CONTENT_IDLE",
@@ -103,7 +101,6 @@ __all__ = [
     "async_transport",
     "install",
     "interruption",
-    "proven_by_tail",
     "transport",
 ]
 

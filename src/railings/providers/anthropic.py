@@ -7,7 +7,6 @@ tool results go back as ``tool_result`` blocks leading a user message.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from railings.conversation import ToolResult
@@ -21,7 +20,6 @@ from railings.errors import (
     ServerError,
 )
 from railings.messages import _anthropic_blocks, anthropic_messages_body
-from railings.providers._tail import EOL, EVENT_START, ends_with
 from railings.providers.base import (
     Detection,
     EncodeRequest,
@@ -37,29 +35,9 @@ from railings.providers.base import (
 from railings.stops import Stop
 from railings.wire.anthropic import MESSAGE_STOP, AnthropicDecoder
 
-__all__ = ["ANTHROPIC_ERROR_TYPES", "ANTHROPIC_VERSION", "SPEC", "STOP_REASONS", "proven_by_tail"]
+__all__ = ["ANTHROPIC_ERROR_TYPES", "ANTHROPIC_VERSION", "SPEC", "STOP_REASONS"]
 
 ANTHROPIC_VERSION = "2023-06-01"
-
-# The proof as the body's last event alone (the rule of ``openai_chat._TAIL``). Anthropic
-# names the event (``event: message_stop``) and pads its JSON with spaces:
-# {"type":"message_stop"          }
-_TAIL = re.compile(
-    EVENT_START
-    + rb"(?:event: ?message_stop"
-    + EOL
-    + rb')?data: ?\{[ \t]*"type"[ \t]*:[ \t]*"message_stop"[ \t]*\}'
-    + EOL
-    + EOL
-    + rb"[\r\n]*\Z"
-)
-
-
-def proven_by_tail(body: bytes) -> bool:
-    """True when ``body`` ends with the ``message_stop`` event as its own last event and
-    holds no error (the guard's fast verdict; False means "ask the reader")."""
-    return ends_with(_TAIL, body)
-
 
 ANTHROPIC_ERROR_TYPES: dict[str, type[ProviderError]] = {
     "overloaded_error": Overloaded,
@@ -156,7 +134,6 @@ SPEC = ProviderSpec(
     proof=Proof(
         markers=frozenset({MESSAGE_STOP}),
         events=frozenset({MESSAGE_STOP}),
-        proven_by_tail=proven_by_tail,
     ),
     stop_reasons=StopReasons(
         wire=STOP_REASONS,

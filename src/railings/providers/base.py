@@ -3,7 +3,7 @@
 A spec names what every layer needs to know about one wire format and nothing
 else: where it is POSTed, how a conversation becomes its request body and a
 tool result goes back, which decoder reads its stream, what proves a turn
-finished (as the decoder's event and as the guard's byte rule), how its stop
+finished (as the decoder's event and the spellings that carry it), how its stop
 reasons and error types map to railings' vocabulary, and how ``replay
 --provider auto`` recognises it. The transport, the reader, the guard, the
 test kit, classification, telemetry and the CLI read these fields instead of
@@ -99,7 +99,7 @@ class EncodeRequest:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Proof:
-    """The termination proof, three ways.
+    """The termination proof, two ways.
 
     ``markers``: the :class:`~railings.events.TerminationProof` markers the decoder
     emits (what the termination table's PROOF signal stands for). ``data``: data
@@ -108,12 +108,9 @@ class Proof:
     ``messageStop``); ``types``: the data's ``"type"`` values that are, when a server
     leaves the ``event:`` line out (OpenRouter); ``fields``: keys of a frame's JSON
     object whose terminal value is the proof (Gemini's ``finishReason``, on the
-    stream's last event only; Ollama's ``done: true``). ``proven_by_tail``: the guard's fast
-    byte rule over a whole body -- True only where the reader would find the turn
-    complete, False meaning "ask the reader", never "interrupted"."""
+    stream's last event only; Ollama's ``done: true``)."""
 
     markers: frozenset[str]
-    proven_by_tail: Callable[[bytes], bool]
     data: frozenset[str] = frozenset()
     events: frozenset[str] = frozenset()
     types: frozenset[str] = frozenset()

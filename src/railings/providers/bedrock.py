@@ -22,7 +22,6 @@ from __future__ import annotations
 from typing import Any
 
 from railings.conversation import ToolResult
-from railings.errors import MalformedStream
 from railings.messages_bedrock import bedrock_body, bedrock_tool_result
 from railings.providers.base import (
     Detection,
@@ -36,9 +35,9 @@ from railings.providers.base import (
 )
 from railings.stops import Stop
 from railings.wire.bedrock import CONTENT_TYPE, ERROR_CLASSES, MESSAGE_STOP, BedrockDecoder
-from railings.wire.eventstream import EventStreamDecoder, looks_like_eventstream
+from railings.wire.eventstream import looks_like_eventstream
 
-__all__ = ["BEDROCK_ERROR_TYPES", "SPEC", "STOP_REASONS", "proven_by_tail"]
+__all__ = ["BEDROCK_ERROR_TYPES", "SPEC", "STOP_REASONS"]
 
 # The exception types (``:exception-type``) and their classes: throttling, service
 # unavailable, internal, model stream error (HTTP 424 in the API reference: the model
@@ -47,28 +46,6 @@ __all__ = ["BEDROCK_ERROR_TYPES", "SPEC", "STOP_REASONS", "proven_by_tail"]
 BEDROCK_ERROR_TYPES = ERROR_CLASSES
 
 _METADATA = "metadata"
-
-
-def proven_by_tail(body: bytes) -> bool:
-    """True when ``body`` is whole frames, every CRC matching, of events only, and its
-    ``messageStop`` is followed by nothing but ``metadata`` (the guard's fast verdict;
-    False means "ask the reader"). The frames are walked, not their JSON parsed: the
-    CRCs run in C over the body once."""
-    frames = EventStreamDecoder()
-    try:
-        messages = frames.feed(body)
-        frames.close()
-    except MalformedStream:
-        return False
-    stopped = False
-    for message in messages:
-        if message.text_header(":message-type") != "event":
-            return False
-        kind = message.text_header(":event-type")
-        if stopped and kind != _METADATA:
-            return False
-        stopped = stopped or kind == MESSAGE_STOP
-    return stopped
 
 
 def _decoder(choice: int = 0) -> ProviderDecoder:
@@ -129,7 +106,6 @@ SPEC = ProviderSpec(
     proof=Proof(
         markers=frozenset({MESSAGE_STOP}),
         events=frozenset({MESSAGE_STOP}),  # the :event-type header
-        proven_by_tail=proven_by_tail,
     ),
     stop_reasons=StopReasons(
         wire=STOP_REASONS,

@@ -29,7 +29,6 @@ from railings.conversation import ToolResult
 from railings.errors import (
     AuthenticationError,
     BadRequest,
-    MalformedStream,
     Overloaded,
     ProviderError,
     QuotaExceeded,
@@ -38,7 +37,6 @@ from railings.errors import (
 )
 from railings.events import StreamEvent
 from railings.messages_gemini import gemini_body, gemini_function_response
-from railings.providers._tail import last_data
 from railings.providers.base import (
     Detection,
     EncodeRequest,
@@ -50,22 +48,18 @@ from railings.providers.base import (
     StopReasons,
 )
 from railings.stops import Stop
-from railings.wire._json import load_object
 from railings.wire.gemini import (
     FINISH_REASON,
     PROMPT_BLOCKED,
-    UNSPECIFIED,
     GeminiDecoder,
     decode_body,
 )
-from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
 
 __all__ = [
     "GEMINI_ERROR_STATUSES",
     "SPEC",
     "STOP_REASONS",
     "VERTEX_REQUEST_PATH",
-    "proven_by_tail",
 ]
 
 VERTEX_REQUEST_PATH = (
@@ -92,30 +86,6 @@ GEMINI_ERROR_STATUSES: dict[str, type[ProviderError]] = {
     "UNAUTHENTICATED": AuthenticationError,
     "BILLING_DISABLED": QuotaExceeded,
 }
-
-
-def proven_by_tail(body: bytes) -> bool:
-    """True when ``body``'s last event is one data line holding a response object whose
-    first candidate carries a terminal ``finishReason`` (or a prompt block without
-    candidates), and no ``"error"`` is in the body (the guard's fast verdict; False
-    means "ask the reader")."""
-    value = last_data(body, trailers=(b"[DONE]",))
-    if value is None or len(value) >= DEFAULT_MAX_EVENT_SIZE:
-        return False  # not one data line, or one the reader refuses as too large
-    try:
-        obj = load_object(value.decode("utf-8"), where="guard")
-    except (UnicodeDecodeError, MalformedStream):
-        return False
-    candidates = obj.get("candidates")
-    if isinstance(candidates, list) and candidates:
-        first = candidates[0]
-        if not isinstance(first, dict) or first.get("index", 0) != 0:
-            return False
-        reason = first.get(FINISH_REASON)
-        return isinstance(reason, str) and bool(reason) and reason != UNSPECIFIED
-    feedback = obj.get("promptFeedback")
-    blocked = feedback.get("blockReason") if isinstance(feedback, dict) else None
-    return isinstance(blocked, str) and bool(blocked)
 
 
 def _decoder(choice: int = 0) -> ProviderDecoder:
@@ -189,7 +159,6 @@ SPEC = ProviderSpec(
     proof=Proof(
         markers=frozenset({FINISH_REASON, PROMPT_BLOCKED}),
         fields=frozenset({FINISH_REASON, "blockReason"}),
-        proven_by_tail=proven_by_tail,
     ),
     stop_reasons=StopReasons(
         # The first spelling of a stop reason is the one the scripted server sends.

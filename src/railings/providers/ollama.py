@@ -23,7 +23,6 @@ classifies them (``classify.STATUS_TABLE``: 404 an unknown model, 503 a full que
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from railings.conversation import ToolResult
@@ -41,28 +40,10 @@ from railings.providers.base import (
 )
 from railings.stops import Stop
 from railings.wire.ollama import CONTENT_TYPE, DEFAULT_HOST, DONE, OllamaDecoder
-from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
 
-__all__ = ["OLLAMA_ERROR_TYPES", "SPEC", "STOP_REASONS", "proven_by_tail"]
+__all__ = ["OLLAMA_ERROR_TYPES", "SPEC", "STOP_REASONS"]
 
 OLLAMA_ERROR_TYPES: dict[str, type[ProviderError]] = {}
-
-
-def proven_by_tail(body: bytes) -> bool:
-    """True when ``body``'s last line is a JSON object with ``done: true`` and no
-    ``"error"`` is in the body (the guard's fast verdict; False means "ask the
-    reader")."""
-    if b'"error"' in body:
-        return False
-    stripped = body.rstrip(b"\r\n")
-    line = stripped[stripped.rfind(b"\n") + 1 :]
-    if not line.startswith(b"{") or len(line) > DEFAULT_MAX_EVENT_SIZE:
-        return False
-    try:
-        obj = json.loads(line)
-    except (ValueError, RecursionError):
-        return False
-    return isinstance(obj, dict) and obj.get(DONE) is True
 
 
 def _decoder(choice: int = 0) -> ProviderDecoder:
@@ -110,7 +91,7 @@ SPEC = ProviderSpec(
     encode=_encode,
     tool_result=_tool_result,
     asks_for_usage=False,
-    proof=Proof(markers=frozenset({DONE}), fields=frozenset({DONE}), proven_by_tail=proven_by_tail),
+    proof=Proof(markers=frozenset({DONE}), fields=frozenset({DONE})),
     stop_reasons=StopReasons(
         wire=STOP_REASONS,
         nearest={

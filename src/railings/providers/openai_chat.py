@@ -7,7 +7,6 @@ each choice's ``finish_reason``; tool results go back as ``role: tool`` messages
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from railings.conversation import ToolResult
@@ -21,7 +20,6 @@ from railings.errors import (
     ServerError,
 )
 from railings.messages import _openai_message, openai_chat_body
-from railings.providers._tail import EOL, EVENT_START, ends_with
 from railings.providers.base import (
     Detection,
     EncodeRequest,
@@ -37,23 +35,7 @@ from railings.providers.base import (
 from railings.stops import Stop
 from railings.wire.openai_chat import DONE, OpenAIChatDecoder
 
-__all__ = ["OPENAI_ERROR_TYPES", "SPEC", "STOP_REASONS", "proven_by_tail"]
-
-# The proof as the last event of the body, and that event alone: a blank line, then the
-# proof's data line on a line of its own (WHATWG: "data:" and at most one space), then the
-# blank line that dispatches it, then only blank lines. A proof line that merely ends a
-# longer event (``data: {...}`` then ``data: [DONE]`` in one event) is not the proof: that
-# event's data is neither. JSON escapes quotes and newlines in strings, so model text
-# cannot forge these bytes. Anything else (other fields, a comment inside the event)
-# goes to the reader.
-_TAIL = re.compile(EVENT_START + rb"data: ?\[DONE\]" + EOL + EOL + rb"[\r\n]*\Z")
-
-
-def proven_by_tail(body: bytes) -> bool:
-    """True when ``body`` ends with ``data: [DONE]`` as its own last event and holds no
-    error (the guard's fast verdict; False means "ask the reader")."""
-    return ends_with(_TAIL, body)
-
+__all__ = ["OPENAI_ERROR_TYPES", "SPEC"]
 
 # OpenAI's error types and codes, and those of compatible services; the Responses API
 # shares them (one platform).
@@ -132,7 +114,7 @@ SPEC = ProviderSpec(
     encode=_encode,
     tool_result=_tool_result,
     asks_for_usage=True,
-    proof=Proof(markers=frozenset({DONE}), data=frozenset({DONE}), proven_by_tail=proven_by_tail),
+    proof=Proof(markers=frozenset({DONE}), data=frozenset({DONE})),
     stop_reasons=StopReasons(
         wire=STOP_REASONS,
         nearest={

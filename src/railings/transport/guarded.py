@@ -19,11 +19,21 @@ so for an HTTP/1.1 body it makes that connection's reads take the read timeout
 from the request's ``timeout`` extension on every read, as HTTP/2 does
 (:func:`follow_read_timeout`), for this body only: the connection's own ``read``
 is back before the body is released to the pool.
+
+That adapter relies on how httpcore2 reads an HTTP/1.1 body (the response's
+``network_stream`` extension is the stream it reads, through ``read(max_bytes,
+timeout)``), so it is used only on the httpx2 / httpcore2 versions the suite
+verified (:data:`VERIFIED_VERSIONS`, checked once at import: :data:`READS_FOLLOW`).
+On any other version an HTTP/1.1 body is read the stock way: the SDK's own read
+timeout stays in force for the whole body (the idle gap is not armed), and the
+guard's content clock, which needs no socket, still ends a stream of nothing but
+keep-alives.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import inspect
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from typing import Any
@@ -34,7 +44,9 @@ from railings.errors import StreamInterrupted
 from railings.transport.watch import StreamWatch
 
 __all__ = [
+    "READS_FOLLOW",
     "VERDICT",
+    "VERIFIED_VERSIONS",
     "AsyncGuardStream",
     "GuardStream",
     "attach",
@@ -42,6 +54,28 @@ __all__ = [
 ]
 
 VERDICT = "railings_interruption"
+
+# The versions whose HTTP/1.1 reading follow_read_timeout relies on, as verified by
+# tests/test_guard_sdk.py and tests/test_guard_read_timeout.py. Any other version keeps
+# httpcore2's own reads.
+VERIFIED_VERSIONS = {"httpx2": "2.16.2", "httpcore2": "2.16.2"}
+
+
+def _installed(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def verified() -> bool:
+    """Are the installed httpx2 and httpcore2 the :data:`VERIFIED_VERSIONS`?"""
+    return all(_installed(name) == version for name, version in VERIFIED_VERSIONS.items())
+
+
+READS_FOLLOW = verified()
+"""True when an HTTP/1.1 body's reads may be made to follow the request's read timeout
+(:func:`follow_read_timeout`); otherwise they stay httpcore2's own."""
 
 
 def attach(exc: BaseException, verdict: StreamInterrupted) -> None:
@@ -56,18 +90,18 @@ def attach(exc: BaseException, verdict: StreamInterrupted) -> None:
     exc.add_note(f"railings: {verdict.message}")
 
 
-def follow_read_timeout(extensions: dict[str, Any], timeouts: object) -> Callable[[], None]:
+def follow_read_timeout(extensions: dict[str, Any], timeouts: object) -> Callable[[], None] | None:
     """For an HTTP/1.1 body: its connection's reads take the read timeout from
-    ``timeouts`` on every read (see the module docstring). Returns the undo."""
+    ``timeouts`` on every read (see the module docstring). Returns the undo, or None
+    when this body's reads will not follow a change of ``timeouts`` (an HTTP/1.1 body
+    on versions not verified, or a stream that cannot be adapted)."""
+    if extensions.get("http_version") != b"HTTP/1.1" or not isinstance(timeouts, dict):
+        return _nothing  # HTTP/2 reads it on every read; nothing else reads it
     stream = extensions.get("network_stream")
-    if (
-        extensions.get("http_version") != b"HTTP/1.1"
-        or not isinstance(timeouts, dict)
-        or stream is None
-        or not hasattr(stream, "__dict__")
-        or "read" in vars(stream)
-    ):
-        return _nothing
+    if not READS_FOLLOW or stream is None or not hasattr(stream, "__dict__"):
+        return None
+    if "read" in vars(stream):
+        return _nothing  # already adapted (a guard around a guard)
     read = stream.read
     patched: Callable[..., Any]
     if inspect.iscoroutinefunction(read):
@@ -88,6 +122,16 @@ def follow_read_timeout(extensions: dict[str, Any], timeouts: object) -> Callabl
         if vars(stream).get("read") is patched:
             del stream.read
 
+    return undo
+
+
+def _follow(watch: StreamWatch, extensions: dict[str, Any], timeouts: object) -> Callable[[], None]:
+    """Adapt the body's reads for ``watch``'s idle gap; where they cannot follow it, the
+    watch leaves the SDK's read timeout in force. Returns the undo."""
+    undo = follow_read_timeout(extensions, timeouts)
+    if undo is None:
+        watch.keep_read_timeout()
+        return _nothing
     return undo
 
 
@@ -116,7 +160,7 @@ class GuardStream(httpx2.SyncByteStream):
         error = watch.refused()
         if error is not None:
             raise error
-        self._undo = follow_read_timeout(self._extensions, self._timeouts)
+        self._undo = _follow(watch, self._extensions, self._timeouts)
         take = watch.take
         try:
             for chunk in self._inner:
@@ -165,7 +209,7 @@ class AsyncGuardStream(httpx2.AsyncByteStream):
         error = watch.refused()
         if error is not None:
             raise error
-        self._undo = follow_read_timeout(self._extensions, self._timeouts)
+        self._undo = _follow(watch, self._extensions, self._timeouts)
         take = watch.take
         chunks = self._inner.__aiter__()
         try:

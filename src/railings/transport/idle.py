@@ -8,6 +8,11 @@ same request first waits ``first_byte`` for its headers; once they are in,
 while streaming then means exactly "no byte for ``idle`` seconds": comment
 keep-alives, pings and half an event all count, because the timer is the
 socket's. Nothing runs per chunk, which is why the guard can afford it.
+
+Lowering it mid-body, as the guard does at the first content, reaches an HTTP/1.1
+body only through the guard's read adapter (:func:`.guarded.follow_read_timeout`),
+used on the httpx2 / httpcore2 versions the suite verified; elsewhere the guard
+leaves the request's read timeout as it is.
 """
 
 from __future__ import annotations

@@ -1,96 +1,78 @@
-"""The guard's logic for one watched stream, shared by its sync and async shells.
+"""The guard's shell around one :class:`~railings.turn.attempt.Attempt` per watched body.
 
-Theory of operation. Each raw chunk the SDK will read is first decoded here
-(:mod:`.coding`, the codings httpx2 undoes, in pieces of at most 1 MiB) and
-counted against the turn's bounds (:mod:`railings.limits`, derived from the
-``max_tokens`` the request carried). The decoded bytes are then either *kept*
-or *read*:
+Theory of operation. Everything that decides -- the termination proof, the bounds
+on one turn, the content clock, Complete / Partial / Empty -- is the sans-IO
+attempt's, as it is for the client, the gateway and ``replay``. What is left here is
+what the guard's I/O needs, shared by its sync and async shells
+(:mod:`.guarded`):
 
-* **kept** while they fit in ``keep`` bytes: one list append per piece, and one
-  verdict at the end from :func:`~.tail.proven_by_tail` (or the core reader over
-  the kept bytes). ``keep`` is at most 4 MiB and never more than a body that
-  could stay within the text, argument and event bounds (text and arguments
-  cannot outgrow the bytes that carry them; an event takes at least 8 bytes), so
-  a kept body needs no counting beyond its size (kept within the byte bound too);
-* **read** once they outgrow ``keep``: the kept bytes go to the core
-  :class:`~railings.turn.reader.StreamReader`, which from then on reads what
-  passes and counts its events, text and arguments. The body is no longer kept:
-  memory is the reader's assembled turn, bounded by the same limits.
+* **the codings.** Each raw chunk the SDK will read is decoded the way httpx2
+  decodes it (:mod:`.coding`, in pieces of at most 1 MiB). Bytes pass through as
+  they come, so nothing is held back from the SDK (``hold=False``), and the attempt
+  reads every byte, in slices of at most 128 KiB.
+* **when it reads.** Until the first content each piece is fed at once, with the time
+  it arrived (``time.monotonic()``): the first content arms the idle gap. After it,
+  pieces gather and are fed once per 64 KiB (:mod:`.gather`): the reader reads a body
+  the same however it is split, and its cost per call is then paid per 64 KiB, not
+  per network piece. A bound is seen at most 64 KiB late, and always before the
+  proof: an SDK may stop at the proof and close the body (the openai SDK does, at
+  ``[DONE]``), so what gathered is read before a piece that may carry it goes on
+  (:class:`.gather.ProofMarkers`, the spec's own spellings; the reader alone decides
+  what proves). A batch is stamped with the time its last piece arrived, which only
+  ever makes the content clock later, never earlier.
+* **the idle gap.** Until the first content (a text, thinking or argument delta)
+  the SDK's own read timeout governs: a reasoning model may send its headers, or
+  ``response.created``, and then think for minutes. At the first content the
+  request's read timeout is lowered to the guard's ``idle`` (never raised), where
+  the connection reads it (:func:`.guarded.follow_read_timeout`): from then on a
+  silence that long is the socket's read timeout. So the gap is not one of the
+  attempt's clocks: the guard sees the time only when bytes arrive.
+* **the content clock.** Keep-alives (comments, Anthropic ``ping`` events) reset
+  the socket's timer but not the attempt's content clock (``first_content`` before
+  the first content, ``content_idle`` after). The attempt says when that clock would
+  run out as things stand (:meth:`Attempt.read_timeout`); the last content only moves
+  later, so until that instant no chunk can find it run out, and each chunk costs one
+  comparison. From that instant on, what gathered is read piece by piece, each at
+  the time it came, the chunk in hand last, and :meth:`Attempt.overdue` decides (the
+  gap is ignored there): content in the chunk that finds the clock due counts, and a
+  stream of only keep-alives is cut at the first chunk from the limit on, never
+  before it.
 
-So the guard never holds a whole body: a gzip body of keep-alive comments that
-inflates to gigabytes costs ``keep`` bytes plus one 1 MiB piece.
-
-The idle clock. Until the first content (a text, thinking or argument delta:
-what :attr:`~railings.turn.reader.StreamReader.content` calls content) the
-SDK's own read timeout governs: a reasoning model may send its headers, or
-``response.created``, and then think for minutes. At the first content the
-read timeout of the request is lowered to the guard's ``idle`` (never raised):
-from then on a silence that long is a read timeout. Before the first content a
-kept body is also fed to a *probe* reader, only to see that first content (the
-events before it are few and small); the probe is dropped as soon as it does.
-
-The content clock. Keep-alives (comments, Anthropic ``ping`` events) keep the
-connection's idle clock alive, but not the content clock: when ``content_idle``
-seconds pass with nothing but keep-alives (``first_content`` seconds before the
-first content: a model may think for minutes while a gateway sends comments),
-the stream ends with :class:`httpx2.ReadTimeout` from
-:class:`~railings.errors.IdleTimeout`. It is checked as chunks arrive, at most
-once a second (and eight times per limit). A chunk that finds it due is looked
-at last: what arrived before it counts as arrived with the chunk before (no
-earlier than it really did, and before the check was due), the chunk with its
-own time; so the clock cuts at most one step late, never early (a silent stream
-is the idle clock's business). Read bytes show progress when the reader made an
-event of them (at the time of the chunk they were read at); kept ones when they
-hold a ``data:`` line that is not a ping (:func:`.watch_bytes.carries_data`).
-The count is lenient on purpose: a ping split across two looks counts as
-progress, never progress as a ping.
-
-Per chunk, past the first content (:meth:`StreamWatch.take`). An identity body
-still kept costs one append, a sum and a clock read. One being read costs the
-same, plus a search for the proof's markers (:class:`.watch_bytes.ProofMarkers`,
-in C); the reader reads once 64 KiB have gathered (the core's cost per call is
-paid per 64 KiB, not per network piece), and at once when a piece may carry the
-proof: an SDK may stop at the proof and close the body (the openai SDK does, at
-``[DONE]``), so what gathered is read before the proof goes on. A bound is seen
-at most 64 KiB late, and always before the proof. A body closed before its end
-raises nothing at the close, whatever it held: the caller stopped before the
-proof, so it has no finished turn to trust, as when it stops early within every
-bound; and httpx2 closes a body from its iterators' ``finally``, where an
-exception would be lost ("Exception ignored in ..."). The probe is gone, and
-nothing is counted until the content clock is due.
-
-Two kinds of ending. Where the stream ended without raising (EOF without the
-proof, a bound, a body that does not decode, only keep-alives), the watch
-returns the httpx2 exception the guard raises (:mod:`.watch_errors`). Where the
-inner stream raised, :meth:`StreamWatch.broke` returns only the verdict: the
-guard lets that very exception through, the verdict attached.
+Two kinds of ending. Where the stream ended without raising (EOF without the proof,
+a bound, a body that does not decode, only keep-alives), the watch returns the httpx2
+exception the guard raises (:mod:`.watch_errors`). Where the inner stream raised,
+:meth:`StreamWatch.broke` returns only the verdict: the guard lets that very
+exception through, the verdict attached. A body closed before its end raises nothing
+at the close, whatever it held: the caller stopped before the proof, so it has no
+finished turn to trust, as when it stops early within every bound; and httpx2
+closes a body from its iterators' ``finally``, where an exception would be lost.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 import zlib
 
 import httpx2
 
-from railings.errors import EventTooLarge, RailingsError, StreamInterrupted, TurnTooLarge
-from railings.events import Unknown
-from railings.limits import TurnLimits, TurnMeter
+from railings.errors import StreamInterrupted, TurnTooLarge
+from railings.limits import TurnLimits
 from railings.transport import watch_errors as errors
 from railings.transport.coding import BodyDecoder, Unreadable
+from railings.transport.gather import GATHER, ProofMarkers
 from railings.transport.idle import arm_idle
-from railings.transport.tail import proven_by_tail, read_turn
-from railings.transport.watch_bytes import MAX_KEEP, ProofMarkers, carries_data, keep_for
-from railings.turn.model import Outcome, Turn
-from railings.turn.reader import StreamReader
+from railings.turn.attempt import Attempt, Clocks
+from railings.turn.ending import AttemptOutcome, Complete, Empty
+from railings.turn.model import Turn
 
-__all__ = ["MAX_KEEP", "StreamWatch", "carries_data", "keep_for"]
+__all__ = ["StreamWatch"]
 
-_GATHER = 65536  # what gathers before the reader reads it, past the first content
-_SLICE = 2 * _GATHER  # the most it reads at once (what it makes of one feed stays small)
-_STEP = 1.0  # the content clock runs at most this often (and 8 times per limit)
 _now = time.monotonic
+# The most the attempt reads at once (a batch that gathered, or a piece the coding gave):
+# what the reader makes of one feed (its lines, frames and events) stays small.
+_SLICE = 2 * GATHER
 
 
 class StreamWatch:
@@ -104,29 +86,19 @@ class StreamWatch:
     """
 
     __slots__ = (
-        "_check_at",
-        "_content",
-        "_content_idle",
+        "_armed",
+        "_attempt",
         "_decoder",
-        "_edge",
-        "_fill",
-        "_first_content",
+        "_due",
+        "_gathered",
         "_gathers",
-        "_identity",
         "_idle",
-        "_keep",
-        "_kept",
-        "_kept_size",
         "_last_byte",
-        "_last_content",
-        "_meter",
-        "_plain",
-        "_probe",
-        "_proof",
-        "_reader",
+        "_markers",
         "_refused",
-        "_scanned",
+        "_size",
         "_timeouts",
+        "_times",
         "gap",
         "provider",
     )
@@ -149,33 +121,31 @@ class StreamWatch:
         read = timeouts.get("read") if timeouts is not None else None
         # The read timeout in force: the SDK's until the first content, then the gap.
         self.gap: float | None = read if isinstance(read, (int, float)) else None
-        self._content_idle = content_idle
-        self._first_content = first_content
-        self._content = False
-        self._last_byte = self._last_content = _now()
-        self._check_at = 0.0  # when the content clock is next due (at the first chunk)
-        self._scanned, self._edge = 0, b""  # the kept pieces the clock has looked at
-        self._meter = TurnMeter(limits, max_tokens)
-        self._keep = keep_for(self._meter.limits)
-        self._kept: list[bytes] = []  # the body while it is kept; then what gathers to read
-        self._kept_size = 0
-        # The most that may gather in _kept, unmetered: the body while it can be kept (within
-        # the byte bound too), then 64 KiB for the reader.
-        self._fill = min(self._keep, self._meter.limits.bounds(None).bytes)
-        self._reader: StreamReader | None = None
-        self._probe: StreamReader | None = StreamReader(provider)
-        self._plain = False  # take() needs no decoding nor probing (module docstring)
-        self._gathers = False  # the same, for a body being read
-        self._proof = ProofMarkers(provider)  # searched in what gathers to be read
+        self._armed = False  # the first content arrived
+        self._gathers = False  # take() only gathers (an identity body past the first content)
+        self._last_byte = now = _now()
+        self._attempt = Attempt(
+            provider,
+            now=now,
+            clocks=Clocks(first_content=first_content, content_idle=content_idle),
+            max_tokens=max_tokens,
+            limits=limits,
+            hold=False,
+        )
+        self._due = self._next_due(now)  # when the content clock may next run out
+        self._gathered: list[bytes] = []  # decoded pieces not yet read, and when each came
+        self._times: list[float] = []
+        self._size = 0
+        self._markers = ProofMarkers(provider)
         self._decoder: BodyDecoder | None = None
         self._refused: str | None = None
         try:
             if isinstance(applied, Unreadable):
                 raise applied
-            self._decoder = BodyDecoder(applied)
+            # No coding to undo: each chunk is its own one piece.
+            self._decoder = BodyDecoder(applied) if applied else None
         except Unreadable as exc:
             self._refused = f"the guard cannot judge this stream: {exc}"
-        self._identity = not applied
 
     # -- feeding -------------------------------------------------------------------------
 
@@ -183,234 +153,172 @@ class StreamWatch:
         """Before the first byte: a stream in a coding the guard cannot read is refused."""
         return None if self._refused is None else errors.refused(self._refused)
 
-    def take(self, chunk: bytes) -> httpx2.HTTPError | None:
-        """One raw chunk, as the SDK will read it (never called once :meth:`refused`)."""
-        if self._plain:
-            size = self._kept_size + len(chunk)
-            if size <= self._fill:
-                now = _now()
-                if now < self._check_at:
-                    self._kept.append(chunk)
-                    self._kept_size = size
-                    self._last_byte = now
-                    return None
-                return self._take(chunk, now)
-        elif self._gathers:
-            return self._gather(chunk)
-        return self._take(chunk, _now())
+    def keep_read_timeout(self) -> None:
+        """The connection does not read the request's timeout per read: leave the SDK's
+        read timeout in force (the idle gap is never armed; the content clock still runs)."""
+        self._idle = None
 
-    def _take(self, chunk: bytes, now: float) -> httpx2.HTTPError | None:
-        """:meth:`take` the long way: decode, keep or read, start the clocks, and look when
-        the content clock is due (first at what came before ``chunk``, then at ``chunk``)."""
-        decoder = self._decoder
-        if decoder is None:
-            return self.refused()
-        due = now >= self._check_at
-        try:
-            if due:  # what came before this chunk arrived by the last byte before it
-                self._look(self._last_byte)
-            for piece in (chunk,) if self._identity else decoder.feed(chunk):
-                self._piece(piece, now)
-            self._last_byte = now
-            if not self._content and self._saw_content():
-                self._content = True
-                # The idle clock starts here: the next read waits at most ``idle``.
-                if self._timeouts is not None:
-                    self.gap = arm_idle({"timeout": self._timeouts}, self._idle)
-                due = True  # the content clock changes its limit: check it now
-            plain = self._content and self._identity
-            self._plain = plain and self._reader is None
-            self._gathers = plain and self._reader is not None
-            if not due:
-                return None
-            self._look(now)
+    def take(self, chunk: bytes) -> httpx2.HTTPError | None:
+        """One raw chunk, as the SDK will read it (never called once :meth:`refused`):
+        None to pass it on, or the error to raise instead."""
+        now = self._last_byte = _now()
+        if self._gathers:  # the common case, inline: one append, a search, a comparison
+            self._gathered.append(chunk)
+            self._times.append(now)
+            self._size += len(chunk)
+            if self._size >= GATHER or self._markers.seen(chunk):
+                error = self._read(now)
+                if error is not None:
+                    return error
+            return self._look(now) if now >= self._due else None
+        try:  # decoded to the end, as httpx2 decodes it for the SDK
+            for piece in (chunk,) if self._decoder is None else self._decoder.feed(chunk):
+                error = self._piece(piece, now)
+                if error is not None:
+                    return error
         except zlib.error as exc:
             return errors.undecodable(exc, self._turn())
-        except TurnTooLarge as exc:
-            return errors.too_large_error(exc, self._turn())
-        return self._judge(now)
+        return self._look(now) if now >= self._due else None
 
-    def _gather(self, chunk: bytes) -> httpx2.HTTPError | None:
-        """:meth:`take` for an identity body being read, past the first content."""
-        now = _now()
-        if now >= self._check_at:
-            return self._take(chunk, now)
-        size = self._kept_size + len(chunk)
-        self._kept.append(chunk)
-        self._kept_size = size
-        self._last_byte = now
-        if self._proof.seen(chunk) or size > self._fill:
-            try:
-                self._read_gathered(now)
-            except TurnTooLarge as exc:
-                return errors.too_large_error(exc, self._turn())
-        return None
-
-    def _saw_content(self) -> bool:
-        if self._reader is not None:
-            return self._reader.content or self._reader.terminated
-        return self._probe is None
-
-    def _piece(self, piece: bytes, now: float) -> None:
-        """Keep one decoded piece (arrived at ``now``), or gather it for the reader (raises
-        past a bound)."""
-        size = self._kept_size + len(piece)
-        if self._reader is None and size > self._fill:
-            self._read_from_here(now)  # the body outgrew keep
-            size = len(piece)
-        self._kept.append(piece)
-        self._kept_size = size
-        if self._reader is None:
-            if self._probe is not None:
-                self._feed_probe(piece)
-        elif self._proof.seen(piece) or size > self._fill or not self._content:
-            self._read_gathered(now)  # before the first content, every piece: to see it
-
-    def _read_from_here(self, now: float) -> None:
-        """The body outgrew ``keep``: hand what was kept to the reader, keep nothing more."""
-        if self._check_at < math.inf and self._kept_progress():
-            self._last_content = now  # what the clock had not looked at yet arrived by now
-        self._reader = StreamReader(self.provider)
-        self._probe = None
-        self._fill = _GATHER
-        kept, self._kept, self._kept_size, self._scanned = self._kept, [], 0, 0
-        self._proof.follow(kept)
-        gathered: list[bytes] = []
-        size = 0
-        for piece in kept:  # read in 64 KiB pieces, as they will be from now on
-            gathered.append(piece)
-            size += len(piece)
-            if size >= _GATHER:
-                self._read(gathered, size, None)  # looked at already: no progress again
-                gathered, size = [], 0
-        self._read(gathered, size, None)
-
-    def _read_gathered(self, stamp: float | None) -> None:
-        gathered, size = self._kept, self._kept_size
-        self._kept, self._kept_size = [], 0
-        self._read(gathered, size, stamp)
-
-    def _read(self, pieces: list[bytes], size: int, stamp: float | None) -> None:
-        """Count and read ``pieces`` (``size`` bytes); any event but Unknown is progress,
-        and the content clock's last content becomes ``stamp`` (None: not counted)."""
-        if not pieces:
-            return
-        self._meter.received(size)
-        reader = self._reader
-        assert reader is not None
-        body = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-        for at in range(0, len(body), _SLICE):
-            if reader.terminated:
-                break  # the proof (or an abrupt end) arrived: the clock is done
-            try:
-                events = reader.feed(body[at : at + _SLICE] if len(body) > _SLICE else body)
-            except EventTooLarge:
-                break  # the reader ended the turn abruptly; its turn says why
-            self._meter.saw(events)
-            if (
-                events
-                and stamp is not None
-                and self._last_content != stamp
-                and any(type(event) is not Unknown for event in events)
-            ):
-                self._last_content = stamp
-        else:
-            return
-        if stamp is not None:
-            self._last_content = stamp
-
-    def _feed_probe(self, piece: bytes) -> None:
-        """Before the first content: read the piece only to see whether content began."""
-        probe = self._probe
-        if probe is None:
-            return
-        try:
-            for at in range(0, len(piece), _SLICE):
-                probe.feed(piece[at : at + _SLICE])
-                if probe.content or probe.terminated:
-                    break
-        except RailingsError:
-            pass  # a stream the probe cannot read: judged at the end; the clock starts now
-        else:
-            if not (probe.content or probe.terminated):
-                return
-        self._probe = None
-
-    def _look(self, stamp: float) -> None:
-        """The content clock looks at what arrived since its last look: if it holds
-        content, the last content was at ``stamp`` (raises past a bound, when read)."""
-        if self._reader is not None:
-            self._read_gathered(stamp)
-        elif self._kept_progress():
-            self._last_content = stamp
-
-    def _judge(self, now: float) -> httpx2.HTTPError | None:
-        """The content clock, due: too long since the last content, only keep-alives?"""
-        limit = self._content_idle if self._content else self._first_content
-        if limit is None:
-            self._check_at = math.inf  # off (until the first content changes the limit)
+    def _piece(self, piece: bytes, now: float) -> httpx2.HTTPError | None:
+        """One decoded piece that arrived at ``now``: read at once until the first content
+        (to see it), gathered after it (see the module docstring)."""
+        attempt = self._attempt
+        if not attempt.reads_on:
+            return None  # the turn ended: what follows cannot change it
+        if self._armed:
+            self._gathered.append(piece)
+            self._times.append(now)
+            self._size += len(piece)
+            if self._size >= GATHER or self._markers.seen(piece):
+                return self._read(now)
             return None
-        if now - self._last_content > limit:
-            return errors.keepalives_only(limit, self._turn())
-        self._check_at = now + min(_STEP, limit / 8)
+        self._markers.seen(piece)  # its end makes the edge with the next piece
+        self._feed(piece, now)
+        error = self._failed()
+        reader = attempt.reader
+        if error is None and (reader.content or reader.terminated):
+            self._arm(now)
+        return error
+
+    def _feed(self, piece: bytes, now: float) -> None:
+        """Feed ``piece`` (arrived at ``now``) while the attempt reads, a slice at a time."""
+        attempt = self._attempt
+        for at in range(0, len(piece), _SLICE):
+            if not attempt.reads_on:
+                return
+            attempt.feed(piece[at : at + _SLICE] if len(piece) > _SLICE else piece, now)
+
+    def _drain(self, now: float | None) -> None:
+        """Feed what gathered: at once, as arrived by ``now`` (the latest piece's time), or,
+        ``now`` None, piece by piece, each at its own time."""
+        gathered, times = self._gathered, self._times
+        if not gathered:
+            return
+        self._gathered, self._times, self._size = [], [], 0
+        if now is None:
+            for piece, at in zip(gathered, times, strict=True):
+                self._feed(piece, at)
+        else:
+            self._feed(gathered[0] if len(gathered) == 1 else b"".join(gathered), now)
+
+    def _read(self, now: float | None) -> httpx2.HTTPError | None:
+        """Read what gathered (see :meth:`_drain`); the error a bound passed there is."""
+        self._drain(now)
+        return self._failed()
+
+    def _failed(self) -> httpx2.HTTPError | None:
+        """After a feed: a bound passed is the error to raise; a turn that ended needs
+        nothing gathered any more."""
+        attempt = self._attempt
+        failure = attempt.failure
+        if failure is not None and isinstance(failure, TurnTooLarge):
+            return errors.too_large_error(failure, self._turn())
+        if not attempt.reads_on:
+            self._gathers = False
         return None
 
-    def _kept_progress(self) -> bool:
-        """Do the pieces kept since the clock's last look hold a data line, not a ping?"""
-        kept, start = self._kept, self._scanned
-        if self._reader is not None or start >= len(kept):
-            return False
-        self._scanned = len(kept)
-        region = kept[start] if start == len(kept) - 1 else b"".join(kept[start:])
-        edge = self._edge
-        self._edge = region[-4:] if len(region) >= 4 else (edge + region)[-4:]
-        return carries_data(region, edge)
+    def _arm(self, now: float) -> None:
+        """The first content: the idle gap starts here (the next read waits at most it),
+        and the content clock changes its limit."""
+        self._armed = True
+        self._gathers = self._decoder is None and self._attempt.reads_on
+        self._due = self._next_due(now)
+        if self._timeouts is not None:
+            self.gap = arm_idle({"timeout": self._timeouts}, self._idle)
 
-    def _finish(self) -> Turn | None:
-        """At the end: flush the decoder; None when proven complete, else the turn."""
-        for piece in self._decoder.close() if self._decoder is not None else ():
-            self._piece(piece, self._last_byte)
-        if self._reader is None:
-            body = b"".join(self._kept)
-            if proven_by_tail(self.provider, body):
-                return None
-            turn = read_turn(self.provider, body)
-        else:
-            self._read_gathered(None)
-            self._reader.close()
-            turn = self._reader.turn()
-        return None if turn.outcome is Outcome.COMPLETE else turn
+    # -- the content clock ---------------------------------------------------------------
+
+    def _next_due(self, now: float) -> float:
+        """When the attempt's content clock runs out, as things stand at ``now``: the last
+        content only moves later, so nothing runs out before it (but at the first content,
+        where the limit changes, it is asked again)."""
+        left = self._attempt.read_timeout(now)
+        return math.inf if left is None else now + left
+
+    def _look(self, now: float) -> httpx2.HTTPError | None:
+        """The content clock may have run out: read what gathered, each piece at the time
+        it came, then ask the attempt (a chunk that is content is seen first)."""
+        error = self._read(None)
+        if error is not None:
+            return error
+        attempt = self._attempt
+        if attempt.reader.terminated:
+            self._due = math.inf  # the turn ended: no clock runs
+            return None
+        if attempt.overdue(now):
+            attempt.timed_out(now)
+            return self._keepalives_only()
+        self._due = self._next_due(now)
+        return None
 
     # -- endings -------------------------------------------------------------------------
+
+    def _close(self) -> tuple[AttemptOutcome, Turn]:
+        """The attempt's ending (what gathered read first), and the turn a verdict carries."""
+        self._drain(self._last_byte)
+        attempt = self._attempt
+        result = attempt.close()
+        return result, attempt.reader.turn() if isinstance(result, Empty) else result.turn
+
+    def _turn(self) -> Turn:
+        return self._close()[1]
+
+    def _keepalives_only(self) -> httpx2.HTTPError | None:
+        """The content clock ran out: the attempt's idle verdict, as a read timeout."""
+        result, _ = self._close()
+        if isinstance(result, Complete):
+            return None  # the proof arrived: nothing is missing
+        cause = result.error if isinstance(result, Empty) else result.interruption
+        return errors.keepalives_only(cause)
+
+    def _flush(self) -> httpx2.HTTPError | None:
+        """At the end: what the decoder still held, and all that gathered, read
+        (``zlib.error`` for a body that does not decode)."""
+        now = _now()
+        for piece in self._decoder.close() if self._decoder is not None else ():
+            error = self._piece(piece, now)
+            if error is not None:
+                return error
+        return self._read(now)
 
     def ended(self) -> httpx2.HTTPError | None:
         """At EOF: None when the proof arrived, else the error to raise."""
         try:
-            turn = self._finish()
+            error = self._flush()
         except zlib.error as exc:
             return errors.undecodable(exc, self._turn())
-        except TurnTooLarge as exc:
-            return errors.too_large_error(exc, self._turn())
-        return None if turn is None else errors.interrupted(turn)
+        if error is not None:
+            return error  # a bound passed in what the end read
+        result, turn = self._close()
+        return None if isinstance(result, Complete) else errors.interrupted(turn)
 
     def broke(self, exc: Exception) -> StreamInterrupted | None:
         """The inner stream raised ``exc``: the verdict on what arrived before it, or None
         when the proof had already arrived (see :func:`.watch_errors.broken`)."""
-        try:
-            turn = self._finish()
-        except (zlib.error, TurnTooLarge):
-            turn = self._turn()
-        if turn is None:
+        with contextlib.suppress(zlib.error):  # what still decodes counts; the break says why
+            self._flush()
+        result, turn = self._close()
+        if isinstance(result, Complete) and not isinstance(self._attempt.failure, TurnTooLarge):
             return None
         return errors.broken(exc, turn, self.gap, _now() - self._last_byte)
-
-    def _turn(self) -> Turn:
-        """What has arrived so far, as an interrupted turn (for a failure's fields)."""
-        if self._reader is None:
-            return read_turn(self.provider, b"".join(self._kept))
-        try:  # noqa: SIM105 -- past a bound: the turn is what was read before it
-            self._read_gathered(None)
-        except TurnTooLarge:
-            pass
-        self._reader.close()
-        return self._reader.turn()

@@ -1,7 +1,8 @@
 """What the guard raises or attaches: its verdicts on a watched stream, as exceptions.
 
-:class:`~.watch.StreamWatch` decides *that* a stream failed; this module says it
-the way the SDKs already understand. Where the stream ended without raising,
+:class:`~.watch.StreamWatch` reads *that* a stream failed from its attempt
+(:class:`~railings.turn.attempt.Attempt`); this module says it the way the SDKs
+already understand. Where the stream ended without raising,
 the guard raises an httpx2 exception of the class the SDK handles for that
 failure (:class:`httpx2.RemoteProtocolError` for a missing proof or a bound,
 :class:`httpx2.DecodingError` for a body it cannot read,
@@ -17,7 +18,7 @@ import zlib
 import httpx2
 
 from railings.classify import INTERRUPTED_MESSAGE, interrupted_message
-from railings.errors import IdleTimeout, StreamInterrupted, TurnTooLarge
+from railings.errors import RailingsError, StreamInterrupted, TurnTooLarge
 from railings.transport.errors_map import idle_error
 from railings.turn.ending import too_large
 from railings.turn.model import Outcome, Turn
@@ -67,10 +68,9 @@ def interrupted(turn: Turn) -> httpx2.HTTPError:
     )
 
 
-def keepalives_only(limit: float, turn: Turn) -> httpx2.HTTPError:
-    """``limit`` seconds of nothing but keep-alives: a read timeout from IdleTimeout."""
-    empty = turn.outcome is Outcome.EMPTY
-    cause: IdleTimeout = idle_error(limit, empty=empty, content=True, turn=turn)
+def keepalives_only(cause: RailingsError) -> httpx2.HTTPError:
+    """Nothing but keep-alives until the content clock ran out: a read timeout from the
+    attempt's verdict (an :class:`~railings.errors.IdleTimeout`)."""
     error = httpx2.ReadTimeout(cause.message)
     error.__cause__ = cause
     return error
