@@ -345,17 +345,21 @@ def test_a_final_provider_error_before_content_is_passed_on_and_not_resent(
     assert metrics.value("railings_gateway_streams_total", provider=provider, outcome="error") == 1
 
 
-def test_the_judge_ends_on_a_final_chat_error_before_content() -> None:
+def test_the_judge_holds_a_chat_error_before_content_for_the_attempt_machine() -> None:
+    from railings.errors import BadRequest, ServerError
     from railings.gateway.judge import Ending, StreamJudge
+    from railings.turn.ending import Empty
 
-    judge = StreamJudge("openai", refuse_cut_calls=True)
     role = b'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}\n\n'
     error = b'data: {"error":{"message":"no","type":"invalid_request_error","code":null}}\n\n'
-    sent = judge.feed(role + error)
-    assert sent == role + error and judge.ending is Ending.ERROR  # passed on, not resent
-    retryable = StreamJudge("openai", refuse_cut_calls=True)
     overload = error.replace(b"invalid_request_error", b"server_error")
-    assert retryable.feed(role + overload) == b"" and retryable.ending is Ending.EMPTY
+    for event, kind in ((error, BadRequest), (overload, ServerError)):
+        judge = StreamJudge("openai", refuse_cut_calls=True)
+        assert judge.feed(role + event) == b"" and judge.ending is Ending.EMPTY
+        assert judge.close() == b""
+        # Whether it is resent is the machine's: a final error is not, an overload is.
+        assert isinstance(judge.outcome, Empty) and type(judge.outcome.error) is kind
+        assert judge.give_up("no attempt left") == role + event  # the provider's own words
 
 
 def test_a_request_target_that_names_another_host_is_refused(tmp_path: Path) -> None:

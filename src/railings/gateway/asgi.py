@@ -5,16 +5,11 @@ uvicorn, and any ASGI server can run it too. What it does with each request:
 
 * ``GET /_railings/health``: 200. ``GET /_railings/metrics``: the Prometheus text.
 * ``POST`` to a model path (``.../chat/completions``, ``.../responses``,
-  ``.../messages``): forwarded upstream; a 2xx ``text/event-stream`` answer passes
-  through the per-stream judge (:mod:`railings.gateway.judge`), with Empty attempts
-  resent by the retry policy, and so does any 2xx answer to a body that asked to
-  stream, whatever its label; a 2xx JSON answer is judged whole
-  (:func:`railings.inspect`) and, with ``cut_calls="refuse"``, one holding a call
-  cut by the output limit is answered 502 with a provider-shaped error instead.
-  Any other answer (an error status, say) passes through as it came, so the
-  client's own retry logic sees it (with ``x-should-retry: false`` once the gateway
-  resent). With ``cut_calls="refuse"`` a Chat request for ``n`` > 1 is answered 400:
-  the judge reads one choice.
+  ``.../messages``): one model call (:mod:`railings.gateway.calls`), its attempts as
+  railings' attempt machine decides them; a streamed answer is judged as it passes
+  (:mod:`railings.gateway.judge`), a JSON answer whole, and any other answer passes
+  through as it came. With ``cut_calls="refuse"`` a Chat request for ``n`` > 1 is
+  answered 400: the judge reads one choice.
 * Anything else: passed through untouched, body and headers.
 
 Before anything goes upstream the request path loses its dot segments and a path
@@ -41,10 +36,9 @@ from typing import Any, Literal
 
 import httpx2
 
-from railings.errors import ConfigurationError, RailingsError
-from railings.gateway.answer import forward_answer
+from railings.errors import ConfigurationError
+from railings.gateway.calls import ModelCalls
 from railings.gateway.client_side import (
-    NO_RETRY,
     Receive,
     Refusal,
     Scope,
@@ -61,9 +55,7 @@ from railings.gateway.metrics import Metrics
 from railings.gateway.paths import BadPath, judged_provider, route
 from railings.gateway.record import INTERRUPTED, GatewayJournal, TurnRecord
 from railings.gateway.relay import UpstreamBroke as UpstreamBroke
-from railings.gateway.relay import open_upstream, pass_through, relay
-from railings.gateway.shapes import INTERRUPTED_CODE, error_body
-from railings.gateway.streaming import forward_stream, is_event_stream
+from railings.gateway.relay import pass_through
 from railings.gateway.telemetry import record_span
 from railings.gateway.upstream import (
     NETWORKS,
@@ -77,11 +69,7 @@ from railings.gateway.upstream import (
 from railings.redact import register_url_secrets
 from railings.secrets import RedactingFilter, install_log_redaction
 from railings.transport.config import Timeouts
-from railings.transport.errors_map import (
-    BOUNDARY,
-    map_exception,
-)
-from railings.transport.retry import Retrier, RetryPolicy
+from railings.transport.retry import RetryPolicy
 
 __all__ = ["HEALTH_PATH", "METRICS_PATH", "Gateway", "app"]
 
@@ -110,10 +98,11 @@ def app(
     none. ``limits``: the bounds on request bodies, stalls, what all clients hold at
     once and non-streamed answers (default :class:`~railings.gateway.limits.Limits`).
     ``retry``: how Empty attempts are resent (default :class:`RetryPolicy`).
-    ``timeouts``: connect, first byte (the response head), idle (between reads of a
-    stream) and write. ``tracer``: an OpenTelemetry tracer (default: the global
-    provider's). ``transport``: the upstream client's httpx2 transport. ``network``: its
-    backend (:data:`~railings.gateway.upstream.NETWORKS`, default ``"stock"``).
+    ``timeouts``: connect, first byte, idle and content idle (a stream's clocks, as
+    the client's), total (one attempt) and write. ``tracer``: an OpenTelemetry tracer
+    (default: the global provider's). ``transport``: the upstream client's httpx2
+    transport. ``network``: its backend (:data:`~railings.gateway.upstream.NETWORKS`,
+    default ``"stock"``).
     ``verify``: the SSL context that checks the upstream's certificate (default httpx2's).
     """
     target = upstream or os.environ.get("RAILINGS_GATEWAY_UPSTREAM")
@@ -164,11 +153,17 @@ class Gateway:
         self.journal = journal
         self.limits = limits or Limits()
         self.budget = Budget(self.limits.max_buffered)
-        self.retry = retry
-        self.timeouts = timeouts
         self.tracer = tracer
         self.metrics = Metrics()
         self.clients = Clients(timeouts, transport, network=network, verify=verify)
+        self.calls = ModelCalls(
+            clients=self.clients,
+            metrics=self.metrics,
+            retry=retry,
+            timeouts=timeouts,
+            refuse_cut_calls=refuse_cut_calls,
+            max_answer=self.limits.max_answer,
+        )
         self._closed = False
         self._active: set[asyncio.Task[Any]] = set()  # the requests being answered
         install_log_redaction()
@@ -277,7 +272,7 @@ class Gateway:
             record.max_tokens = facts.max_tokens
             try:
                 left = await until_gone(
-                    lambda gone: self._model_call(
+                    lambda gone: self.calls.run(
                         record, url, headers, body, send, gone, asked_stream=facts.stream
                     ),
                     receive,
@@ -296,86 +291,6 @@ class Gateway:
     async def _refuse(self, send: Send, refusal: Refusal, provider: str | None) -> None:
         self.metrics.inc("railings_gateway_rejected_requests_total", reason=refusal.reason)
         await refuse(send, refusal, provider)
-
-    async def _model_call(
-        self,
-        record: TurnRecord,
-        url: str,
-        headers: list[tuple[bytes, bytes]],
-        body: bytes,
-        send: Send,
-        gone: asyncio.Event,
-        *,
-        asked_stream: bool,
-    ) -> None:
-        retrier = Retrier(self.retry)
-
-        async def attempt() -> httpx2.Response | RailingsError:
-            return await self._attempt(record, url, headers, body)
-
-        response = await attempt()
-        while isinstance(response, RailingsError):  # a connection that failed: resend
-            wait = retrier.next_wait(response)
-            if wait is None:
-                record.status = 502
-                record.finish("error", error=response.message)
-                message = f"railings gateway: upstream failed: {response.message}"
-                payload = error_body(record.provider, INTERRUPTED_CODE, message)
-                # The retry policy was applied here: an SDK's own retries on top would
-                # multiply the upstream's requests (and its bills) by theirs.
-                await answer(send, 502, payload, "application/json", NO_RETRY)
-                return
-            await asyncio.sleep(wait)
-            if gone.is_set():  # no billed attempt for a client that left during the wait
-                record.finish("client_gone", error=response.message)
-                return
-            retrier.advance()
-            response = await attempt()
-        record.status = response.status_code
-        kind = response.headers.get("content-type", "").lower()
-        success = 200 <= response.status_code < 300
-        labelled = is_event_stream(response)
-        # A 2xx answer to a request that asked to stream is judged as a stream whatever its
-        # label: the openai SDK reads such a body as events anyway.
-        if labelled or (success and asked_stream):
-            record.stream = True
-            await forward_stream(
-                record,
-                response,
-                retrier=retrier,
-                attempt=attempt,
-                send=send,
-                gone=gone,
-                refuse_cut_calls=self.refuse,
-                timeouts=self.timeouts,
-                metrics=self.metrics,
-                labelled=labelled,
-            )
-        elif success and "json" in kind:
-            await forward_answer(
-                record,
-                response,
-                send,
-                refuse_cut_calls=self.refuse,
-                limit=self.limits.max_answer,
-                metrics=self.metrics,
-            )
-        else:
-            failed = response.status_code >= 400
-            record.finish("upstream_status" if failed else "passed")
-            # After the gateway's own resends the retry policy is spent: an SDK that
-            # retried this error would send the whole sequence again.
-            await relay(response, send, record, no_retry=failed and record.attempts > 1)
-
-    async def _attempt(
-        self, record: TurnRecord, url: str, headers: list[tuple[bytes, bytes]], body: bytes
-    ) -> httpx2.Response | RailingsError:
-        record.attempts += 1
-        self.metrics.inc("railings_gateway_upstream_attempts_total", provider=record.provider)
-        try:
-            return await open_upstream(self.clients.next(), "POST", url, headers, body)
-        except BOUNDARY as exc:
-            return map_exception(exc)
 
     def _finish(self, record: TurnRecord) -> None:
         if record.duration is None:

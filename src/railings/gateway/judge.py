@@ -1,21 +1,24 @@
 """The per-stream judge: upstream bytes in, the bytes to send the client out. Sans-IO.
 
 Theory of operation. Every chunk the upstream sends is cut into whole SSE events
-(:class:`~railings.sse_blocks.EventSplitter`, byte-exact) and each event is fed
-to the core's :class:`~railings.turn.reader.StreamReader`, which alone decides how
-the stream ended. A chunk that is one whole event, from an event boundary (what a
-streaming provider sends nearly every time), is that event: it skips the splitter
-and goes to the reader as it is, through the reader's own fast path. The bytes sent
-on are the upstream's, unchanged and in order; what the judge decides is only *when*
-each event leaves and whether the stream may end:
+(:class:`~railings.sse_blocks.EventSplitter`, byte-exact) and each event is fed to
+one :class:`~railings.turn.attempt.Attempt` per upstream attempt, which alone decides
+how the stream ended (and holds its events until content, times it, bounds it). A
+chunk that is one whole event, from an event boundary (what a streaming provider
+sends nearly every time), is that event: it skips the splitter and goes to the
+attempt as it is, through the reader's own fast path. The bytes sent on are the
+upstream's, unchanged and in order; what the judge decides is only *which* leave
+and whether the stream may end:
 
 * **Before content** (OpenAI's role chunk, ``message_start``, ``response.created``,
-  pings) the events are held back: if the stream then ends without its proof, the
-  attempt is **Empty** and the gateway resends the request, and the client sees
-  only the retried stream. The first content event releases them, and from then on
-  each event leaves as soon as its blank line arrived. (An SSE client dispatches
-  nothing before that blank line, so waiting for it costs the client nothing, and
-  lets an error event follow a whole event instead of half of one.)
+  pings) the attempt holds the events, and the judge their bytes, until the attempt
+  releases them (``Step.release``: the first content, the proof, or past
+  ``max_preamble``). An attempt that ends before then is **Empty** and sent the
+  client nothing: whether it is resent is the attempt machine's to say, from
+  :attr:`StreamJudge.outcome`. From then on each event leaves as soon as its blank
+  line arrived. (An SSE client dispatches nothing before that blank line, so waiting
+  for it costs the client nothing, and lets an error event follow a whole event
+  instead of half of one.)
 * **A tool call**, with ``refuse_cut_calls``: its events, and everything after
   them, are held until the call is proven complete (its block closed and its
   arguments parse strictly), or the turn's proof says no call was cut
@@ -26,9 +29,10 @@ each event leaves and whether the stream may end:
   ``refuse_cut_calls``, a proof that closes a turn stopped by the output limit with
   a call whose arguments do not parse is replaced by a provider-shaped error event.
 * **No proof after content** (**Partial**): a provider-shaped error event, then the
-  end. The provider's own error event is passed on as it came; an event that is
-  not the protocol (bad JSON, bad UTF-8, too large) is replaced by the error event.
-  Held call events are dropped: a call the turn never proved is not passed on.
+  end. The provider's own error event is passed on as it came (before anything
+  left, it is held, and :meth:`StreamJudge.give_up` passes it on if no attempt
+  follows); an event that is not the protocol (bad JSON, bad UTF-8, too large) is
+  replaced by the error event. Held call events are dropped.
 
 The judge reads the stream's decoded bytes (:mod:`railings.gateway.decoding` undoes
 a content coding first); a body that stops decoding is :meth:`StreamJudge.unreadable`.
@@ -43,7 +47,7 @@ from __future__ import annotations
 
 import enum
 
-from railings.classify import INTERRUPTED_MESSAGE
+from railings.classify import INTERRUPTED_MESSAGE, interrupted_message
 from railings.errors import EventTooLarge
 from railings.events import StreamEvent
 from railings.gateway.decoding import UNREADABLE_CODE
@@ -51,10 +55,10 @@ from railings.gateway.held_calls import DEFAULT_MAX_HELD, UNPROVEN_CODE, HeldCal
 from railings.gateway.shapes import CUT_CODE, INTERRUPTED_CODE, error_event
 from railings.providers import spec
 from railings.sse_blocks import EventSplitter
+from railings.turn.attempt import Attempt, Clocks
+from railings.turn.ending import AttemptOutcome
 from railings.turn.model import ErrorKind, Outcome, Turn
-from railings.turn.reader import StreamReader
 from railings.turn.verdict import CallVerdict, RejectReason, cut_at_limit, judge
-from railings.wire.openai_responses import SEQUENCE_NUMBER
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
 
 __all__ = ["DEFAULT_MAX_PREAMBLE", "Ending", "StreamJudge", "cut_calls", "cut_message"]
@@ -96,7 +100,9 @@ def cut_message(verdicts: list[CallVerdict], turn: Turn) -> str:
 class StreamJudge:
     """Judges one upstream attempt. ``feed`` returns the bytes to send now; once
     ``ending`` is set, stop reading the upstream (except after COMPLETE, where
-    ``feed`` keeps passing the trailing bytes on unchanged)."""
+    ``feed`` keeps passing the trailing bytes on unchanged); then :meth:`close`.
+    ``clocks`` and ``now`` start the attempt's clocks (any monotonic clock, seconds);
+    ``over_http2``: the answer came over HTTP/2."""
 
     def __init__(
         self,
@@ -107,32 +113,47 @@ class StreamJudge:
         max_preamble: int = DEFAULT_MAX_PREAMBLE,
         max_held: int = DEFAULT_MAX_HELD,
         max_tokens: int | None = None,
+        clocks: Clocks | None = None,
+        now: float = 0.0,
+        over_http2: bool = False,
     ) -> None:
         self.provider = provider
         # The request's output limit: billed output that reaches it is truncation,
         # whatever stop reason the wire claims (the verdict's usage-at-the-cap rule).
-        self.reader = StreamReader(provider, max_tokens=max_tokens, max_event_size=max_event_size)
+        self.attempt = Attempt(
+            provider,
+            now=now,
+            clocks=clocks,
+            max_tokens=max_tokens,
+            max_preamble=max_preamble,
+            max_event_size=max_event_size,
+        )
         self.ending: Ending | None = None
-        self.committed = False  # bytes reached the client: no transparent retry any more
-        self.provider_error = b""  # a retryable provider error event before content
+        self.outcome: AttemptOutcome | None = None  # set by close(): for the attempt machine
+        self.provider_error = b""  # the provider's error event before anything left
         self._refuse = refuse_cut_calls
         # Under refuse, the calls not yet proven and the events held behind them.
-        self._calls = HeldCalls(self.reader.assembler, limit=max_held) if refuse_cut_calls else None
+        reader = self.attempt.reader
+        self._calls = HeldCalls(reader.assembler, limit=max_held) if refuse_cut_calls else None
         self._splitter = EventSplitter()
-        self._held: list[bytes] = []
-        self._held_size = 0
+        self._held: list[bytes] = []  # the bytes of the events the attempt holds
         self._max_event = max_event_size
-        self._max_preamble = max_preamble
+        self._over_http2 = over_http2
         self._last = b""  # the last event passed on (the Responses sequence number)
+
+    @property
+    def committed(self) -> bool:
+        """True once the attempt released events to the client: no transparent resend."""
+        return self.attempt.released
 
     @property
     def done(self) -> bool:
         """True once nothing more is read from the upstream."""
         return self.ending is not None and self.ending is not Ending.COMPLETE
 
-    def feed(self, chunk: bytes) -> bytes:
-        """The bytes of ``chunk`` the client may have now: whole events, held back before
-        content (an Empty attempt is resent), the proof or what replaces it."""
+    def feed(self, chunk: bytes, now: float = 0.0) -> bytes:
+        """The bytes of ``chunk`` (arrived at ``now``) the client may have now: whole
+        events, once the attempt released them, the proof or what replaces it."""
         if self.ending is Ending.COMPLETE:
             return chunk  # after the proof: unchanged, as it comes
         if self.ending is not None:
@@ -148,37 +169,41 @@ class StreamJudge:
             # One whole block from a block boundary: what the splitter would return for
             # it is the chunk itself (its one blank line is its end, no blank line leads
             # it, no CR can end a line), and the splitter stays empty either way.
-            self._event(chunk, out)
+            self._event(chunk, now, out)
             return out[0] if len(out) == 1 else b"".join(out)
         blocks = self._splitter.feed(chunk)
         for i, block in enumerate(blocks):
-            self._event(block, out)
+            self._event(block, now, out)
             if self.ending is not None:
                 if self.ending is Ending.COMPLETE:  # the rest of the chunk, as it came
                     out.extend(blocks[i + 1 :])
                     out.append(self._splitter.close())
                 break
         if self.ending is None and self._splitter.pending > self._max_event:
-            self._fault(out, f"an event grew past {self._max_event} bytes")
+            message = f"an event grew past {self._max_event} bytes"
+            self.attempt.broke(EventTooLarge(message, limit=self._max_event))
+            self._fault(out, message)
         return b"".join(out)
 
-    def _event(self, block: bytes, out: list[bytes]) -> None:
-        reader = self.reader
-        try:
-            events = reader.feed(block)
-        except EventTooLarge:  # the reader ended the turn with this fault
-            events = []
-        if not reader.terminated:
-            calls = self._calls
-            if calls is not None and (calls.open or touches_calls(events)) and reader.content:
-                self._hold(calls, block, events, out)
-            else:
-                self._pass(block, out)
-            return
-        turn = reader.turn()
+    def _event(self, block: bytes, now: float, out: list[bytes]) -> None:
+        step = self.attempt.feed(block, now)
+        if step.release:
+            self._release(out)  # what the attempt held before this block
+        if step.done:
+            self._ended(block, out)
+        elif not step.release:
+            self._held.append(block)  # before content: held with its events
+        elif (calls := self._calls) is not None and (calls.open or touches_calls(step.events)):
+            self._hold(calls, block, step.events, out)
+        else:
+            self._last = block
+            out.append(block)
+
+    def _ended(self, block: bytes, out: list[bytes]) -> None:
+        """The turn ended with ``block`` (its proof, an error event, a fault, a bound)."""
+        turn = self.attempt.reader.turn()
         if turn.outcome is Outcome.COMPLETE:
             cut = cut_calls(turn) if self._refuse else []
-            self._release(out)
             if cut:
                 self._drop()
                 self._error(out, CUT_CODE, cut_message(cut, turn))
@@ -192,36 +217,25 @@ class StreamJudge:
             return
         error = turn.error
         if error is not None and error.kind is ErrorKind.PROVIDER_ERROR:
-            if not self.committed and error.retryable:
+            if not self.committed:
+                # Nothing left yet: the attempt machine says whether to resend, and this
+                # event is what the client gets when no attempt follows (give_up).
                 self.provider_error = block
-                self.ending = Ending.EMPTY  # an overload before content: resend
+                self.ending = Ending.EMPTY
                 return
-            self._release(out)
             self._drop()
             out.append(block)  # the provider's own error event, as it came
             # Passed on, so it is the answer: resending now would append a second stream
-            # to the bytes the client already has (and repeat a request that cannot work).
-            self.ending = Ending.PARTIAL if reader.content else Ending.ERROR
+            # to the bytes the client already has.
+            self.ending = Ending.PARTIAL if self.attempt.content else Ending.ERROR
             return
-        message = error.message if error is not None else "the stream broke"
-        self._fault(out, message)
-
-    def _pass(self, block: bytes, out: list[bytes]) -> None:
-        if self.committed:
-            self._last = block
-            out.append(block)
-            return
-        self._held.append(block)
-        self._held_size += len(block)
-        if self.reader.content or self._held_size > self._max_preamble:
-            self._release(out)
+        self._fault(out, error.message if error is not None else "the stream broke")
 
     def _hold(
         self, calls: HeldCalls, block: bytes, events: list[StreamEvent], out: list[bytes]
     ) -> None:
         """A block of a call not yet proven, or after one: held (or released with the
         blocks before it, once their calls proved themselves)."""
-        self._release(out)  # the preamble, if still held: content has arrived
         before = len(out)
         within = calls.take(block, events, out)
         if len(out) > before:
@@ -234,7 +248,7 @@ class StreamJudge:
                 "events before its arguments were complete, so the answer is refused "
                 "instead of passed on unproven (--cut-calls pass streams them as they come)"
             )
-            self.reader.assembler.fault(message)  # the turn ends here, and says why
+            self.attempt.reader.assembler.fault(message)  # the turn ends here, and says why
             self._error(out, UNPROVEN_CODE, message)
             self.ending = Ending.REFUSED
 
@@ -247,7 +261,6 @@ class StreamJudge:
             self._last = self._held[-1]
             out.extend(self._held)
             self._held.clear()
-        self.committed = True
 
     def _fault(self, out: list[bytes], message: str) -> None:
         """Bytes that are not the protocol: never passed on."""
@@ -255,7 +268,7 @@ class StreamJudge:
             self.ending = Ending.EMPTY
             return
         self._drop()
-        self._error(out, INTERRUPTED_CODE, f"railings gateway: {INTERRUPTED_MESSAGE}: {message}")
+        self._error(out, INTERRUPTED_CODE, f"railings gateway: {interrupted_message(message)}")
         self.ending = Ending.PARTIAL
 
     def _error(self, out: list[bytes], code: str, message: str) -> None:
@@ -264,25 +277,32 @@ class StreamJudge:
     def error_event(self, code: str, message: str) -> bytes:
         """The provider-shaped error event that follows what was passed on."""
         sequence = None
-        if spec(self.provider).numbered:
-            numbers = SEQUENCE_NUMBER.findall(self._last)
-            sequence = int(numbers[-1]) + 1 if numbers else 0
+        wire = spec(self.provider)
+        if wire.numbered:
+            numbers = wire.sequence_numbers(self._last)
+            sequence = numbers[-1] + 1 if numbers else 0
         return error_event(self.provider, code, message, sequence_number=sequence)
 
     def close(self, reason: str | None = None) -> bytes:
-        """The upstream ended (EOF, or broke with ``reason``). Returns the last bytes to
-        send: nothing after the proof; an error event after content (Partial); nothing
-        when no content arrived (Empty: the caller resends, or calls :meth:`give_up`)."""
+        """The reading stopped: EOF, or a break or a clock the attempt was told of
+        (``reason`` says why, else the attempt's failure). Sets :attr:`outcome` and
+        returns the last bytes to send: nothing after the proof; an error event once
+        something left (Partial); nothing when nothing left (Empty: the attempt
+        machine decides, and :meth:`give_up` ends the stream when no attempt follows)."""
+        failure = self.attempt.failure
+        if self.outcome is None:
+            self.outcome = self.attempt.close(over_http2=self._over_http2)
         if self.ending is not None:
             return b""
-        self.reader.close()
         if not self.committed:
             self.ending = Ending.EMPTY
             return b""
         self._drop()
         self.ending = Ending.PARTIAL
-        detail = f"railings gateway: {INTERRUPTED_MESSAGE}" + (f": {reason}" if reason else "")
-        return self.error_event(INTERRUPTED_CODE, detail)
+        if reason is None and failure is not None:
+            reason = failure.message
+        detail = interrupted_message(reason) if reason else INTERRUPTED_MESSAGE
+        return self.error_event(INTERRUPTED_CODE, f"railings gateway: {detail}")
 
     def unreadable(self, message: str) -> bytes:
         """The body stopped decoding (or its coding cannot be read): ``message`` says why.
@@ -291,7 +311,7 @@ class StreamJudge:
         not be read may hold an answer the upstream already generated."""
         if self.ending is not None:
             return b""
-        self.reader.assembler.fault(message)
+        self.attempt.reader.assembler.fault(message)
         detail = f"railings gateway: {message}"
         if self.committed:
             self._drop()
@@ -304,8 +324,8 @@ class StreamJudge:
         return b"".join(out)
 
     def give_up(self, message: str) -> bytes:
-        """No attempt is left after an Empty one: the held preamble, then the provider's
-        own error event when it sent one, else the gateway's."""
+        """No attempt follows an Empty one: the held preamble, then the provider's own
+        error event when it sent one, else the gateway's."""
         out: list[bytes] = []
         self._release(out)
         if self.provider_error:
@@ -316,4 +336,5 @@ class StreamJudge:
 
     def turn(self) -> Turn | None:
         """The judged turn, once the stream terminated."""
-        return self.reader.turn() if self.reader.terminated else None
+        reader = self.attempt.reader
+        return reader.turn() if reader.terminated else None

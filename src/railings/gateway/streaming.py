@@ -1,13 +1,13 @@
-"""One streamed model answer through the gateway: attempts, the judge, the retry of Empty.
+"""One streamed model answer for the client: its head once, then each attempt's body judged.
 
 The response head of the first 2xx event stream goes to the client at once (an SDK
 waits for it before it reads anything). Each attempt's body then passes through a
-fresh :class:`~railings.gateway.judge.StreamJudge`. An attempt that ends **Empty**
-(no content, no proof) sent the client nothing of its body, so it is resent with
-the retry policy (:class:`~railings.transport.retry.Retrier`: bounded attempts,
-backoff with full jitter, ``retry-after`` honoured); a resend that answers with an
-error status or fails to connect is one more failed attempt. When the attempts are
-spent, the client gets the provider-shaped error event and the end.
+fresh :class:`~railings.gateway.judge.StreamJudge`, its reads timed by the attempt's
+clocks, made as railings' client makes them (:func:`railings.transport.body.clocks`,
+on one lazy timer): before the first content a model may think in silence for
+``first_byte``; once content flows, a silence past ``idle``, or keep-alives alone
+past ``content_idle``, end the attempt. Its ending goes to the attempt machine
+(:mod:`railings.gateway.calls`) only while nothing of it reached the client.
 
 A stream in a content coding is decoded before it is judged
 (:mod:`railings.gateway.decoding`), and the client gets the decoded bytes without the
@@ -26,219 +26,218 @@ from __future__ import annotations
 
 import asyncio
 import zlib
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, MutableMapping
-from typing import Any
+from collections.abc import AsyncGenerator, Iterable
 
 import httpx2
 
-from railings.classify import INTERRUPTED_MESSAGE
-from railings.errors import RailingsError, StreamInterrupted
-from railings.gateway.client_side import answer
-from railings.gateway.decoding import (
-    UNREADABLE_CODE,
-    Unreadable,
-    stream_decoder,
-    unreadable_message,
-)
+from railings.classify import interrupted_message
+from railings.errors import RailingsError
+from railings.gateway.client_side import Send, answer
+from railings.gateway.decoding import UNREADABLE_CODE, Unreadable, stream_decoder
+from railings.gateway.decoding import unreadable_message as _unreadable
 from railings.gateway.judge import Ending, StreamJudge, cut_calls
 from railings.gateway.metrics import Metrics
 from railings.gateway.record import TurnRecord
 from railings.gateway.shapes import error_body
 from railings.gateway.upstream import response_headers
+from railings.transport.body import backstop, clocks
 from railings.transport.coding import BodyDecoder
 from railings.transport.config import Timeouts
-from railings.transport.errors_map import (
-    BOUNDARY,
-    error_from_response,
-    idle_error,
-    map_stream_exception,
-)
+from railings.transport.errors_map import BOUNDARY, stream_cut
 from railings.transport.gaps import GapWatch, Silence
-from railings.transport.response import is_event_stream, read_bounded
-from railings.transport.retry import Retrier
+from railings.turn.ending import AttemptOutcome, Complete, Partial
 
-__all__ = ["Attempt", "forward_stream", "is_event_stream"]
+__all__ = ["JudgedStream"]
 
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-Attempt = Callable[[], Awaitable[httpx2.Response | RailingsError]]
+_NOT_RESENT = (
+    "the upstream's answer to a streamed request, not labelled text/event-stream, held no "
+    "event; not resent: it may be an answer already generated"
+)
 
 
-async def forward_stream(
-    record: TurnRecord,
-    response: httpx2.Response,
-    *,
-    retrier: Retrier,
-    attempt: Attempt,
-    send: Send,
-    gone: asyncio.Event,
-    refuse_cut_calls: bool,
-    timeouts: Timeouts,
-    metrics: Metrics,
-    labelled: bool = True,
-) -> None:
-    """Send the client the judged stream of ``response`` (and of any resend).
+class JudgedStream:
+    """The client's response to one streamed model call, across its attempts.
     ``labelled``: False for a 2xx answer not labelled ``text/event-stream`` (the module
     docstring)."""
-    try:
-        decoder = _decoder(response)
-    except Unreadable as exc:
-        await response.aclose()
-        await _refuse_unreadable(record, unreadable_message(exc), send, metrics)
-        return
-    headers = [
-        (name, value)
-        for name, value in response_headers(response.headers.raw, keep_length=False)
-        if name != b"content-encoding"  # the client gets the decoded bytes
-        and (labelled or name != b"content-type")
-    ]
-    if not labelled:
-        headers.append((b"content-type", b"text/event-stream; charset=utf-8"))
-    await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
-    judge = StreamJudge(
-        record.provider, refuse_cut_calls=refuse_cut_calls, max_tokens=record.max_tokens
-    )
-    while True:
-        tail = await _pump(record, response, judge, decoder, send, gone, timeouts)
-        if judge.ending is not Ending.EMPTY or gone.is_set():
-            break
+
+    def __init__(
+        self,
+        record: TurnRecord,
+        send: Send,
+        gone: asyncio.Event,
+        *,
+        refuse_cut_calls: bool,
+        timeouts: Timeouts,
+        metrics: Metrics,
+        labelled: bool = True,
+    ) -> None:
+        self.record = record
+        self.judge: StreamJudge | None = None
+        self._send = send
+        self._gone = gone
+        self._refuse = refuse_cut_calls
+        self._timeouts = timeouts
+        self._metrics = metrics
+        self._labelled = labelled
+        self._tail = b""  # the last bytes of the response
+        self._ending: Ending | None = None  # when the give-up says more than the judge
+
+    async def start(self, response: httpx2.Response) -> bool:
+        """Send the response head of ``response``, the first event stream; False when it
+        was answered instead (a coding the gateway cannot read)."""
+        try:
+            _decoder(response)
+        except Unreadable as exc:
+            await response.aclose()
+            await self._refuse_unreadable(_unreadable(exc))
+            return False
+        labelled = self._labelled
+        headers = [
+            (name, value)
+            for name, value in response_headers(response.headers.raw, keep_length=False)
+            if name != b"content-encoding"  # the client gets the decoded bytes
+            and (labelled or name != b"content-type")
+        ]
         if not labelled:
-            tail = judge.give_up(
-                "the upstream's answer to a streamed request, not labelled "
-                "text/event-stream, held no event; not resent: it may be an answer "
-                "already generated"
-            )
-            break
-        resent = await _resend(retrier, attempt, gone)
-        if isinstance(resent, str):
-            tail = judge.give_up(resent)
-            break
-        response = resent
-        judge = StreamJudge(
-            record.provider, refuse_cut_calls=refuse_cut_calls, max_tokens=record.max_tokens
+            headers.append((b"content-type", b"text/event-stream; charset=utf-8"))
+        status = response.status_code
+        await self._send({"type": "http.response.start", "status": status, "headers": headers})
+        return True
+
+    async def attempt(
+        self, response: httpx2.Response, *, deadline: float | None, over_http2: bool
+    ) -> AttemptOutcome | None:
+        """Judge one attempt's body, sending the client what may leave. Returns how the
+        attempt ended for the attempt machine, or None when the client's answer is
+        already what it gets (something of it left, or it must not be resent)."""
+        record = self.record
+        judge = self.judge = StreamJudge(
+            record.provider,
+            refuse_cut_calls=self._refuse,
+            max_tokens=record.max_tokens,
+            clocks=clocks(self._timeouts, deadline),
+            now=asyncio.get_running_loop().time(),
+            over_http2=over_http2,
         )
         try:
             decoder = _decoder(response)
-        except Unreadable as exc:
+        except Unreadable as exc:  # a resend's: the first one's was refused by start()
             await response.aclose()
-            tail = judge.unreadable(unreadable_message(exc))
-            break
-    if tail and not gone.is_set():
-        record.sent_first_byte()
-        await send({"type": "http.response.body", "body": tail, "more_body": True})
-    await send({"type": "http.response.body", "body": b""})
-    ending = judge.ending or Ending.PARTIAL
-    turn = judge.turn()
-    if ending is Ending.REFUSED and turn is not None:
-        record.rejected = tuple(v.call.name for v in cut_calls(turn))
-    if gone.is_set():
-        metrics.inc("railings_gateway_client_disconnects_total", provider=record.provider)
-        record.finish("client_gone", turn=turn)
-        return
-    error = turn.error.message if turn is not None and turn.error is not None else None
-    record.finish(ending.value, turn=turn, error=error)
-    metrics.inc("railings_gateway_streams_total", provider=record.provider, outcome=ending.value)
+            self._tail = judge.unreadable(_unreadable(exc))
+            return None
+        self._tail = await self._pump(response, judge, decoder)
+        if judge.ending is Ending.EMPTY and not self._labelled:
+            self._tail = judge.give_up(_NOT_RESENT)
+            return None
+        outcome = judge.outcome
+        if self._gone.is_set():
+            return None
+        # Empty while nothing left: the machine may resend. Complete and Partial: it says
+        # Finish (and notes an HTTP/2 failure). Anything else is the client's answer.
+        if judge.ending is Ending.EMPTY or isinstance(outcome, (Complete, Partial)):
+            return outcome
+        return None
+
+    def give_up(self, error: RailingsError, attempts: int) -> None:
+        """No attempt follows: the stream ends with the provider's own error event, or the
+        gateway's saying why."""
+        judge = self.judge
+        assert judge is not None  # an attempt ran before any decision
+        # For the client, every give-up is a stream that ended without its proof.
+        detail = interrupted_message(error.message)
+        self._tail = judge.give_up(f"{detail} (after {attempts} attempts)")
+        if judge.provider_error and not error.retryable:
+            self._ending = Ending.ERROR  # the provider's final word, passed on as it came
+
+    async def end(self) -> None:
+        """Send the last bytes and end the response; record how it ended."""
+        record, judge, gone = self.record, self.judge, self._gone
+        if self._tail and not gone.is_set():
+            record.sent_first_byte()
+            await self._send({"type": "http.response.body", "body": self._tail, "more_body": True})
+        await self._send({"type": "http.response.body", "body": b""})
+        turn = judge.turn() if judge is not None else None
+        ending = self._ending or (judge.ending if judge is not None else None) or Ending.PARTIAL
+        if ending is Ending.REFUSED and turn is not None:
+            record.rejected = tuple(v.call.name for v in cut_calls(turn))
+        metrics, provider = self._metrics, record.provider
+        if gone.is_set():
+            metrics.inc("railings_gateway_client_disconnects_total", provider=provider)
+            record.finish("client_gone", turn=turn)
+            return
+        error = turn.error.message if turn is not None and turn.error is not None else None
+        record.finish(ending.value, turn=turn, error=error)
+        metrics.inc("railings_gateway_streams_total", provider=provider, outcome=ending.value)
+
+    async def _refuse_unreadable(self, message: str) -> None:
+        """The first attempt's stream is in a coding the gateway cannot read: one answer in
+        the provider's error shape, which tells the SDKs not to retry (each retry would be
+        generated, and billed, into the same unreadable coding)."""
+        record, outcome = self.record, Ending.UNREADABLE.value
+        record.status = 502
+        record.finish(outcome, error=message)
+        self._metrics.inc(
+            "railings_gateway_streams_total", provider=record.provider, outcome=outcome
+        )
+        payload = error_body(record.provider, UNREADABLE_CODE, f"railings gateway: {message}")
+        await answer(self._send, 502, payload, "application/json", [(b"x-should-retry", b"false")])
+
+    async def _pump(
+        self, response: httpx2.Response, judge: StreamJudge, decoder: BodyDecoder | None
+    ) -> bytes:
+        """Forward one attempt's body through ``judge``; returns its last bytes.
+
+        Each read waits as long as the attempt's clocks allow (``read_timeout``); a read
+        that found nothing in time ends the attempt (``timed_out``), and so does a body
+        that broke (``broke``). A coded body (``decoder``) is judged in the decoder's
+        pieces (at most 1 MiB each, decoded as they are judged and sent); a body that
+        stops decoding ends the attempt as :meth:`StreamJudge.unreadable` says.
+        """
+        record, send, gone = self.record, self._send, self._gone
+        attempt = judge.attempt
+        time = asyncio.get_running_loop().time
+        chunks = response.aiter_raw()
+        watch = GapWatch()
+        broken = None
+        try:
+            while True:
+                now = time()
+                wait = attempt.read_timeout(now)
+                try:
+                    chunk = await watch.read(chunks, None, None if wait is None else now + wait)
+                except StopAsyncIteration:
+                    chunk = None
+                if decoder is None:
+                    if chunk is None:
+                        break
+                    pieces: Iterable[bytes] = (chunk,)
+                else:  # the pieces are made (and inflated) one at a time, as they are sent
+                    pieces = decoder.close() if chunk is None else decoder.feed(chunk)
+                for piece in pieces:
+                    out = judge.feed(piece, time())
+                    if out:
+                        record.sent_first_byte()
+                        await send({"type": "http.response.body", "body": out, "more_body": True})
+                    if judge.done or gone.is_set():
+                        break
+                if chunk is None or judge.done or gone.is_set():
+                    break
+        except zlib.error as exc:
+            broken = f"the body does not decode as its content-encoding says ({exc})"
+        except Silence:
+            attempt.timed_out(time())
+        except BOUNDARY as exc:
+            # The socket's read timeout is only a backstop behind the attempt's clocks.
+            attempt.broke(stream_cut(exc, idle_seconds=backstop(self._timeouts)))
+        finally:
+            watch.close()
+            if isinstance(chunks, AsyncGenerator):
+                await chunks.aclose()
+            await response.aclose()
+        if broken is not None:
+            return judge.unreadable(broken)
+        return judge.close()
 
 
 def _decoder(response: httpx2.Response) -> BodyDecoder | None:
     return stream_decoder(response.headers.get_list("content-encoding"))
-
-
-async def _refuse_unreadable(
-    record: TurnRecord, message: str, send: Send, metrics: Metrics
-) -> None:
-    """The first attempt's stream is in a coding the gateway cannot read: one answer in
-    the provider's error shape, which tells the SDKs not to retry (each retry would be
-    generated, and billed, into the same unreadable coding)."""
-    record.status = 502
-    record.finish(Ending.UNREADABLE.value, error=message)
-    metrics.inc(
-        "railings_gateway_streams_total", provider=record.provider, outcome=Ending.UNREADABLE.value
-    )
-    payload = error_body(record.provider, UNREADABLE_CODE, f"railings gateway: {message}")
-    await answer(send, 502, payload, "application/json", [(b"x-should-retry", b"false")])
-
-
-async def _resend(retrier: Retrier, attempt: Attempt, gone: asyncio.Event) -> httpx2.Response | str:
-    """The next attempt's event stream, or why there is none (the attempts are spent, or
-    the client left during the wait: no billed attempt is made for nobody)."""
-    error: RailingsError = StreamInterrupted(INTERRUPTED_MESSAGE, empty=True)
-    while True:
-        wait = retrier.next_wait(error)
-        if wait is None:
-            detail = INTERRUPTED_MESSAGE if isinstance(error, StreamInterrupted) else error.message
-            return f"{detail} (after {retrier.attempt} attempts)"
-        await asyncio.sleep(wait)
-        if gone.is_set():
-            return "the client left"
-        retrier.advance()
-        got = await attempt()
-        if isinstance(got, RailingsError):
-            error = got
-        elif is_event_stream(got):
-            return got
-        else:
-            data = await read_bounded(got)
-            error = error_from_response(got.status_code, got.headers, data)
-
-
-async def _pump(
-    record: TurnRecord,
-    response: httpx2.Response,
-    judge: StreamJudge,
-    decoder: BodyDecoder | None,
-    send: Send,
-    gone: asyncio.Event,
-    timeouts: Timeouts,
-) -> bytes:
-    """Forward one attempt's body through ``judge``; returns its last bytes.
-
-    A coded body (``decoder``) is judged in the decoder's pieces (at most 1 MiB each,
-    decoded as they are judged and sent); a body that stops decoding ends the attempt
-    as :meth:`StreamJudge.unreadable` says.
-
-    The silences are timed as the transport times them (one lazy timer,
-    :class:`~railings.transport.gaps.GapWatch`): before the first content a model may
-    think in silence for up to ``first_byte``; once content flows, ``idle``. A
-    silence past either ends the attempt (Empty: resent; Partial: the error event).
-    """
-    chunks = response.aiter_raw()
-    watch = GapWatch()
-    reason = broken = None
-    gap: float | None = None
-    try:
-        while True:
-            gap = timeouts.idle if judge.committed else timeouts.first_byte
-            try:
-                chunk: bytes | None = await watch.read(chunks, gap, None)
-            except StopAsyncIteration:
-                chunk = None
-            if decoder is None:
-                if chunk is None:
-                    break
-                pieces: Iterable[bytes] = (chunk,)
-            else:  # the pieces are made (and inflated) one at a time, as they are sent
-                pieces = decoder.close() if chunk is None else decoder.feed(chunk)
-            for piece in pieces:
-                out = judge.feed(piece)
-                if out:
-                    record.sent_first_byte()
-                    await send({"type": "http.response.body", "body": out, "more_body": True})
-                if judge.done or gone.is_set():
-                    break
-            if chunk is None or judge.done or gone.is_set():
-                break
-    except zlib.error as exc:
-        broken = f"the body does not decode as its content-encoding says ({exc})"
-    except Silence:
-        reason = idle_error(gap or 0.0, empty=not judge.committed).message
-    except BOUNDARY as exc:
-        # The socket's read timeout (first_byte) is only a backstop behind the GapWatch.
-        reason = map_stream_exception(exc, empty=not judge.committed, idle_seconds=gap).message
-    finally:
-        watch.close()
-        if isinstance(chunks, AsyncGenerator):
-            await chunks.aclose()
-        await response.aclose()
-    if broken is not None:
-        return judge.unreadable(broken)
-    return judge.close(reason)

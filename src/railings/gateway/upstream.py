@@ -34,6 +34,7 @@ from railings.errors import ConfigurationError
 from railings.gateway.network import AsyncioBackend
 from railings.redact import MARKER, SECRET_HEADERS, redact, register_secret
 from railings.transport.config import Timeouts
+from railings.transport.fallback import Http2Fallback
 
 __all__ = [
     "ASYNCIO_VERIFIED",
@@ -174,7 +175,13 @@ class Clients:
     httpcore2's pool walks every connection it holds each time a request starts or a
     response closes; under 1,000 open streams one pool would make each stream's start
     and end walk 1,000 connections while every other stream waits. Sixteen pools walk
-    about 60 each. With a given ``transport`` (which is its own pool) there is one.
+    about 60 each. With a given ``transport`` (which is its own pool) there is one,
+    used as given: whether it speaks HTTP/2 is its own business.
+
+    The pools offer HTTP/2 (by ALPN, over TLS) until one request failed in the protocol
+    (``fallback``, marked by the attempt machine's decision, :mod:`railings.gateway.calls`):
+    from then on every request goes over HTTP/1.1, on pools made at that moment, as
+    railings' own client does (:mod:`railings.transport.fallback`).
     """
 
     def __init__(
@@ -188,19 +195,33 @@ class Clients:
         count = 1 if transport is not None else POOLS
         # One CA bundle loaded, not 16.
         tls = verify if verify is not None else httpx2.create_ssl_context(trust_env=False)
-        self.pools = [
-            client(timeouts, transport=transport, tls=tls, network=network) for _ in range(count)
-        ]
+        self._make = functools.partial(
+            client, timeouts, transport=transport, tls=tls, network=network
+        )
+        self.pools = [self._make() for _ in range(count)]
+        self._http1: list[httpx2.AsyncClient] = []
+        self._own = transport is None
+        self.fallback = Http2Fallback()
         self._turn = 0
 
+    @property
+    def http2(self) -> bool:
+        """True while the next request may go over HTTP/2 (the gateway's own pools, and no
+        HTTP/2 failure marked yet)."""
+        return self._own and not self.fallback.broken
+
     def next(self) -> httpx2.AsyncClient:
-        """The client for the next request."""
+        """The client for the next request (over HTTP/1.1 once :attr:`fallback` is marked)."""
         self._turn = (self._turn + 1) % len(self.pools)
-        return self.pools[self._turn]
+        if not self.fallback.broken:
+            return self.pools[self._turn]
+        if not self._http1:
+            self._http1 = [self._make(http2=False) for _ in self.pools]
+        return self._http1[self._turn]
 
     async def aclose(self) -> None:
         """Close every pool."""
-        for pool in self.pools:
+        for pool in self.pools + self._http1:
             await pool.aclose()
 
 
