@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 
+import httpx2
 import pytest
 
 from _server import openai_text
@@ -52,6 +53,8 @@ COMPLETE = turn_of(openai_text(["done"]))
 PARTIAL = turn_of(openai_text(["half"], finish=None, done=False))
 EMPTY = StreamInterrupted("stream interrupted", empty=True)
 GOAWAY = TransportError("connection failed: <ConnectionTerminated error_code:1>")
+# As the boundary maps it: the h2 failure is the foreign exception under railings' error.
+GOAWAY.__cause__ = httpx2.RemoteProtocolError("<ConnectionTerminated error_code:1>")
 NO_OPTIONS = BadRequest("HTTP 400: Unrecognized request argument: stream_options", status=400)
 
 

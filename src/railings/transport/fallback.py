@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import threading
 
+from railings.errors import RailingsError
+
 __all__ = ["FALLBACK", "HTTP2_MARKERS", "Http2Fallback", "http2_failure"]
 
 HTTP2_MARKERS: tuple[str, ...] = (
@@ -50,6 +52,11 @@ def _chain(exc: BaseException) -> list[BaseException]:
 def http2_failure(exc: BaseException) -> str | None:
     """The first marker found along ``exc``'s chain, or None: not an HTTP/2 protocol failure."""
     for link in _chain(exc):
+        if isinstance(link, RailingsError):
+            # Railings' own errors say what the upstream said (a provider's error message,
+            # an error body): words it chose, not the protocol's. The failure they map is
+            # further down the chain, as the foreign exception it was.
+            continue
         kind = type(link)
         text = f"{kind.__module__}.{kind.__qualname__} {link}".lower()
         # "httpx2" and "httpcore2" must not read as "http2": strip the package names.

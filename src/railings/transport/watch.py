@@ -65,7 +65,7 @@ from railings.transport.gather import GATHER, ProofMarkers
 from railings.transport.idle import arm_idle
 from railings.turn.attempt import Attempt, Clocks
 from railings.turn.ending import AttemptOutcome, Complete, Empty
-from railings.turn.model import Turn
+from railings.turn.model import ErrorKind, Turn
 
 __all__ = ["StreamWatch"]
 
@@ -236,6 +236,13 @@ class StreamWatch:
             return errors.too_large_error(failure, self._turn())
         if not attempt.reads_on:
             self._gathers = False
+            error = attempt.reader.turn().error
+            if error is not None and error.kind is ErrorKind.MALFORMED_STREAM:
+                # Bytes that are not the protocol end the turn here, and the SDK must not
+                # read past them: its own end may be laxer than the proof (the openai SDK
+                # stops at any data that starts with ``[DONE]``, then closes the body, and a
+                # closed body raises nothing).
+                return errors.interrupted(self._turn())
         return None
 
     def _arm(self, now: float) -> None:
