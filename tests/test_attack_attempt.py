@@ -20,11 +20,6 @@ NOTHING_BILLED = (
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the content clock moves on any event that is not Unknown, so usage reports of "
-    "nothing billed keep a stream without content alive past first_content",
-)
 @pytest.mark.parametrize("accelerated", [True, False], ids=["accelerated", "plain"])
 def test_attack_reports_of_nothing_billed_do_not_hold_off_the_content_clock(
     accelerated: bool,

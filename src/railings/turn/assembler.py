@@ -106,6 +106,11 @@ class TurnAssembler:
         self._unknown = 0
         self.content = False  # True once a billable event arrived (see module docstring)
 
+    @property
+    def baseline(self) -> int | None:
+        """The output count of the stream's opening usage report (:mod:`.billable`)."""
+        return self._baseline
+
     # -- feeding -------------------------------------------------------------------------
 
     def received(self) -> None:

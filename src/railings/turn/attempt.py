@@ -29,9 +29,10 @@ time in (any monotonic clock, in seconds) and carries the result out. It owns:
   attempt can no longer be resent transparently: :attr:`released`);
 * **the clocks, as deadlines** (:class:`Clocks`): a gap of silence (``first_byte``
   before content, ``idle`` after), the content clock (``first_content`` before
-  content, ``content_idle`` after: only events that are not ``Unknown`` move it, so
-  keep-alives do not) and the total deadline. :meth:`read_timeout` says how long the
-  next read may wait; when it ran out, :meth:`timed_out` records which clock did;
+  content, ``content_idle`` after: only a billable event of a known kind moves it, so
+  keep-alives, ``Unknown`` frames and usage reports of nothing billed do not) and
+  the total deadline. :meth:`read_timeout` says how long the next read may wait;
+  when it ran out, :meth:`timed_out` records which clock did;
 * **the ending** (:func:`railings.turn.ending.outcome`): Complete, Partial or Empty,
   each error built once.
 """
@@ -44,6 +45,7 @@ from dataclasses import dataclass
 from railings.errors import EventTooLarge, RailingsError, TotalTimeout, TurnTooLarge
 from railings.events import StreamEvent, Unknown
 from railings.limits import TurnLimits, TurnMeter
+from railings.turn.billable import billable
 from railings.turn.ending import AttemptOutcome, Cut, Failure, idle_cut, outcome
 from railings.turn.model import Turn
 from railings.turn.reader import StreamReader
@@ -201,7 +203,7 @@ class Attempt:
         except EventTooLarge as exc:
             self.failure = exc  # the reader already ended the turn abruptly
             events = []
-        if any(type(event) is not Unknown for event in events):
+        if events and self._progress(events):
             self._last_content = now
         done = not self.reads_on
         if self.holding:
@@ -211,6 +213,13 @@ class Attempt:
             events, self._held = self._held + events, []
         self.released = True
         return Step(events, self._fed, done)
+
+    def _progress(self, events: list[StreamEvent]) -> bool:
+        """Do ``events`` move the content clock? Only an event the Empty table counts as
+        billable, and of a kind railings knows: a keep-alive, an ``Unknown`` frame or a
+        usage report of nothing billed is no progress, however often it comes."""
+        baseline = self.reader.assembler.baseline
+        return any(type(e) is not Unknown and billable(e, baseline) for e in events)
 
     # -- clocks ----------------------------------------------------------------------------
 
