@@ -104,12 +104,14 @@ class ModelCalls:
             if decision.http2_failure is not None:
                 self.clients.fallback.mark(decision.http2_failure)  # from now on: HTTP/1.1
             match decision:
-                case Retry(wait=wait):
-                    await asyncio.sleep(wait)
-                    if gone.is_set():  # no billed attempt for a client that left meanwhile
+                case Retry() | ReplayOverHTTP1():
+                    # A replay goes over HTTP/1.1 (the fallback is marked); a retry after
+                    # its wait. Neither for a client that left meanwhile: no billed
+                    # attempt for nobody.
+                    if isinstance(decision, Retry):
+                        await asyncio.sleep(decision.wait)
+                    if gone.is_set():
                         break
-                case ReplayOverHTTP1():
-                    pass  # the fallback is marked: the next attempt goes over HTTP/1.1
                 case Raise(error=error):
                     if stream is None:
                         await self._unreachable(record, error, send)
