@@ -34,9 +34,9 @@ import consumers as C
 import workloads as W
 
 from railings.events import StreamEvent
+from railings.providers.openai_responses.decoder import OpenAIResponsesDecoder
 from railings.turn.reader import provider_decoder
 from railings.wire._events import text_delta
-from railings.wire.openai_responses import OpenAIResponsesDecoder
 
 _WORKLOADS = ("W1", "W2", "W3", "W4", "W5")
 

@@ -20,11 +20,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from railings.errors import IllegalTransition, MalformedStream
+from railings.providers.bedrock.decoder import BedrockStream
+from railings.providers.gemini.decoder import GeminiStream
+from railings.providers.ollama.decoder import OllamaStream
 from railings.turn.reader import StreamReader
-from railings.wire.bedrock import BedrockStream
 from railings.wire.eventstream import EventStreamDecoder
-from railings.wire.gemini import GeminiStream
-from railings.wire.ollama import NDJSONDecoder, OllamaStream
+from railings.wire.ndjson import NDJSONDecoder
 from railings.wire.sse import SSEDecoder
 from tools.reliability import faulted
 from tools.reliability.campaigns import Fuzzer

@@ -203,6 +203,9 @@ LAYERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
             }
         ),
     ),
+    # The registry and one package per wire (providers/<name>/: spec, decoder, encoder),
+    # whose decoders read the shared framing in wire/ and whose encoders the shared
+    # conversation (messages.py).
     # urllib.parse: a model id is percent-encoded into the request path (quote, pure).
     # Never the turn layer, nor classification: both read the registry, so a provider
     # that imported them would point back up (turn normalizes with the specs' stop-reason
@@ -217,24 +220,13 @@ LAYERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
                 "wire",
                 "providers",
                 "messages.py",
-                "messages_gemini.py",
-                "messages_bedrock.py",
-                "messages_ollama.py",
                 "conversation.py",
-                "_responses_shapes.py",
             }
         ),
     ),
-    "messages.py": (
-        frozenset(),
-        frozenset({"errors.py", "events.py", "conversation.py", "_responses_shapes.py"}),
-    ),
-    **{
-        encoder: (frozenset(), frozenset({"errors.py", "conversation.py", "messages.py"}))
-        for encoder in ("messages_gemini.py", "messages_bedrock.py", "messages_ollama.py")
-    },
+    # What every wire's encoder shares: the conversation's names, the max_tokens check.
+    "messages.py": (frozenset(), frozenset({"errors.py", "conversation.py"})),
     "conversation.py": (frozenset(), frozenset({"errors.py", "events.py", "turn"})),
-    "_responses_shapes.py": (frozenset(), frozenset()),
     # The name the gateway's judge imports the splitter by; it lives in wire/blocks.py.
     "sse_blocks.py": (frozenset(), frozenset({"wire"})),
     "replay.py": (
@@ -341,6 +333,9 @@ def test_the_allow_list_is_closed_under_its_own_imports() -> None:
         ("providers", "from railings.turn.stop_reason import Stop"),
         ("providers", "from railings.classify import class_for_status"),
         ("messages.py", "from railings.providers import spec"),
+        ("messages.py", "from railings.providers.gemini.encoder import gemini_body"),
+        ("wire", "from railings.providers.ollama.decoder import OllamaDecoder"),
+        ("wire", "from railings.providers import spec"),
         ("turn", "from . import model"),
         ("turn", "def f():\n    import threading\n"),
     ],
@@ -361,6 +356,8 @@ def test_the_allow_list_lets_the_core_import_what_it_needs() -> None:
 # the sans-IO core too.
 
 NEVER: dict[tuple[str, str], str] = {
+    ("wire", "providers"): "a wire's decoder, in its provider's package, reads the shared "
+    "framing in wire/; the framing never reads a wire",
     ("providers", "turn"): "the turn layer reads the registry (stop-reason spellings, "
     "framing); a provider names a stop reason with railings.stops",
     ("gateway", "agent"): "the gateway records its turns in railings.journal, the store "
@@ -407,6 +404,63 @@ def test_no_layer_imports_one_that_reads_it(layer: str, forbidden: str) -> None:
     assert checked
 
 
+# A wire is one package, providers/<name>/: its modules import the shared layers, ``base``
+# and their own package, never the registry (``providers/__init__.py`` imports every
+# package: a cycle) and never another wire's package, except the pairs below, with why.
+WIRE_SHARES: dict[tuple[str, str], str] = {
+    ("openai_responses", "openai_chat"): "one platform: the error types and error body",
+}
+
+
+def wire_package_violations(source: str, package: str) -> list[str]:
+    """What ``source``, a module of ``providers/<package>/``, imports of the registry or of
+    another wire's package."""
+    out: list[str] = []
+    for module, name in imports_of(source):
+        parts = module.split(".")
+        if parts[:2] != ["railings", "providers"]:
+            continue
+        if len(parts) == 2:
+            out.append(module if name is None else f"{module}.{name}")
+        elif parts[2] not in ("base", package) and (package, parts[2]) not in WIRE_SHARES:
+            out.append(module)
+    return out
+
+
+def test_a_wire_package_imports_neither_the_registry_nor_another_wire() -> None:
+    packages = sorted(p for p in (SRC / "providers").iterdir() if (p / "__init__.py").exists())
+    assert len(packages) >= 6
+    for package in packages:
+        for file in sorted(package.rglob("*.py")):
+            bad = wire_package_violations(file.read_text(encoding="utf-8"), package.name)
+            assert not bad, f"{file.relative_to(SRC)} imports {bad}"
+
+
+@pytest.mark.parametrize(
+    ("package", "source"),
+    [
+        ("gemini", "from railings.providers import spec"),
+        ("gemini", "from railings.providers import SPECS"),
+        ("gemini", "import railings.providers"),
+        ("gemini", "from railings.providers.ollama.decoder import NDJSONDecoder"),
+        ("openai_chat", "from railings.providers.openai_responses.spec import SPEC"),
+    ],
+)
+def test_the_wire_package_rule_refuses_the_registry_and_other_wires(
+    package: str, source: str
+) -> None:
+    assert wire_package_violations(source, package), f"{package} allowed {source!r}"
+
+
+def test_the_wire_package_rule_lets_a_wire_import_its_own_and_the_base() -> None:
+    allowed = (
+        "from railings.providers.base import ProviderSpec\n"
+        "from railings.providers.gemini.decoder import GeminiDecoder\n"
+        "from railings.wire.sse import ServerSentEvent\n"
+    )
+    assert wire_package_violations(allowed, "gemini") == []
+
+
 def test_importing_the_gateway_runs_nothing_of_the_agent() -> None:
     code = "import sys, railings.gateway\nfor m in sorted(sys.modules): print(m)"
     done = subprocess.run(
@@ -421,8 +475,9 @@ def test_importing_the_gateway_runs_nothing_of_the_agent() -> None:
 # (``railings.wire._json``, ``providers/_tail.py``): the gateway imports neither (the
 # package's own top-level helpers, ``railings._extras``, belong to no layer). Of ``wire/``
 # it imports only the SSE framing it cuts events with, and only what that module's
-# ``__all__`` exports: a decoder's constants and patterns are its wire's business, and what
-# the gateway needs of a wire it reads from the wire's spec (``error_shapes``, ``numbered``,
+# ``__all__`` exports; of ``providers/`` only the registry and ``base``, never a wire's
+# package: a decoder's constants and patterns are its wire's business, and what the
+# gateway needs of a wire it reads from the wire's spec (``error_shapes``, ``numbered``,
 # ``sequence_numbers``).
 GATEWAY_WIRE = frozenset({"railings.wire.sse"})
 
@@ -446,6 +501,8 @@ def gateway_violations(source: str) -> list[tuple[str, str]]:
             module not in GATEWAY_WIRE or name not in importlib.import_module(module).__all__
         ):
             out.append((what, "a wire decoder's own: read it from the provider spec"))
+        elif parts[1] == "providers" and len(parts) > 2 and parts[2] != "base":
+            out.append((what, "a wire's own package: read its spec through the registry"))
     return out
 
 
@@ -468,13 +525,15 @@ def test_the_gateway_imports_no_private_name_and_no_decoder_constant() -> None:
 @pytest.mark.parametrize(
     "source",
     [
-        "from railings.wire.openai_responses import SEQUENCE_NUMBER",
-        "from railings.wire.openai_chat import DONE",
+        "from railings.providers.openai_responses.decoder import SEQUENCE_NUMBER",
+        "from railings.providers.openai_chat.decoder import DONE",
         "from railings.wire import openai_chat",
-        "import railings.wire.anthropic",
+        "import railings.providers.anthropic.decoder",
         "from railings.wire.sse import _BOM",
         "from railings.wire._json import load_object",
         "import railings.providers._tail",
+        "from railings.providers.gemini import SPEC",
+        "from railings.providers import ollama",
         "from railings.transport.coding import _decoded",
         "def f():\n    from railings.wire.sse import _OPEN\n",
     ],
@@ -487,6 +546,7 @@ def test_the_gateway_rule_lets_it_import_what_layers_publish() -> None:
     allowed = (
         "from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE\n"
         "from railings.providers import spec\n"
+        "from railings.providers.base import ErrorShapes\n"
         "from railings.telemetry import record_span as _record\n"  # a private alias is fine
         "from railings._extras import require\n"
         "from railings.gateway.judge import _own\n"  # its own modules' names

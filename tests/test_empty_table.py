@@ -19,12 +19,12 @@ from railings import replay
 from railings.events import BilledOutput, StreamEvent, Unknown
 from railings.messages import User
 from railings.providers import Framing, spec
+from railings.providers.openai_chat.fields import CHOICE_FIELDS, CHUNK_FIELDS
 from railings.sse_blocks import EventSplitter
 from railings.transport import AsyncProviderClient, ClientConfig, Timeouts, no_waits
 from railings.turn.billable import billable
 from railings.turn.model import Outcome
 from railings.turn.reader import StreamReader
-from railings.wire.chat_fields import CHOICE_FIELDS, CHUNK_FIELDS
 from railings.wire.eventstream import EventStreamDecoder, Message
 from railings.wire.sse import SSEDecoder
 

@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from railings import RailingsError
-from railings.wire.anthropic import AnthropicDecoder
-from railings.wire.openai_chat import OpenAIChatDecoder
-from railings.wire.openai_responses import OpenAIResponsesDecoder
+from railings.providers.anthropic.decoder import AnthropicDecoder
+from railings.providers.openai_chat.decoder import OpenAIChatDecoder
+from railings.providers.openai_responses.decoder import OpenAIResponsesDecoder
 
 _ODD = st.sampled_from([None, "", "x", "é\u2028", 0, 1, True, 1.5, [], {}, ["x"], {"a": 1}])
 _TEXT = st.sampled_from(["x", "", "é ✓ 😀", "\n\n", None, 0, True, ["x"], {"t": "x"}])

@@ -19,9 +19,9 @@ from railings.messages import (
     ToolSpec,
     ToolUse,
     User,
-    anthropic_messages_body,
-    openai_chat_body,
 )
+from railings.providers.anthropic.encoder import anthropic_messages_body
+from railings.providers.openai_chat.encoder import openai_chat_body
 from railings.turn.reader import StreamReader
 
 SHELL = ToolSpec(

@@ -24,10 +24,10 @@ from railings.conversation import (
     User,
 )
 from railings.errors import ConfigurationError
-from railings.messages_bedrock import bedrock_body
-from railings.messages_gemini import gemini_body
-from railings.messages_ollama import ollama_body
 from railings.providers import EncodeRequest, spec
+from railings.providers.bedrock.encoder import bedrock_body
+from railings.providers.gemini.encoder import gemini_body
+from railings.providers.ollama.encoder import ollama_body
 from railings.replay import replay
 
 TOOL = ToolSpec(

@@ -28,8 +28,10 @@ from _server import CannedServer, Recorded, Reply
 from conftest import CORPUS, captures, runs
 from railings.agent.loop import Agent, RunResult, RunStatus
 from railings.dispatch import Tool, ToolRegistry
-from railings.messages import Assistant, ToolResult, User, openai_chat_body, openai_responses_body
+from railings.messages import Assistant, ToolResult, User
 from railings.providers import spec
+from railings.providers.openai_chat.encoder import openai_chat_body
+from railings.providers.openai_responses.encoder import openai_responses_body
 from railings.replay import replay
 from railings.transport import AsyncProviderClient, ClientConfig, RetryPolicy, no_waits
 from railings.turn.model import Turn

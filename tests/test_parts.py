@@ -17,7 +17,9 @@ import pytest
 from conftest import CORPUS, captures
 from railings import replay
 from railings.events import TextDelta
-from railings.messages import Assistant, ServerBlock, anthropic_messages_body, openai_responses_body
+from railings.messages import Assistant, ServerBlock
+from railings.providers.anthropic.encoder import anthropic_messages_body
+from railings.providers.openai_responses.encoder import openai_responses_body
 from railings.turn.model import Stop, StopSource, Turn
 from railings.turn.parts import (
     Part,

@@ -13,7 +13,8 @@ from conftest import REAL
 from railings import Outcome, RejectReason, Termination, replay, to_json
 from railings.agent import Agent, RunStatus
 from railings.dispatch import ToolRegistry, builtin_tools
-from railings.messages import Assistant, User, anthropic_messages_body
+from railings.messages import Assistant, User
+from railings.providers.anthropic.encoder import anthropic_messages_body
 from railings.testing import Script, ScriptedServer
 from railings.transport import AsyncProviderClient, ClientConfig
 from railings.turn.parts import TextPart, ThinkingPart

@@ -25,10 +25,6 @@ from railings import classify, telemetry
 from railings.conversation import Message, ToolResult, User
 from railings.errors import ConfigurationError, ProviderError
 from railings.events import StreamEvent, TerminationProof, Unknown
-from railings.messages import anthropic_messages_body, openai_chat_body, openai_responses_body
-from railings.messages_bedrock import bedrock_body
-from railings.messages_gemini import gemini_body
-from railings.messages_ollama import ollama_body
 from railings.providers import (
     FALLBACK,
     KEY_PICKS,
@@ -52,6 +48,12 @@ from railings.providers import (
     stop_reason_on,
     stop_reasons,
 )
+from railings.providers.anthropic.encoder import anthropic_messages_body
+from railings.providers.bedrock.encoder import bedrock_body
+from railings.providers.gemini.encoder import gemini_body
+from railings.providers.ollama.encoder import ollama_body
+from railings.providers.openai_chat.encoder import openai_chat_body
+from railings.providers.openai_responses.encoder import openai_responses_body
 from railings.replay import replay
 from railings.stops import Stop
 from railings.transport.config import ClientConfig
@@ -59,7 +61,7 @@ from railings.turn.model import Termination
 from railings.turn.reader import StreamReader
 from railings.turn.stop_reason import normalize_stop_reason
 from railings.wire.eventstream import EventStreamDecoder
-from railings.wire.ollama import NDJSONDecoder
+from railings.wire.ndjson import NDJSONDecoder
 from railings.wire.sse import ServerSentEvent, SSEDecoder
 
 MODULES = {
@@ -588,9 +590,9 @@ def test_no_module_outside_providers_keeps_a_provider_table() -> None:
 
 
 def test_the_wire_modules_stop_tables_agree_with_the_one_normalization() -> None:
-    from railings.wire import bedrock as bedrock_wire
-    from railings.wire import gemini as gemini_wire
-    from railings.wire import ollama as ollama_wire
+    from railings.providers.bedrock import decoder as bedrock_wire
+    from railings.providers.gemini import decoder as gemini_wire
+    from railings.providers.ollama import decoder as ollama_wire
 
     for table in (gemini_wire.STOP_REASONS, bedrock_wire.STOP_REASONS, ollama_wire.STOP_REASONS):
         for spelling, normalized in table.items():

@@ -139,7 +139,8 @@ def test_replay_json_and_text_show_the_call_kinds() -> None:
 
 
 def _history(name: str, *results: tuple[str, bool]) -> list[dict[str, Any]]:
-    from railings.messages import Assistant, ToolResult, User, openai_responses_body
+    from railings.messages import Assistant, ToolResult, User
+    from railings.providers.openai_responses.encoder import openai_responses_body
 
     turn = replay(body(name)).turn
     assistant = Assistant.from_turn(turn)
@@ -219,7 +220,7 @@ def test_the_dispatcher_answers_an_approval_request_and_denies_by_default() -> N
 
 
 def test_a_computer_result_is_a_screenshot_and_a_notice_follows_it_as_text() -> None:
-    from railings._responses_shapes import result_items
+    from railings.providers.openai_responses.shapes import result_items
 
     url = "data:image/png;base64,iVBORw0KGgo="
     assert result_items("computer", "call_c", url, False) == [

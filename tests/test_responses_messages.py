@@ -19,10 +19,10 @@ from railings.messages import (
     ToolResult,
     ToolUse,
     User,
-    anthropic_messages_body,
-    openai_chat_body,
-    openai_responses_body,
 )
+from railings.providers.anthropic.encoder import anthropic_messages_body
+from railings.providers.openai_chat.encoder import openai_chat_body
+from railings.providers.openai_responses.encoder import openai_responses_body
 from railings.testing.script import assistant_turns
 from railings.testing.wire_responses import events, parse_ask
 from railings.turn.model import Outcome

@@ -28,10 +28,10 @@ from railings.events import (
     ToolCallStart,
     UsageUpdate,
 )
+from railings.providers.openai_responses.decoder import OpenAIResponsesDecoder
 from railings.replay import Replay
 from railings.turn.reader import PROVIDERS, StreamReader, detect_provider
 from railings.turn.verdict import TRUNCATION_NOTICE, judge
-from railings.wire.openai_responses import OpenAIResponsesDecoder
 from railings.wire.sse import ServerSentEvent, SSEDecoder
 
 CAPTURES = Path(__file__).resolve().parent / "corpus" / "responses"

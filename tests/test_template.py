@@ -18,10 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from railings.events import ToolArgumentsDelta
+from railings.providers.anthropic.decoder import AnthropicDecoder
+from railings.providers.openai_chat.decoder import OpenAIChatDecoder
 from railings.turn.fastpath import FastStreamReader
 from railings.turn.template import BlockTemplate, spans
-from railings.wire.anthropic import AnthropicDecoder
-from railings.wire.openai_chat import OpenAIChatDecoder
 from test_fastpath import _equal
 from test_fastpath_common import _anthropic, _anthropic_event, _chunk, _openai_event, _stream
 

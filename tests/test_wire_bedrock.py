@@ -36,10 +36,7 @@ from railings.events import (
     Unknown,
     UsageUpdate,
 )
-from railings.testing.eventstream import encode_message, event_frame, exception_frame
-from railings.turn.model import Outcome
-from railings.turn.verdict import Verdict, judge
-from railings.wire.bedrock import (
+from railings.providers.bedrock.decoder import (
     ERROR_CLASSES,
     ERROR_STATUS,
     STOP_REASONS,
@@ -47,6 +44,9 @@ from railings.wire.bedrock import (
     BedrockStream,
     is_bedrock,
 )
+from railings.testing.eventstream import encode_message, event_frame, exception_frame
+from railings.turn.model import Outcome
+from railings.turn.verdict import Verdict, judge
 from railings.wire.eventstream import CONTENT_TYPE
 
 ROWS = manifest("bedrock")

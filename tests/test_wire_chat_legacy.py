@@ -24,7 +24,7 @@ from railings.agent import Agent
 from railings.conversation import Assistant, ToolResult, User
 from railings.dispatch import ToolRegistry, builtin_tools
 from railings.events import StopReason, ToolArgumentsDelta, ToolCallEnd, ToolCallStart, Unknown
-from railings.messages import openai_chat_body
+from railings.providers.openai_chat.encoder import openai_chat_body
 from railings.replay import Replay, to_json
 from railings.transport import AsyncProviderClient, ClientConfig, Timeouts, set_testing
 from railings.turn.reader import provider_decoder

@@ -36,9 +36,8 @@ from railings.events import (
     Unknown,
     UsageUpdate,
 )
-from railings.turn.model import Outcome
-from railings.turn.verdict import RejectReason, Verdict, judge
-from railings.wire.gemini import (
+from railings.providers.gemini.args import PartialArguments
+from railings.providers.gemini.decoder import (
     STOP_REASONS,
     STOP_REASONS_WIRE,
     GeminiDecoder,
@@ -46,7 +45,8 @@ from railings.wire.gemini import (
     decode_body,
     is_gemini,
 )
-from railings.wire.gemini_args import PartialArguments
+from railings.turn.model import Outcome
+from railings.turn.verdict import RejectReason, Verdict, judge
 from railings.wire.sse import ServerSentEvent
 
 ROWS = manifest("gemini")

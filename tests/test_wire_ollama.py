@@ -40,9 +40,7 @@ from railings.events import (
     Unknown,
     UsageUpdate,
 )
-from railings.turn.model import Outcome
-from railings.turn.verdict import RejectReason, Verdict, judge
-from railings.wire.ollama import (
+from railings.providers.ollama.decoder import (
     CONTENT_TYPE,
     STOP_REASONS,
     STOP_REASONS_WIRE,
@@ -50,6 +48,8 @@ from railings.wire.ollama import (
     OllamaStream,
     is_ollama,
 )
+from railings.turn.model import Outcome
+from railings.turn.verdict import RejectReason, Verdict, judge
 
 ROWS = manifest("ollama")
 IDS = [r["file"] for r in ROWS]

@@ -33,11 +33,11 @@ from railings.events import (
     UsageUpdate,
 )
 from railings.providers import provider_for_path, spec_for_path
+from railings.providers.ollama.decoder import OllamaStream
 from railings.replay import Replay
 from railings.testing import FaultProxy, ScriptedServer
 from railings.turn.model import Outcome, Termination
 from railings.turn.verdict import RejectReason, Verdict
-from railings.wire.ollama import OllamaStream
 
 SOURCE = str(Path(railings.__file__).resolve().parents[1])
 ROWS = {row["file"]: row for row in manifest("ollama")}

@@ -1,7 +1,8 @@
 """The provider-neutral conversation model: frozen values an agent keeps as its history.
 
-The three wire bodies built from it, and the rules each wire imposes, are in
-:mod:`railings.messages`, which re-exports every name here.
+Each wire's request body is built from it by that wire's encoder
+(``railings.providers.<name>.encoder``), with the rules the wire imposes;
+:mod:`railings.messages` re-exports every name here.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ class ToolUse:
     parse (a call cut by the output limit); ``raw_arguments`` is what the model
     wrote, byte for byte. ``type`` is the call's :data:`~railings.events.CallType`:
     the Responses API sends each type back as its own item, and its result in the
-    matching output item (:mod:`railings._responses_shapes`).
+    matching output item (:mod:`railings.providers.openai_responses.shapes`).
     """
 
     id: str

@@ -12,11 +12,12 @@ Read without importing ``google-genai``, ``boto3`` or ``ollama``:
 * an ollama ``ChatResponse`` or ``GenerateResponse`` (``model_dump``) or its dict, or a
   list of the chunks ``chat(stream=True)`` or ``generate(stream=True)`` yielded.
 
-Each object goes through the wire's own decoder (:mod:`railings.wire.gemini`,
-:mod:`railings.wire.bedrock`, :mod:`railings.wire.ollama`), so the proof rule is the
-wire's, not taken as given: the chunks must carry it (a last ``finishReason``,
-``messageStop``, ``done: true``); an object without it -- one chunk from mid-stream --
-is judged interrupted.
+Each object goes through the wire's own decoder
+(:mod:`railings.providers.gemini.decoder`, :mod:`railings.providers.bedrock.decoder`,
+:mod:`railings.providers.ollama.decoder`), so the proof rule is the wire's, not taken
+as given: the chunks must carry it (a last ``finishReason``, ``messageStop``,
+``done: true``); an object without it -- one chunk from mid-stream -- is judged
+interrupted.
 """
 
 from __future__ import annotations
@@ -28,10 +29,15 @@ from typing import Any
 
 from railings.events import ProviderErrorEvent, StreamEvent, Unknown
 from railings.providers import bedrock, gemini, ollama
+from railings.providers.bedrock.decoder import (
+    ERROR_CLASSES,
+    ERROR_STATUS,
+    EVENT_HANDLERS,
+    BedrockDecoder,
+)
+from railings.providers.gemini.decoder import GeminiDecoder
+from railings.providers.ollama.decoder import OllamaDecoder
 from railings.wire._json import as_int
-from railings.wire.bedrock import ERROR_CLASSES, ERROR_STATUS, EVENT_HANDLERS, BedrockDecoder
-from railings.wire.gemini import GeminiDecoder
-from railings.wire.ollama import OllamaDecoder
 
 __all__ = ["read"]
 

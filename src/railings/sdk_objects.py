@@ -28,7 +28,7 @@ matters, exactly as in a stream (``turn/verdict.py``, rule 2):
   same rule as every other call whose arguments arrived parsed.
 * Responses items the client must act on (``custom_tool_call``,
   ``local_shell_call``, ``apply_patch_call`` ... see
-  :mod:`railings.wire.responses_items`) become calls as in a stream.
+  :mod:`railings.providers.openai_responses.items`) become calls as in a stream.
 """
 
 from __future__ import annotations
@@ -57,11 +57,11 @@ from railings.events import (
     UsageUpdate,
 )
 from railings.providers import anthropic, openai_chat, openai_responses
+from railings.providers.openai_responses.items import LOCAL_ITEMS, SERVER_ITEMS, final_input
 from railings.replay import Replay
 from railings.turn.assembler import TurnAssembler
 from railings.turn.verdict import judge
 from railings.wire._json import as_int
-from railings.wire.responses_items import LOCAL_ITEMS, SERVER_ITEMS, final_input
 
 __all__ = ["inspect"]
 

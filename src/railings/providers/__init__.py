@@ -1,4 +1,4 @@
-"""The provider registry: every wire format railings speaks, one module each.
+"""The provider registry: every wire format railings speaks, one package each.
 
 ::
 
@@ -9,14 +9,16 @@
     bedrock.SPEC            "bedrock"           Amazon Bedrock ConverseStream
     ollama.SPEC             "ollama"            Ollama /api/chat and /api/generate
 
-Each module exports one frozen :class:`~railings.providers.base.ProviderSpec`;
-every other layer reads the specs through this registry (by name, by request path,
-or by the first event of a stream) instead of keeping its own table. Adding a wire
-format is one module here, its name in :data:`~railings.providers.base.ProviderName`,
-its line in :data:`SPECS` and :data:`DETECTION_ORDER`, and its tests
-(``tests/test_providers.py`` checks every spec whole, and that none of these lists
-misses one); the test kit speaks it once ``railings.testing.wires`` has its
-``KitWire``.
+Each package (``providers/<name>/``) holds its wire whole: ``spec.py``, one frozen
+:class:`~railings.providers.base.ProviderSpec` with its stop-reason table and error
+types; ``decoder.py``, frames in, normalized events out; ``encoder.py``, the
+conversation as a request body. Every other layer reads the specs through this
+registry (by name, by request path, or by the first event of a stream) instead of
+keeping its own table. Adding a wire format is one package here, its name in
+:data:`~railings.providers.base.ProviderName`, its line in :data:`SPECS` and
+:data:`DETECTION_ORDER`, and its tests (``tests/test_providers.py`` checks every spec
+whole, and that none of these lists misses one); the test kit speaks it once
+``railings.testing.wires`` has its ``KitWire``. CONTRIBUTING.md has the recipe.
 """
 
 from __future__ import annotations

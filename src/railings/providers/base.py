@@ -59,7 +59,7 @@ class Framing(StrEnum):
       checked (:class:`~railings.wire.eventstream.EventStreamDecoder`), one
       :class:`~railings.wire.eventstream.Message` per frame.
     * ``NDJSON``: ``application/x-ndjson``, one JSON object per line
-      (:class:`~railings.wire.ollama.NDJSONDecoder`), one ``str`` per frame.
+      (:class:`~railings.wire.ndjson.NDJSONDecoder`), one ``str`` per frame.
     """
 
     SSE = "sse"

@@ -8,7 +8,7 @@ list[frame]`` / ``close() -> list[frame]`` shape and the same size bound:
 * SSE: :class:`~railings.wire.sse.SSEDecoder` (frames: ``ServerSentEvent``);
 * AWS event-stream: :class:`~railings.wire.eventstream.EventStreamDecoder`, both CRCs
   checked (frames: ``Message``; a frame cut short raises at ``close``);
-* NDJSON: :class:`~railings.wire.ollama.NDJSONDecoder` (frames: lines; a last line
+* NDJSON: :class:`~railings.wire.ndjson.NDJSONDecoder` (frames: lines; a last line
   without its LF is returned at ``close``);
 * a whole body (:class:`WholeBody`, a wire's ``whole_body``): the bytes kept, bounded,
   and handed over at ``close`` as one frame (Gemini's JSON array without ``alt=sse``).
@@ -32,7 +32,7 @@ from railings.errors import ConfigurationError, EventTooLarge, MalformedStream
 from railings.events import StreamEvent
 from railings.providers import DETECTION_ORDER, Framing, ProviderSpec
 from railings.wire.eventstream import PRELUDE_LENGTH, EventStreamDecoder
-from railings.wire.ollama import NDJSONDecoder
+from railings.wire.ndjson import NDJSONDecoder
 from railings.wire.sse import SSEDecoder
 
 __all__ = ["Framer", "Sniffed", "WholeBody", "framer", "sniff"]

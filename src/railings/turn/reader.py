@@ -44,14 +44,14 @@ from railings.providers import (
     detect,
     spec,
 )
+from railings.providers.openai_chat.decoder import OpenAIChatDecoder
 from railings.turn.assembler import TurnAssembler
 from railings.turn.framing import Framer, WholeBodyDecoder, framer, sniff
 from railings.turn.model import Turn
 from railings.turn.stop_reason import DEFAULT_EXEMPTIONS
 from railings.turn.switch import SWITCH
 from railings.turn.termination import State
-from railings.wire.ollama import NDJSONDecoder
-from railings.wire.openai_chat import OpenAIChatDecoder
+from railings.wire.ndjson import NDJSONDecoder
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE, ServerSentEvent, SSEDecoder
 
 __all__ = ["PROVIDERS", "Provider", "StreamReader", "detect_provider", "provider_decoder"]

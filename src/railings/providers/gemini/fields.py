@@ -2,7 +2,7 @@
 
 Its stop-reason spellings (``finishReason`` -> railings' normalized reason, and the
 inverse the scripted server uses), and the fields it reads past on purpose; anything
-else is counted as :class:`~railings.events.Unknown` by :mod:`railings.wire.gemini`.
+else is counted as :class:`~railings.events.Unknown` by :mod:`railings.providers.gemini.decoder`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The Responses API's lifecycle events: the response began, finished, was cut or failed.
 
-Handlers of :mod:`railings.wire.openai_responses`'s table for the events about the
+Handlers of :mod:`railings.providers.openai_responses.decoder`'s table for the events about the
 response as a whole rather than one of its output items. Each is a pure function of
 the event's JSON object (the decoder's state is not needed):
 

@@ -35,7 +35,7 @@ and by ``item_id`` (deltas carry both; the id is looked up first).
   gpt-oss through OpenRouter) are thinking. Encrypted reasoning content is
   not text; the finished item is a :class:`BilledOutput` (billed: a cut is Partial).
 * Calls the client must act on (:data:`LOCAL_ITEMS`, see
-  :mod:`railings.wire.responses_items`): ``function_call`` (arguments in
+  :mod:`railings.providers.openai_responses.items`): ``function_call`` (arguments in
   ``response.function_call_arguments.delta``), ``custom_tool_call`` (freeform
   input in ``response.custom_tool_call_input.delta``), ``mcp_approval_request``
   (a provider-run MCP call waiting for approval), and ``local_shell_call``,
@@ -56,7 +56,7 @@ and by ``item_id`` (deltas carry both; the id is looked up first).
 A delta whose text is the empty string is no event at all: it is not content
 (a stream cut after it is Empty and may be resent). The decoder is one handler
 table keyed by the event type (:data:`_HANDLERS`; the lifecycle events' handlers
-are in :mod:`railings.wire.responses_lifecycle`). Events that carry nothing the
+are in :mod:`railings.providers.openai_responses.lifecycle`). Events that carry nothing the
 turn needs (:data:`READ_PAST`) are read past on purpose; any other event type,
 and any item type outside the item tables, becomes :class:`Unknown`.
 """
@@ -82,11 +82,11 @@ from railings.events import (
     ToolKind,
     Unknown,
 )
+from railings.providers.openai_responses.items import LOCAL_ITEMS, SERVER_ITEMS, final_input
+from railings.providers.openai_responses.lifecycle import COMPLETED, FAILED, INCOMPLETE, LIFECYCLE
+from railings.providers.openai_responses.lifecycle import as_str as _str
 from railings.wire._events import NEW, SET_TEXT, arguments_delta, text_delta
 from railings.wire._json import as_int, load_object
-from railings.wire.responses_items import LOCAL_ITEMS, SERVER_ITEMS, final_input
-from railings.wire.responses_lifecycle import COMPLETED, FAILED, INCOMPLETE, LIFECYCLE
-from railings.wire.responses_lifecycle import as_str as _str
 from railings.wire.sse import ServerSentEvent
 
 __all__ = [

@@ -3,14 +3,14 @@
 ``POST {base_url}/v1beta/models/{model}:streamGenerateContent?alt=sse``.
 
 One ``GenerateContentResponse`` JSON object per SSE event, no sentinel
-(:mod:`railings.wire.gemini`). The proof of termination is a terminal
+(:mod:`railings.providers.gemini.decoder`). The proof of termination is a terminal
 ``finishReason`` (or a ``promptFeedback.blockReason``) **on the stream's last
 event**: the decoder holds it and emits it at ``close()``, because translation
 proxies stamp ``finishReason: STOP`` on chunks that are not the last. Function
 calls arrive whole, already parsed. Tool results go back as ``functionResponse``
 parts of a user content, tied to the call by name (and ``id`` where the call had
 one); thought signatures go back where Gemini put them
-(:mod:`railings.messages_gemini`).
+(:mod:`railings.providers.gemini.encoder`).
 
 Vertex AI serves the same body under its own path, :data:`VERTEX_REQUEST_PATH`
 (``https://{location}-aiplatform.googleapis.com`` or the global
@@ -36,7 +36,6 @@ from railings.errors import (
     ServerError,
 )
 from railings.events import StreamEvent
-from railings.messages_gemini import gemini_body, gemini_function_response
 from railings.providers.base import (
     Detection,
     EncodeRequest,
@@ -47,13 +46,14 @@ from railings.providers.base import (
     ScriptedShape,
     StopReasons,
 )
-from railings.stops import Stop
-from railings.wire.gemini import (
+from railings.providers.gemini.decoder import (
     FINISH_REASON,
     PROMPT_BLOCKED,
     GeminiDecoder,
     decode_body,
 )
+from railings.providers.gemini.encoder import gemini_body, gemini_function_response
+from railings.stops import Stop
 
 __all__ = [
     "GEMINI_ERROR_STATUSES",

@@ -3,12 +3,12 @@
 ``POST {base_url}/model/{modelId}/converse-stream``.
 
 The answer is ``application/vnd.amazon.eventstream`` binary frames, both CRCs
-checked (:mod:`railings.wire.eventstream`, :mod:`railings.wire.bedrock`). The proof
+checked (:mod:`railings.wire.eventstream`, :mod:`railings.providers.bedrock.decoder`). The proof
 of termination is the ``messageStop`` event; the ``metadata`` event (usage) comes
 after it and is no proof alone. Exceptions arrive as ``:message-type: exception``
 frames, typed by ``:exception-type`` (:data:`BEDROCK_ERROR_TYPES`). Tool input arrives
 as raw JSON text fragments (strict parsing applies); tool results go back as
-``toolResult`` blocks leading a user message (:mod:`railings.messages_bedrock`).
+``toolResult`` blocks leading a user message (:mod:`railings.providers.bedrock.encoder`).
 
 Authentication: a Bedrock API key is a bearer token (``AWS_BEARER_TOKEN_BEDROCK``, as
 boto3 reads it) and needs nothing else; SigV4 signing is the transport's optional
@@ -22,7 +22,6 @@ from __future__ import annotations
 from typing import Any
 
 from railings.conversation import ToolResult
-from railings.messages_bedrock import bedrock_body, bedrock_tool_result
 from railings.providers.base import (
     Detection,
     EncodeRequest,
@@ -33,8 +32,14 @@ from railings.providers.base import (
     ScriptedShape,
     StopReasons,
 )
+from railings.providers.bedrock.decoder import (
+    CONTENT_TYPE,
+    ERROR_CLASSES,
+    MESSAGE_STOP,
+    BedrockDecoder,
+)
+from railings.providers.bedrock.encoder import bedrock_body, bedrock_tool_result
 from railings.stops import Stop
-from railings.wire.bedrock import CONTENT_TYPE, ERROR_CLASSES, MESSAGE_STOP, BedrockDecoder
 from railings.wire.eventstream import looks_like_eventstream
 
 __all__ = ["BEDROCK_ERROR_TYPES", "SPEC", "STOP_REASONS"]

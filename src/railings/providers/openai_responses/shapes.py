@@ -56,7 +56,7 @@ _CALL_ITEMS = {
 def call_item(
     call_type: str, call_id: str, name: str, arguments: Mapping[str, Any] | None, raw: str
 ) -> dict[str, Any]:
-    """The call as an input item, rebuilt without an item id (see ``railings.messages``)."""
+    """The call as an input item, rebuilt without an item id (see ``encoder.py``)."""
     kind = _CALL_ITEMS.get(call_type, "function_call")
     if kind == "function_call":
         return {"type": kind, "call_id": call_id, "name": name, "arguments": raw}

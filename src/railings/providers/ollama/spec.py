@@ -1,10 +1,10 @@
 """Ollama's native API (``"ollama"``): ``POST {base_url}/api/chat``.
 
 The answer is ``application/x-ndjson``, one JSON object per line
-(:mod:`railings.wire.ollama`); the proof of termination is the line with
+(:mod:`railings.providers.ollama.decoder`); the proof of termination is the line with
 ``done: true``, whose ``done_reason`` is the stop reason (``length``: the
 ``num_predict`` cut). Tool calls arrive whole and parsed; tool results go back as
-``role: tool`` messages (:mod:`railings.messages_ollama`).
+``role: tool`` messages (:mod:`railings.providers.ollama.encoder`).
 
 ``/api/generate`` (a prompt in, text out: no conversation) is the same wire: its lines
 carry ``response`` and ``thinking`` where a chat line has ``message``, with the same
@@ -27,7 +27,6 @@ from typing import Any
 
 from railings.conversation import ToolResult
 from railings.errors import ProviderError
-from railings.messages_ollama import ollama_body, ollama_tool_message
 from railings.providers.base import (
     Detection,
     EncodeRequest,
@@ -38,8 +37,9 @@ from railings.providers.base import (
     ScriptedShape,
     StopReasons,
 )
+from railings.providers.ollama.decoder import CONTENT_TYPE, DEFAULT_HOST, DONE, OllamaDecoder
+from railings.providers.ollama.encoder import ollama_body, ollama_tool_message
 from railings.stops import Stop
-from railings.wire.ollama import CONTENT_TYPE, DEFAULT_HOST, DONE, OllamaDecoder
 
 __all__ = ["OLLAMA_ERROR_TYPES", "SPEC", "STOP_REASONS"]
 

@@ -14,7 +14,7 @@ handler per part kind (:data:`PART_HANDLERS`):
 * ``functionCall`` -- a call, whole (``name`` and already-parsed ``args``): its
   arguments are railings' serialization of an object, marked ``parsed`` (they prove
   nothing about their own completeness). Streamed arguments (``willContinue`` and
-  ``partialArgs``, :mod:`railings.wire.gemini_args`) are rebuilt and marked the same
+  ``partialArgs``, :mod:`railings.providers.gemini.args`) are rebuilt and marked the same
   way; a call whose stream of fragments never ended is never closed.
 * ``inlineData``, ``executableCode``, ``codeExecutionResult`` ... -- :class:`Unknown`.
 
@@ -79,10 +79,8 @@ from railings.events import (
     Unknown,
     UsageUpdate,
 )
-from railings.wire._held import HeldError
-from railings.wire._json import as_count, as_int, load_object
-from railings.wire.gemini_args import PartialArguments
-from railings.wire.gemini_fields import (
+from railings.providers.gemini.args import PartialArguments
+from railings.providers.gemini.fields import (
     CANDIDATE_READ,
     CANDIDATE_READ_PAST,
     DONE,
@@ -95,6 +93,8 @@ from railings.wire.gemini_fields import (
     TOP_READ,
     UNSPECIFIED,
 )
+from railings.wire._held import HeldError
+from railings.wire._json import as_count, as_int, load_object
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE, ServerSentEvent, SSEDecoder
 
 __all__ = [

@@ -1,7 +1,7 @@
 """The fields of a Chat Completions chunk the decoder knows, level by level.
 
 A chunk, its choice, a tool call and its function each have a table of the fields
-:mod:`railings.wire.openai_chat` knows: the ones it reads, and the ones it reads
+:mod:`railings.providers.openai_chat.decoder` knows: the ones it reads, and the ones it reads
 past on purpose, with who sends them. Any other field becomes an :class:`Unknown`
 event (``openai:<level>:<field>``), counted in the turn. The delta's own keys are
 the decoder's handler table (``_DELTA`` there); the handlers of its text-valued keys

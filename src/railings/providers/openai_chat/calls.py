@@ -26,15 +26,16 @@ import json
 from typing import Any
 
 from railings.events import StreamEvent, ToolArgumentsDelta, ToolCallEnd, ToolCallStart, Unknown
+from railings.providers.openai_chat.fields import CALL_FIELDS, FUNCTION_FIELDS, unknown_fields
 from railings.wire._events import arguments_delta
-from railings.wire.chat_fields import CALL_FIELDS, FUNCTION_FIELDS, unknown_fields
 
 __all__ = ["ChatCalls"]
 
 
 class ChatCalls:
-    """The call bookkeeping of :class:`~railings.wire.openai_chat.OpenAIChatDecoder` (its
-    base): the handlers of the delta's ``tool_calls`` and ``function_call`` keys."""
+    """The call bookkeeping of
+    :class:`~railings.providers.openai_chat.decoder.OpenAIChatDecoder` (its base): the
+    handlers of the delta's ``tool_calls`` and ``function_call`` keys."""
 
     __slots__ = (
         "_by_id",
@@ -54,7 +55,7 @@ class ChatCalls:
         self._last: int | None = None  # position of the latest call
         self._legacy: int | None = None  # position of the ``function_call`` call
         self._open: set[int] = set()  # positions whose argument block is not closed yet
-        # The fields last checked for a call and its function (see wire/chat_fields.py).
+        # The fields last checked for a call and its function (see fields.py).
         self._call_keys: list[str] = []
         self._function_keys: list[str] = []
 
@@ -97,7 +98,7 @@ class ChatCalls:
         if not isinstance(function, dict):
             function = {}
         keys = [*call]
-        if keys != self._call_keys:  # see railings.wire.chat_fields
+        if keys != self._call_keys:  # see railings.providers.openai_chat.fields
             self._call_keys = keys
             unknown_fields("tool_call", call, CALL_FIELDS, out)
         keys = [*function]

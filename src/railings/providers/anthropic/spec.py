@@ -19,7 +19,8 @@ from railings.errors import (
     RateLimited,
     ServerError,
 )
-from railings.messages import _anthropic_blocks, anthropic_messages_body
+from railings.providers.anthropic.decoder import MESSAGE_STOP, AnthropicDecoder
+from railings.providers.anthropic.encoder import _anthropic_blocks, anthropic_messages_body
 from railings.providers.base import (
     Detection,
     EncodeRequest,
@@ -33,7 +34,6 @@ from railings.providers.base import (
     compact_json,
 )
 from railings.stops import Stop
-from railings.wire.anthropic import MESSAGE_STOP, AnthropicDecoder
 
 __all__ = ["ANTHROPIC_ERROR_TYPES", "ANTHROPIC_VERSION", "SPEC", "STOP_REASONS"]
 

@@ -53,7 +53,6 @@ import json
 from collections.abc import Callable
 from typing import Final
 
-from railings.errors import ConfigurationError, EventTooLarge, IllegalTransition, MalformedStream
 from railings.events import (
     MessageStart,
     ProviderErrorEvent,
@@ -70,6 +69,7 @@ from railings.events import (
 )
 from railings.wire._held import HeldError
 from railings.wire._json import as_count, load_object
+from railings.wire.ndjson import NDJSONDecoder
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
 
 __all__ = [
@@ -81,7 +81,6 @@ __all__ = [
     "READ_PAST",
     "STOP_REASONS",
     "STOP_REASONS_WIRE",
-    "NDJSONDecoder",
     "OllamaDecoder",
     "OllamaStream",
     "is_ollama",
@@ -90,11 +89,6 @@ __all__ = [
 CONTENT_TYPE: Final = "application/x-ndjson"
 DEFAULT_HOST: Final = "http://127.0.0.1:11434"
 DONE: Final = "done"
-
-# NDJSONDecoder states: ``feed`` is legal only while open; ``close`` is idempotent.
-_OPEN: Final = "open"
-_CLOSED: Final = "closed"
-_FAILED: Final = "failed"
 
 # done_reason -> railings' normalized stop reason. ``load`` / ``unload`` answer an empty
 # request (the model was loaded or unloaded): kept as they are, they are not a chat stop.
@@ -140,104 +134,6 @@ def is_ollama(content_type: str, first_line: bytes = b"") -> bool:
     return line.startswith(b"{") and all(
         key in line for key in (b'"model"', b'"created_at"', b'"done"')
     )
-
-
-class NDJSONDecoder:
-    """Bytes to lines of newline-delimited JSON: ``feed(bytes) -> list[str]``.
-
-    Lines end at LF (a CR before it is dropped); blank lines are skipped. No line may
-    be longer than ``max_line_size`` bytes: past it
-    :class:`~railings.errors.EventTooLarge`. Each line is decoded as UTF-8, strictly:
-    a line that is not is :class:`~railings.errors.MalformedStream`. At :meth:`close`,
-    a last line without its LF is returned too: a complete JSON object proves itself
-    by its closing brace, and one cut short fails to parse in the next layer.
-
-    The lines a chunk completed before a bad one are returned, and the error is raised
-    by the next call (:meth:`feed` or :meth:`close`; :attr:`failure` says one is
-    held): what the caller gets never depends on how the bytes were split. After an
-    error the decoder refuses further input.
-    """
-
-    __slots__ = ("_failure", "_max", "_parts", "_size", "_state")
-
-    def __init__(self, *, max_line_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
-        if max_line_size < 1:
-            raise ConfigurationError(f"max_line_size must be positive, got {max_line_size}")
-        self._max = max_line_size
-        self._parts: list[bytes] = []  # the line not yet ended, in pieces
-        self._size = 0
-        self._state = _OPEN
-        self._failure: MalformedStream | None = None
-
-    @property
-    def pending(self) -> bool:
-        """True while a line has begun and no LF has ended it."""
-        return self._size > 0
-
-    @property
-    def failure(self) -> MalformedStream | None:
-        """The error met after the lines the last call returned, which the next call
-        raises (None when there is none)."""
-        return self._failure
-
-    def feed(self, chunk: bytes) -> list[str]:
-        """The lines ``chunk`` completed."""
-        self._raise_failure()
-        if self._state != _OPEN:
-            raise IllegalTransition(self._state, "feed")
-        pieces = chunk.split(b"\n")
-        tail = pieces.pop()
-        out: list[str] = []
-        try:
-            for index, piece in enumerate(pieces):
-                if index == 0 and self._parts:
-                    self._check(self._size + len(piece))
-                    self._parts.append(piece)
-                    piece = b"".join(self._parts)
-                    self._parts, self._size = [], 0
-                else:
-                    self._check(len(piece))
-                line = _decode(piece[:-1] if piece.endswith(b"\r") else piece)
-                if line.strip():
-                    out.append(line)
-            if tail:
-                self._check(self._size + len(tail))
-                self._parts.append(tail)
-                self._size += len(tail)
-        except MalformedStream as exc:  # EventTooLarge too
-            self._state, self._parts, self._size = _FAILED, [], 0
-            if not out:
-                raise
-            self._failure = exc  # the lines before it are whole: theirs first
-        return out
-
-    def close(self) -> list[str]:
-        """EOF: the last line if it had no LF (see the class docstring), else nothing."""
-        self._raise_failure()
-        if self._state != _OPEN:
-            return []  # idempotent; a failed decoder already raised
-        self._state = _CLOSED
-        piece = b"".join(self._parts)
-        self._parts, self._size = [], 0
-        line = _decode(piece[:-1] if piece.endswith(b"\r") else piece)
-        return [line] if line.strip() else []
-
-    def _check(self, size: int) -> None:
-        if size > self._max:
-            raise EventTooLarge(f"NDJSON line longer than {self._max} bytes", limit=self._max)
-
-    def _raise_failure(self) -> None:
-        """Raise the error a chunk ended in, after the lines before it were returned."""
-        failure, self._failure = self._failure, None
-        if failure is not None:
-            raise failure
-
-
-def _decode(raw: bytes) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise MalformedStream("ollama: a line is not UTF-8") from None
 
 
 class OllamaDecoder:

@@ -1,6 +1,6 @@
 """The Responses API's output item types: which the client must act on, which the
 provider runs, and how each becomes a call. Shared by the stream decoder
-(:mod:`railings.wire.openai_responses`) and ``railings.inspect`` for ``Response``
+(:mod:`railings.providers.openai_responses.decoder`) and ``railings.inspect`` for ``Response``
 objects, so both read an item the same way.
 
 Every item the client must act on becomes a local call (:data:`LOCAL_ITEMS`), so a

@@ -16,7 +16,7 @@ What real providers send, and how it is handled here (see ``tests/corpus/README.
 * tool calls as ``tool_calls[]`` (``tools=``) or as the legacy ``function_call``
   (``functions=``): which delta continues which call, the index-less, id-less and
   repeated-index shapes, and arguments sent as an object are read in
-  ``wire/chat_calls.py`` (the decoder's base class).
+  ``calls.py`` (the decoder's base class).
 * an ``error`` object inside a chunk (OpenRouter) or an ``event: error`` SSE
   event (Groq): a provider error, reported *after* whatever else the same
   chunk carried (its finish reason and usage are kept).
@@ -46,6 +46,18 @@ from railings.events import (
     Unknown,
     UsageUpdate,
 )
+from railings.providers.openai_chat.calls import ChatCalls
+from railings.providers.openai_chat.fields import (
+    CHOICE_FIELDS,
+    CHUNK_FIELDS,
+    content,
+    error_event,
+    read_past,
+    reasoning,
+    reasoning_details,
+    refusal,
+    unknown_fields,
+)
 from railings.wire._events import (
     NEW,
     SET_FRAGMENT,
@@ -57,18 +69,6 @@ from railings.wire._events import (
     text_delta,
 )
 from railings.wire._json import as_count, load_object
-from railings.wire.chat_calls import ChatCalls
-from railings.wire.chat_fields import (
-    CHOICE_FIELDS,
-    CHUNK_FIELDS,
-    content,
-    error_event,
-    read_past,
-    reasoning,
-    reasoning_details,
-    refusal,
-    unknown_fields,
-)
 from railings.wire.sse import ServerSentEvent
 
 __all__ = ["DONE", "OpenAIChatDecoder", "error_event"]
@@ -95,8 +95,8 @@ class OpenAIChatDecoder(ChatCalls):
         self.choices: set[int] = set()  # every choice index the stream carried
         self._started = False
         self._other_billed = False  # another choice's output was reported (module docstring)
-        # The fields last checked at each level against its table (see wire/chat_fields.py;
-        # a call's and its function's: wire/chat_calls.py). Lists: ``[*obj]`` is cheaper
+        # The fields last checked at each level against its table (see fields.py;
+        # a call's and its function's: calls.py). Lists: ``[*obj]`` is cheaper
         # than ``tuple(obj)`` (docs/PERFORMANCE.md, "Why the code is as it is").
         self._chunk_keys: list[str] = []
         self._choice_keys: list[str] = []
@@ -283,7 +283,7 @@ class OpenAIChatDecoder(ChatCalls):
                 )
             )
         keys = [*obj]
-        if keys != self._chunk_keys:  # see railings.wire.chat_fields
+        if keys != self._chunk_keys:  # see railings.providers.openai_chat.fields
             self._chunk_keys = keys
             unknown_fields("chunk", obj, CHUNK_FIELDS, out)
         if obj.get("error"):

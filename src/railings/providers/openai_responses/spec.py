@@ -11,10 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from railings._responses_shapes import result_items
 from railings.conversation import ToolResult
-from railings.messages import openai_responses_body
-from railings.providers import openai_chat
 from railings.providers.base import (
     Detection,
     EncodeRequest,
@@ -27,14 +24,17 @@ from railings.providers.base import (
     StopReasons,
     compact_json,
 )
-from railings.providers.openai_chat import OPENAI_ERROR_TYPES
-from railings.stops import Stop
-from railings.wire.openai_responses import (
+from railings.providers.openai_chat.spec import ERROR_SHAPES as CHAT_ERROR_SHAPES
+from railings.providers.openai_chat.spec import OPENAI_ERROR_TYPES
+from railings.providers.openai_responses.decoder import (
     COMPLETED,
     INCOMPLETE,
     SEQUENCE_NUMBER,
     OpenAIResponsesDecoder,
 )
+from railings.providers.openai_responses.encoder import openai_responses_body
+from railings.providers.openai_responses.shapes import result_items
+from railings.stops import Stop
 
 __all__ = ["COMPLETED_STATUS", "SPEC", "STOP_REASONS"]
 
@@ -79,7 +79,7 @@ def _responses_error(code: str, message: str, number: int | None) -> bytes:
 
 
 # A non-streamed answer's error body is the one both OpenAI wires share.
-ERROR_SHAPES = ErrorShapes(event=_responses_error, body=openai_chat.ERROR_SHAPES.body)
+ERROR_SHAPES = ErrorShapes(event=_responses_error, body=CHAT_ERROR_SHAPES.body)
 
 # No stop reason, only a status: ``completed`` (derived: ``tool_use`` with calls, else
 # ``end_turn``), or ``incomplete`` and its ``incomplete_details.reason``, these.

@@ -19,7 +19,6 @@ from railings.errors import (
     RateLimited,
     ServerError,
 )
-from railings.messages import _openai_message, openai_chat_body
 from railings.providers.base import (
     Detection,
     EncodeRequest,
@@ -32,10 +31,11 @@ from railings.providers.base import (
     StopReasons,
     compact_json,
 )
+from railings.providers.openai_chat.decoder import DONE, OpenAIChatDecoder
+from railings.providers.openai_chat.encoder import _openai_message, openai_chat_body
 from railings.stops import Stop
-from railings.wire.openai_chat import DONE, OpenAIChatDecoder
 
-__all__ = ["OPENAI_ERROR_TYPES", "SPEC"]
+__all__ = ["OPENAI_ERROR_TYPES", "SPEC", "STOP_REASONS"]
 
 # OpenAI's error types and codes, and those of compatible services; the Responses API
 # shares them (one platform).

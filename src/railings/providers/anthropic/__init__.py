@@ -1,0 +1,20 @@
+"""Anthropic Messages: the wire's package.
+
+``spec.py`` is its :class:`~railings.providers.base.ProviderSpec` (paths, proof,
+stop-reason table, error types), ``decoder.py`` reads its stream into normalized events,
+``encoder.py`` writes a conversation as its request body. The registry
+(:mod:`railings.providers`) lists the spec; the test kit's side of the wire is in
+:mod:`railings.testing`.
+"""
+
+from __future__ import annotations
+
+from railings.providers.anthropic.decoder import AnthropicDecoder
+from railings.providers.anthropic.spec import (
+    ANTHROPIC_ERROR_TYPES,
+    ANTHROPIC_VERSION,
+    SPEC,
+    STOP_REASONS,
+)
+
+__all__ = ["ANTHROPIC_ERROR_TYPES", "ANTHROPIC_VERSION", "SPEC", "STOP_REASONS", "AnthropicDecoder"]
