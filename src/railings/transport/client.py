@@ -259,7 +259,8 @@ class AsyncProviderClient:
                 try:
                     # Until the turn ended, and on a wire whose usage follows its proof
                     # (Bedrock's metadata after messageStop), until EOF.
-                    while attempt.reads_on:
+                    done = False
+                    while not done:
                         now = time()
                         wait = attempt.read_timeout(now)
                         until = None if wait is None else now + wait
@@ -267,7 +268,8 @@ class AsyncProviderClient:
                             chunk = await watch.read(chunks, None, until)
                         except StopAsyncIteration:
                             break
-                        for event in attempt.feed(chunk, time()).events:
+                        events, _, done = attempt.feed(chunk, time())
+                        for event in events:
                             yield event
                 except Silence:
                     attempt.timed_out(time())

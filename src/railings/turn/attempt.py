@@ -41,9 +41,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from railings.errors import EventTooLarge, RailingsError, TotalTimeout, TurnTooLarge
-from railings.events import StreamEvent, Unknown
+from railings.events import StreamEvent, TextDelta, Unknown
 from railings.limits import TurnLimits, TurnMeter
 from railings.turn.billable import billable
 from railings.turn.ending import AttemptOutcome, Cut, Failure, idle_cut, outcome
@@ -74,8 +75,7 @@ class Clocks:
     total: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
+class Step(NamedTuple):
     """What one chunk changed: the ``events`` the caller may see now, how many bytes of
     the body, counted from its first, may be passed on (``release``), and whether the
     reading is over (``done``)."""
@@ -101,15 +101,14 @@ class Attempt:
     __slots__ = (
         "_clocks",
         "_fed",
-        "_gap_due",
         "_held",
         "_hold",
         "_last_content",
         "_max_preamble",
         "_meter",
+        "_read_at",
         "_received",
         "_room",
-        "_waiting_for",
         "failure",
         "reader",
         "released",
@@ -146,8 +145,7 @@ class Attempt:
         self._received: list[bytes] = []
         self._room = keep  # the bytes of the body an error may still carry
         self._last_content = now  # the content clock
-        self._gap_due: float | None = None
-        self._waiting_for: _Clock | None = None
+        self._read_at: float | None = None  # when the last bounded read started
         self.failure: Failure = None
         self.released = False  # something reached the caller: no transparent resend
 
@@ -167,12 +165,13 @@ class Attempt:
     @property
     def holding(self) -> bool:
         """True while events are held back from the caller (before content)."""
-        return (
-            self._hold
-            and not self.reader.content
-            and self.reader.assembler.machine.state is not State.TERMINATED_CLEANLY
-            and (self._max_preamble is None or self._fed <= self._max_preamble)
-        )
+        if self._hold:
+            self._hold = (
+                not self.reader.content
+                and self.reader.assembler.machine.state is not State.TERMINATED_CLEANLY
+                and (self._max_preamble is None or self._fed <= self._max_preamble)
+            )
+        return self._hold
 
     @property
     def limits(self) -> TurnLimits:
@@ -186,13 +185,14 @@ class Attempt:
         caller may have. Past a bound the turn ends here (``done``)."""
         if self.failure is not None or not chunk:
             return Step([], self._fed if self.released else 0, self.failure is not None)
+        size = len(chunk)
         if self._room > 0:
-            self._received.append(chunk if len(chunk) <= self._room else chunk[: self._room])
-            self._room -= len(chunk)
-        self._fed += len(chunk)
+            self._received.append(chunk if size <= self._room else chunk[: self._room])
+            self._room -= size
+        self._fed += size
         reader = self.reader
         try:
-            self._meter.received(len(chunk))
+            self._meter.received(size)
             events = reader.feed(chunk)
             self._meter.saw(events)
         except TurnTooLarge as exc:
@@ -203,10 +203,12 @@ class Attempt:
         except EventTooLarge as exc:
             self.failure = exc  # the reader already ended the turn abruptly
             events = []
-        if events and self._progress(events):
-            self._last_content = now
-        done = not self.reads_on
-        if self.holding:
+        if events:
+            first = events[0]  # the commonest: one text delta that holds text
+            if (type(first) is TextDelta and first.text) or self._progress(events):
+                self._last_content = now
+        done = self.failure is not None or not reader.reads_on
+        if self._hold and self.holding:
             self._held.extend(events)
             return Step([], 0, done)
         if self._held:
@@ -218,8 +220,13 @@ class Attempt:
         """Do ``events`` move the content clock? Only an event the Empty table counts as
         billable, and of a kind railings knows: a keep-alive, an ``Unknown`` frame or a
         usage report of nothing billed is no progress, however often it comes."""
-        baseline = self.reader.assembler.baseline
-        return any(type(e) is not Unknown and billable(e, baseline) for e in events)
+        for event in events:
+            if isinstance(event, TextDelta):  # the commonest: billable when it holds text
+                if event.text:
+                    return True
+            elif type(event) is not Unknown and billable(event, self.reader.assembler.baseline):
+                return True
+        return False
 
     # -- clocks ----------------------------------------------------------------------------
 
@@ -227,41 +234,49 @@ class Attempt:
         """How long a read starting at ``now`` may wait for a byte (0: a clock already ran
         out), None: no limit. The earliest of the gap, the content clock and the deadline;
         :meth:`timed_out` names the one that ran out."""
+        self._read_at = now
+        due = self._due(now)[0]
+        if due is None:
+            return None
+        return due - now if due > now else 0.0
+
+    def _due(self, now: float) -> tuple[float | None, _Clock | None]:
+        """When the first clock runs out for a read that started at ``now``, and which one.
+        Ties go to the deadline, then to the content clock: the one that says most."""
         clocks = self._clocks
-        content = self.reader.content
-        gap = clocks.idle if content else clocks.first_byte
-        wait = clocks.content_idle if content else clocks.first_content
-        self._gap_due = None if gap is None else now + gap
-        due: float | None = None
-        self._waiting_for = None
-        # Ties go to the deadline, then to the content clock: the one that says most.
-        for clock, at in (
-            (_Clock.DEADLINE, clocks.deadline),
-            (_Clock.CONTENT, None if wait is None else self._last_content + wait),
-            (_Clock.GAP, self._gap_due),
-        ):
-            if at is not None and (due is None or at < due):
-                due, self._waiting_for = at, clock
-        return None if due is None else max(0.0, due - now)
+        if self.reader.content:
+            gap, wait = clocks.idle, clocks.content_idle
+        else:
+            gap, wait = clocks.first_byte, clocks.first_content
+        due, clock = clocks.deadline, _Clock.DEADLINE
+        if wait is not None:
+            at = self._last_content + wait
+            if due is None or at < due:
+                due, clock = at, _Clock.CONTENT
+        if gap is not None:
+            at = now + gap
+            if due is None or at < due:
+                due, clock = at, _Clock.GAP
+        return due, (None if due is None else clock)
 
     def overdue(self, now: float) -> bool:
         """For a shell that sees the time only when bytes arrive (the guard): True when a
         clock other than the gap ran out by ``now`` (then call :meth:`timed_out`)."""
-        left = self.read_timeout(now)
-        return left is not None and left <= 0 and self._waiting_for is not _Clock.GAP
+        due, clock = self._due(now)
+        return due is not None and due <= now and clock is not _Clock.GAP
 
     def timed_out(self, now: float) -> None:
         """The read that :meth:`read_timeout` bounded found no byte: the clock that ran out
         ends the attempt (an :class:`~railings.errors.IdleTimeout` or a total timeout)."""
         if self.failure is not None:
             return
-        if self._waiting_for is None:
-            self.read_timeout(now)
+        # The clock that bounded the read (a shell that never bounded one asks at ``now``).
+        clock = self._due(now if self._read_at is None else self._read_at)[1]
         clocks = self._clocks
         content = self.reader.content
-        if self._waiting_for is _Clock.DEADLINE:
+        if clock is _Clock.DEADLINE:
             self.failure = TotalTimeout(f"total timeout of {clocks.total or 0:g} s passed")
-        elif self._waiting_for is _Clock.CONTENT:
+        elif clock is _Clock.CONTENT:
             wait = clocks.content_idle if content else clocks.first_content
             self.failure = idle_cut(wait or 0.0, content=True)
         else:
