@@ -23,8 +23,8 @@ from railings.events import TextDelta
 from railings.messages import User
 from railings.transport import AsyncProviderClient, ClientConfig
 from railings.transport.bulk import _NEEDED, BulkTransport, install
-from railings.transport.client import _recording
 from railings.transport.shards import SHARD, ShardedTransport
+from railings.transport.tracing import recording
 from railings.turn.model import Outcome
 from streams import openai_chunk
 
@@ -374,8 +374,8 @@ def test_an_unbounded_pool_stays_one_shard() -> None:
 
 def test_a_turn_without_a_tracer_or_sdk_skips_the_tracing_layer() -> None:
     # With OpenTelemetry's API alone the global provider makes non-recording spans.
-    assert _recording(None) is False
-    assert _recording(object()) is True
+    assert recording(None) is False
+    assert recording(object()) is True
 
 
 def test_a_body_already_in_memory_is_read_from_there() -> None:

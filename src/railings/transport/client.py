@@ -40,7 +40,6 @@ from railings.messages import Message, ToolSpec
 from railings.providers import EncodeRequest, spec
 from railings.redact import SECRET_HEADERS, redact, register_secret, register_url_secrets
 from railings.secrets import install_log_redaction
-from railings.telemetry import tracing
 from railings.transport.banner import countdown
 from railings.transport.body import backstop, clocks
 from railings.transport.config import ClientConfig
@@ -64,10 +63,10 @@ from railings.transport.machine import (
     ResendWithoutUsage,
     Retry,
 )
-from railings.transport.response import is_event_stream, read_bounded, within
+from railings.transport.response import body_chunks, is_event_stream, read_bounded, within
 from railings.transport.shards import pooled
 from railings.transport.stream import TurnStream
-from railings.transport.tracing import traced
+from railings.transport.tracing import recording, traced
 from railings.turn.attempt import Attempt
 from railings.turn.limit import requested_limit
 
@@ -204,7 +203,7 @@ class AsyncProviderClient:
             zero_waits=self.context.zero_waits,
         )
         events = self._run(machine, history, specs, quiet)
-        if not _recording(self._tracer):  # no span to record: no extra layer per event
+        if not recording(self._tracer):  # no span to record: no extra layer per event
             return TurnStream(machine, lambda stream: events)
         return TurnStream(machine, lambda stream: traced(stream, events, self.config, self._tracer))
 
@@ -254,7 +253,7 @@ class AsyncProviderClient:
                     service=cfg.service,
                     keep=_RECEIVED_LIMIT,
                 )
-                chunks = _body_chunks(response)
+                chunks = body_chunks(response)
                 watch = GapWatch()
                 try:
                     # Until the turn ended, and on a wire whose usage follows its proof
@@ -369,30 +368,6 @@ class AsyncProviderClient:
         raise MalformedStream(
             f"expected a streamed answer ({' or '.join(wanted)}), got {ctype or 'no content type'}"
         )
-
-
-def _recording(tracer: Any) -> bool:
-    """Whether a turn's span would be recorded: a tracer was given, or OpenTelemetry's
-    global provider is a configured one. With the API alone every span is a
-    non-recording no-op, so the turn's events skip the tracing layer."""
-    if tracer is not None:
-        return True
-    if not tracing(None):
-        return False
-    from opentelemetry import trace
-
-    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
-
-
-def _body_chunks(response: httpx2.Response) -> AsyncGenerator[bytes, None]:
-    """The body's chunks as the reader wants them: decoded when the server compressed
-    it (``aiter_bytes``: gzip, deflate, br, zstd); otherwise the raw stream, which is
-    the same bytes one generator layer (and one decoder call per chunk) sooner. A body
-    already in memory (a mock transport's ``Response(content=...)``) is read from there."""
-    coding = response.headers.get("content-encoding", "").strip().lower()
-    if coding in ("", "identity") and not response.is_stream_consumed:
-        return response.aiter_raw()
-    return response.aiter_bytes()
 
 
 def _signer(config: ClientConfig) -> httpx2.Auth | None:

@@ -9,14 +9,14 @@ read at most 64 KiB, and an await bounded by a deadline.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Sequence
 from typing import TypeVar
 
 import httpx2
 
 from railings.transport.errors_map import BOUNDARY
 
-__all__ = ["is_event_stream", "read_bounded", "within"]
+__all__ = ["body_chunks", "is_event_stream", "read_bounded", "within"]
 
 T = TypeVar("T")
 _ERROR_BODY_LIMIT = 64 * 1024
@@ -58,3 +58,14 @@ async def read_bounded(response: httpx2.Response) -> bytes:
     finally:
         await response.aclose()
     return b"".join(parts)[:_ERROR_BODY_LIMIT]
+
+
+def body_chunks(response: httpx2.Response) -> AsyncGenerator[bytes, None]:
+    """The body's chunks as the reader wants them: decoded when the server compressed
+    it (``aiter_bytes``: gzip, deflate, br, zstd); otherwise the raw stream, which is
+    the same bytes one generator layer (and one decoder call per chunk) sooner. A body
+    already in memory (a mock transport's ``Response(content=...)``) is read from there."""
+    coding = response.headers.get("content-encoding", "").strip().lower()
+    if coding in ("", "identity") and not response.is_stream_consumed:
+        return response.aiter_raw()
+    return response.aiter_bytes()

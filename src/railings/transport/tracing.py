@@ -8,12 +8,12 @@ from typing import Any
 
 from railings.events import StreamEvent
 from railings.redact import redact
-from railings.telemetry import CallFacts, record_span
+from railings.telemetry import CallFacts, record_span, tracing
 from railings.transport.config import ClientConfig
 from railings.transport.stream import TurnStream
 from railings.turn.verdict import RejectReason, judge
 
-__all__ = ["traced"]
+__all__ = ["recording", "traced"]
 
 
 async def traced(
@@ -47,3 +47,16 @@ async def traced(
         else:
             facts.outcome = "error" if facts.error else "abandoned"
         record_span(facts, tracer, scope="railings.transport")
+
+
+def recording(tracer: Any) -> bool:
+    """Whether a turn's span would be recorded: a tracer was given, or OpenTelemetry's
+    global provider is a configured one. With the API alone every span is a
+    non-recording no-op, so the turn's events skip the tracing layer."""
+    if tracer is not None:
+        return True
+    if not tracing(None):
+        return False
+    from opentelemetry import trace
+
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)

@@ -9,13 +9,12 @@ one, index 0 unless told otherwise), ``usageMetadata``, ``promptFeedback``,
 handler per part kind (:data:`PART_HANDLERS`):
 
 * ``text`` -- answer text, or reasoning when ``thought: true``.
-* ``thoughtSignature`` (on any part) -- an opaque signature that must go back with
-  the part it came on: it is kept as a :class:`ThinkingDelta` signature, in order.
-* ``functionCall`` -- a call, whole (``name`` and already-parsed ``args``): its
-  arguments are railings' serialization of an object, marked ``parsed`` (they prove
-  nothing about their own completeness). Streamed arguments (``willContinue`` and
-  ``partialArgs``, :mod:`railings.providers.gemini.args`) are rebuilt and marked the same
-  way; a call whose stream of fragments never ended is never closed.
+* ``thoughtSignature`` (on any part) -- an opaque signature that must go back with its
+  part: a :class:`ThinkingDelta` signature, in order.
+* ``functionCall`` -- a call, whole (``name`` and already-parsed ``args``): its arguments
+  are railings' serialization of an object, marked ``parsed`` (proving nothing about their
+  completeness). Streamed ones (``willContinue``, ``partialArgs``: :mod:`.args`) are
+  rebuilt and marked the same; a call whose fragments never ended is never closed.
 * ``inlineData``, ``executableCode``, ``codeExecutionResult`` ... -- :class:`Unknown`.
 
 The termination proof
@@ -30,10 +29,9 @@ emits the :class:`TerminationProof`.
 
 The stop reason itself is reported where it arrives, as a :class:`StopReason` (one per
 change of reason): the proof waits for the end, the model's word does not. A
-``MAX_TOKENS`` on the chunk that carries a function call, followed by a contentless
-chunk saying ``STOP``, is two stop reasons, and the turn assembler keeps the output
-limit whatever follows it (its sticky rule, the same for every wire): the call was cut.
-Reporting only the last event's reason would let that ``STOP`` hide the cut.
+``MAX_TOKENS`` on a function call's chunk, then a contentless ``STOP``, is two stop
+reasons, and the assembler keeps the output limit whatever follows (its sticky rule, for
+every wire): the call was cut, and the last reason alone would hide it.
 
 Why not at once: ``finishReason: "STOP"`` has been seen on chunks that are not the
 last. The Gemini API itself sent it on every chunk of a stream in 2024 (gemini-pro;

@@ -7,11 +7,9 @@ line, so ``type`` wins and the field is only a fallback). There is no
 ``[DONE]``: the termination proof is the response's own terminal event.
 
 * ``response.completed`` -- usage, the response's output items
-  (:class:`OutputItems`), the status ``completed`` as the wire stop reason, then
-  the proof. ``completed`` is the API's own word that the output
-  was not cut (a cut arrives as ``response.incomplete``), so nothing is
-  derived: it normalizes to ``tool_use`` when the turn has tool calls, else
-  ``end_turn``.
+  (:class:`OutputItems`), the status ``completed`` as the wire stop reason, then the
+  proof. ``completed`` is the API's own word that the output was not cut (a cut arrives
+  as ``response.incomplete``): it normalizes to ``tool_use`` with calls, else ``end_turn``.
 * ``response.incomplete`` -- usage, ``incomplete_details.reason`` as the wire
   stop reason (``max_output_tokens`` normalizes to ``max_tokens``, so the
   truncation gate applies; ``content_filter`` stays itself), then the proof.
