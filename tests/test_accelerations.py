@@ -7,6 +7,7 @@ import os
 import pickle
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -108,3 +109,21 @@ def test_the_plain_reader_runs_no_code_of_the_fast_path(monkeypatch: pytest.Monk
 
 def _broken(*_: object, **__: object) -> object:
     raise AssertionError("the fast path ran")
+
+
+def test_a_misspelt_switch_warns_and_leaves_the_accelerations_on() -> None:
+    env = {**os.environ, "RAILINGS_ACCELERATE": "maybe"}
+    code = "import railings; print(railings.accelerations.enabled())"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.split() == ["True"]
+    assert "RuntimeWarning: RAILINGS_ACCELERATE='maybe'" in done.stderr
+
+
+def test_the_command_refuses_a_misspelt_switch_in_one_line() -> None:
+    script = Path(sys.executable).with_name("railings")
+    env = {**os.environ, "RAILINGS_ACCELERATE": "maybe"}
+    done = subprocess.run([str(script), "--help"], env=env, capture_output=True, text=True)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "railings: RAILINGS_ACCELERATE='maybe': expected 0 or 1 (or false/true, no/yes, off/on)"
+    ]

@@ -16,7 +16,11 @@ differential test holds the two equal, and CI runs the whole suite both ways
   own transports.
 
 ``RAILINGS_ACCELERATE=0`` (also ``false``, ``no``, ``off``) turns them off for the process;
-it is read once, when railings is imported. In Python, :func:`set_enabled` does the same
+it is read once, when railings is imported. A value that is none of the usual spellings
+of yes and no leaves them on and warns (a ``RuntimeWarning`` naming the variable), as an
+invalid setting in the environment should not stop every program that imports railings;
+the ``railings`` command refuses it instead (one line, exit 2). In Python,
+:func:`set_enabled` does the same
 and :func:`override` does it for a ``with`` block (tests, benchmarks). A reader is told
 per instance with ``StreamReader(..., fast=False)``; a client reads the switch when it
 builds its transport. A reader or client made before a change keeps its path.
@@ -25,13 +29,22 @@ builds its transport. A reader or client made before a change keeps its path.
 from __future__ import annotations
 
 import os
+import sys
+import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from railings.errors import ConfigurationError
 from railings.turn.switch import SWITCH
 
-__all__ = ["ENVIRONMENT", "enabled", "from_environment", "override", "set_enabled"]
+__all__ = [
+    "ENVIRONMENT",
+    "enabled",
+    "environment_error",
+    "from_environment",
+    "override",
+    "set_enabled",
+]
 
 ENVIRONMENT = "RAILINGS_ACCELERATE"
 _OFF = frozenset({"0", "false", "no", "off"})
@@ -75,4 +88,29 @@ def override(on: bool) -> Iterator[None]:
         SWITCH.on = before
 
 
-SWITCH.on = from_environment()  # once, at import (railings/__init__.py imports this module)
+def environment_error(environ: Mapping[str, str] = os.environ) -> str | None:
+    """What is wrong with ``RAILINGS_ACCELERATE``, or None when it is unset or valid."""
+    try:
+        from_environment(environ)
+    except ConfigurationError as exc:
+        return exc.message
+    return None
+
+
+def _at_import() -> bool:
+    problem = environment_error()
+    if problem is None:
+        return from_environment()
+    if not _the_command():  # the command says it itself, in one line (railings.cli.main)
+        warnings.warn(f"{problem}; the accelerations stay on", RuntimeWarning, stacklevel=2)
+    return True
+
+
+def _the_command() -> bool:
+    """Is this process the ``railings`` command (its script, or ``python -m railings``)?"""
+    program = sys.argv[0] if sys.argv else ""
+    name = os.path.basename(program)
+    return name == "railings" or program.endswith(os.path.join("railings", "__main__.py"))
+
+
+SWITCH.on = _at_import()  # once, at import (railings/__init__.py imports this module)

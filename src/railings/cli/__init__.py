@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from railings import __version__
+from railings import __version__, accelerations
 from railings.cli import agent, demo, gateway, kit, matrix
 from railings.cli import journal as journal_cmd
 from railings.cli import replay as replay_cmd
@@ -57,6 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     try:
+        problem = accelerations.environment_error()
+        if problem is not None:  # a misspelt switch: refused, not guessed
+            raise UsageError(problem)
         args = parser.parse_args(argv)
         if not getattr(args, "run", None):
             parser.print_help(sys.stderr)
