@@ -20,7 +20,7 @@ import pytest
 from _server import CannedServer, Reply, openai_text
 from railings import guard
 from railings.errors import IdleTimeout
-from railings.transport import guarded
+from railings.transport import guarded, verified
 
 IDLE = 0.2  # the guard's idle gap in these tests
 READ = 5.0  # the client's own read timeout: far beyond every pause here
@@ -36,7 +36,7 @@ def server() -> Iterator[CannedServer]:
 @pytest.fixture
 def unverified(monkeypatch: pytest.MonkeyPatch) -> None:
     """As if another httpx2 were installed: the lookup the gate reads at import."""
-    monkeypatch.setattr(guarded, "_installed", lambda name: "0.0.1")
+    monkeypatch.setattr(verified, "installed", lambda name: "0.0.1")
     assert not guarded.verified()
     monkeypatch.setattr(guarded, "READS_FOLLOW", guarded.verified())
 

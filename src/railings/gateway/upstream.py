@@ -19,7 +19,6 @@ asks for :mod:`railings.gateway.network`'s backend (:data:`NETWORKS`).
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import logging
 import re
 import ssl
@@ -33,6 +32,7 @@ import httpx2
 from railings.errors import ConfigurationError
 from railings.gateway.network import AsyncioBackend
 from railings.redact import MARKER, SECRET_HEADERS, redact, register_secret
+from railings.transport import verified
 from railings.transport.config import Timeouts
 from railings.transport.fallback import Http2Fallback
 
@@ -71,14 +71,7 @@ in httpx2's transport, for less CPU per event (docs/GATEWAY.md), used only where
 VERIFIED_VERSIONS = {"httpx2": "2.16.2", "httpcore2": "2.16.2"}
 
 
-def _installed(name: str) -> str | None:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-ASYNCIO_VERIFIED = all(_installed(n) == v for n, v in VERIFIED_VERSIONS.items())
+ASYNCIO_VERIFIED = verified.matches(VERIFIED_VERSIONS)
 """True when the installed httpx2 and httpcore2 are the :data:`VERIFIED_VERSIONS`:
 only then does ``network="asyncio"`` replace httpx2's pool; otherwise it is ``stock``."""
 

@@ -33,7 +33,6 @@ keep-alives.
 from __future__ import annotations
 
 import contextlib
-import importlib.metadata
 import inspect
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from typing import Any
@@ -41,6 +40,7 @@ from typing import Any
 import httpx2
 
 from railings.errors import StreamInterrupted
+from railings.transport import verified as versions
 from railings.transport.watch import StreamWatch
 
 __all__ = [
@@ -61,16 +61,9 @@ VERDICT = "railings_interruption"
 VERIFIED_VERSIONS = {"httpx2": "2.16.2", "httpcore2": "2.16.2"}
 
 
-def _installed(name: str) -> str | None:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def verified() -> bool:
     """Are the installed httpx2 and httpcore2 the :data:`VERIFIED_VERSIONS`?"""
-    return all(_installed(name) == version for name, version in VERIFIED_VERSIONS.items())
+    return versions.matches(VERIFIED_VERSIONS)
 
 
 READS_FOLLOW = verified()

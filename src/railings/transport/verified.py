@@ -1,4 +1,4 @@
-"""The httpx2, httpcore2 and h11 versions whose private names the bulk read path was verified on.
+"""The httpx2, httpcore2 and h11 versions whose private names railings was verified on.
 
 :mod:`.bulk` replaces a private method of httpcore2's HTTP/1.1 connection, reached through
 private attributes of httpx2's and httpcore2's streams, and :mod:`.chunks` replaces h11's
@@ -10,11 +10,17 @@ checked once, at import (:data:`MATCHES`). On any other version the client's def
 transport holds httpx2's own ``AsyncHTTPTransport`` (:func:`.shards.pooled`), and
 :func:`.bulk.install` leaves every connection as httpcore2 made it. To verify a new
 release: run the suite with it installed, then update the table.
+
+Every other place that touches a private name of these libraries asks :func:`matches`
+for the versions its own tests ran on: the guard's HTTP/1.1 read adapter
+(:mod:`.guarded`), :func:`railings.guard.install` (a built client's transports) and the
+gateway's ``--network asyncio`` pool (:mod:`railings.gateway.upstream`).
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+from collections.abc import Mapping
 
 __all__ = ["MATCHES", "VERIFIED", "installed", "matches"]
 
@@ -29,9 +35,10 @@ def installed(name: str) -> str | None:
         return None
 
 
-def matches() -> bool:
-    """True when every distribution of :data:`VERIFIED` is installed at its version."""
-    return all(installed(name) == version for name, version in VERIFIED.items())
+def matches(versions: Mapping[str, str] = VERIFIED) -> bool:
+    """True when every distribution of ``versions`` (by default :data:`VERIFIED`) is
+    installed at its version."""
+    return all(installed(name) == version for name, version in versions.items())
 
 
 MATCHES = matches()
