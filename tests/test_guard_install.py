@@ -28,6 +28,7 @@ from _server import CannedServer, Reply, anthropic_text, make_certificate, opena
 from railings import guard
 from railings.errors import ConfigurationError, StreamInterrupted, TurnTooLarge
 from railings.limits import TurnLimits
+from railings.transport import verified
 
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 
@@ -372,3 +373,21 @@ def test_install_takes_the_sdks_own_async_clients(no_proxy_env: pytest.MonkeyPat
 def test_install_refuses_what_is_not_a_client(thing: Any) -> None:
     with pytest.raises(ConfigurationError, match="openai or anthropic client or an httpx2"):
         guard.install(thing)
+
+
+def test_on_an_unverified_httpx2_install_refuses_and_the_public_route_guards(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # install() reaches into a built client's private _transport and _mounts, so only on
+    # the httpx2 version it was verified on; the fallback is the public route.
+    monkeypatch.setattr(verified, "installed", lambda name: "0.0.1")
+    route = Canned().push(CUT)
+    built = httpx2.Client(transport=route.transport)
+    with pytest.raises(ConfigurationError, match=r"transport=railings\.guard\.transport\(\)"):
+        guard.install(built)
+    with pytest.raises(ConfigurationError, match=r"not 0\.0\.1\)"):
+        guard.install(openai.OpenAI(api_key="k", base_url="http://x.test/v1"))
+    public = httpx2.Client(transport=guard.transport(route.transport))
+    with pytest.raises(httpx2.RemoteProtocolError) as cut:
+        read(public, "http://x.test/v1/chat/completions")
+    assert_judged(cut.value)

@@ -110,7 +110,7 @@ def test_an_existing_journal_others_can_read_gets_one_warning_line(tmp_path: Pat
 def test_the_warning_is_given_once_per_process(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, common_umask: None
 ) -> None:
-    path = tmp_path / "shared" / "journal.sqlite3"
+    path = tmp_path / "group" / "journal.sqlite3"
     path.parent.mkdir()
     Journal(path).close()
     path.chmod(0o640)

@@ -91,6 +91,7 @@ from railings.guard_transport import (
     transport,
 )
 from railings.limits import TurnLimits
+from railings.transport import verified
 from railings.transport.guarded import VERDICT
 
 __all__ = [
@@ -153,6 +154,12 @@ def install(
     return client
 
 
+# The httpx2 versions whose client layout install() reaches into (the private
+# ``_transport`` and ``_mounts``), as tests/test_guard_install.py verified. On any other,
+# install() refuses and names the public route: railings.guard.transport() at build time.
+INSTALL_VERSIONS = {"httpx2": "2.16.2"}
+
+
 def _http_client(client: object) -> httpx2.Client | httpx2.AsyncClient:
     """The httpx2 client ``client`` is, or holds (the SDKs keep theirs in ``_client``)."""
     http = client if isinstance(client, httpx2.Client | httpx2.AsyncClient) else None
@@ -163,6 +170,14 @@ def _http_client(client: object) -> httpx2.Client | httpx2.AsyncClient:
         raise ConfigurationError(
             f"railings.guard.install takes an openai or anthropic client or an httpx2 "
             f"client, not {type(client).__name__}"
+        )
+    if not verified.matches(INSTALL_VERSIONS):
+        found = verified.installed("httpx2")
+        raise ConfigurationError(
+            f"railings.guard.install replaces a built client's transports, which it does "
+            f"only on the httpx2 it was verified on ({INSTALL_VERSIONS['httpx2']}, not "
+            f"{found}): build the client with transport=railings.guard.transport() (for "
+            "the SDKs: http_client=httpx2.Client(transport=railings.guard.transport()))"
         )
     if not (hasattr(http, "_transport") and isinstance(getattr(http, "_mounts", None), dict)):
         raise ConfigurationError(
