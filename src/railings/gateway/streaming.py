@@ -40,11 +40,10 @@ from railings.gateway.metrics import Metrics
 from railings.gateway.record import TurnRecord
 from railings.gateway.shapes import error_body
 from railings.gateway.upstream import response_headers
-from railings.transport.body import backstop, clocks
+from railings.transport.body import STOPS, bounded_read, clocks, stopped
 from railings.transport.coding import BodyDecoder
 from railings.transport.config import Timeouts
-from railings.transport.errors_map import BOUNDARY, stream_cut
-from railings.transport.gaps import GapWatch, Silence
+from railings.transport.gaps import GapWatch
 from railings.turn.ending import AttemptOutcome, Complete, Partial
 
 __all__ = ["JudgedStream"]
@@ -201,10 +200,8 @@ class JudgedStream:
         broken = None
         try:
             while True:
-                now = time()
-                wait = attempt.read_timeout(now)
                 try:
-                    chunk = await watch.read(chunks, None, None if wait is None else now + wait)
+                    chunk: bytes | None = await bounded_read(watch, chunks, attempt, time())
                 except StopAsyncIteration:
                     chunk = None
                 if decoder is None:
@@ -224,11 +221,8 @@ class JudgedStream:
                     break
         except zlib.error as exc:
             broken = f"the body does not decode as its content-encoding says ({exc})"
-        except Silence:
-            attempt.timed_out(time())
-        except BOUNDARY as exc:
-            # The socket's read timeout is only a backstop behind the attempt's clocks.
-            attempt.broke(stream_cut(exc, idle_seconds=backstop(self._timeouts)))
+        except STOPS as exc:
+            stopped(attempt, exc, self._timeouts, time())
         finally:
             watch.close()
             if isinstance(chunks, AsyncGenerator):

@@ -41,16 +41,15 @@ from railings.providers import EncodeRequest, spec
 from railings.redact import SECRET_HEADERS, redact, register_secret, register_url_secrets
 from railings.secrets import install_log_redaction
 from railings.transport.banner import countdown
-from railings.transport.body import backstop, clocks
+from railings.transport.body import STOPS, backstop, bounded_read, clocks, stopped
 from railings.transport.config import ClientConfig
 from railings.transport.context import DEFAULT_CONTEXT, ClientContext
 from railings.transport.errors_map import (
     BOUNDARY,
     error_from_response,
     map_exception,
-    stream_cut,
 )
-from railings.transport.gaps import GapWatch, Silence
+from railings.transport.gaps import GapWatch
 from railings.transport.idle import set_read_timeout
 from railings.transport.machine import (
     AttemptMachine,
@@ -260,21 +259,15 @@ class AsyncProviderClient:
                     # (Bedrock's metadata after messageStop), until EOF.
                     done = False
                     while not done:
-                        now = time()
-                        wait = attempt.read_timeout(now)
-                        until = None if wait is None else now + wait
                         try:
-                            chunk = await watch.read(chunks, None, until)
+                            chunk = await bounded_read(watch, chunks, attempt, time())
                         except StopAsyncIteration:
                             break
                         events, _, done = attempt.feed(chunk, time())
                         for event in events:
                             yield event
-                except Silence:
-                    attempt.timed_out(time())
-                except BOUNDARY as exc:
-                    # The socket's read timeout is only a backstop behind the clocks.
-                    attempt.broke(stream_cut(exc, idle_seconds=backstop(cfg.timeouts)))
+                except STOPS as exc:
+                    stopped(attempt, exc, cfg.timeouts, time())
                 finally:
                     watch.close()
                     await chunks.aclose()
