@@ -49,11 +49,10 @@ def test_the_metrics_are_prometheus_text_with_the_named_series(
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
     lines = response.text.splitlines()
-    assert 'railings_gateway_streams_total{outcome="complete",provider="openai"} 1' in lines
-    assert 'railings_gateway_streams_total{outcome="complete",provider="anthropic"} 1' in lines
-    assert (
-        'railings_gateway_streams_total{outcome="partial",provider="openai-responses"} 1' in lines
-    )
+    streams = 'railings_gateway_streams_total{{outcome="{}",profile="wire",provider="{}"}} 1'
+    assert streams.format("complete", "openai") in lines
+    assert streams.format("complete", "anthropic") in lines
+    assert streams.format("partial", "openai-responses") in lines
     assert 'railings_gateway_upstream_attempts_total{provider="anthropic"} 2' in lines
     assert 'railings_gateway_answers_total{outcome="complete",provider="openai"} 1' in lines
     for name in ("time_to_first_byte_seconds", "stream_duration_seconds"):
@@ -130,6 +129,7 @@ def test_a_span_per_model_call_with_the_genai_attributes(upstream: str, tmp_path
     assert clean["gen_ai.response.time_to_first_chunk"] > 0
     assert clean["railings.termination"] == "clean" and clean["railings.outcome"] == "complete"
     assert clean["railings.truncated"] is False and clean["railings.tool_calls.rejected"] == 0
+    assert clean["railings.profile"] == "wire"  # a local upstream: no profile matches
     assert (spans[1].attributes or {})["railings.upstream.attempts"] == 2
     partial = spans[2].attributes or {}
     assert partial["gen_ai.provider.name"] == "openai"

@@ -77,6 +77,7 @@ transports are built in :mod:`railings.guard_transport`, and re-exported here.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 import httpx2
@@ -93,6 +94,7 @@ from railings.guard_transport import (
 from railings.limits import TurnLimits
 from railings.transport import verified
 from railings.transport.guarded import VERDICT
+from railings.turn.profile import Profile
 
 __all__ = [
     "DEFAULT_CONTENT_IDLE",
@@ -114,6 +116,7 @@ def install(
     idle: float | None = DEFAULT_IDLE,
     limits: TurnLimits | None = None,
     content_idle: float | None = DEFAULT_CONTENT_IDLE,
+    profile: Profile | str | Path | None = None,
 ) -> C:
     """Guard ``client`` in place and return it: an ``openai`` / ``anthropic`` client
     (sync or async; the httpx2 client it holds), or an ``httpx2.Client`` /
@@ -123,10 +126,12 @@ def install(
     client was built with stays: proxies (from the environment or ``proxy=``),
     connection limits, HTTP/2, custom transports. A mount that routes to no proxy
     (``NO_PROXY``) uses the guarded transport. Installing twice changes nothing.
+    ``profile``: the endpoint profile (:mod:`railings.profiles`; None: the one matching
+    each request's URL, so ``api.openai.com`` is held to OpenAI's whole structure).
     Raises :class:`~railings.errors.ConfigurationError` for anything else.
     """
     http = _http_client(client)
-    settings = {"idle": idle, "limits": limits, "content_idle": content_idle}
+    settings = {"idle": idle, "limits": limits, "content_idle": content_idle, "profile": profile}
     guard: Callable[[object], object]
     if isinstance(http, httpx2.Client):
 

@@ -14,18 +14,21 @@ only builds the wrapping.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from types import TracebackType
 from typing import Self
 
 import httpx2
 
 from railings.limits import TurnLimits
+from railings.profiles import choose
 from railings.transport.coding import Unreadable, codings
 from railings.transport.config import provider_for_path
 from railings.transport.guarded import AsyncGuardStream, GuardStream
 from railings.transport.response import is_event_stream
 from railings.transport.watch import StreamWatch
 from railings.turn.limit import limit_in_body
+from railings.turn.profile import Profile
 
 __all__ = [
     "DEFAULT_CONTENT_IDLE",
@@ -50,10 +53,13 @@ def transport(
     idle: float | None = DEFAULT_IDLE,
     limits: TurnLimits | None = None,
     content_idle: float | None = DEFAULT_CONTENT_IDLE,
+    profile: Profile | str | Path | None = None,
 ) -> httpx2.BaseTransport:
     """A guarding wrapper around ``inner`` (default: ``httpx2.HTTPTransport()``)."""
     inner = inner if inner is not None else httpx2.HTTPTransport()
-    return GuardTransport(inner, idle=idle, limits=limits, content_idle=content_idle)
+    return GuardTransport(
+        inner, idle=idle, limits=limits, content_idle=content_idle, profile=profile
+    )
 
 
 def async_transport(
@@ -62,10 +68,13 @@ def async_transport(
     idle: float | None = DEFAULT_IDLE,
     limits: TurnLimits | None = None,
     content_idle: float | None = DEFAULT_CONTENT_IDLE,
+    profile: Profile | str | Path | None = None,
 ) -> httpx2.AsyncBaseTransport:
     """A guarding wrapper around ``inner`` (default: ``httpx2.AsyncHTTPTransport()``)."""
     inner = inner if inner is not None else httpx2.AsyncHTTPTransport()
-    return AsyncGuardTransport(inner, idle=idle, limits=limits, content_idle=content_idle)
+    return AsyncGuardTransport(
+        inner, idle=idle, limits=limits, content_idle=content_idle, profile=profile
+    )
 
 
 def _max_tokens(request: httpx2.Request) -> int | None:
@@ -103,6 +112,7 @@ def _watch(
     idle: float | None,
     limits: TurnLimits | None,
     content_idle: float | None,
+    profile: Profile | str | Path | None,
 ) -> Callable[[], StreamWatch] | None:
     """How to watch a response the guard understands (a fresh watch per reading of
     its body), or None: pass it through."""
@@ -121,6 +131,8 @@ def _watch(
     timeouts = request.extensions.get("timeout")
     max_tokens = _max_tokens(request)
     first_content = None if content_idle is None else max(content_idle, _FIRST_CONTENT)
+    # By the request's URL: a profile that names models applies only when chosen by name.
+    judged = choose(profile, str(request.url))
 
     def watch() -> StreamWatch:
         return StreamWatch(
@@ -132,6 +144,7 @@ def _watch(
             limits=limits,
             content_idle=content_idle,
             first_content=first_content,
+            profile=judged,
         )
 
     return watch
@@ -146,20 +159,27 @@ class _Guard:
         idle: float | None = DEFAULT_IDLE,
         limits: TurnLimits | None = None,
         content_idle: float | None = DEFAULT_CONTENT_IDLE,
+        profile: Profile | str | Path | None = None,
     ) -> None:
         self._idle = idle
         self._limits = limits
         self._content_idle = content_idle
+        # A name or a file is read now: a mistake fails at install, not per request.
+        self._profile = profile if profile is None else choose(profile, "")
 
     def _watch(self, request: httpx2.Request, response: httpx2.Response) -> _Watch | None:
-        return _watch(request, response, self._idle, self._limits, self._content_idle)
+        return _watch(
+            request, response, self._idle, self._limits, self._content_idle, self._profile
+        )
 
 
 class GuardTransport(_Guard, httpx2.BaseTransport):
     """See the module docstring. ``idle`` is the longest silence once content streams
     (None: the SDK's read timeout stays); ``limits`` the bounds on one turn (default:
     derived from the request's ``max_tokens``); ``content_idle`` the longest run of
-    nothing but keep-alives (None: off). ``inner`` is the transport it guards."""
+    nothing but keep-alives (None: off); ``profile`` the endpoint profile
+    (:mod:`railings.profiles`; None: the one matching each request's URL). ``inner`` is
+    the transport it guards."""
 
     def __init__(
         self,
@@ -168,8 +188,9 @@ class GuardTransport(_Guard, httpx2.BaseTransport):
         idle: float | None = DEFAULT_IDLE,
         limits: TurnLimits | None = None,
         content_idle: float | None = DEFAULT_CONTENT_IDLE,
+        profile: Profile | str | Path | None = None,
     ) -> None:
-        super().__init__(idle=idle, limits=limits, content_idle=content_idle)
+        super().__init__(idle=idle, limits=limits, content_idle=content_idle, profile=profile)
         self.inner = inner
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
@@ -215,8 +236,9 @@ class AsyncGuardTransport(_Guard, httpx2.AsyncBaseTransport):
         idle: float | None = DEFAULT_IDLE,
         limits: TurnLimits | None = None,
         content_idle: float | None = DEFAULT_CONTENT_IDLE,
+        profile: Profile | str | Path | None = None,
     ) -> None:
-        super().__init__(idle=idle, limits=limits, content_idle=content_idle)
+        super().__init__(idle=idle, limits=limits, content_idle=content_idle, profile=profile)
         self.inner = inner
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:

@@ -12,6 +12,7 @@ from typing import Any
 
 from railings.turn.attempt import Attempt
 from railings.turn.model import Turn
+from railings.turn.profile import WIRE, Profile
 from railings.turn.verdict import CallVerdict, judge
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
 
@@ -49,11 +50,14 @@ def replay(
     service: str | None = None,
     max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
     choice: int = 0,
+    profile: Profile = WIRE,
 ) -> Replay:
     """Feed ``body`` (whole, or ``chunk_size`` bytes at a time) and judge the turn
     (``choice``: which Chat Completions choice, for ``n`` > 1). ``max_tokens``: the
     output limit the request was sent with; billed output that reached it truncates the
-    turn whatever its stop reason, and a missing stop reason is derived from it."""
+    turn whatever its stop reason, and a missing stop reason is derived from it.
+    ``profile``: the endpoint profile to judge by (:mod:`railings.turn.profile`; the
+    files and built-ins are :func:`railings.profiles.choose`'s)."""
     # The same attempt the client, the guard and the gateway judge a body with, read
     # offline: nothing is held back, and no clock runs.
     attempt = Attempt(
@@ -63,6 +67,7 @@ def replay(
         max_event_size=max_event_size,
         choice=choice,
         hold=False,
+        profile=profile,
     )
     for piece in _pieces(body, chunk_size):
         if attempt.feed(piece, 0.0).done:

@@ -54,6 +54,7 @@ class CallFacts:
     rejected: int = 0  # tool calls the verdict rejected as cut by the output limit
     error: str | None = None
     turn: Turn | None = None
+    profile: str | None = None  # the endpoint profile that judged it (railings.profiles.label)
 
 
 def span_attributes(facts: CallFacts) -> dict[str, Any]:
@@ -65,6 +66,8 @@ def span_attributes(facts: CallFacts) -> dict[str, Any]:
         "railings.tool_calls.rejected": facts.rejected,
         "railings.upstream.attempts": facts.attempts,
     }
+    if facts.profile is not None:
+        attrs["railings.profile"] = facts.profile
     if facts.model:
         attrs["gen_ai.request.model"] = facts.model
     if facts.status is not None:

@@ -32,6 +32,7 @@ import asyncio
 import logging
 import os
 import ssl
+from pathlib import Path
 from typing import Any, Literal
 
 import httpx2
@@ -66,10 +67,12 @@ from railings.gateway.upstream import (
     upstream_base,
     upstream_shown,
 )
+from railings.profiles import choose
 from railings.redact import register_url_secrets
 from railings.secrets import RedactingFilter, install_log_redaction
 from railings.transport.config import Timeouts
 from railings.transport.retry import RetryPolicy
+from railings.turn.profile import Profile
 
 __all__ = ["HEALTH_PATH", "METRICS_PATH", "Gateway", "app"]
 
@@ -91,6 +94,7 @@ def app(
     transport: httpx2.AsyncBaseTransport | None = None,
     network: Network = "stock",
     verify: ssl.SSLContext | None = None,
+    profile: Profile | str | os.PathLike[str] | None = None,
 ) -> Gateway:
     """The gateway ASGI app in front of ``upstream`` (default ``$RAILINGS_GATEWAY_UPSTREAM``).
 
@@ -104,6 +108,8 @@ def app(
     transport. ``network``: its backend (:data:`~railings.gateway.upstream.NETWORKS`,
     default ``"stock"``).
     ``verify``: the SSL context that checks the upstream's certificate (default httpx2's).
+    ``profile``: the upstream's endpoint profile (:mod:`railings.profiles`; None: the
+    one matching the upstream URL and each request's model).
     """
     target = upstream or os.environ.get("RAILINGS_GATEWAY_UPSTREAM")
     if not target:
@@ -127,7 +133,12 @@ def app(
         transport=transport,
         network=network,
         verify=verify,
+        profile=None if profile is None else choose(_named(profile), base),
     )
+
+
+def _named(profile: Profile | str | os.PathLike[str]) -> Profile | str | Path:
+    return profile if isinstance(profile, Profile | str) else Path(profile)
 
 
 class Gateway:
@@ -146,6 +157,7 @@ class Gateway:
         limits: Limits | None = None,
         network: Network = "stock",
         verify: ssl.SSLContext | None = None,
+        profile: Profile | None = None,
     ) -> None:
         register_url_secrets(upstream)  # its user name and password: in no output
         self.upstream = upstream
@@ -163,6 +175,7 @@ class Gateway:
             timeouts=timeouts,
             refuse_cut_calls=refuse_cut_calls,
             max_answer=self.limits.max_answer,
+            profile=profile,
         )
         self._closed = False
         self._active: set[asyncio.Task[Any]] = set()  # the requests being answered

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx2
 
@@ -37,6 +38,7 @@ from railings.gateway.relay import open_upstream, relay
 from railings.gateway.shapes import INTERRUPTED_CODE, error_body
 from railings.gateway.streaming import JudgedStream
 from railings.gateway.upstream import Clients
+from railings.profiles import choose, label
 from railings.transport.config import Timeouts
 from railings.transport.context import DEFAULT_CONTEXT
 from railings.transport.errors_map import BOUNDARY, error_from_response, map_exception
@@ -44,6 +46,7 @@ from railings.transport.machine import AttemptMachine, Empty, Raise, ReplayOverH
 from railings.transport.response import is_event_stream, read_bounded, within
 from railings.transport.retry import RetryPolicy
 from railings.turn.ending import AttemptOutcome
+from railings.turn.profile import Profile
 
 __all__ = ["ModelCalls"]
 
@@ -59,6 +62,7 @@ class ModelCalls:
     timeouts: Timeouts
     refuse_cut_calls: bool
     max_answer: int
+    profile: Profile | str | Path | None = None
 
     async def run(
         self,
@@ -166,6 +170,8 @@ class ModelCalls:
         # label: the openai SDK reads such a body as events anyway.
         if labelled or (success and asked_stream):
             record.stream = True
+            judged_by = choose(self.profile, str(response.request.url), record.model)
+            record.profile = label(judged_by)
             stream = JudgedStream(
                 record,
                 send,
@@ -174,6 +180,7 @@ class ModelCalls:
                 timeouts=self.timeouts,
                 metrics=self.metrics,
                 labelled=labelled,
+                profile=judged_by,
             )
             return stream if await stream.start(response) else None
         if success and "json" in response.headers.get("content-type", "").lower():

@@ -58,6 +58,7 @@ from railings.sse_blocks import EventSplitter
 from railings.turn.attempt import Attempt, Clocks
 from railings.turn.ending import AttemptOutcome
 from railings.turn.model import ErrorKind, Outcome, Turn
+from railings.turn.profile import WIRE, Profile
 from railings.turn.verdict import CallVerdict, RejectReason, cut_at_limit, judge
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
 
@@ -116,6 +117,7 @@ class StreamJudge:
         clocks: Clocks | None = None,
         now: float = 0.0,
         over_http2: bool = False,
+        profile: Profile = WIRE,
     ) -> None:
         self.provider = provider
         # The request's output limit: billed output that reaches it is truncation,
@@ -127,6 +129,7 @@ class StreamJudge:
             max_tokens=max_tokens,
             max_preamble=max_preamble,
             max_event_size=max_event_size,
+            profile=profile,
         )
         self.ending: Ending | None = None
         self.outcome: AttemptOutcome | None = None  # set by close(): for the attempt machine

@@ -94,9 +94,11 @@ class Metrics:
             histogram.sum += seconds
 
     def value(self, name: str, **labels: str) -> float:
-        """A counter's current value (0 when never incremented)."""
+        """A counter's current value summed over its series that carry ``labels`` (as a
+        Prometheus ``sum`` without the other labels would): 0 when none does."""
+        wanted = set(labels.items())
         with self._lock:
-            return self._counters[name].get(tuple(sorted(labels.items())), 0)
+            return sum(v for key, v in self._counters[name].items() if wanted <= set(key))
 
     def render(self) -> str:
         """Every series in the Prometheus text exposition format."""

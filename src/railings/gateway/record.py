@@ -66,6 +66,7 @@ class TurnRecord:
     error: str | None = None
     secrets: tuple[str, ...] = field(default=(), repr=False)  # this request's keys
     max_tokens: int | None = None  # the output limit the request asked for
+    profile: str = "wire"  # the endpoint profile that judged it (railings.profiles.label)
 
     def __post_init__(self) -> None:
         self.path = clip(self.path)
@@ -100,6 +101,7 @@ class TurnRecord:
             "stop_reason": turn.stop_reason if turn is not None else None,
             "truncated": turn.truncated if turn is not None else None,
             "attempts": self.attempts,
+            "profile": self.profile,
             "started_at": self.started_at,
             "first_byte_s": self.first_byte,
             "duration_s": self.duration,

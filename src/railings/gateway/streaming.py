@@ -45,6 +45,7 @@ from railings.transport.coding import BodyDecoder
 from railings.transport.config import Timeouts
 from railings.transport.gaps import GapWatch
 from railings.turn.ending import AttemptOutcome, Complete, Partial
+from railings.turn.profile import WIRE, Profile
 
 __all__ = ["JudgedStream"]
 
@@ -69,8 +70,10 @@ class JudgedStream:
         timeouts: Timeouts,
         metrics: Metrics,
         labelled: bool = True,
+        profile: Profile = WIRE,
     ) -> None:
         self.record = record
+        self._profile = profile
         self.judge: StreamJudge | None = None
         self._send = send
         self._gone = gone
@@ -117,6 +120,7 @@ class JudgedStream:
             clocks=clocks(self._timeouts, deadline),
             now=asyncio.get_running_loop().time(),
             over_http2=over_http2,
+            profile=self._profile,
         )
         try:
             decoder = _decoder(response)
@@ -166,7 +170,12 @@ class JudgedStream:
             return
         error = turn.error.message if turn is not None and turn.error is not None else None
         record.finish(ending.value, turn=turn, error=error)
-        metrics.inc("railings_gateway_streams_total", provider=provider, outcome=ending.value)
+        metrics.inc(
+            "railings_gateway_streams_total",
+            provider=provider,
+            outcome=ending.value,
+            profile=record.profile,
+        )
 
     async def _refuse_unreadable(self, message: str) -> None:
         """The first attempt's stream is in a coding the gateway cannot read: one answer in

@@ -30,6 +30,7 @@ def facts_of(record: TurnRecord) -> CallFacts:
         rejected=len(record.rejected),
         error=record.error,
         turn=record.turn,
+        profile=record.profile,
     )
 
 

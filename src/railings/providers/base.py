@@ -108,13 +108,17 @@ class Proof:
     ``messageStop``); ``types``: the data's ``"type"`` values that are, when a server
     leaves the ``event:`` line out (OpenRouter); ``fields``: keys of a frame's JSON
     object whose terminal value is the proof (Gemini's ``finishReason``, on the
-    stream's last event only; Ollama's ``done: true``)."""
+    stream's last event only; Ollama's ``done: true``). ``structure``: what this wire's
+    own API always sends before its proof, in words (a stop reason: ``a finish_reason``),
+    for the message when a strict profile finds a proof without it; empty where the
+    proof carries the stop reason itself (:mod:`railings.turn.profile`)."""
 
     markers: frozenset[str]
     data: frozenset[str] = frozenset()
     events: frozenset[str] = frozenset()
     types: frozenset[str] = frozenset()
     fields: frozenset[str] = frozenset()
+    structure: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -251,6 +251,7 @@ class AsyncProviderClient:
                     limits=cfg.limits,
                     service=cfg.service,
                     keep=_RECEIVED_LIMIT,
+                    profile=cfg.judged_by,
                 )
                 chunks = body_chunks(response)
                 watch = GapWatch()

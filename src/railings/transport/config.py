@@ -29,15 +29,18 @@ import ssl
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import httpx2
 
 from railings.errors import ConfigurationError
 from railings.limits import TurnLimits
+from railings.profiles import choose
 from railings.providers import SPECS, ProviderName, ProviderSpec, provider_for_path, spec
 from railings.providers.anthropic import ANTHROPIC_VERSION
 from railings.transport.retry import RetryPolicy
+from railings.turn.profile import WIRE, Profile
 
 __all__ = [
     "ANTHROPIC_VERSION",
@@ -123,6 +126,10 @@ class ClientConfig:
     ``{model}`` in it the model (Vertex AI: base URL
     ``https://aiplatform.googleapis.com/v1/projects/P/locations/L/publishers/google``,
     path ``/models/{model}:streamGenerateContent?alt=sse``).
+    ``profile``: the endpoint profile that judges its streams (:mod:`railings.profiles`):
+    a :class:`~railings.turn.profile.Profile`, a built-in's name, ``"wire"`` for the
+    wire's own rule only, or a file; None: the one matching ``base_url`` and ``model``
+    (``RAILINGS_PROFILES``, then the built-ins). Read the chosen one as ``judged_by``.
     """
 
     provider: ProviderName
@@ -147,6 +154,7 @@ class ClientConfig:
     region: str | None = None
     auth: httpx2.Auth | None = field(default=None, repr=False)
     request_path: str | None = None
+    profile: Profile | str | Path | None = None
 
     def __post_init__(self) -> None:
         wire = spec(self.provider)  # an unknown name: ConfigurationError
@@ -181,6 +189,12 @@ class ClientConfig:
         object.__setattr__(self, "region", region or _region_of(wire, base.rstrip("/")))
         if self.api_key is None:
             object.__setattr__(self, "api_key", _first_env(_key_variables(wire)))
+        object.__setattr__(self, "profile", choose(self.profile, base, self.model))
+
+    @property
+    def judged_by(self) -> Profile:
+        """The endpoint profile this client's streams are judged by."""
+        return self.profile if isinstance(self.profile, Profile) else WIRE
 
     @property
     def url(self) -> str:

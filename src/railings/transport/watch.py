@@ -66,6 +66,7 @@ from railings.transport.idle import arm_idle
 from railings.turn.attempt import Attempt, Clocks
 from railings.turn.ending import AttemptOutcome, Complete, Empty
 from railings.turn.model import ErrorKind, Turn
+from railings.turn.profile import WIRE, Profile
 
 __all__ = ["StreamWatch"]
 
@@ -114,6 +115,7 @@ class StreamWatch:
         limits: TurnLimits | None = None,
         content_idle: float | None = None,
         first_content: float | None = None,
+        profile: Profile = WIRE,
     ) -> None:
         self.provider = provider
         self._timeouts = timeouts
@@ -131,6 +133,7 @@ class StreamWatch:
             max_tokens=max_tokens,
             limits=limits,
             hold=False,
+            profile=profile,
         )
         self._due = self._next_due(now)  # when the content clock may next run out
         self._gathered: list[bytes] = []  # decoded pieces not yet read, and when each came
@@ -237,11 +240,13 @@ class StreamWatch:
         if not attempt.reads_on:
             self._gathers = False
             error = attempt.reader.turn().error
-            if error is not None and error.kind is ErrorKind.MALFORMED_STREAM:
-                # Bytes that are not the protocol end the turn here, and the SDK must not
+            if error is not None and error.kind is not ErrorKind.PROVIDER_ERROR:
+                # Bytes that are not the protocol, or a terminator without the structure
+                # the endpoint's profile requires, end the turn here, and the SDK must not
                 # read past them: its own end may be laxer than the proof (the openai SDK
                 # stops at any data that starts with ``[DONE]``, then closes the body, and a
-                # closed body raises nothing).
+                # closed body raises nothing). A provider's error event is the SDK's to
+                # raise, as its own typed error.
                 return errors.interrupted(self._turn())
         return None
 

@@ -55,11 +55,14 @@ from railings.events import (
     Unknown,
     UsageUpdate,
 )
+from railings.providers import spec
 from railings.redact import redact
 from railings.turn.billable import billable
+from railings.turn.limit import reached_limit
 from railings.turn.model import ErrorKind, Outcome, Termination, Turn, TurnError, Usage
 from railings.turn.parts import Part
 from railings.turn.parts_manager import PartsManager
+from railings.turn.profile import WIRE, Profile
 from railings.turn.stop_reason import (
     DEFAULT_EXEMPTIONS,
     MAX_TOKENS,
@@ -86,11 +89,13 @@ class TurnAssembler:
         max_tokens: int | None = None,
         service: str | None = None,
         exemptions: Set[str] = DEFAULT_EXEMPTIONS,
+        profile: Profile = WIRE,
     ) -> None:
         self.provider = provider
         self.max_tokens = max_tokens
         self.service = service
         self.exemptions = exemptions
+        self.profile = profile
         self.machine = TerminationMachine()
         self._parts = PartsManager()
         self._input_tokens: int | None = None
@@ -189,7 +194,18 @@ class TurnAssembler:
             case MessageStart(id=ident, model=model):
                 self._message_id = self._message_id or ident
                 self._model = self._model or model
-            case TerminationProof():
+            case TerminationProof(marker=marker):
+                if self.profile.structural and self._stop_wire is None:
+                    structure = spec(self.provider).proof.structure
+                    if structure:
+                        self._abrupt(
+                            TurnError(
+                                kind=ErrorKind.INTERRUPTED,
+                                message=unstructured(marker, structure, self.profile),
+                                retryable=not self.content,
+                            )
+                        )
+                        return
                 self.machine.signal(Signal.PROOF)
             case ProviderErrorEvent(message=message, provider_type=provider_type, status=status):
                 cls = class_for_provider_type(provider_type, status)
@@ -279,12 +295,16 @@ class TurnAssembler:
             stop_reason=stop_reason,
             stop_reason_wire=stop_wire,
             stop_reason_source=source,
-            truncated=is_truncated(
-                stop_reason,
-                self.service,
-                self.exemptions,
-                output_tokens=self._peak_output,
-                max_tokens=self.max_tokens,
+            truncated=(
+                reached_limit(self._peak_output, self.max_tokens)
+                if self.profile.misreports_length
+                else is_truncated(
+                    stop_reason,
+                    self.service,
+                    self.exemptions,
+                    output_tokens=self._peak_output,
+                    max_tokens=self.max_tokens,
+                )
             ),
             error=self._error,
             message_id=self._message_id,
@@ -293,3 +313,11 @@ class TurnAssembler:
             max_tokens=self.max_tokens,
             peak_output_tokens=self._peak_output,
         )
+
+
+def unstructured(marker: str, structure: str, profile: Profile) -> str:
+    """Why a proof without its structure ended a turn under a strict ``profile``."""
+    return (
+        f"`{marker}` arrived without {structure}: the ending may have been added by a "
+        f"layer in between (profile {profile.name} requires it)"
+    )

@@ -40,7 +40,7 @@ time in (any monotonic clock, in seconds) and carries the result out. It owns:
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from railings.errors import EventTooLarge, RailingsError, TotalTimeout, TurnTooLarge
@@ -49,6 +49,7 @@ from railings.limits import TurnLimits, TurnMeter
 from railings.turn.billable import billable
 from railings.turn.ending import AttemptOutcome, Cut, Failure, idle_cut, outcome
 from railings.turn.model import Turn
+from railings.turn.profile import WIRE, Profile
 from railings.turn.reader import StreamReader
 from railings.turn.termination import State
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
@@ -128,6 +129,7 @@ class Attempt:
         max_preamble: int | None = None,
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
         choice: int = 0,
+        profile: Profile = WIRE,
     ) -> None:
         self.reader = StreamReader(
             provider,
@@ -135,9 +137,12 @@ class Attempt:
             service=service,
             max_event_size=max_event_size,
             choice=choice,
+            profile=profile,
         )
         self._meter = TurnMeter(limits, max_tokens)
         self._clocks = clocks or Clocks()
+        if profile.first_content is not None:  # the endpoint's own wait before content
+            self._clocks = replace(self._clocks, first_content=profile.first_content)
         self._hold = hold
         self._max_preamble = max_preamble
         self._held: list[StreamEvent] = []

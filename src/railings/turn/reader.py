@@ -12,19 +12,15 @@ SSE, the wire from the first event a spec recognises. At EOF the decoder's
 ``close()`` events are applied before the end is judged: Gemini's proof is emitted
 there, since only the stream's last event may carry it.
 
-Like h11, nothing here touches a socket: the transport, the guard, ``replay``
-and the tests all drive the same reader. A fault below the assembler (a data
-line that is not JSON) ends the turn abruptly instead of escaping as an
-exception: the caller gets a turn with an error, and only an oversized event
-(:class:`~railings.errors.EventTooLarge`) is raised, because memory is at stake. A
-frame the framer refuses (a CRC that does not match, a line that is not UTF-8, a
-frame cut short at EOF) and a decoder's ``close()`` that finds the stream malformed
-end the turn the same way. A framer refusal takes effect right after the frames the
-chunk completed before it, in the same ``feed`` (the framer's ``failure``), so the
-turn, Empty or Partial, is the same however the bytes were split.
+Like h11, nothing here touches a socket. A fault below the assembler (a data line that
+is not JSON) ends the turn abruptly instead of escaping as an exception: the caller gets
+a turn with an error; only an oversized event (:class:`~railings.errors.EventTooLarge`)
+is raised, because memory is at stake. A frame the framer refuses (a CRC that does not
+match, a line that is not UTF-8, a frame cut short at EOF) and a decoder's ``close()``
+that finds the stream malformed end the turn the same way, right after the frames the
+chunk completed before it, so the turn is the same however the bytes were split.
 
-This is the plain path, the specification: framer, decoder, assembler, nothing else. The
-fast path is a layer on top, :class:`~railings.turn.fastpath.FastStreamReader`.
+The plain path, the specification: the fast path is a layer on top (``fastpath.py``).
 """
 
 from __future__ import annotations
@@ -48,6 +44,7 @@ from railings.providers.openai_chat.decoder import OpenAIChatDecoder
 from railings.turn.assembler import TurnAssembler
 from railings.turn.framing import Framer, WholeBodyDecoder, framer, sniff
 from railings.turn.model import Turn
+from railings.turn.profile import WIRE, Profile
 from railings.turn.stop_reason import DEFAULT_EXEMPTIONS
 from railings.turn.switch import SWITCH
 from railings.turn.termination import State
@@ -121,6 +118,7 @@ class StreamReader:
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
         choice: int = 0,
         fast: bool | None = None,
+        profile: Profile = WIRE,
     ) -> None:
         if provider != "auto":
             provider_decoder(provider)  # validate early
@@ -132,7 +130,13 @@ class StreamReader:
         self._prefix = b""  # the first bytes, while the framing is not known
         self._decoder: ProviderDecoder | None = None
         self._assembler: TurnAssembler | None = None
-        self._options = (max_tokens, service, exemptions)
+        # What the assembler is built with once the wire is known.
+        self._options: dict[str, Any] = {
+            "max_tokens": max_tokens,
+            "service": service,
+            "exemptions": exemptions,
+            "profile": profile,
+        }
         self._closed = False
         self._unframed = False  # the framer refused a frame: no byte after it is read
         # ``auto``: the events read before one said which wire this is (with whether
@@ -146,12 +150,9 @@ class StreamReader:
                 self._framer = framer(wire.framing, max_size=max_event_size)
 
     def _start(self, provider: str) -> tuple[ProviderDecoder, TurnAssembler]:
-        max_tokens, service, exemptions = self._options
         self.provider = provider
         self._decoder = provider_decoder(provider, choice=self.choice)
-        self._assembler = TurnAssembler(
-            provider, max_tokens=max_tokens, service=service, exemptions=exemptions
-        )
+        self._assembler = TurnAssembler(provider, **self._options)
         return self._decoder, self._assembler
 
     @property

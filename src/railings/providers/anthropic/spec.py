@@ -134,6 +134,7 @@ SPEC = ProviderSpec(
     proof=Proof(
         markers=frozenset({MESSAGE_STOP}),
         events=frozenset({MESSAGE_STOP}),
+        structure="a `message_delta` with its `stop_reason`",
     ),
     stop_reasons=StopReasons(
         wire=STOP_REASONS,

@@ -91,7 +91,7 @@ SPEC = ProviderSpec(
     encode=_encode,
     tool_result=_tool_result,
     asks_for_usage=False,
-    proof=Proof(markers=frozenset({DONE}), fields=frozenset({DONE})),
+    proof=Proof(markers=frozenset({DONE}), fields=frozenset({DONE}), structure="a `done_reason`"),
     stop_reasons=StopReasons(
         wire=STOP_REASONS,
         nearest={

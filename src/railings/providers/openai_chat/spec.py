@@ -114,7 +114,7 @@ SPEC = ProviderSpec(
     encode=_encode,
     tool_result=_tool_result,
     asks_for_usage=True,
-    proof=Proof(markers=frozenset({DONE}), data=frozenset({DONE})),
+    proof=Proof(markers=frozenset({DONE}), data=frozenset({DONE}), structure="a `finish_reason`"),
     stop_reasons=StopReasons(
         wire=STOP_REASONS,
         nearest={

@@ -1,0 +1,143 @@
+"""Endpoint profiles: what one endpoint is known to send, and the rules that follows.
+
+Every wire has its proof (``data: [DONE]``, ``message_stop``, ...), and without a
+profile that proof ends a turn cleanly. Real endpoints differ: the first-party APIs
+always send more than the proof (OpenAI a ``finish_reason`` before ``[DONE]``,
+Anthropic a ``message_delta`` with its ``stop_reason`` before ``message_stop``), while
+compatible servers often send less (Snowflake Cortex ends with ``[DONE]`` and no
+``finish_reason``). A profile records what one endpoint was observed to send, and may
+only make the rules stricter, or say how long that endpoint may be silent before its
+first content:
+
+``structural``
+    The proof counts only with the structure the endpoint always sends before it: a
+    stop reason on the wire. Without it the ending may have been added by a layer in
+    between (a proxy that closes a broken stream with a clean terminator), and the turn
+    is interrupted, Partial or Empty by the usual rule.
+``first_content``
+    The content clock before the first content, in seconds, for a server that sends
+    keep-alives while it queues (the clock after content is unchanged).
+``misreports_length``
+    The endpoint reports an output-limit stop on turns that ended normally: an
+    output-limit stop alone does not mark the turn truncated (billed output at the
+    limit still does). A call whose arguments do not parse is never run either way.
+
+Nothing else can be changed. There is no field that accepts a stream without the
+proof, and a file that asks for one (``proof = "none"``, ``complete_on_eof``) is
+refused with :class:`~railings.errors.ConfigurationError` naming the field. Every
+field that is set carries its :class:`Evidence`: what was observed, how many times,
+when and where. Sans-IO: loading files and matching by base URL is
+:mod:`railings.profiles`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from railings.errors import ConfigurationError
+
+__all__ = ["RULES", "WIRE", "Evidence", "Profile"]
+
+# The fields a profile may set, each with what it means (``railings probe`` prints it).
+RULES: Mapping[str, str] = MappingProxyType(
+    {
+        "structural": "a terminator without its stop reason is not the proof",
+        "first_content": "the content clock before the first content, in seconds",
+        "misreports_length": "an output-limit stop alone does not mark a turn truncated",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Evidence:
+    """Why a profile's field says what it says: what was ``observed``, how many times
+    (``seen``), on which ``date`` (ISO 8601) and where (``source``: a capture, an issue,
+    a probe run)."""
+
+    observed: str
+    seen: int
+    date: str
+    source: str
+
+    def __post_init__(self) -> None:
+        if not self.observed.strip() or not self.source.strip() or not self.date.strip():
+            raise ConfigurationError("evidence needs what was observed, its source and date")
+        if not isinstance(self.seen, int) or isinstance(self.seen, bool) or self.seen < 1:
+            raise ConfigurationError("evidence: seen must be a positive integer")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Profile:
+    """One endpoint's profile (module docstring). ``base_urls`` and ``models`` say which
+    requests it judges (:meth:`matches`); ``wire`` the provider wire it was observed on
+    (None: any)."""
+
+    name: str
+    wire: str | None = None
+    base_urls: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+    structural: bool = False
+    first_content: float | None = None
+    misreports_length: bool = False
+    evidence: Mapping[str, Evidence] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.name.replace("-", "").replace("_", "").isalnum():
+            raise ConfigurationError(
+                f"profile name {self.name!r}: letters, digits, '-' and '_' only"
+            )
+        if self.first_content is not None and not (
+            isinstance(self.first_content, int | float)
+            and math.isfinite(self.first_content)
+            and self.first_content > 0
+        ):
+            raise ConfigurationError(
+                f"profile {self.name}: first_content must be a positive number of seconds"
+            )
+        for rule in self.rules():
+            if rule not in self.evidence:
+                raise ConfigurationError(
+                    f"profile {self.name}: {rule} is set without evidence for it"
+                )
+        for key in self.evidence:
+            if key not in RULES:
+                raise ConfigurationError(f"profile {self.name}: evidence for unknown rule {key!r}")
+        object.__setattr__(
+            self, "evidence", dict(self.evidence)
+        )  # a copy: the caller's stays theirs
+
+    def rules(self) -> list[str]:
+        """The fields this profile sets, in :data:`RULES` order."""
+        set_ = {
+            "structural": self.structural,
+            "first_content": self.first_content is not None,
+            "misreports_length": self.misreports_length,
+        }
+        return [rule for rule in RULES if set_[rule]]
+
+    def matches(self, base_url: str, model: str | None = None) -> bool:
+        """Does this profile judge requests to ``base_url`` (and ``model``)? A base URL
+        matches when it starts with one of ``base_urls`` at a path boundary (``*`` in an
+        entry stands for one part of a host name: ``bedrock-runtime.*.amazonaws.com``); a
+        model when ``models`` is empty or names it (``*`` at the end: any suffix)."""
+        url = base_url.strip().lower()
+        if not any(_prefix(entry).match(url) for entry in self.base_urls):
+            return False
+        if not self.models or model is None:
+            return not self.models
+        return any(model.startswith(m[:-1]) if m.endswith("*") else model == m for m in self.models)
+
+
+def _prefix(entry: str) -> re.Pattern[str]:
+    parts = [re.escape(part) for part in entry.strip().rstrip("/").lower().split("*")]
+    # A match ends at a path boundary: ``https://api.openai.com`` is not
+    # ``https://api.openai.com.example``.
+    return re.compile("[a-z0-9-]+".join(parts) + r"(?:[/?#]|$)")
+
+
+WIRE = Profile(name="wire")
+"""The wire's own rule and nothing more: what an endpoint with no profile gets."""
