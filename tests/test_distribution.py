@@ -144,3 +144,10 @@ def test_a_wheel_without_its_package_data_is_refused(tmp_path: Path) -> None:
     assert "railings/examples/cut_shell_call.sse is not in the wheel" in problems
     assert "tests/test_x.py is in the wheel" in problems
     assert "railings/py.typed is not in the wheel" not in problems
+
+
+def test_the_readme_names_the_wheel_make_dist_builds() -> None:
+    # Until railings is on the package index, the README's install from a wheel is the way
+    # in without a clone: the file it names must be the one make dist writes.
+    wheel = f"dist/{PROJECT['name']}-{PROJECT['version']}-py3-none-any.whl"
+    assert f"pip install '{wheel}[sdks]'" in README
