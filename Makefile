@@ -8,7 +8,7 @@ LINTED := src tests tools bench
 # pytest-xdist workers: one per core by default; PYTEST_ARGS adds options (e.g. -k NAME, -n 0).
 JOBS ?= auto
 
-.PHONY: help test test-plain lint demo bench e2e-bench gateway-bench fuzz soak measure sdk-suites clean
+.PHONY: help test test-plain lint dist wheel-check demo bench e2e-bench gateway-bench fuzz soak measure sdk-suites clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  make %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -36,6 +36,14 @@ lint: $(STAMP) ## ruff check, ruff format --check and mypy --strict only (about 
 	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/mypy
 
+dist: $(STAMP) ## build the sdist and the wheel into dist/ and check their metadata (about 10 s)
+	rm -rf dist
+	$(BIN)/python -m build --quiet --outdir dist .
+	$(BIN)/python -m tools.check_dist dist
+
+wheel-check: dist ## install the wheel into a fresh venv outside the tree, run demo and replay (about 30 s)
+	$(BIN)/python -m tools.wheel_check dist
+
 demo: $(STAMP) ## railings beside the plain official SDKs on the main faults (about 10 s)
 	$(BIN)/railings demo
 
@@ -62,5 +70,5 @@ measure: $(STAMP) ## what each SDK and framework does with a cut tool call, with
 sdk-suites: $(STAMP) ## the openai and anthropic SDKs' own streaming tests, plain and guarded: docs/sdk-suites.md (about 10 min)
 	$(BIN)/python -m tools.sdk_suites $(SDK_SUITES_ARGS)
 
-clean: ## remove the venv and the caches
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+clean: ## remove the venv, the caches and the built distributions
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist src/railings.egg-info

@@ -110,14 +110,15 @@ def test_every_module_imports_without_the_extras() -> None:
     assert report["missing"] == {
         "railings.integrations.langchain": (
             "railings.integrations.langchain needs langchain-core: "
-            "pip install 'railings[langgraph]'"
+            "pip install langchain-core langgraph langchain (railings' langchain extra)"
         ),
         "railings.integrations.langgraph": (
             "railings.integrations.langgraph needs langchain-core: "
-            "pip install 'railings[langgraph]'"
+            "pip install langchain-core langgraph (railings' langgraph extra)"
         ),
         "railings.testing.pytest_plugin": (
-            "railings.testing.pytest_plugin needs pytest: pip install 'railings[pytest]'"
+            "railings.testing.pytest_plugin needs pytest: pip install pytest"
+            " (railings' pytest extra)"
         ),
     }
 
@@ -150,7 +151,8 @@ def test_the_sdk_columns_without_the_sdks_are_one_line_and_exit_2(tmp_path: Path
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.splitlines() == [
-        "railings: matrix --client openai-sdk needs openai: pip install 'railings[sdks]'"
+        "railings: matrix --client openai-sdk needs openai: pip install openai"
+        " (railings' sdks extra)"
     ]
 
 
@@ -171,7 +173,7 @@ def test_the_gateway_without_its_extra_is_one_line_and_exit_2(tmp_path: Path) ->
     done = _bare(code, "gateway", "--upstream", "http://127.0.0.1:9", "--no-journal", cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
-        "railings: gateway needs uvicorn: pip install 'railings[gateway]'"
+        "railings: gateway needs uvicorn: pip install uvicorn (railings' gateway extra)"
     ]
 
 

@@ -179,4 +179,4 @@ def test_without_botocore_the_error_names_the_extra(monkeypatch: pytest.MonkeyPa
     with pytest.raises(MissingDependency) as caught:
         SigV4("us-east-1")
     assert caught.value.extra == "bedrock" and caught.value.package == "botocore"
-    assert "pip install 'railings[bedrock]'" in str(caught.value)
+    assert "pip install botocore (railings' bedrock extra)" in str(caught.value)

@@ -2,8 +2,9 @@
 
 railings' own dependencies are few (httpx2, rich, jsonschema). The official SDKs,
 the frameworks and pytest are optional: a module that needs one calls
-:func:`require` first, so a plain ``pip install railings`` fails on use with one
-line naming the extra, never with a bare ``ModuleNotFoundError`` from deep inside.
+:func:`require` first, so a plain install of railings fails on use with one
+line naming the packages to install (and the extra that brings them), never with a
+bare ``ModuleNotFoundError`` from deep inside.
 """
 
 from __future__ import annotations
@@ -44,7 +45,16 @@ def missing(*modules: str) -> list[str]:
 
 
 def require(feature: str, *modules: str) -> None:
-    """Raise :class:`~railings.errors.MissingDependency` for the first absent module."""
-    for module in missing(*modules):
-        package, extra = EXTRAS[module]
-        raise MissingDependency(feature, package=package, extra=extra)
+    """Raise :class:`~railings.errors.MissingDependency` when a module is absent.
+
+    The error names the first absent module's package, and the install command
+    lists the packages of every absent module, so one command is enough. The extra
+    named beside it is the last module's, the most specific: a caller lists the
+    modules it needs from the general to the specific (``langchain``'s extra brings
+    ``langchain-core`` and ``langgraph`` too).
+    """
+    absent = missing(*modules)
+    if absent:
+        package, extra = EXTRAS[absent[0]][0], EXTRAS[modules[-1]][1]
+        install = tuple(dict.fromkeys(EXTRAS[module][0] for module in absent))
+        raise MissingDependency(feature, package=package, extra=extra, install=install)

@@ -268,11 +268,20 @@ class MissingDependency(ConfigurationError, ImportError):
 
     Also an :class:`ImportError`, so ``import railings.integrations.langgraph``
     without LangGraph fails the way Python code expects, with a message that names
-    the extra to install (``pip install 'railings[langgraph]'``).
+    the packages to install and the extra of railings that brings them
+    (``pip install langchain-core langgraph (railings' langgraph extra)``). The
+    packages come first because the command is true wherever railings came from:
+    a package index, a built wheel or a clone.
     """
 
-    def __init__(self, feature: str, *, package: str, extra: str) -> None:
-        super().__init__(f"{feature} needs {package}: pip install 'railings[{extra}]'")
+    def __init__(
+        self, feature: str, *, package: str, extra: str, install: tuple[str, ...] = ()
+    ) -> None:
+        self.install = install or (package,)
+        super().__init__(
+            f"{feature} needs {package}: pip install {' '.join(self.install)}"
+            f" (railings' {extra} extra)"
+        )
         self.feature = feature
         self.package = package
         self.extra = extra
