@@ -269,7 +269,10 @@ def test_the_guard_refuses_a_forged_chat_ending_under_a_profile(server: CannedSe
         )
         if not raises:
             assert [c for c in stream]
+            # The guard names the profile that judged the stream, from a fixed set.
+            assert stream.response.extensions["railings.profile"] == "wire"
             continue
+        assert stream.response.extensions["railings.profile"] == "custom"
         # Raised at the terminator: the SDK stops reading at [DONE], so nothing later could.
         with pytest.raises(openai.APIConnectionError) as raised:
             list(stream)

@@ -21,7 +21,7 @@ from typing import Self
 import httpx2
 
 from railings.limits import TurnLimits
-from railings.profiles import choose
+from railings.profiles import choose, label
 from railings.transport.coding import Unreadable, codings
 from railings.transport.config import provider_for_path
 from railings.transport.guarded import AsyncGuardStream, GuardStream
@@ -33,6 +33,7 @@ from railings.turn.profile import Profile
 __all__ = [
     "DEFAULT_CONTENT_IDLE",
     "DEFAULT_IDLE",
+    "PROFILE",
     "AsyncGuardTransport",
     "GuardTransport",
     "async_transport",
@@ -45,6 +46,10 @@ DEFAULT_CONTENT_IDLE = 300.0
 _FIRST_CONTENT = 600.0
 
 _Watch = Callable[[], StreamWatch]
+
+PROFILE = "railings.profile"
+"""The response extension naming the endpoint profile that judges a watched stream (a
+built-in's name, ``wire``, or ``custom``: :func:`railings.profiles.label`)."""
 
 
 def transport(
@@ -133,6 +138,7 @@ def _watch(
     first_content = None if content_idle is None else max(content_idle, _FIRST_CONTENT)
     # By the request's URL: a profile that names models applies only when chosen by name.
     judged = choose(profile, str(request.url))
+    response.extensions[PROFILE] = label(judged)
 
     def watch() -> StreamWatch:
         return StreamWatch(
