@@ -283,3 +283,8 @@ def test_replay_wraps_long_lines_at_words_on_a_terminal(tmp_path: Path) -> None:
     piped = railings_cli(tmp_path, "replay", "body")
     [text] = [line for line in piped.stdout.splitlines() if line.startswith("text: ")]
     assert text.endswith("word39")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_lists_the_exit_codes(command: str) -> None:
+    assert "exit codes:" in build_parser().commands[command].format_help()

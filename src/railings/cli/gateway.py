@@ -86,7 +86,9 @@ def register(commands: Any) -> None:
         "gateway-log",
         help="the turns a gateway proxied, from its journal",
         description="List the turns the gateway journaled: time, provider, model, status,\n"
-        "outcome, attempts, timings, usage and refused calls.",
+        "outcome, attempts, timings, usage and refused calls.\n\n"
+        "exit codes: 0 listed; 2 usage error, or a journal that is not a usable\n"
+        "database.",
     )
     view.add_argument("--journal", metavar="PATH", help=f"journal file (default: {default_path()})")
     view.add_argument("--limit", type=positive, default=50, metavar="N", help="last N turns")
