@@ -102,11 +102,14 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 def console(*, stderr: bool = False, wrap: bool = False) -> Console:
-    """A rich console: colour only on a terminal and without ``NO_COLOR``. ``wrap``: long
-    lines are wrapped at word boundaries to the width (a report), instead of being left
-    to the terminal, which cuts words (a live stream printed in pieces)."""
+    """A rich console: colour only on a terminal and without ``NO_COLOR``. ``wrap`` (a
+    report): on a terminal, long lines wrap at word boundaries, where the terminal itself
+    would cut words; to a pipe each line stays whole, for grep. Without it (a live stream
+    printed in pieces) lines are left to the terminal."""
     no_color = bool(os.environ.get("NO_COLOR"))
-    return Console(stderr=stderr, no_color=no_color, highlight=False, soft_wrap=not wrap)
+    out = Console(stderr=stderr, no_color=no_color, highlight=False)
+    out.soft_wrap = not (wrap and out.is_terminal)
+    return out
 
 
 def positive(text: str) -> int:

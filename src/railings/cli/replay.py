@@ -152,7 +152,7 @@ def _summary(result: Replay) -> None:
     """The report. Everything that came from the body is shown with its control
     characters escaped (:func:`_shown`). On a terminal, long lines wrap at word
     boundaries; to a pipe, each fact stays one line, for grep."""
-    out = console(wrap=sys.stdout.isatty())
+    out = console(wrap=True)
     turn = result.turn
     if turn.complete:
         head = "[green]finished[/]: the provider's termination proof arrived"
