@@ -50,8 +50,9 @@ def build_parser() -> _Parser:
     """The whole command line; ``parser.commands`` maps each subcommand to its parser."""
     parser = _Parser(
         prog="railings",
-        description="Streaming LLM turns you can trust: a turn is finished only when the "
-        "provider proved it, and a tool call cut off by the output limit never runs.",
+        description="Streaming LLM turns you can trust: a turn is finished only when the\n"
+        "provider proved it, and a tool call cut off by the output limit never runs.\n\n"
+        "'railings COMMAND --help' tells what a command does and its exit codes.",
     )
     parser.add_argument("--version", action="version", version=f"railings {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
