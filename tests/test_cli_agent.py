@@ -69,7 +69,8 @@ def test_run_with_no_key_uses_the_embedded_demo_and_says_so(tmp_path: Path) -> N
     assert done.returncode == 0, done.stderr
     assert "no API key in the environment: using the embedded scripted model" in done.stderr
     assert "NOT executed: truncated" in done.stdout
-    assert "done: the model ended its turn" in done.stdout
+    # How the run ended is a status line: on stderr, beside the errors.
+    assert "done: the model ended its turn" in done.stderr
     assert not (tmp_path / "REPORT.md").exists()  # the demo works in a temporary directory
 
 
@@ -132,9 +133,10 @@ def test_authentication_error_exits_1_with_one_line(tmp_path: Path) -> None:
         base_url = server.openai_base_url
         done = run_openai(tmp_path, base_url, key="sk-wrong-key-456789")
     assert done.returncode == 1
-    where, *rest = [line for line in done.stderr.splitlines() if line.startswith("railings: ")]
+    prefix = "railings run: "
+    where, *rest = [line for line in done.stderr.splitlines() if line.startswith(prefix)]
     # Before the first request: where the turns go, and which variable the key came from.
-    assert where == (f"railings: openai model gpt-4.1-mini at {base_url} (key from OPENAI_API_KEY)")
+    assert where == f"{prefix}openai model gpt-4.1-mini at {base_url} (key from OPENAI_API_KEY)"
     errors = [line for line in rest if "journal" not in line]
     assert len(errors) == 1 and "Traceback" not in done.stderr
     assert "Incorrect API key" not in done.stdout  # printed once, on stderr
@@ -286,7 +288,7 @@ def test_show_with_an_ambiguous_prefix_lists_what_it_matched(tmp_path: Path) -> 
     done = railings(tmp_path, "show", "")
     assert done.returncode == 2 and done.stdout == ""
     head, _, listed = done.stderr.strip().rpartition(": ")
-    assert head == "railings: show: 3 sessions start with ''"
+    assert head == "railings show: 3 sessions start with ''"
     assert sorted(listed.split(", ")) == ids
     missing = railings(tmp_path, "show", "zzz")
     assert missing.returncode == 2
@@ -302,7 +304,7 @@ def test_a_public_api_without_its_key_is_refused_before_the_network(tmp_path: Pa
     done = railings(tmp_path, "run", "x", "--provider", "anthropic")
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip() == (
-        "railings: --provider anthropic needs ANTHROPIC_API_KEY in the environment "
+        "railings run: --provider anthropic needs ANTHROPIC_API_KEY in the environment "
         "(for https://api.anthropic.com); --demo runs the embedded scripted model instead"
     )
 
@@ -310,7 +312,7 @@ def test_a_public_api_without_its_key_is_refused_before_the_network(tmp_path: Pa
 def test_demo_uses_the_embedded_model_whatever_the_environment_holds(tmp_path: Path) -> None:
     done = railings(tmp_path, "run", "write a report", "--demo", OPENAI_API_KEY="sk-real-0000")
     assert done.returncode == 0, done.stderr
-    assert "railings: --demo: using the embedded scripted model" in done.stderr
+    assert "railings run: --demo: using the embedded scripted model" in done.stderr
     clash = railings(tmp_path, "run", "x", "--demo", "--provider", "openai")
     assert clash.returncode == 2 and "--demo uses the embedded scripted model" in clash.stderr
 
@@ -403,7 +405,7 @@ def test_ctrl_c_at_the_chat_prompt_ends_the_process(tmp_path: Path) -> None:
     finally:
         os.close(master)
     assert os.waitstatus_to_exitcode(status) == 130, seen
-    assert b"railings: interrupted" in seen
+    assert b"railings chat: interrupted" in seen
 
 
 def test_reading_a_journal_never_creates_one(tmp_path: Path) -> None:

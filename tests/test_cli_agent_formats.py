@@ -217,7 +217,7 @@ def test_gemini_without_its_key_is_refused_naming_both_variables(tmp_path: Path)
     done = _railings(tmp_path, "run", "x", "--provider", "gemini")
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip() == (
-        "railings: --provider gemini needs GEMINI_API_KEY or GOOGLE_API_KEY in the environment "
+        "railings run: --provider gemini needs GEMINI_API_KEY or GOOGLE_API_KEY in the environment "
         "(for https://generativelanguage.googleapis.com); --demo runs the embedded scripted "
         "model instead"
     )
@@ -271,7 +271,7 @@ def test_bedrock_without_a_token_nor_aws_credentials_is_refused_before_any_reque
     )  # fmt: skip
     assert done.returncode == 2 and done.stdout == ""
     (line,) = done.stderr.strip().splitlines()
-    assert line.startswith("railings: --provider bedrock: no AWS credentials found")
+    assert line.startswith("railings run: --provider bedrock: no AWS credentials found")
     assert "AWS_BEARER_TOKEN_BEDROCK" in line
     assert not (tmp_path / "journal.sqlite3").exists()
 

@@ -123,7 +123,9 @@ def test_a_signal_mid_turn_ends_the_session_interrupted(
     assert proc.returncode == EXIT[signum], err
     assert b"Traceback" not in err
     assert err.decode().strip().splitlines()[-1] == (
-        "railings: interrupted" if signum == signal.SIGINT else "railings: terminated"
+        f"railings {command}: interrupted"
+        if signum == signal.SIGINT
+        else f"railings {command}: terminated"
     )
     (session,) = _sessions(tmp_path)
     assert session["status"] == "interrupted" and session["ended_at"] is not None
@@ -136,10 +138,11 @@ def test_ctrl_c_at_the_chat_prompt_ends_the_session_interrupted(tmp_path: Path) 
     script = Script.from_dict({"turns": [{"text": "the first answer, whole"}]})
     with ScriptedServer(script) as server:
         proc = _start(tmp_path, "chat", server.url)
-        assert proc.stdin is not None and proc.stdout is not None
+        assert proc.stdin is not None and proc.stderr is not None
         proc.stdin.write(b"the task\n")  # answered; then chat waits for the next line
         proc.stdin.flush()
-        _read_until(proc.stdout.fileno(), b"done: the model ended its turn")
+        # How the turn ended is a status line, on stderr.
+        _read_until(proc.stderr.fileno(), b"done: the model ended its turn")
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=HANG_GUARD)
     assert proc.returncode == 130, err

@@ -29,9 +29,13 @@ def test_a_pasted_v1_base_url_as_upstream_is_not_doubled(tmp_path: Path) -> None
             cwd=tmp_path,
         )
         try:
-            assert process.stdout is not None
-            line = process.stdout.readline()
-            url = re.search(r"fault proxy on (http://127\.0\.0\.1:\d+)", line)
+            assert process.stderr is not None
+            line, before = "", ""
+            while "listening on" not in line:  # after the line about the trimmed /v1
+                before += line
+                line = process.stderr.readline()
+                assert line, "the proxy exited before listening"
+            url = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
             assert url, line
             with httpx2.Client(timeout=30) as client:
                 answer = client.post(url[1] + "/v1/chat/completions", json=BODY)
@@ -41,6 +45,7 @@ def test_a_pasted_v1_base_url_as_upstream_is_not_doubled(tmp_path: Path) -> None
         finally:
             process.terminate()
             _, err = process.communicate(timeout=30)
+    err = before + err
     assert f"forwarding to {origin}: clients' paths already start with /v1" in err
 
 
@@ -68,7 +73,7 @@ def test_matrix_upstream_takes_the_base_url_form_too(tmp_path: Path) -> None:
             cwd=tmp_path,
         )
     assert done.returncode == 0, done.stderr
-    assert f"railings: matrix: forwarding to {origin}: clients' paths already start with /v1" in (
+    assert f"railings matrix: forwarding to {origin}: clients' paths already start with /v1" in (
         done.stderr
     )
     report = json.loads(done.stdout)
@@ -77,9 +82,9 @@ def test_matrix_upstream_takes_the_base_url_form_too(tmp_path: Path) -> None:
 
 
 def _listening(process: subprocess.Popen[str]) -> str:
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    url = re.search(r"on (http://127\.0\.0\.1:\d+)", line)
+    assert process.stderr is not None  # status lines: on stderr
+    line = process.stderr.readline()
+    url = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
     assert url, line
     return url[1]
 
@@ -116,7 +121,7 @@ def test_serve_and_proxy_log_one_line_per_request(tmp_path: Path) -> None:
         serve.terminate()
         _, serve_err = serve.communicate(timeout=30)
     [served] = [line for line in serve_err.splitlines() if "POST" in line]
-    assert served == "railings: serve: POST /v1/chat/completions -> 200 (stream, turn 1)"
+    assert served == "railings serve: POST /v1/chat/completions -> 200 (stream, turn 1)"
     [proxied] = [line for line in proxy_err.splitlines() if "POST" in line]
-    assert proxied.startswith("railings: proxy: POST /v1/chat/completions -> 200, ")
+    assert proxied.startswith("railings proxy: POST /v1/chat/completions -> 200, ")
     assert "sk-in-the-query" not in serve_err + proxy_err

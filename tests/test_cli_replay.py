@@ -11,6 +11,7 @@ from unittest import mock
 
 import pytest
 
+import railings as railings_package
 from conftest import REAL
 from railings.dispatch import Dispatcher, ToolRegistry, builtin_tools
 from railings.dispatch import builtins as builtins_module
@@ -19,6 +20,7 @@ from railings.replay import replay
 from streams import openai_tool_stream
 
 CAPTURE = REAL / "anthropic" / "max_tokens_inside_tool_input.sse"
+SRC = str(Path(railings_package.__file__).parents[1])
 
 
 def railings(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -28,7 +30,8 @@ def railings(*args: str, stdin: str | None = None) -> subprocess.CompletedProces
         text=True,
         timeout=60,
         input=stdin,
-        env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1"},
+        # the code under test, not whichever railings the interpreter would find
+        env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1", "PYTHONPATH": SRC},
     )
 
 
@@ -80,14 +83,16 @@ def test_a_json_error_body_is_pointed_out() -> None:
     assert done.returncode == 2 and done.stdout == ""
     (line,) = done.stderr.splitlines()
     assert line.startswith(
-        f"railings: replay: - holds no server-sent event ({len(error)} bytes); it looks like a "
+        f"railings replay: - holds no server-sent event ({len(error)} bytes); it looks like a "
         'JSON response (an HTTP error?): {"type": "error"'
     )
     # With a format named, it is judged (an empty stream of that format), and still pointed out.
     named = railings("replay", "-", "--provider", "anthropic", stdin=error)
     assert named.returncode == 0 and "EMPTY" in named.stdout
     (line,) = named.stderr.splitlines()
-    assert line.startswith("railings: warning: the body holds no SSE event; it looks like a JSON")
+    assert line.startswith(
+        "railings replay: warning: the body holds no SSE event; it looks like a JSON"
+    )
 
 
 @pytest.mark.parametrize(
@@ -137,9 +142,7 @@ def test_choice_picks_one_of_several() -> None:
     assert "the stream carried 3 choices (0, 1, 2); this is choice 0" in plain.stderr
     wrong = railings("replay", str(capture), "--choice", "5")
     assert wrong.returncode == 2
-    assert (
-        wrong.stderr.strip() == "railings: replay: --choice 5: the stream carried choices 0, 1, 2"
-    )
+    assert wrong.stderr.strip() == "railings replay: --choice 5: the stream carried choices 0, 1, 2"
 
 
 def test_human_summary_says_not_executed() -> None:

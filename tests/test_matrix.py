@@ -13,9 +13,11 @@ import json
 import subprocess
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
+import railings as railings_package
 from railings.dispatch import ToolRegistry
 from railings.matrix import (
     CLIENTS,
@@ -213,13 +215,17 @@ def test_upstream_mode_compares_with_what_the_endpoint_sent() -> None:
 # -- the command line -----------------------------------------------------------------------
 
 
+SRC = str(Path(railings_package.__file__).parents[1])
+
+
 def railings(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "railings", *args],
         capture_output=True,
         text=True,
         timeout=120,
-        env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1"},
+        # the code under test, not whichever railings the interpreter would find
+        env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1", "PYTHONPATH": SRC},
     )
 
 
@@ -261,4 +267,5 @@ def test_bad_flags_exit_2_with_one_line(args: list[str]) -> None:
     assert done.returncode == 2
     assert done.stdout == ""
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
-    assert done.stderr.startswith("railings:")
+    assert done.stderr.startswith("railings matrix: ")
+    assert done.stderr.rstrip().endswith("; see 'railings matrix --help'")

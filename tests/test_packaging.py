@@ -151,7 +151,7 @@ def test_the_sdk_columns_without_the_sdks_are_one_line_and_exit_2(tmp_path: Path
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.splitlines() == [
-        "railings: matrix --client openai-sdk needs openai: pip install openai"
+        "railings matrix: --client openai-sdk needs openai: pip install openai"
         " (railings' sdks extra)"
     ]
 
@@ -173,7 +173,8 @@ def test_the_gateway_without_its_extra_is_one_line_and_exit_2(tmp_path: Path) ->
     done = _bare(code, "gateway", "--upstream", "http://127.0.0.1:9", "--no-journal", cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
-        "railings: gateway needs uvicorn: pip install uvicorn (railings' gateway extra)"
+        "railings gateway: the gateway needs uvicorn: pip install uvicorn"
+        " (railings' gateway extra)"
     ]
 
 

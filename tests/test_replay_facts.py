@@ -208,5 +208,5 @@ def test_the_summary_tells_the_same_story(path: str, limit: tuple[str, ...]) -> 
         else:
             assert line in ("execute", "pending approval: the client must approve or deny it")
     # Without the request's limit, a stop reason railings had to derive hides a truncation.
-    warned = "railings: warning: the stream carried no stop reason" in err
+    warned = "railings replay: warning: the stream carried no stop reason" in err
     assert warned == (source == "(derived)" and not limit)

@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+import railings as railings_package
 from _server import (
     CannedServer,
     anthropic_error,
@@ -359,8 +360,13 @@ def test_test_servers_bind_to_loopback_by_default() -> None:
 
 
 def _start(args: list[str], tmp_path: Path) -> tuple[str, str]:
-    """Start ``railings serve|proxy``; return (the first stdout line, stderr so far)."""
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "NO_COLOR": "1"}
+    """Start ``railings serve|proxy``; return (its listening line, all it said on stderr)."""
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "NO_COLOR": "1",
+        "PYTHONPATH": str(Path(railings_package.__file__).parents[1]),  # the code under test
+    }
     process = subprocess.Popen(
         [sys.executable, "-m", "railings", *args],
         env=env,
@@ -368,9 +374,13 @@ def _start(args: list[str], tmp_path: Path) -> tuple[str, str]:
         stderr=subprocess.PIPE,
         text=True,
     )
+    said = []
     try:
-        assert process.stdout is not None and process.stderr is not None
-        line = process.stdout.readline()
+        assert process.stderr is not None
+        for said_line in process.stderr:  # bounded: the listening line ends the wait
+            said.append(said_line)
+            if "listening on" in said_line and "warning" not in said_line:
+                break
     finally:
         process.terminate()
         try:
@@ -378,7 +388,8 @@ def _start(args: list[str], tmp_path: Path) -> tuple[str, str]:
         except subprocess.TimeoutExpired:
             process.kill()
             _, err = process.communicate()
-    return line, err
+    line = next((x for x in said if "listening on" in x and "warning" not in x), "")
+    return line, "".join(said) + err
 
 
 @pytest.mark.parametrize("command", ["serve", "proxy"])
@@ -397,7 +408,7 @@ def test_serve_and_proxy_say_so_when_they_listen_beyond_loopback(
 def test_loopback_addresses_need_no_warning(host: str, capsys: pytest.CaptureFixture[str]) -> None:
     from railings.cli.kit import _warn_if_exposed
 
-    _warn_if_exposed(host)
+    _warn_if_exposed(host, "serve")
     assert capsys.readouterr().err == ""
 
 

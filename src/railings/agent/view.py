@@ -103,8 +103,11 @@ class TerminalView:
     """Renders :class:`~railings.agent.loop.AgentEvent` values; pass ``view.on_event``
     to the agent. Use as a context manager so the banner subscription is released."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, *, status: Console | None = None) -> None:
         self.console = console
+        # The retry banner and the line saying how the run ended: status, not the
+        # transcript (the command line puts them on stderr).
+        self.status = console if status is None else status
         self._lock = threading.Lock()
         self._mode = ""  # "text" | "thinking" | "": what the current line is streaming
         self._banner_shown = False
@@ -223,24 +226,24 @@ class TerminalView:
         if error is not None:
             # Its class only: the command line prints the message, once, on stderr.
             line += f": {escape(type(error).__name__)}"
-        self.console.print(line)
+        self.status.print(line)
 
     # -- the retry banner ----------------------------------------------------------------
 
     def _banner(self, state: BannerState | None) -> None:
         with self._lock:
             if state is None:
-                if self._banner_shown and self.console.is_terminal:
-                    self.console.print("\r\x1b[2K", end="")
+                if self._banner_shown and self.status.is_terminal:
+                    self.status.print("\r\x1b[2K", end="")
                 self._banner_shown = False
                 return
             text = (
                 f"retrying: attempt {state.attempt} of {state.attempts} in {state.seconds} s"
                 f" ({state.reason})"
             )
-            if self.console.is_terminal:
+            if self.status.is_terminal:
                 self._end_line()
-                self.console.print(f"\r\x1b[2K[yellow]{escape(text)}[/]", end="")
+                self.status.print(f"\r\x1b[2K[yellow]{escape(text)}[/]", end="")
             elif not self._banner_shown:
-                self.console.print(f"[yellow]{escape(text)}[/]")
+                self.status.print(f"[yellow]{escape(text)}[/]")
             self._banner_shown = True

@@ -11,7 +11,7 @@ from typing import Any
 
 from railings.agent.loop import Agent, RunResult, RunStatus
 from railings.agent.view import TerminalView
-from railings.cli._common import UsageError, console, positive, run_until_stopped
+from railings.cli._common import UsageError, console, positive, run_until_stopped, say
 from railings.cli.endpoint import (
     DEFAULT_MODELS,
     DEMO_MAX_TOKENS,
@@ -36,21 +36,22 @@ __all__ = ["DEFAULT_MODELS", "DEMO_MAX_TOKENS", "register"]
 EXIT_CODES = """\
 exit codes:
   0  the model ended its turn
-  1  any other error (authentication, bad request, retries exhausted): one line on stderr
+  1  any other error (authentication, bad request, retries exhausted): one
+     line on stderr
   2  usage error (bad flag, bad value, unreadable workdir)
-  3  the run ended on an interrupted (Partial) turn: what arrived is shown, nothing ran
+  3  the run ended on an interrupted (Partial) turn: what arrived is shown,
+     nothing ran
   4  stopped by the turn limit or the circuit breaker
-  130, 143  stopped by Ctrl-C (SIGINT) or SIGTERM: the journal session ends interrupted
+  130, 143  stopped by Ctrl-C (SIGINT) or SIGTERM: the journal session ends
+     interrupted
 """
 
 RUN_HELP = (
     "Run one task with a tool-using agent, then exit.\n\n" + PROVIDER_CHOICE + "\n" + EXIT_CODES
 )
 CHAT_HELP = (
-    "Talk to a tool-using agent; the conversation is kept across lines. /exit or Ctrl-D ends.\n\n"
-    + PROVIDER_CHOICE
-    + "\n"
-    + EXIT_CODES
+    "Talk to a tool-using agent; the conversation is kept across lines.\n"
+    "/exit or Ctrl-D ends.\n\n" + PROVIDER_CHOICE + "\n" + EXIT_CODES
 )
 CHAT_COMMANDS = """\
 /help         this list
@@ -84,9 +85,8 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--provider",
         choices=tuple(s.name for s in SPECS),
-        help="wire format of the endpoint ("
-        + "; ".join(f"{s.name}: {s.title}" for s in SPECS)
-        + ")",
+        metavar="NAME",
+        help="wire format of the endpoint: " + ", ".join(f"{s.name} ({s.title})" for s in SPECS),
     )
     parser.add_argument(
         "--base-url", metavar="URL", help="endpoint base URL, as the official SDK takes it"
@@ -177,7 +177,6 @@ def register(commands: Any) -> None:
         "run",
         help="run one task with the agent",
         description=RUN_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument("task", metavar="TASK", help="what the agent should do")
     _agent_options(run)
@@ -187,7 +186,6 @@ def register(commands: Any) -> None:
         "chat",
         help="talk to the agent interactively",
         description=CHAT_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _agent_options(chat)
     chat.set_defaults(run=run_chat)
@@ -271,10 +269,12 @@ async def _session(args: argparse.Namespace, tasks: Any, *, interactive_session:
     with (
         endpoint_for(args) as endpoint,
         open_journal(args.journal, create=True) as journal,
-        TerminalView(out) as view,
+        # The transcript on stdout; the retry banner and how the run ended, status
+        # lines, on stderr with the errors.
+        TerminalView(out, status=console(stderr=True)) as view,
     ):
         if endpoint.note:
-            print(f"railings: {endpoint.note}", file=sys.stderr)
+            say(args.command, endpoint.note)
         registry = _registry(names, endpoint.workdir, pass_env)
         results: list[tuple[str, RunResult]] = []
         code = 0
@@ -297,7 +297,7 @@ async def _session(args: argparse.Namespace, tasks: Any, *, interactive_session:
                     if result.status is RunStatus.ERROR and result.error is not None:
                         # The one place the error's message is printed (the view names its
                         # class).
-                        print(f"railings: {result.error}", file=sys.stderr)
+                        say(args.command, str(result.error))
             except (asyncio.CancelledError, KeyboardInterrupt):
                 # Ctrl-C or SIGTERM, mid-turn (arun ended the session already) or at the
                 # chat prompt: the session ends interrupted, never left running.
@@ -311,10 +311,7 @@ async def _session(args: argparse.Namespace, tasks: Any, *, interactive_session:
             transcript = redact_json(_transcript(results, endpoint))
             sys.stdout.write(json.dumps(transcript, ensure_ascii=False) + "\n")
         if results and results[-1][1].session_id:
-            print(
-                f"railings: journal session {results[-1][1].session_id} in {journal.path}",
-                file=sys.stderr,
-            )
+            say(args.command, f"journal session {results[-1][1].session_id} in {journal.path}")
         return code
 
 

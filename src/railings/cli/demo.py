@@ -36,7 +36,6 @@ def register(commands: Any) -> None:
         "demo",
         help="railings beside the plain official SDKs, in a few seconds",
         description=HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.set_defaults(run=run)
 
@@ -60,10 +59,13 @@ def run(args: argparse.Namespace) -> int:
     err = console(stderr=True)
     with progress(err, count(cells, clients), enabled=err.is_terminal) as advance:
         result = asyncio.run(run_matrix(cells, clients, jobs=DEFAULT_JOBS, on_result=advance))
-    out = console()
+    out = console(wrap=True)
     render_comparison(out, result)
     if absent:
-        note = f"Not installed: {', '.join(absent)}. pip install 'railings[sdks]' to see the"
-        out.print(f"[dim]{escape(note)} official SDKs beside railings.[/]")
+        note = (
+            f"Not installed: {', '.join(absent)}. pip install 'railings[sdks]' to see the"
+            " official SDKs beside railings."
+        )
+        out.print(f"[dim]{escape(note)}[/]")
     out.print("[dim]The full matrix: railings matrix --client all[/]")
     return result.exit_code

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from railings._extras import missing
-from railings.cli._common import UsageError
+from railings.cli._common import InputError, UsageError
 from railings.errors import ConfigurationError
 from railings.providers import FALLBACK, KEY_PICKS, SPECS, ProviderName, spec
 from railings.redact import redact
@@ -30,18 +30,19 @@ __all__ = [
 
 PROVIDER_CHOICE = """\
 which endpoint: --demo forces the embedded scripted model; else --provider /
---base-url / --model first; else an API key in the environment picks the real API
-(ANTHROPIC_API_KEY -> anthropic, OPENAI_API_KEY -> openai, GEMINI_API_KEY -> gemini,
-AWS_BEARER_TOKEN_BEDROCK -> bedrock; the SDKs' base URL variables are honoured, and
-OLLAMA_HOST for --provider ollama, which needs no key; --provider bedrock without a
-token signs with AWS credentials, the bedrock extra); else the embedded scripted model server starts
-in-process with a demonstration script (no key, no network) in a fresh temporary
-working directory. Either way, one line on stderr says where the turns go before
-the first request. A provider's public API without its key is refused at once.
+--base-url / --model first; else an API key in the environment picks the real
+API (ANTHROPIC_API_KEY -> anthropic, OPENAI_API_KEY -> openai, GEMINI_API_KEY
+-> gemini, AWS_BEARER_TOKEN_BEDROCK -> bedrock; the SDKs' base URL variables
+are honoured, and OLLAMA_HOST for --provider ollama, which needs no key;
+--provider bedrock without a token signs with AWS credentials, the bedrock
+extra); else the embedded scripted model server starts in-process with a
+demonstration script (no key, no network) in a fresh temporary working
+directory. Either way, one line on stderr says where the turns go before the
+first request. A provider's public API without its key is refused at once.
 
-shell commands, and writes that configure later commands (.git/, Makefile, .envrc,
-...), ask for confirmation on a terminal; --yes allows all; without a terminal
-nothing is confirmed unless --yes is given.
+shell commands, and writes that configure later commands (.git/, Makefile,
+.envrc, ...), ask for confirmation on a terminal; --yes allows all; without a
+terminal nothing is confirmed unless --yes is given.
 """
 
 # The CLI's default model for each wire (ProviderSpec.default_model), and which wire a
@@ -113,10 +114,20 @@ def endpoint_for(args: argparse.Namespace) -> Iterator[Endpoint]:
             timeouts=timeouts,
         )
     except ConfigurationError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(_as_typed(str(exc))) from None
     _refuse_without_key(config)
     where = redact(f"{provider} model {config.model} at {config.base_url} ({_auth_note(config)})")
     yield Endpoint(config, workdir_of(args.workdir or "."), where)
+
+
+# The client's parameters as the command line spells them: an error names what the user typed.
+_OPTIONS = {"base_url": "--base-url", "model": "--model", "max_tokens": "--max-tokens"}
+
+
+def _as_typed(message: str) -> str:
+    """``message`` with a leading parameter name of the client turned into its option."""
+    name, space, rest = message.partition(" ")
+    return f"{_OPTIONS[name]} {rest}" if space and name in _OPTIONS else message
 
 
 def _public(config: ClientConfig) -> bool:
@@ -139,12 +150,12 @@ def _refuse_without_key(config: ClientConfig) -> None:
         try:  # AWS credentials sign the requests: none found is a mistake to say now
             SigV4(config.region or "", service=wire.sigv4_service).check()
         except ConfigurationError as exc:
-            raise UsageError(f"--provider {config.provider}: {exc}") from None
+            raise InputError(f"--provider {config.provider}: {exc}") from None
         return
     also = (
         " (or AWS credentials with pip install 'railings[bedrock]')" if wire.sigv4_service else ""
     )
-    raise UsageError(
+    raise InputError(
         f"--provider {config.provider} needs {config.key_variable} in the environment{also} "
         f"(for {config.base_url}); --demo runs the embedded scripted model instead"
     )

@@ -15,7 +15,16 @@ from typing import Any
 from rich.markup import escape
 
 from railings._extras import require
-from railings.cli._common import UsageError, console, positive
+from railings.cli._common import (
+    InputError,
+    UsageError,
+    console,
+    port,
+    positive,
+    prefix,
+    say,
+    stop_on_sigterm,
+)
 from railings.cli.journal import open_journal
 from railings.errors import ConfigurationError
 from railings.journal import default_path
@@ -30,9 +39,9 @@ byte for byte; one that ends without its provider's proof is resent when
 nothing had arrived (Empty), or ended with a provider-shaped error event
 (Partial); a tool call cut by the output limit is refused (--cut-calls refuse).
 Keys are forwarded upstream and never logged. GET /_railings/health,
-GET /_railings/metrics (Prometheus). See docs/GATEWAY.md.
+GET /_railings/metrics (Prometheus). Its URL goes to stderr once it listens.
 
-exit codes: 0 stopped (SIGINT, SIGTERM); 2 a usage error, or no gateway extra.
+exit codes: 0 stopped (Ctrl-C, SIGTERM); 2 a usage error, or no gateway extra.
 """
 
 
@@ -42,7 +51,6 @@ def register(commands: Any) -> None:
         "gateway",
         help="the proof rule as an HTTP gateway for any client",
         description=GATEWAY_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--upstream",
@@ -52,7 +60,7 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument(
-        "--port", type=_port, default=8787, metavar="N", help="port (default 8787; 0: a free one)"
+        "--port", type=port, default=8787, metavar="PORT", help="port (default 8787; 0: a free one)"
     )
     parser.add_argument(
         "--cut-calls",
@@ -65,7 +73,7 @@ def register(commands: Any) -> None:
         choices=("stock", "asyncio"),
         default="stock",
         help="the upstream connections' backend: httpx2's own on anyio (default), or "
-        "railings' asyncio backend, less CPU per event (docs/GATEWAY.md)",
+        "railings' asyncio backend, less CPU per event",
     )
     where = parser.add_mutually_exclusive_group()
     where.add_argument(
@@ -77,8 +85,10 @@ def register(commands: Any) -> None:
     view = commands.add_parser(
         "gateway-log",
         help="the turns a gateway proxied, from its journal",
-        description="List the turns the gateway journaled: time, provider, model, status, "
-        "outcome, attempts, timings, usage and refused calls.",
+        description="List the turns the gateway journaled: time, provider, model, status,\n"
+        "outcome, attempts, timings, usage and refused calls.\n\n"
+        "exit codes: 0 listed; 2 usage error, or a journal that is not a usable\n"
+        "database.",
     )
     view.add_argument("--journal", metavar="PATH", help=f"journal file (default: {default_path()})")
     view.add_argument("--limit", type=positive, default=50, metavar="N", help="last N turns")
@@ -86,18 +96,8 @@ def register(commands: Any) -> None:
     view.set_defaults(run=run_gateway_log)
 
 
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {text!r}")
-    return value
-
-
 def run_gateway(args: argparse.Namespace) -> int:
-    require("gateway", "uvicorn")
+    require("the gateway", "uvicorn")
     from railings.gateway import app
     from railings.gateway.serve import bind, is_loopback, serve, url_of
     from railings.gateway.upstream import upstream_shown
@@ -105,7 +105,7 @@ def run_gateway(args: argparse.Namespace) -> int:
     try:
         sock = bind(args.host, args.port)
     except OSError as exc:
-        raise UsageError(f"gateway: cannot bind {args.host}:{args.port}: {exc}") from None
+        raise InputError(f"cannot bind {args.host}:{args.port}: {exc}") from None
     try:
         gateway = app(
             args.upstream,
@@ -118,27 +118,26 @@ def run_gateway(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     host = sock.getsockname()[0]
     if not is_loopback(host):
-        print(
-            f"railings: warning: the gateway listens on {host}, beyond loopback: anyone who "
+        say(
+            "gateway",
+            f"warning: the gateway listens on {host}, beyond loopback: anyone who "
             "can reach it can use the upstream through it",
-            file=sys.stderr,
         )
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("railings gateway: %(message)s"))
+    handler.setFormatter(logging.Formatter(prefix("gateway") + "%(message)s"))
     logger = logging.getLogger("railings.gateway")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     journal = "no journal" if gateway.journal is None else f"journal {gateway.journal.journal.path}"
     # uvicorn shuts down gracefully on SIGINT / SIGTERM, then raises the signal again;
-    # both are how a gateway is meant to stop, so both end with exit code 0, also when
+    # both are how a server is meant to stop, so both end with exit code 0, also when
     # the signal comes before uvicorn has taken the handlers over.
-    signal.signal(signal.SIGTERM, _stop)
+    stop_on_sigterm()
     with contextlib.suppress(KeyboardInterrupt):
-        print(
-            f"railings gateway: listening on {url_of(sock)} -> {upstream_shown(gateway.upstream)} "
+        say(
+            "gateway",
+            f"listening on {url_of(sock)} -> {upstream_shown(gateway.upstream)} "
             f"(cut calls: {args.cut_calls}; network: {args.network}; {journal})",
-            file=sys.stderr,
-            flush=True,
         )
         serve(gateway, sock)
     if not gateway.closed:  # stopped before the server ran its shutdown (or forced)
@@ -151,10 +150,6 @@ def run_gateway(args: argparse.Namespace) -> int:
             for sig, previous in held.items():
                 signal.signal(sig, previous)
     return 0
-
-
-def _stop(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
 
 
 def run_gateway_log(args: argparse.Namespace) -> int:
@@ -171,7 +166,7 @@ def run_gateway_log(args: argparse.Namespace) -> int:
                     if entry.kind == "gateway_turn" and not entry.damaged:
                         rows.append({"session": info.id, "at": entry.at, **entry.data})
         except ConfigurationError as exc:  # a damaged journal: one line, exit 2
-            raise UsageError(str(exc)) from None
+            raise InputError(str(exc)) from None
     rows.sort(key=lambda r: float(r["at"]))
     rows = rows[-args.limit :]
     if args.json:

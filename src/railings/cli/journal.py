@@ -18,7 +18,7 @@ from typing import Any
 
 from rich.markup import escape
 
-from railings.cli._common import UsageError, console, positive
+from railings.cli._common import InputError, console, positive
 from railings.errors import ConfigurationError
 from railings.journal import Entry, Journal, SessionInfo, default_path
 from railings.redact import redact, redact_json, redact_pieces
@@ -32,8 +32,8 @@ def register(commands: Any) -> None:
         "sessions",
         help="list journaled sessions",
         description="List the sessions in the journal, newest first.\n\n"
-        "exit codes: 0 listed; 2 usage error, or a journal that is not a usable database.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "exit codes: 0 listed; 2 usage error, or a journal that is not a usable\n"
+        "database.",
     )
     sessions.add_argument(
         "--journal", metavar="PATH", help=f"journal file (default: {default_path()})"
@@ -47,12 +47,12 @@ def register(commands: Any) -> None:
     show = commands.add_parser(
         "show",
         help="print one journaled session",
-        description="Print everything the journal holds for one session: the task, every streamed "
-        "delta, tool call, verdict, result and error, with known secrets redacted in the joined "
-        "text. A row that cannot be read is shown as damaged and the rest as usual.\n\nexit "
-        "codes: 0 shown; 2 unknown session, usage error, or a journal that is not a usable "
-        "database.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Print everything the journal holds for one session: the task, every\n"
+        "streamed delta, tool call, verdict, result and error, with known secrets\n"
+        "redacted in the joined text. A row that cannot be read is shown as damaged\n"
+        "and the rest as usual.\n\n"
+        "exit codes: 0 shown; 2 unknown session, usage error, or a journal that is\n"
+        "not a usable database.",
     )
     show.add_argument("session", metavar="ID", help="session id (a unique prefix is enough)")
     show.add_argument("--journal", metavar="PATH", help=f"journal file (default: {default_path()})")
@@ -70,20 +70,20 @@ def open_journal(path: str | None, *, create: bool) -> Journal:
     if path is not None:
         given = Path(path).expanduser()
         if not create and not given.exists():
-            raise UsageError(f"--journal {path}: no such file")
+            raise InputError(f"--journal {path}: no such file")
         if create and not given.parent.is_dir():
-            raise UsageError(f"--journal {path}: no such directory {given.parent}")
+            raise InputError(f"--journal {path}: no such directory {given.parent}")
     elif not create and not default_path().exists():
-        raise UsageError(f"no journal yet at {default_path()}: railings run or chat makes one")
+        raise InputError(f"no journal yet at {default_path()}: railings run or chat makes one")
     try:
         journal = Journal(path)
     except ConfigurationError as exc:
-        raise UsageError(str(exc)) from None
+        raise InputError(str(exc)) from None
     try:
         journal.sessions(limit=1)  # a damaged page shows here, not mid-way through a run
     except ConfigurationError as exc:
         journal.close()
-        raise UsageError(str(exc)) from None
+        raise InputError(str(exc)) from None
     return journal
 
 
@@ -134,7 +134,7 @@ def run_sessions(args: argparse.Namespace) -> int:
         try:
             sessions = journal.sessions(limit=args.limit)
         except ConfigurationError as exc:
-            raise UsageError(str(exc)) from None
+            raise InputError(str(exc)) from None
     if args.json:
         rows = [
             {
@@ -168,11 +168,9 @@ def _find(journal: Journal, prefix: str) -> SessionInfo:
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise UsageError(
-            f"show: no session id starts with {prefix!r} (railings sessions lists them)"
-        )
+        raise InputError(f"no session id starts with {prefix!r} (railings sessions lists them)")
     listed = ", ".join(s.id for s in matches[:10]) + (" ..." if len(matches) > 10 else "")
-    raise UsageError(f"show: {len(matches)} sessions start with {prefix!r}: {listed}")
+    raise InputError(f"{len(matches)} sessions start with {prefix!r}: {listed}")
 
 
 def run_show(args: argparse.Namespace) -> int:
@@ -182,7 +180,7 @@ def run_show(args: argparse.Namespace) -> int:
             info = _find(journal, args.session)
             entries = redacted_entries(journal.entries(info.id))
         except ConfigurationError as exc:
-            raise UsageError(str(exc)) from None
+            raise InputError(str(exc)) from None
     if args.json:
         sys.stdout.write(json.dumps(_show_json(info, entries), ensure_ascii=False) + "\n")
         return 0

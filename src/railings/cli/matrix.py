@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from railings._extras import require
-from railings.cli._common import UsageError, console, positive, upstream_origin
+from railings.cli._common import InputError, UsageError, console, positive, upstream_origin
 
 __all__ = ["register", "run"]
 
@@ -42,10 +42,10 @@ required). The answer is then whatever the endpoint says: the proxy keeps a copy
 of each upstream body, and that copy is the reference. A mid-stream fault lands
 on a guessed event there, so a fault that hits before any content may also end
 as Empty, resent, then a typed error. It costs real tokens: sizes default to
-small.
+small. An upstream that cannot be reached stops the run before any cell.
 
 exit codes: 0 every railings cell as expected; 1 a railings cell failed (listed)
-or the run itself failed; 2 usage error.
+or the run itself failed; 2 usage error, or an unreachable --upstream.
 """
 
 
@@ -70,7 +70,6 @@ def register(commands: Any) -> None:
         "matrix",
         help="run the fault matrix (faults x sizes x providers x cut tool call)",
         description=HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--client",
@@ -130,14 +129,18 @@ def run(args: argparse.Namespace) -> int:
     names = list(CLIENTS) if "all" in args.client else args.client
     clients = [CLIENTS[n]() for n in names]
     for client in clients:  # before any cell runs: one line and exit 2, not a traceback per cell
-        require(f"matrix --client {client.name}", *client.requires)
+        require(f"--client {client.name}", *client.requires)
+    if upstream is not None:  # before any cell runs, too: one line, not a FAIL per cell
+        problem = asyncio.run(upstream.unreachable())
+        if problem is not None:
+            raise InputError(f"--upstream {upstream.url}: unreachable ({problem})")
     faults = args.faults or (list(QUICK_FAULTS) if args.quick else None)
     sizes = args.sizes or (["small"] if args.quick or upstream else None)
     cells = grid(faults, sizes, args.providers)
     total = count(cells, clients)
     if total == 0:
         speaks = "; ".join(f"{c.name} speaks {', '.join(sorted(c.providers))}" for c in clients)
-        raise UsageError(f"matrix: no cells to run with these filters ({speaks})")
+        raise UsageError(f"no cells to run with these filters ({speaks})")
 
     err = console(stderr=True)
     with progress(err, total, enabled=err.is_terminal and not args.json) as advance:
@@ -157,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
         }
         sys.stdout.write(to_json(result, options=options) + "\n")
     else:
-        render(console(), result)
+        render(console(wrap=True), result)
     return result.exit_code
 
 
@@ -167,13 +170,13 @@ def _upstream(args: argparse.Namespace) -> Any:
     if args.upstream is None:
         if args.model is not None:
             raise UsageError(
-                "matrix: --model goes with --upstream (the embedded server has one scripted model)"
+                "--model goes with --upstream (the embedded server has one scripted model)"
             )
         return None
     parts = urlsplit(args.upstream)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"matrix: --upstream must be an http(s) URL, got {args.upstream!r}")
+        raise UsageError(f"--upstream must be an http(s) URL, got {args.upstream!r}")
     args.upstream = upstream_origin(args.upstream, "matrix")
     if not args.model:
-        raise UsageError("matrix: --upstream needs --model (the model to ask)")
+        raise UsageError("--upstream needs --model (the model to ask)")
     return Upstream(args.upstream.rstrip("/"), args.model)

@@ -10,7 +10,8 @@ from typing import Any
 
 from rich.markup import escape
 
-from railings.cli._common import UsageError, console, positive
+from railings.agent.view import visible
+from railings.cli._common import InputError, console, positive, say
 from railings.providers import NAMES
 from railings.replay import Replay, replay, to_json
 from railings.turn.verdict import CallVerdict, RejectReason, cut_at_limit
@@ -40,7 +41,6 @@ def register(commands: Any) -> None:
         "replay",
         help="judge a captured stream body offline",
         description=HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "file", metavar="FILE", help="raw response body (as it came); - reads standard input"
@@ -49,7 +49,9 @@ def register(commands: Any) -> None:
         "--provider",
         choices=(*NAMES, "auto"),
         default="auto",
-        help="wire format (default: detected from the first bytes, then the first event)",
+        metavar="NAME",
+        help=f"wire format: {', '.join(NAMES)} or auto (default: detected from the "
+        "first bytes, then the first event)",
     )
     parser.add_argument(
         "--max-tokens",
@@ -91,11 +93,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         body = sys.stdin.buffer.read() if args.file == "-" else path.read_bytes()
     except FileNotFoundError:
-        raise UsageError(f"replay: no such file: {path}") from None
+        raise InputError(f"no such file: {path}") from None
     except IsADirectoryError:
-        raise UsageError(f"replay: {path} is a directory, not a file") from None
+        raise InputError(f"{path} is a directory, not a file") from None
     except OSError as exc:
-        raise UsageError(f"replay: cannot read {path}: {exc.strerror}") from None
+        raise InputError(f"cannot read {path}: {exc.strerror}") from None
     result = replay(
         body,
         provider=args.provider,
@@ -107,22 +109,23 @@ def run(args: argparse.Namespace) -> int:
         result.framing == "sse" and b"data:" not in body and body.lstrip()[:1] in (b"{", b"[")
     )
     # An error answer saved or piped instead of a stream: say so, not only "EMPTY".
-    start = body.strip()[:160].decode("utf-8", "replace").replace("\n", " ")
+    # Escaped: a binary file's control bytes must not reach the terminal.
+    start = visible(body.strip()[:160].decode("utf-8", "replace"))
     looks = f"it looks like a JSON response (an HTTP error?): {start}" if json_like else ""
     if result.sse_events == 0 and args.provider == "auto":
         # Nothing to detect a format from: naming one would be a guess.
-        raise UsageError(
-            f"replay: {args.file} holds no server-sent event ({len(body)} bytes); "
+        raise InputError(
+            f"{args.file} holds no server-sent event ({len(body)} bytes); "
             + (looks or "not a captured stream body (--provider NAME judges it as empty)")
         )
     _check_choice(args.choice, result.choices)
     if json_like:
-        print(f"railings: warning: the body holds no SSE event; {looks}", file=sys.stderr)
+        say("replay", f"warning: the body holds no SSE event; {looks}")
     if result.turn.stop_reason_source == "derived" and args.max_tokens is None:
-        print(
-            "railings: warning: the stream carried no stop reason and --max-tokens was not given, "
+        say(
+            "replay",
+            "warning: the stream carried no stop reason and --max-tokens was not given, "
             "so a truncation cannot be recognized",
-            file=sys.stderr,
         )
     if args.json:
         sys.stdout.write(json.dumps(to_json(result), ensure_ascii=False) + "\n")
@@ -136,27 +139,30 @@ def _check_choice(asked: int | None, carried: frozenset[int]) -> None:
     ``--choice`` get a note, so choice 0 is not taken for the whole answer."""
     listed = ", ".join(map(str, sorted(carried)))
     if asked is not None and carried and asked not in carried:
-        raise UsageError(f"replay: --choice {asked}: the stream carried choices {listed}")
+        raise InputError(f"--choice {asked}: the stream carried choices {listed}")
     if asked is None and len(carried) > 1:
-        print(
-            f"railings: note: the stream carried {len(carried)} choices ({listed}); this is "
+        say(
+            "replay",
+            f"note: the stream carried {len(carried)} choices ({listed}); this is "
             "choice 0 (--choice N for another)",
-            file=sys.stderr,
         )
 
 
 def _summary(result: Replay) -> None:
-    out = console()
+    """The report. Everything that came from the body is shown with its control
+    characters escaped (:func:`_shown`). On a terminal, long lines wrap at word
+    boundaries; to a pipe, each fact stays one line, for grep."""
+    out = console(wrap=True)
     turn = result.turn
     if turn.complete:
         head = "[green]finished[/]: the provider's termination proof arrived"
     else:
         why = turn.error.message if turn.error else ""
-        head = f"[red]NOT finished[/]: {turn.outcome.value.upper()} ({escape(why)})"
+        head = f"[red]NOT finished[/]: {turn.outcome.value.upper()} ({_shown(why)})"
     out.print(f"[bold]{turn.provider}[/] stream {head}")
-    line = f"stop reason: [bold]{escape(turn.stop_reason or '-')}[/]"
+    line = f"stop reason: [bold]{_shown(turn.stop_reason or '-')}[/]"
     if turn.stop_reason_source == "wire":
-        line += escape(f" (from the wire: {turn.stop_reason_wire})")
+        line += _shown(f" (from the wire: {turn.stop_reason_wire})")
     elif turn.stop_reason_source == "derived":
         line += " (derived: the stream carried none)"
     if turn.truncated:
@@ -174,7 +180,7 @@ def _summary(result: Replay) -> None:
         )
     if turn.error and turn.error.provider_type:
         out.print(
-            f"provider error: {escape(turn.error.provider_type)}: {escape(turn.error.message)}"
+            f"provider error: {_shown(turn.error.provider_type)}: {_shown(turn.error.message)}"
         )
     for label, value in (
         ("thinking", turn.thinking),
@@ -182,12 +188,12 @@ def _summary(result: Replay) -> None:
         ("refusal", turn.refusal),
     ):
         if value:
-            out.print(f"[dim]{label}:[/] {escape(_clip(value, 400))}")
+            out.print(f"[dim]{label}:[/] {_shown(_clip(value, 400), prose=True)}")
     for v in result.verdicts:
         out.print(_call_line(v))
     for c in turn.server_tool_calls:
         missing = "" if c.result_arrived else " - no result block"
-        out.print(f"server tool {escape(c.name)} ({c.kind}, run by the provider){missing}")
+        out.print(f"server tool {_shown(c.name)} ({c.kind}, run by the provider){missing}")
 
 
 def _call_line(v: CallVerdict) -> str:
@@ -207,10 +213,16 @@ def _call_line(v: CallVerdict) -> str:
         tag = f"[red]NOT executed[/]: {v.reason.value if v.reason else ''}"
         if v.reason is RejectReason.TRUNCATED and not call.provable:
             tag += " (its completeness cannot be checked)"
-    raw = escape(_clip(call.raw_arguments.replace("\n", "\\n"), 200))
+    raw = _shown(_clip(call.raw_arguments, 200))
     what = "tool call" if call.type == "function" else f"{call.type} call"
     origin = " (arguments arrived parsed)" if call.origin == "parsed" else ""
-    return f"{what} #{call.index} [bold]{escape(call.name)}[/] {raw}{origin} -> {tag}"
+    return f"{what} #{call.index} [bold]{_shown(call.name)}[/] {raw}{origin} -> {tag}"
+
+
+def _shown(text: str, *, prose: bool = False) -> str:
+    """``text`` from the body, for the report: control characters as their escapes
+    (ESC as ``\\x1b``; newlines too unless ``prose``), rich markup escaped."""
+    return escape(visible(text, prose=prose))
 
 
 def _clip(text: str, limit: int) -> str:

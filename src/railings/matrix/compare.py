@@ -8,11 +8,13 @@ table that fits 80 columns::
     fault                   railings   openai chat   openai resp.  anthropic
     truncate                ✓ marked   ✗ SAID DONE   ✗ SAID DONE   ✗ SAID DONE
 
-A cell is one mark for all its cells (text and cut tool call): ``✓`` as expected, ``✗``
-not. The words say what the application was handed: ``SAID DONE`` is a cut stream
-returned as a finished answer without a word, ``LOST IT`` a complete answer thrown away.
-The last lines count what matters: how many broken streams each side handed over as
-finished, and how many cut tool calls railings ran (always 0).
+A mark covers its fault's text stream and its stream with a tool call cut by
+``max_tokens`` (railings': on each of the three wires), and the table says so: ``✓`` as
+expected, ``✗`` not. The words say what the application was handed: ``SAID DONE`` is a
+cut stream returned as a finished answer without a word, ``LOST IT`` a complete answer
+thrown away; the legend explains only the words the table shows. The last lines count
+what the table shows: the marks of each side that handed a broken stream over as
+finished, and how many cut tool calls railings ran (always 0), of how many streams.
 """
 
 from __future__ import annotations
@@ -67,15 +69,20 @@ class Tally:
         return sum(n for client, n in self.taken_as_done.items() if client != "railings")
 
 
+def _taken_as_done(r: CellResult) -> bool:
+    """Did the client hand a broken stream over as a finished answer?"""
+    return r.judgement.label.startswith("UNDETECTED") or (
+        r.counts and r.status is Status.FAIL and r.observation.returned
+    )
+
+
 def tally(result: MatrixResult) -> Tally:
-    """Count the cells of ``result`` the closing lines report."""
+    """Count the cells (streams) of ``result``."""
     counts = Tally()
     for r in result.results:
         counts.taken_as_done.setdefault(r.client, 0)
         counts.lost.setdefault(r.client, 0)
-        if r.judgement.label.startswith("UNDETECTED") or (
-            r.counts and r.status is Status.FAIL and r.observation.returned
-        ):
+        if _taken_as_done(r):
             counts.taken_as_done[r.client] += 1
         elif r.status is Status.FAIL and r.cell.fault.expect in (
             Expect.FULL,
@@ -94,14 +101,27 @@ def _column(r: CellResult) -> tuple[str, str]:
     return (r.client, "") if r.counts else (r.client, r.cell.provider.name)
 
 
+def _failure(results: Sequence[CellResult]) -> str | None:
+    """The word of a ✗ mark, or None for a cell that held."""
+    failed = next((r for r in results if r.status is Status.FAIL), None)
+    if failed is None:
+        return None
+    if failed.counts:
+        return "FAILED"
+    return "SAID DONE" if failed.judgement.label.startswith("UNDETECTED") else "LOST IT"
+
+
+_WORDS = {
+    "SAID DONE": "SAID DONE: a cut stream handed over as a finished answer, without a word.",
+    "LOST IT": "LOST IT: a complete answer (its proof had arrived) thrown away for an error.",
+}
+
+
 def _cell(results: Sequence[CellResult]) -> str:
     if not results:
         return "[dim]-[/]"
-    if any(r.status is Status.FAIL for r in results):
-        failed = next(r for r in results if r.status is Status.FAIL)
-        word = "SAID DONE" if failed.judgement.label.startswith("UNDETECTED") else "LOST IT"
-        if failed.counts:
-            word = "FAILED"
+    word = _failure(results)
+    if word is not None:
         return f"[bold red]✗ {word}[/]"
     if all(r.status is Status.LIMIT for r in results):
         return "[yellow]~[/]"
@@ -128,23 +148,33 @@ def render_comparison(console: Console, result: MatrixResult) -> None:
     table.add_column("fault", no_wrap=True)
     for column in present:
         table.add_column(COLUMNS[column], no_wrap=True)
-    for fault in FAULT_CASES:
-        if any(k[0] == fault.name for k in by_key):
-            table.add_row(fault.name, *(_cell(by_key.get((fault.name, c), [])) for c in present))
+    rows = [f for f in FAULT_CASES if any(k[0] == f.name for k in by_key)]
+    for fault in rows:
+        table.add_row(fault.name, *(_cell(by_key.get((fault.name, c), [])) for c in present))
     console.print(table)
+    wires = len({r.cell.provider.name for r in result.results if r.counts})
     console.print(
-        "[dim]SAID DONE: a cut stream handed over as a finished answer, without a word.\n"
-        "LOST IT: a complete answer (its proof had arrived) thrown away for an error.[/]"
+        "[dim]A mark covers a text stream and a stream with a tool call cut by\n"
+        f"max_tokens (railings: on each of the {wires} wires).[/]"
     )
+    shown = {_failure(by_key.get((f.name, c), [])) for f in rows for c in present}
+    for word, meaning in _WORDS.items():
+        if word in shown:
+            console.print(f"[dim]{meaning}[/]")
+    # What the table shows: the marks whose streams were handed over as finished.
+    handed: dict[str, int] = {}
+    for (_, (client, _)), results in by_key.items():
+        side = "railings" if client == "railings" else "sdks"
+        handed[side] = handed.get(side, 0) + any(_taken_as_done(r) for r in results)
     counts = tally(result)
     console.print()
     if any(c[0] != "railings" for c in present):
         console.print(
-            f"Broken streams handed over as finished: plain SDKs "
-            f"[bold red]{counts.sdk_taken_as_done()}[/], railings "
-            f"[bold green]{counts.taken_as_done.get('railings', 0)}[/]."
+            f"Marks of a broken stream handed over as finished: plain SDKs "
+            f"[bold red]{handed.get('sdks', 0)}[/], railings "
+            f"[bold green]{handed.get('railings', 0)}[/]."
         )
     console.print(
         f"Tool calls cut by the output limit that ran: railings {counts.cut_calls_run} of "
-        f"{counts.tool_cells}."
+        f"{counts.tool_cells} streams."
     )

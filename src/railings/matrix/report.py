@@ -1,8 +1,13 @@
 """The matrix for a person (rich tables, a progress bar, a summary) and for a machine (JSON).
 
-A table row is a fault class; a column is one client on one provider. A cell
-shows one mark per payload size, first the text cells, then the cells with a
-tool call cut by ``max_tokens``, and what the client did, in a few words::
+The tables fit 80 columns. A row is a fault class; a column is one client on one
+provider. A cell shows one mark per payload size, first the text cells, then the
+cells with a tool call cut by ``max_tokens``. With one client, the providers share
+one table: a column per provider, headed by a short name the legend spells out, a
+cell its marks only (text on the first line, the cut tool call on the second), and
+what a client did that differs from the "expected" column is listed under the
+table. With several clients, each provider gets its own table, and a cell says
+what its client did, in a few words::
 
     ✓✓✓ ✓✓✓ Partial: IdleTimeout
 
@@ -20,6 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -86,19 +92,27 @@ def _columns(result: MatrixResult) -> list[tuple[str, str]]:
     return list(seen)
 
 
-def _cell_text(results: Sequence[CellResult], *, always: bool) -> str:
-    """Marks, then what the client did, unless the marks already say it (``always``
-    False: a label equal to the expectation is left out)."""
+def _marks(results: Sequence[CellResult], between: str) -> str:
+    """The text cells' marks, then the tool cells', ``between`` the two groups."""
     texts = [r for r in results if not r.cell.tool]
     tools = [r for r in results if r.cell.tool]
     groups = [g for g in (texts, tools) if g]
-    marks = " ".join("".join(_mark(r) for r in g) for g in groups)
+    return between.join("".join(_mark(r) for r in g) for g in groups)
+
+
+def _cell_text(results: Sequence[CellResult]) -> str:
+    """Marks, then what the client did (a table of several clients)."""
     labels: dict[str, CellResult] = {}
     for r in results:
-        if always or r.judgement.label != r.cell.fault.detail:
-            labels.setdefault(r.judgement.label, r)
+        labels.setdefault(r.judgement.label, r)
     words = "; ".join(f"[{_label_style(r)}]{escape(label)}[/]" for label, r in labels.items())
-    return f"{marks} {words}".rstrip()
+    return f"{_marks(results, ' ')} {words}".rstrip()
+
+
+def short_name(provider: str) -> str:
+    """A provider's column heading in a one-client table: each hyphenated part's first
+    three letters (``openai-responses`` -> ``ope-res``), spelt out in the legend."""
+    return "-".join(part[:3] for part in provider.split("-"))
 
 
 def _mark(r: CellResult) -> str:
@@ -119,24 +133,47 @@ def _table(result: MatrixResult, columns: list[tuple[str, str]], title: str) -> 
     for r in result.results:
         by_key.setdefault((r.cell.fault.name, r.cell.provider.name, r.client), []).append(r)
     one_client = len({c for _, c in columns}) == 1
-    table = Table(title=title, title_justify="left")
+    # No outer border, one space between columns: a whole table in 80 columns.
+    table = Table(
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1, 0, 0),
+    )
     table.add_column("fault", no_wrap=True)
     if one_client:
-        table.add_column("expected", style="dim", no_wrap=True)
+        table.add_column("expected", style="dim", overflow="fold")
     for provider, client in columns:
-        table.add_column(provider if one_client else client.replace("+", "\n+"))
+        heading = short_name(provider) if one_client else client.replace("+", "\n+")
+        table.add_column(heading, no_wrap=one_client, overflow="fold")
     for fault in FAULT_CASES:
         if not any(k[0] == fault.name for k in by_key):
             continue
         row = [fault.name, fault.detail] if one_client else [fault.name]
         for provider, client in columns:
             cells = by_key.get((fault.name, provider, client), [])
-            row.append(_cell_text(cells, always=not one_client) if cells else "[dim]-[/]")
+            if not cells:
+                row.append("[dim]-[/]")
+            else:
+                row.append(_marks(cells, "\n") if one_client else _cell_text(cells))
         table.add_row(*row)
     return table
 
 
-def _legend(result: MatrixResult) -> str:
+def _differences(result: MatrixResult) -> list[str]:
+    """A one-client table's notes: what the client did where it is not the expected
+    column's words, once per provider, fault and words."""
+    seen: dict[tuple[str, str, str], None] = {}
+    for r in result.results:
+        if r.judgement.label != r.cell.fault.detail:
+            seen.setdefault((r.cell.provider.name, r.cell.fault.name, r.judgement.label), None)
+    return [f"{short_name(p)} {fault}: {escape(label)}" for p, fault, label in seen]
+
+
+def _legend(result: MatrixResult, *, stacked: bool) -> str:
+    """What the marks mean; ``stacked``: the two groups are on two lines of a cell."""
     sizes = _sizes(result.results)
     tools = sorted({r.cell.tool for r in result.results})
     parts = []
@@ -144,8 +181,9 @@ def _legend(result: MatrixResult) -> str:
         parts.append(f"text {'/'.join(sizes)}")
     if True in tools:
         parts.append(f"with a cut tool call {'/'.join(sizes)}")
+    order = ", below: " if stacked else ", then "
     return (
-        f"marks: {', then '.join(parts)}. ✓ as expected  ✗ not (an SDK: did not "
+        f"marks: {order.join(parts)}. ✓ as expected  ✗ not (an SDK: did not "
         "notice, or lost a complete answer)  ~ no client can tell on this wire"
     )
 
@@ -166,8 +204,22 @@ def render(console: Console, result: MatrixResult) -> None:
         else "embedded scripted server behind the fault proxy"
     )
     clients = list(dict.fromkeys(c for _, c in columns))
-    if len(clients) == 1:
+    one_client = len(clients) == 1
+    if one_client:
         console.print(_table(result, columns, f"railings matrix: {clients[0]}, {where}"))
+        providers = dict.fromkeys(p for p, _ in columns)
+        console.print(
+            "[dim]"
+            + escape("columns: " + ", ".join(f"{short_name(p)} {p}" for p in providers))
+            + "[/]"
+        )
+        differences = _differences(result)
+        if differences:
+            console.print("[dim]where a client did otherwise than expected:[/]")
+        for line in differences[:20]:
+            console.print(f"  {line}")
+        if len(differences) > 20:
+            console.print(f"  ... and {len(differences) - 20} more")
     else:
         for provider in dict.fromkeys(p for p, _ in columns):
             console.print(
@@ -178,7 +230,7 @@ def render(console: Console, result: MatrixResult) -> None:
                 )
             )
             console.print()
-    console.print(f"[dim]{_legend(result)}[/]")
+    console.print(f"[dim]{_legend(result, stacked=one_client)}[/]")
     faults = {r.cell.fault.name for r in result.results}
     for names, note in FOOTNOTES.items():
         if faults.intersection(names):

@@ -22,6 +22,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from railings.matrix.cells import Cell, Shape, Size, payload
 from railings.matrix.judge import (
@@ -65,6 +66,23 @@ class Upstream:
     # A real model's stream length is unknown: the middle of the content is a guess
     # (Anthropic sends three events before the first delta).
     shape_mid: int = 6
+
+    async def unreachable(self, timeout: float = 10.0) -> str | None:
+        """Why a TCP connection to the endpoint fails, or None when it opens: asked once,
+        before any cell runs, so that a wrong URL is one line, not a failed cell each."""
+        parts = urlsplit(self.url)
+        default = 443 if parts.scheme == "https" else 80
+        try:
+            async with asyncio.timeout(timeout):
+                _, writer = await asyncio.open_connection(parts.hostname, parts.port or default)
+        except TimeoutError:
+            return f"no connection within {timeout:g} s"
+        except OSError as exc:
+            return exc.strerror or str(exc)
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+        return None
 
     def request(self, size: Size, tool: bool) -> tuple[str, int]:
         """The prompt and ``max_tokens`` that ask for about ``size`` characters."""
