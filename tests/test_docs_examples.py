@@ -33,7 +33,6 @@ BIN = Path(sys.executable).parent
 # The line before a console block that is not run, with the reason (a long campaign).
 NOT_RUN = re.compile(r"^<!-- not run: (?P<why>\S.*?) -->\n(?:\n)?\Z")
 README_LINES = 300
-# A line railings writes to stderr: its status and warnings, prefixed with the command.
 
 
 def _blocks(kind: str) -> list[tuple[str, str, str]]:
