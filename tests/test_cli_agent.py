@@ -148,7 +148,7 @@ def test_every_command_has_help(tmp_path: Path, command: str) -> None:
     if command == "run":
         assert "exit codes:" in done.stdout and "3  the run ended on an interrupted" in done.stdout
     if command == "chat":  # its own keys and exit codes, not run's
-        assert "exit codes:" in done.stdout and "3        the last reply ended" in done.stdout
+        assert "exit codes:" in done.stdout and "3    an interrupted (Partial) turn" in done.stdout
 
 
 @pytest.mark.parametrize(

@@ -48,8 +48,8 @@ RUN_HELP = (
     "Run one task with a tool-using agent, then exit.\n\n" + PROVIDER_CHOICE + "\n" + EXIT_CODES
 )
 CHAT_HELP = (
-    "Talk to a tool-using agent; the conversation is kept across lines. /exit or Ctrl-D ends.\n\n"
-    + PROVIDER_CHOICE
+    "Talk to a tool-using agent; the conversation is kept across lines.\n"
+    "/exit or Ctrl-D ends it.\n\n" + PROVIDER_CHOICE
 )
 
 BUILTIN_NAMES = ("shell", "read_file", "write_file", "list_dir")

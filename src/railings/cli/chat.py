@@ -83,13 +83,14 @@ history: the prompts sent to the model (not /commands), at most 1000, in
   RAILINGS_CHAT_HISTORY set to nothing keeps no history file.
 
 exit codes:
-  0        left with /exit or Ctrl-D; the last reply (if any) ended its turn
-  1        the last reply ended on an error (one line on stderr)
-  2        usage error (bad flag, bad value, unreadable workdir)
-  3        the last reply ended on an interrupted (Partial) turn
-  4        the last reply stopped at the turn limit or the circuit breaker
-  130, 143 Ctrl-C on an empty line, or SIGINT without a terminal; SIGTERM:
-           the journal session ends interrupted
+  0    the model ended its turn (or nothing was sent)
+  1    an error (authentication, bad request, retries exhausted)
+  2    usage error (bad flag, bad value, unreadable workdir)
+  3    an interrupted (Partial) turn: what arrived is shown, nothing ran
+  4    the turn limit or the circuit breaker
+  130  Ctrl-C on an empty line (SIGINT, without a terminal)
+  143  SIGTERM; with 130, the journal session ends interrupted
+  (0, 1, 3 and 4 are the last reply's, as a shell's is its last command's)
 """
 
 Session = Callable[..., Awaitable[int]]  # cli.agent._session(args, tasks, ...)
