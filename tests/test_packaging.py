@@ -173,8 +173,7 @@ def test_the_gateway_without_its_extra_is_one_line_and_exit_2(tmp_path: Path) ->
     done = _bare(code, "gateway", "--upstream", "http://127.0.0.1:9", "--no-journal", cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
-        "railings gateway: the gateway needs uvicorn: pip install uvicorn"
-        " (railings' gateway extra)"
+        "railings gateway: the gateway needs uvicorn: pip install uvicorn (railings' gateway extra)"
     ]
 
 

@@ -123,6 +123,13 @@ class TerminalView:
         """Stop drawing the retry banner (the view unsubscribes from it)."""
         self._unsubscribe()
 
+    def break_line(self) -> None:
+        """End the line being drawn, whatever it holds (a reply cut short, the
+        terminal's ``^C``): what is drawn next starts on a fresh line."""
+        with self._lock:
+            self.console.print()
+            self._mode = ""
+
     # -- events --------------------------------------------------------------------------
 
     def on_event(self, event: AgentEvent) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from railings.agent.loop import Agent, RunResult, RunStatus
 from railings.agent.view import TerminalView
+from railings.cli import chat as chat_cli
 from railings.cli._common import UsageError, console, positive, run_until_stopped, say
 from railings.cli.endpoint import (
     DEFAULT_MODELS,
@@ -51,12 +52,8 @@ RUN_HELP = (
 )
 CHAT_HELP = (
     "Talk to a tool-using agent; the conversation is kept across lines.\n"
-    "/exit or Ctrl-D ends.\n\n" + PROVIDER_CHOICE + "\n" + EXIT_CODES
+    "/exit or Ctrl-D ends it.\n\n" + PROVIDER_CHOICE
 )
-CHAT_COMMANDS = """\
-/help         this list
-/exit, /quit  end the chat (so do Ctrl-D and Ctrl-C)
-anything else is sent to the model"""
 
 BUILTIN_NAMES = ("shell", "read_file", "write_file", "list_dir")
 
@@ -186,6 +183,7 @@ def register(commands: Any) -> None:
         "chat",
         help="talk to the agent interactively",
         description=CHAT_HELP,
+        epilog=chat_cli.CHAT_EPILOG,
     )
     _agent_options(chat)
     chat.set_defaults(run=run_chat)
@@ -259,7 +257,13 @@ def _transcript(results: list[tuple[str, RunResult]], endpoint: Endpoint) -> dic
     }
 
 
-async def _session(args: argparse.Namespace, tasks: Any, *, interactive_session: bool) -> int:
+async def _session(
+    args: argparse.Namespace,
+    tasks: Any,
+    *,
+    interactive_session: bool,
+    terminal: chat_cli.ChatTerminal | None = None,
+) -> int:
     out = console(stderr=args.json)
     # The keys are in this process's environment: closed to the commands it runs (see
     # railings.dispatch.shell).
@@ -284,14 +288,24 @@ async def _session(args: argparse.Namespace, tasks: Any, *, interactive_session:
                 registry,
                 max_turns=args.max_turns,
                 journal=journal,
-                approve=approver(yes=args.yes, view_console=out),
+                approve=approver(
+                    yes=args.yes,
+                    view_console=out,
+                    read=read_line if terminal is None else terminal.answer,
+                ),
                 needs_approval=needs_approval,
                 on_event=view.on_event,
                 **({"system": args.system} if args.system else {}),
             )
             try:
                 async for task in tasks:
-                    result = await agent.arun(task)
+                    if terminal is None:
+                        result = await agent.arun(task)
+                    else:
+                        answered = await terminal.reply(agent, task, view)
+                        if answered is None:
+                            continue  # Ctrl-C cancelled the reply: back to the prompt
+                        result = answered
                     results.append((task, result))
                     code = _exit_code(result)
                     if result.status is RunStatus.ERROR and result.error is not None:
@@ -326,25 +340,4 @@ def run_task(args: argparse.Namespace) -> int:
 
 
 def run_chat(args: argparse.Namespace) -> int:
-    interactive = sys.stdin.isatty()
-
-    async def lines() -> Any:
-        while True:
-            try:
-                line = (await read_line("you> " if interactive else "")).strip()
-            except EOFError:
-                return
-            if line in ("/exit", "/quit"):
-                return
-            if line.startswith("/"):  # a command for chat itself: never sent to the model
-                print(
-                    CHAT_COMMANDS
-                    if line == "/help"
-                    else f"unknown command {line.split()[0]} (/help lists them)",
-                    file=sys.stderr,
-                )
-                continue
-            if line:
-                yield line
-
-    return run_until_stopped(lambda: _session(args, lines(), interactive_session=True))
+    return chat_cli.run_chat(args, _session)

@@ -16,6 +16,7 @@ import contextlib
 import re
 import sys
 import threading
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from rich.console import Console
@@ -154,9 +155,11 @@ def _discard_typed_ahead() -> None:
         termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
 
 
-def approver(*, yes: bool, view_console: Console) -> Any:
+def approver(
+    *, yes: bool, view_console: Console, read: Callable[[], Awaitable[str]] = read_line
+) -> Any:
     """The approval hook: everything with ``yes``; refuse, saying why, without a terminal;
-    else ask on the terminal."""
+    else ask on the terminal, reading the answer with ``read``."""
     if yes:
         return lambda invocation: True
     if not sys.stdin.isatty():
@@ -167,7 +170,7 @@ def approver(*, yes: bool, view_console: Console) -> Any:
         _discard_typed_ahead()
         view_console.print(_question(invocation), end="")
         try:
-            return (await read_line()).strip().lower() in ("y", "yes")
+            return (await read()).strip().lower() in ("y", "yes")
         except EOFError:
             return False
 
