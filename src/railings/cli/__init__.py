@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from railings import __version__, accelerations
-from railings.cli import agent, demo, gateway, kit, matrix
+from railings.cli import agent, demo, gateway, kit, matrix, probe
 from railings.cli import journal as journal_cmd
 from railings.cli import replay as replay_cmd
 from railings.cli._common import UsageError, fail
@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     matrix.register(commands)
     demo.register(commands)
     gateway.register(commands)
+    probe.register(commands)
     return parser
 
 
