@@ -32,9 +32,9 @@ FIRST_CONTENT_FACTOR = 4
 
 def _words(provider: str) -> tuple[str, str]:
     """The wire's proof and what its own API sends before it, in its own words
-    (``[DONE]``, ``a finish_reason``), from its spec."""
+    (``[DONE]``, ``finish_reason``), from its spec's ``a `finish_reason```."""
     proof = spec(provider).proof
-    return min(proof.data | proof.events | proof.types), proof.structure.replace("`", "")
+    return min(proof.data | proof.events | proof.types), proof.structure.replace("`", "")[2:]
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +122,7 @@ def findings(
         )
         evidence["structural"] = Evidence(
             observed=f"not set: {missing} of {len(complete)} complete answers ended with "
-            f"{proof} and without {stop}",
+            f"{proof} and no {stop}",
             seen=len(complete),
             date=today,
             source=source,
@@ -215,7 +215,7 @@ def _keepalives(
     shown += [f"pings {p}: {n}" for p, n in pings.items() if n]
     waited = [o for o in seen if o.wait_before_first_event is not None]
     if not waited:
-        does = "keep the content clock (no rule)"
+        does = "keep its clocks (no rule)"
         rows.append(Finding("keep-alives", "; ".join(shown) or "none", does))
         return None
     wait = max(o.wait_before_first_event or 0.0 for o in waited)
@@ -235,7 +235,7 @@ def _keepalives(
 def _http(seen: list[Observation], *, tls: bool) -> list[Finding]:
     versions = ", ".join(sorted({o.http_version for o in seen}))
     if not tls:
-        versions += " (no TLS: HTTP/2 not offered)"
+        versions += " (HTTP/2 needs TLS)"
     codings = sorted({o.content_encoding for o in seen})
     offered = seen[0].accept_encoding or "nothing"
     return [
