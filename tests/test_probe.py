@@ -73,7 +73,7 @@ def test_null_stop_reasons_leave_the_terminator_as_the_proof_and_say_why(
     found = _probe({"null_stop_reason": True})
     assert found.profile.rules() == [] and found.warnings == []
     why = found.profile.evidence["structural"].observed
-    assert why.startswith("not set:") and "without a finish_reason" in why
+    assert why.startswith("not set:") and why.endswith("ended with [DONE] and no finish_reason")
     loaded = _reloaded(found, tmp_path)
     # The endpoint's own complete answers must stay complete under its profile.
     assert replay(FORGED, provider="openai", profile=loaded).turn.outcome is Outcome.COMPLETE
@@ -203,3 +203,17 @@ def test_probe_demo_runs_through_the_console_script(tmp_path: Path) -> None:
     assert all(line.startswith("railings probe: ") for line in done.stderr.splitlines())
     (loaded,) = profiles.load(tmp_path / "127-0-0-1.toml")
     assert loaded.rules() == ["structural"]
+
+
+def test_an_error_status_fails_the_battery_in_one_line_without_the_key(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with ScriptedServer({**DEMO_SCRIPT, "api_key": "sk-another-key"}) as server:
+        assert main(["probe", server.openai_base_url, "--yes"]) == 1
+        assert [r.status for r in server.requests] == [401]  # no retry of a refusal
+    shown = capsys.readouterr()
+    last = shown.err.splitlines()[-1]
+    assert last.startswith("railings probe: request 1 (a short answer): ") and "401" in last
+    assert KEY not in shown.out + shown.err and list(tmp_path.iterdir()) == []

@@ -18,6 +18,7 @@ import httpx2
 
 from railings.errors import RailingsError
 from railings.probe.battery import Ask, body
+from railings.providers import spec
 from railings.redact import redact, register_secret, register_url_secrets
 from railings.transport import ClientConfig
 from railings.transport.errors_map import BOUNDARY, error_from_response, map_exception
@@ -66,6 +67,7 @@ async def observe(config: ClientConfig, asks: tuple[Ask, ...], *, http2: bool) -
     async with httpx2.AsyncClient(
         http2=http2,
         follow_redirects=False,  # the key stays with the origin given
+        trust_env=False,  # as the client: no proxy or .netrc from the environment
         timeout=httpx2.Timeout(connect=10.0, read=120.0, write=30.0, pool=30.0),
         verify=config.verify,
     ) as http:
@@ -93,8 +95,14 @@ async def _one(http: httpx2.AsyncClient, config: ClientConfig, ask: Ask, n: int)
             continue
         break
     try:
-        if not is_event_stream(response, ("text/event-stream",)):
+        wanted = spec(config.provider).content_types
+        if not is_event_stream(response, wanted):
             data = await read_bounded(response)
+            if response.status_code < 300 and b'"error"' not in data:
+                kind = response.headers.get("content-type") or "no content type"
+                raise ProbeFailed(
+                    f"request {n} ({ask.label}): expected {' or '.join(wanted)}, got {kind}"
+                )
             error = error_from_response(
                 response.status_code,
                 response.headers,
