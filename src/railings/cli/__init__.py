@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from railings import __version__, accelerations
-from railings.cli import agent, demo, gateway, kit, matrix
+from railings.cli import agent, demo, gateway, kit, matrix, probe
 from railings.cli import journal as journal_cmd
 from railings.cli import replay as replay_cmd
 from railings.cli._common import (
@@ -63,6 +63,7 @@ def build_parser() -> _Parser:
     matrix.register(commands)
     demo.register(commands)
     gateway.register(commands)
+    probe.register(commands)
     parser.commands = commands.choices
     return parser
 

@@ -81,6 +81,7 @@ class Plan:
     truncated: bool
     thinking_complete: bool = True
     text_complete: bool = True
+    stop_reason_sent: bool = True  # False: the wire says null (quirk ``null_stop_reason``)
 
 
 def plan_turn(turn: ScriptTurn, max_tokens: int | None, new_id: Callable[[], str]) -> Plan:
@@ -115,11 +116,19 @@ def plan_turn(turn: ScriptTurn, max_tokens: int | None, new_id: Callable[[], str
     if turn.stop_reason is not None:
         stop = turn.stop_reason
     elif truncated:
-        stop = "max_tokens"
+        stop = turn.quirks.cut_stop_reason or "max_tokens"
     else:
         stop = "tool_use" if calls else "end_turn"
     return Plan(
-        thinking, text, tuple(calls), stop, count_tokens(used), truncated, thinking_done, text_done
+        thinking,
+        text,
+        tuple(calls),
+        stop,
+        count_tokens(used),
+        truncated,
+        thinking_done,
+        text_done,
+        stop_reason_sent=not turn.quirks.null_stop_reason,
     )
 
 

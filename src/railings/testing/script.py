@@ -11,6 +11,7 @@ A script is a JSON object. Only ``turns`` is required::
       "ping": true,                   # Anthropic: send a ping event after the first block start
       "on_exhausted": "repeat_last",  # more assistant messages than turns: "repeat_last" | "error"
       "seed": 7,                      # makes message, call and request ids deterministic
+      "proof": false,                 # quirks (below), for every turn or per turn
       "turns": [
         {"text": "Let me look.",
          "thinking": "The user wants a listing.",          # optional reasoning
@@ -90,6 +91,16 @@ characters: longer output is cut at exactly that character, wherever it falls
 start before the cut are not sent. Input tokens are
 ``ceil(len(json.dumps(system, messages, tools)) / 4)`` (Responses: instructions,
 input, tools).
+
+**Quirks** of compatible endpoints (:mod:`railings.testing.quirks`), top-level or per
+turn (the turn's value wins): ``"proof": false`` ends every stream without its proof
+(``data: [DONE]``, ``message_stop`` ...: what the ``drop_terminator`` fault does, the
+chunked body still ends cleanly); ``"null_stop_reason": true`` sends no stop reason
+(Chat: ``finish_reason: null`` on every chunk; Messages: ``message_delta`` with
+``stop_reason: null``; the other wires ignore it); ``"cut_stop_reason": "tool_calls"``
+is the stop reason sent when the output limit cut the turn (vLLM reports ``tool_calls``
+there; usage still reaches the limit); ``"keepalives": N`` sends N ``: keep-alive``
+comments before the first event (SSE wires), ``"keepalive_delay": S`` seconds apart.
 """
 
 from __future__ import annotations
@@ -114,6 +125,15 @@ from railings.testing.plan import (
     positive_int,
     responses_status,
 )
+from railings.testing.quirks import KEYS as QUIRK_KEYS
+from railings.testing.quirks import NO_QUIRKS, Quirks
+from railings.testing.script_values import (
+    expand,
+    filler,
+    non_negative,
+    positive_int_or_none,
+    string,
+)
 
 __all__ = [
     "TOKEN_CHARS",
@@ -133,49 +153,6 @@ __all__ = [
 ]
 
 DEFAULT_CHUNK_SIZE = 16
-
-_PROSE = (
-    "the quick brown fox jumps over the lazy dog while a careful agent checks every "
-    "stream for its proof of termination before it trusts a single tool call"
-)
-_WORDS = tuple(_PROSE.split())
-
-
-def filler(n: int) -> str:
-    """``n`` characters of deterministic prose (the ``{"$filler": n}`` macro)."""
-    if n <= 0:
-        return ""
-    out: list[str] = []
-    size = 0
-    i = 0
-    while size < n:
-        word = _WORDS[i % len(_WORDS)] + ("\n" if i % 13 == 12 else " ")
-        out.append(word)
-        size += len(word)
-        i += 1
-    return "".join(out)[:n]
-
-
-def _expand(value: Any, where: str) -> Any:
-    """Replace every ``{"$filler": N}`` in ``value``."""
-    if isinstance(value, dict):
-        if set(value) == {"$filler"}:
-            n = value["$filler"]
-            if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-                raise ConfigurationError(f"{where}: $filler needs a non-negative integer")
-            return filler(n)
-        return {k: _expand(v, f"{where}.{k}") for k, v in value.items()}
-    if isinstance(value, list):
-        return [_expand(v, f"{where}[{i}]") for i, v in enumerate(value)]
-    return value
-
-
-def _string(value: Any, where: str) -> str:
-    value = _expand(value, where)
-    if not isinstance(value, str):
-        raise ConfigurationError(f'{where}: expected a string or {{"$filler": N}}')
-    return value
-
 
 # Call types a script may ask for (railings.events.CallType): a ``function`` everywhere;
 # the others are Responses API items, sent as plain function calls on the other wires.
@@ -212,7 +189,7 @@ class ToolCallSpec:
         unknown = set(data) - {"name", "arguments", "id", "type", "object_arguments"}
         if unknown:
             raise ConfigurationError(f"{where}: unknown keys {sorted(unknown)}")
-        args = _expand(data.get("arguments", {}), f"{where}.arguments")
+        args = expand(data.get("arguments", {}), f"{where}.arguments")
         if not isinstance(args, str):
             args = json.dumps(args, ensure_ascii=False)
         call_id = data.get("id")
@@ -237,6 +214,7 @@ class ScriptTurn:
     stop_reason: str | None = None
     chunk_size: int | None = None
     delay: float | None = None
+    quirks: Quirks = NO_QUIRKS
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "turn") -> ScriptTurn:
@@ -251,6 +229,7 @@ class ScriptTurn:
             "stop_reason",
             "chunk_size",
             "delay",
+            *QUIRK_KEYS,
         }
         if unknown:
             raise ConfigurationError(f"{where}: unknown keys {sorted(unknown)}")
@@ -261,31 +240,16 @@ class ScriptTurn:
         if stop is not None and not isinstance(stop, str):
             raise ConfigurationError(f"{where}.stop_reason: expected a string")
         return cls(
-            text=_string(data.get("text", ""), f"{where}.text"),
-            thinking=_string(data.get("thinking", ""), f"{where}.thinking"),
+            text=string(data.get("text", ""), f"{where}.text"),
+            thinking=string(data.get("thinking", ""), f"{where}.thinking"),
             tool_calls=tuple(
                 ToolCallSpec.from_dict(c, f"{where}.tool_calls[{i}]") for i, c in enumerate(calls)
             ),
             stop_reason=stop,
-            chunk_size=_positive_int(data.get("chunk_size"), f"{where}.chunk_size"),
-            delay=_non_negative(data.get("delay"), f"{where}.delay"),
+            chunk_size=positive_int_or_none(data.get("chunk_size"), f"{where}.chunk_size"),
+            delay=non_negative(data.get("delay"), f"{where}.delay"),
+            quirks=Quirks.from_dict(data, where),
         )
-
-
-def _positive_int(value: Any, where: str) -> int | None:
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise ConfigurationError(f"{where}: expected a positive integer")
-    return value
-
-
-def _non_negative(value: Any, where: str) -> float | None:
-    if value is None:
-        return None
-    if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
-        raise ConfigurationError(f"{where}: expected a non-negative number")
-    return float(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,6 +265,7 @@ class Script:
     ping: bool = True
     on_exhausted: Literal["repeat_last", "error"] = "repeat_last"
     seed: int | None = None
+    quirks: Quirks = NO_QUIRKS
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Script:
@@ -319,6 +284,7 @@ class Script:
             "on_exhausted",
             "seed",
             "description",
+            *QUIRK_KEYS,
         }
         if unknown:
             raise ConfigurationError(f"script: unknown keys {sorted(unknown)}")
@@ -339,12 +305,13 @@ class Script:
             model=data.get("model"),
             api_key=data.get("api_key"),
             require_api_key=bool(data.get("require_api_key", False)),
-            chunk_size=_positive_int(data.get("chunk_size"), "script.chunk_size")
+            chunk_size=positive_int_or_none(data.get("chunk_size"), "script.chunk_size")
             or DEFAULT_CHUNK_SIZE,
-            delay=_non_negative(data.get("delay"), "script.delay") or 0.0,
+            delay=non_negative(data.get("delay"), "script.delay") or 0.0,
             ping=bool(data.get("ping", True)),
             on_exhausted=exhausted,
             seed=seed,
+            quirks=Quirks.from_dict(data, "script"),
         )
 
     @classmethod
@@ -375,6 +342,10 @@ class Script:
     def turn_index(self, messages: Sequence[Any]) -> int:
         """Turn i answers a conversation that already holds i assistant messages."""
         return sum(1 for m in messages if isinstance(m, Mapping) and m.get("role") == "assistant")
+
+    def quirks_of(self, turn: ScriptTurn) -> Quirks:
+        """The quirks ``turn`` is sent with: its own, else the script's."""
+        return turn.quirks.over(self.quirks)
 
     def select(self, index: int) -> ScriptTurn | None:
         """The turn for ``index``, or None when the script is exhausted and says ``error``."""

@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import itertools
 import json
 import logging
 import threading
@@ -56,6 +57,8 @@ from railings.testing.http import (
     send_json,
 )
 from railings.testing.ids import Ids
+from railings.testing.kitwire import SSE_CONTENT_TYPE
+from railings.testing.quirks import KEEP_ALIVE, Quirks
 from railings.testing.script import Script, ScriptTurn
 from railings.testing.service import Service
 from railings.testing.wires import Answer, KitWire, wire_for_request
@@ -173,7 +176,7 @@ class ScriptedServer(Service):
             request.method, request.path, _redact(request.headers), body, wire.spec.name
         )
         try:
-            turn_index, stream, events, delay = self._respond(
+            turn_index, stream, events, delay, quirks = self._respond(
                 request, wire, known, body, request_id
             )
         except _Reply as reply:
@@ -185,13 +188,22 @@ class ScriptedServer(Service):
         if isinstance(events, dict | list):
             await send_json(writer, 200, events, id_headers)
             return
+        if not quirks.sends_proof:  # what the drop_terminator fault does, from the server
+            events = itertools.takewhile(lambda event: not wire.is_proof(event), events)
+        if wire.stream_content_type != SSE_CONTENT_TYPE:
+            quirks = dataclasses.replace(quirks, keepalives=None)  # comments are SSE's
         await self._send_stream(
-            writer, events, [*id_headers, *wire.stream_headers], delay, wire.stream_content_type
+            writer,
+            events,
+            [*id_headers, *wire.stream_headers],
+            delay,
+            wire.stream_content_type,
+            quirks,
         )
 
     def _respond(
         self, request: Request, wire: KitWire, known: bool, body: Any, request_id: str
-    ) -> tuple[int, bool, dict[str, Any] | list[Any] | Iterator[bytes], float]:
+    ) -> tuple[int, bool, dict[str, Any] | list[Any] | Iterator[bytes], float, Quirks]:
         if not known:
             raise _Reply(
                 404,
@@ -212,6 +224,8 @@ class ScriptedServer(Service):
             raise _Reply(400, wire.status_error(400, ask, request_id))
         counted = wire.turn_index(ask, self.script)
         turn_index, turn = self._select(request.headers, counted, wire, request_id)
+        quirks = self.script.quirks_of(turn)
+        turn = dataclasses.replace(turn, quirks=quirks)
         chunk_size = (
             _header_int(request.headers, "x-railings-chunk-size")
             or turn.chunk_size
@@ -225,7 +239,7 @@ class ScriptedServer(Service):
             ping=self.script.ping,
             new_item_ids=self._item_ids,
         )
-        return turn_index, bool(ask.stream), wire.answer(ask, turn, at), delay
+        return turn_index, bool(ask.stream), wire.answer(ask, turn, at), delay, quirks
 
     def _item_ids(self) -> Callable[[str], str]:
         """Item ids for one response, remembering what its reasoning item produced: a
@@ -276,6 +290,7 @@ class ScriptedServer(Service):
         headers: list[tuple[str, str]],
         delay: float,
         content_type: str,
+        quirks: Quirks,
     ) -> None:
         writer.write(
             render_head(
@@ -289,6 +304,11 @@ class ScriptedServer(Service):
                 ],
             )
         )
+        for _ in range(quirks.keepalives or 0):  # a server that waits before its first event
+            writer.write(encode_chunk(KEEP_ALIVE))
+            await writer.drain()
+            if quirks.keepalive_delay:
+                await asyncio.sleep(quirks.keepalive_delay)
         for event in events:
             writer.write(encode_chunk(event))
             await writer.drain()

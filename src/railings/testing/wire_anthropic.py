@@ -129,6 +129,10 @@ def _usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
     }
 
 
+def _stop_reason(plan: Plan) -> str | None:
+    return anthropic_stop_reason(plan.stop_reason) if plan.stop_reason_sent else None
+
+
 def _pieces(s: str, size: int) -> Iterator[str]:
     for start in range(0, len(s), size):
         yield s[start : start + size]
@@ -209,7 +213,7 @@ def events(
         {
             "type": "message_delta",
             "delta": {
-                "stop_reason": anthropic_stop_reason(plan.stop_reason),
+                "stop_reason": _stop_reason(plan),
                 "stop_sequence": None,
             },
             "usage": {"output_tokens": plan.output_tokens},
@@ -246,7 +250,7 @@ def message(
         "role": "assistant",
         "model": model,
         "content": content,
-        "stop_reason": anthropic_stop_reason(plan.stop_reason),
+        "stop_reason": _stop_reason(plan),
         "stop_sequence": None,
         "usage": _usage(ask.input_tokens, plan.output_tokens),
     }

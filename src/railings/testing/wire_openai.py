@@ -151,6 +151,10 @@ def _usage(plan: Plan, prompt_tokens: int) -> dict[str, Any]:
     }
 
 
+def _finish_reason(plan: Plan) -> str | None:
+    return openai_finish_reason(plan.stop_reason) if plan.stop_reason_sent else None
+
+
 def _pieces(s: str, size: int) -> Iterator[str]:
     for start in range(0, len(s), size):
         yield s[start : start + size]
@@ -207,7 +211,7 @@ def chunks(
             continue
         for piece in _pieces(call.arguments, chunk_size):
             yield chunk({"tool_calls": [{"index": call.index, "function": {"arguments": piece}}]})
-    yield chunk({}, openai_finish_reason(plan.stop_reason))
+    yield chunk({}, _finish_reason(plan))
     if ask.include_usage:
         yield sse({**base, "choices": [], "usage": _usage(plan, ask.prompt_tokens)})
     yield DONE_EVENT
@@ -247,7 +251,7 @@ def completion(
                 "index": 0,
                 "message": message,
                 "logprobs": None,
-                "finish_reason": openai_finish_reason(plan.stop_reason),
+                "finish_reason": _finish_reason(plan),
             }
         ],
         "usage": _usage(plan, ask.prompt_tokens),

@@ -1,0 +1,191 @@
+"""Sending the battery and reading each answer with railings' own layers.
+
+Each answer's bytes go, a line at a time, to the stream reader (the turn: proof, stop
+reason, usage, content) and to the SSE decoder (its comment count and its event
+names: the keep-alives), so each keep-alive is placed exactly: before the first event,
+before the first content, or during content. Nothing here reads the wire by itself.
+The key goes only to the configured URL, in the wire's own header, and no redirect is
+followed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import httpx2
+
+from railings.errors import RailingsError
+from railings.probe.battery import Ask, body
+from railings.providers import spec
+from railings.redact import redact, register_secret, register_url_secrets
+from railings.transport import ClientConfig
+from railings.transport.errors_map import BOUNDARY, error_from_response, map_exception
+from railings.transport.response import body_chunks, is_event_stream, read_bounded
+from railings.turn.model import Turn
+from railings.turn.reader import StreamReader
+from railings.turn.verdict import CallVerdict, judge
+from railings.wire.sse import SSEDecoder
+
+__all__ = ["ATTEMPTS", "PLACES", "Observation", "ProbeFailed", "observe"]
+
+ATTEMPTS = 3  # per request, when the endpoint cannot be reached
+_WAITS = (0.5, 1.0)
+# Where a keep-alive came: before the answer's first event (the server waited), after it
+# but before the first content, or among the content.
+PLACES = ("before the first event", "before content", "during content")
+
+
+class ProbeFailed(Exception):
+    """A request of the battery got no answer to read (one line, the key redacted)."""
+
+
+@dataclass(slots=True)
+class Observation:
+    """What one request's answer showed. Times are seconds since the request was sent."""
+
+    ask: Ask
+    turn: Turn
+    verdicts: tuple[CallVerdict, ...]
+    http_version: str
+    content_encoding: str
+    accept_encoding: str
+    first_byte: float
+    first_content: float | None = None
+    largest_gap: float = 0.0  # the longest silence between two reads of the body
+    wait_before_first_event: float | None = None  # when keep-alives came first: how long
+    comments: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PLACES, 0))
+    pings: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PLACES, 0))
+
+
+async def observe(config: ClientConfig, asks: tuple[Ask, ...], *, http2: bool) -> list[Observation]:
+    """Send each request in turn and read its answer; :class:`ProbeFailed` when one
+    cannot be sent or is answered with an error."""
+    register_secret(config.api_key)  # redacted from every message from now on
+    register_url_secrets(config.base_url)
+    async with httpx2.AsyncClient(
+        http2=http2,
+        follow_redirects=False,  # the key stays with the origin given
+        trust_env=False,  # as the client: no proxy or .netrc from the environment
+        timeout=httpx2.Timeout(connect=10.0, read=120.0, write=30.0, pool=30.0),
+        verify=config.verify,
+    ) as http:
+        return [await _one(http, config, ask, n) for n, ask in enumerate(asks, 1)]
+
+
+async def _one(http: httpx2.AsyncClient, config: ClientConfig, ask: Ask, n: int) -> Observation:
+    request = http.build_request(
+        "POST",
+        config.url,
+        json=body(ask, config.provider, config.model),
+        headers=config.request_headers(),
+    )
+    clock = asyncio.get_running_loop().time
+    for attempt in range(ATTEMPTS):
+        start = clock()
+        try:
+            response = await http.send(request, stream=True)
+        except BOUNDARY as exc:
+            if attempt + 1 == ATTEMPTS:
+                raise ProbeFailed(
+                    redact(f"request {n} ({ask.label}): {map_exception(exc)}")
+                ) from None
+            await asyncio.sleep(_WAITS[attempt])
+            continue
+        break
+    try:
+        wanted = spec(config.provider).content_types
+        if not is_event_stream(response, wanted):
+            data = await read_bounded(response)
+            if response.status_code < 300 and b'"error"' not in data:
+                kind = response.headers.get("content-type") or "no content type"
+                raise ProbeFailed(
+                    f"request {n} ({ask.label}): expected {' or '.join(wanted)}, got {kind}"
+                )
+            error = error_from_response(
+                response.status_code,
+                response.headers,
+                data,
+                key_variable=config.key_variable,
+                has_key=bool(config.api_key),
+            )
+            raise ProbeFailed(redact(f"request {n} ({ask.label}): {error}"))
+        return await _read(response, ask, config.provider, start, clock)
+    except RailingsError as exc:
+        raise ProbeFailed(redact(f"request {n} ({ask.label}): {exc}")) from None
+    except BOUNDARY as exc:
+        raise ProbeFailed(redact(f"request {n} ({ask.label}): {map_exception(exc)}")) from None
+    finally:
+        await response.aclose()
+
+
+async def _read(
+    response: httpx2.Response,
+    ask: Ask,
+    provider: str,
+    start: float,
+    now: Callable[[], float],
+) -> Observation:
+    reader = StreamReader(provider, max_tokens=ask.max_tokens)
+    sse = SSEDecoder()
+    seen = _Tally(first_byte=now() - start)
+    events = 0
+    last = now()
+    async for chunk in body_chunks(response):
+        arrived = now()
+        seen.largest_gap = max(seen.largest_gap, arrived - last)
+        last = arrived
+        for line in chunk.splitlines(keepends=True):
+            place = _place(events, reader.content)
+            comments = sse.comments
+            for event in sse.feed(line):
+                events += 1
+                if event.event == "ping":
+                    seen.pings[place] += 1
+            seen.comments[place] += sse.comments - comments
+            if events and seen.wait_before_first_event is None and _kept_alive(seen):
+                seen.wait_before_first_event = arrived - start
+            if reader.terminated:
+                continue
+            reader.feed(line)
+            if reader.content and seen.first_content is None:
+                seen.first_content = arrived - start
+        if reader.terminated and not reader.reads_on:
+            break
+    reader.close()
+    turn = reader.turn()
+    return Observation(
+        ask=ask,
+        turn=turn,
+        verdicts=judge(turn),
+        http_version=response.http_version,
+        content_encoding=response.headers.get("content-encoding", "") or "identity",
+        accept_encoding=response.request.headers.get("accept-encoding", ""),
+        first_byte=seen.first_byte,
+        first_content=seen.first_content,
+        largest_gap=seen.largest_gap,
+        wait_before_first_event=seen.wait_before_first_event,
+        comments=seen.comments,
+        pings=seen.pings,
+    )
+
+
+@dataclass(slots=True)
+class _Tally:
+    first_byte: float
+    first_content: float | None = None
+    largest_gap: float = 0.0
+    wait_before_first_event: float | None = None
+    comments: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PLACES, 0))
+    pings: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PLACES, 0))
+
+
+def _place(events: int, content: bool) -> str:
+    if not events:
+        return PLACES[0]
+    return PLACES[2] if content else PLACES[1]
+
+
+def _kept_alive(seen: _Tally) -> bool:
+    return bool(seen.comments[PLACES[0]] or seen.pings[PLACES[0]])
