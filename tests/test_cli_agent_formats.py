@@ -245,7 +245,7 @@ def test_bedrock_without_a_token_nor_the_extra_is_refused(
         pass
     assert str(caught.value) == (
         "--provider bedrock needs AWS_BEARER_TOKEN_BEDROCK in the environment (or AWS "
-        "credentials with pip install 'railings[bedrock]') (for "
+        "credentials with pip install botocore) (for "
         "https://bedrock-runtime.eu-west-1.amazonaws.com); --demo runs the embedded scripted "
         "model instead"
     )

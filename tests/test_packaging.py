@@ -164,7 +164,7 @@ def test_the_demo_without_the_sdks_shows_railings_and_says_what_to_install(
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[:2] == ["fault", "railings"]
     assert "openai chat" not in done.stdout
-    assert "pip install 'railings[sdks]'" in done.stdout
+    assert "pip install openai anthropic to see" in done.stdout
     assert "ran: railings 0 of" in done.stdout
 
 

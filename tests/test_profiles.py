@@ -350,3 +350,41 @@ def test_the_gateway_interrupts_a_forged_ending_and_names_the_profile(
 
 def test_profiles_module_names_the_environment_variable() -> None:
     assert profiles.ENV == "RAILINGS_PROFILES"
+
+
+# -- the command line: --profile on replay, run and the gateway ------------------------------
+
+CORTEX = CORPUS / "real" / "snowflake" / "cortex_no_finish_reason.sse"
+
+
+def test_replay_judges_by_the_profile_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["replay", str(CORTEX)]) == 0
+    assert "finished: the provider's termination proof arrived" in capsys.readouterr().out
+    assert main(["replay", str(CORTEX), "--profile", "openai"]) == 0
+    out = capsys.readouterr().out
+    assert "NOT finished: PARTIAL (`[DONE]` arrived without a `finish_reason`" in out
+    mine = tmp_path / "mine.toml"
+    mine.write_text(
+        'name = "mine"\nstructural = true\n[evidence.structural]\nobserved = "o"\n'
+        'seen = 1\ndate = "2026-12-03"\nsource = "s"\n'
+    )
+    assert main(["replay", str(CORTEX), "--profile", str(mine)]) == 0
+    assert "profile mine requires it" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["replay", str(CORTEX), "--profile"], ["run", "--base-url", "http://h", "--profile"]],
+)
+def test_a_profile_that_cannot_be_used_is_one_line_and_exit_2(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\ncomplete_on_eof = true\n')
+    task = ["a task"] if command[0] == "run" else []
+    for value, why in (("openia", "unknown profile 'openia'"), (str(bad), "complete_on_eof")):
+        assert main([*command, value, *task]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and why in err[0] and err[0].startswith("railings ")

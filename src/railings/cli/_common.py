@@ -16,9 +16,14 @@ import signal
 import sys
 import textwrap
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+
+from railings.errors import ConfigurationError
+from railings.profiles import choose
+from railings.turn.profile import WIRE, Profile
 
 __all__ = [
     "EXIT_TERMINATED",
@@ -27,6 +32,7 @@ __all__ = [
     "InputError",
     "Terminated",
     "UsageError",
+    "chosen_profile",
     "console",
     "fail",
     "port",
@@ -59,6 +65,17 @@ class InputError(UsageError):
     would not help."""
 
     hint = False
+
+
+def chosen_profile(value: str | None) -> Profile:
+    """The endpoint profile ``--profile`` names (a built-in's name or a file; None: the
+    wire's own rule), or :class:`InputError` saying why it cannot be used."""
+    if value is None:
+        return WIRE
+    try:
+        return choose(Path(value) if Path(value).exists() else value, "")
+    except ConfigurationError as exc:
+        raise InputError(f"--profile: {exc}") from None
 
 
 def prefix(command: str | None) -> str:

@@ -89,6 +89,12 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
         "--base-url", metavar="URL", help="endpoint base URL, as the official SDK takes it"
     )
     parser.add_argument(
+        "--profile",
+        metavar="NAME|FILE",
+        help="the endpoint's profile: a built-in's name or a file (default: the one"
+        " matching --base-url, from RAILINGS_PROFILES or the built-ins)",
+    )
+    parser.add_argument(
         "--model",
         help="model name (default per provider: "
         + ", ".join(f"{s.name} {s.default_model}" for s in SPECS)

@@ -63,8 +63,8 @@ def run(args: argparse.Namespace) -> int:
     render_comparison(out, result)
     if absent:
         note = (
-            f"Not installed: {', '.join(absent)}. pip install 'railings[sdks]' to see the"
-            " official SDKs beside railings."
+            f"Not installed: {', '.join(absent)}. pip install {' '.join(absent)} to see"
+            " the official SDKs beside railings."
         )
         out.print(f"[dim]{escape(note)}[/]")
     out.print("[dim]The full matrix: railings matrix --client all[/]")

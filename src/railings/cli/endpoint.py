@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from railings._extras import missing
-from railings.cli._common import InputError, UsageError
+from railings.cli._common import InputError, UsageError, chosen_profile
 from railings.errors import ConfigurationError
 from railings.providers import FALLBACK, KEY_PICKS, SPECS, ProviderName, spec
 from railings.redact import redact
@@ -105,6 +105,7 @@ def endpoint_for(args: argparse.Namespace) -> Iterator[Endpoint]:
             yield Endpoint(config, workdir, note)
         return
     provider = provider or FALLBACK.name
+    named = getattr(args, "profile", None)  # --profile (railings probe has none)
     try:
         config = ClientConfig(
             provider=provider,
@@ -112,6 +113,7 @@ def endpoint_for(args: argparse.Namespace) -> Iterator[Endpoint]:
             base_url=args.base_url,
             max_tokens=args.max_tokens or 4096,
             timeouts=timeouts,
+            profile=None if named is None else chosen_profile(named),
         )
     except ConfigurationError as exc:
         raise UsageError(_as_typed(str(exc))) from None
@@ -152,9 +154,7 @@ def _refuse_without_key(config: ClientConfig) -> None:
         except ConfigurationError as exc:
             raise InputError(f"--provider {config.provider}: {exc}") from None
         return
-    also = (
-        " (or AWS credentials with pip install 'railings[bedrock]')" if wire.sigv4_service else ""
-    )
+    also = " (or AWS credentials with pip install botocore)" if wire.sigv4_service else ""
     raise InputError(
         f"--provider {config.provider} needs {config.key_variable} in the environment{also} "
         f"(for {config.base_url}); --demo runs the embedded scripted model instead"

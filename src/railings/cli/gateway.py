@@ -18,6 +18,7 @@ from railings._extras import require
 from railings.cli._common import (
     InputError,
     UsageError,
+    chosen_profile,
     console,
     port,
     positive,
@@ -75,6 +76,12 @@ def register(commands: Any) -> None:
         help="the upstream connections' backend: httpx2's own on anyio (default), or "
         "railings' asyncio backend, less CPU per event",
     )
+    parser.add_argument(
+        "--profile",
+        metavar="NAME|FILE",
+        help="the upstream's endpoint profile: a built-in's name or a file (default: the"
+        " one matching the upstream URL, from RAILINGS_PROFILES or the built-ins)",
+    )
     where = parser.add_mutually_exclusive_group()
     where.add_argument(
         "--journal", metavar="PATH", help=f"journal file (default: {default_path()})"
@@ -112,6 +119,7 @@ def run_gateway(args: argparse.Namespace) -> int:
             cut_calls=args.cut_calls,
             network=args.network,
             journal=False if args.no_journal else (args.journal or True),
+            profile=None if args.profile is None else chosen_profile(args.profile),
         )
     except ConfigurationError as exc:
         sock.close()

@@ -11,7 +11,7 @@ from typing import Any
 from rich.markup import escape
 
 from railings.agent.view import visible
-from railings.cli._common import InputError, console, positive, say
+from railings.cli._common import InputError, chosen_profile, console, positive, say
 from railings.providers import NAMES
 from railings.replay import Replay, replay, to_json
 from railings.turn.verdict import CallVerdict, RejectReason, cut_at_limit
@@ -75,6 +75,12 @@ def register(commands: Any) -> None:
         metavar="N",
         help="for a Chat Completions stream with n > 1: the choice to judge (default 0)",
     )
+    parser.add_argument(
+        "--profile",
+        metavar="NAME|FILE",
+        help="judge by an endpoint profile: a built-in's name (openai, anthropic, ...), or a"
+        " file (default: none, the wire's own proof)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run)
 
@@ -104,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens,
         chunk_size=args.chunk_size,
         choice=args.choice or 0,
+        profile=chosen_profile(args.profile),
     )
     json_like = (
         result.framing == "sse" and b"data:" not in body and body.lstrip()[:1] in (b"{", b"[")

@@ -4,7 +4,7 @@
 each framework lives in its own module, imported only when asked for.
 
 * :mod:`railings.integrations.langgraph` -- ``GuardedToolNode``, ``truncation_gate``,
-  ``resend_notices`` for LangGraph (``pip install 'railings[langgraph]'``).
+  ``resend_notices`` for LangGraph (``pip install langgraph``).
 * :mod:`railings.integrations.langchain` -- ``TruncationGuard``, the middleware for
   ``langchain.agents.create_agent``.
 * :func:`inspect_message` -- the turn verdict for a LangChain ``AIMessage``, read by

@@ -49,7 +49,7 @@ class SigV4(httpx2.Auth):
     ``credentials``: a botocore credentials object (``botocore.credentials.Credentials``);
     None: botocore's default chain, resolved on the first request (off the event loop:
     the chain may ask the instance metadata service). Raises
-    :class:`~railings.errors.MissingDependency` without botocore (``railings[bedrock]``).
+    :class:`~railings.errors.MissingDependency` without botocore (``pip install botocore``).
     """
 
     requires_request_body = True  # the payload's hash is signed
