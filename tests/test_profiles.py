@@ -27,6 +27,7 @@ from railings.transport import AsyncProviderClient, ClientConfig, TurnStream
 from railings.turn.attempt import Attempt, Clocks
 from railings.turn.model import ErrorKind, Outcome, Termination
 from railings.turn.profile import WIRE, Evidence, Profile
+from railings.turn.verdict import RejectReason
 from tests.gateway_kit import PATHS, body, headers, running
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -225,14 +226,60 @@ def test_labels_come_from_a_fixed_set() -> None:
     assert label(copy) == "custom"
 
 
-def test_misreported_length_stops_do_not_truncate_but_usage_at_the_cap_does() -> None:
-    stop_length = b"".join(openai_text(["short"], finish="length"))
+def test_a_misreported_length_stop_never_lets_a_cut_call_run() -> None:
     profile = _mine("http://h", misreports_length=True)
-    assert replay(stop_length, provider="openai").turn.truncated
-    assert not replay(stop_length, provider="openai", profile=profile).turn.truncated
+    text_only = b"".join(openai_text(["short"], finish="length"))
+    assert replay(text_only, provider="openai").turn.truncated
+    assert not replay(text_only, provider="openai", profile=profile).turn.truncated
     # Billed output at the limit is evidence no profile waives (2 tokens billed).
-    at_cap = replay(stop_length, provider="openai", profile=profile, max_tokens=2).turn
-    assert at_cap.truncated
+    assert replay(text_only, provider="openai", profile=profile, max_tokens=2).turn.truncated
+    # A call cut mid-string under a length stop, with no usage: still truncated, refused,
+    # never closed and run by the repair ladder.
+    cut = b"".join(
+        [
+            sse(
+                {
+                    "id": "c",
+                    "object": "chat.completion.chunk",
+                    "created": 0,
+                    "model": "m",
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": None,
+                            "delta": {
+                                "tool_calls": [
+                                    {
+                                        "index": 0,
+                                        "id": "call_1",
+                                        "type": "function",
+                                        "function": {
+                                            "name": "shell",
+                                            "arguments": '{"command": "rm -rf /tmp/leg',
+                                        },
+                                    }
+                                ]
+                            },
+                        }
+                    ],
+                }
+            ),
+            sse(
+                {
+                    "id": "c",
+                    "object": "chat.completion.chunk",
+                    "created": 0,
+                    "model": "m",
+                    "choices": [{"index": 0, "finish_reason": "length", "delta": {}}],
+                }
+            ),
+            b"data: [DONE]\n\n",
+        ]
+    )
+    judged = replay(cut, provider="openai", profile=profile)
+    assert judged.turn.truncated
+    (verdict,) = judged.verdicts
+    assert not verdict.execute and verdict.reason is RejectReason.TRUNCATED
 
 
 def test_a_profile_waits_longer_for_the_first_content_only() -> None:

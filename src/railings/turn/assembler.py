@@ -34,8 +34,6 @@ that baseline: Anthropic's ``message_start`` counts a few tokens before any outp
 
 from __future__ import annotations
 
-from collections.abc import Set
-
 from railings.classify import INTERRUPTED_MESSAGE, class_for_provider_type
 from railings.errors import IllegalTransition
 from railings.events import (
@@ -59,12 +57,19 @@ from railings.providers import spec
 from railings.redact import redact
 from railings.turn.billable import billable
 from railings.turn.limit import reached_limit
-from railings.turn.model import ErrorKind, Outcome, Termination, Turn, TurnError, Usage
+from railings.turn.model import (
+    ErrorKind,
+    Outcome,
+    Termination,
+    ToolCall,
+    Turn,
+    TurnError,
+    Usage,
+)
 from railings.turn.parts import Part
 from railings.turn.parts_manager import PartsManager
 from railings.turn.profile import WIRE, Profile
 from railings.turn.stop_reason import (
-    DEFAULT_EXEMPTIONS,
     MAX_TOKENS,
     StopSource,
     derive_stop_reason,
@@ -88,13 +93,11 @@ class TurnAssembler:
         *,
         max_tokens: int | None = None,
         service: str | None = None,
-        exemptions: Set[str] = DEFAULT_EXEMPTIONS,
         profile: Profile = WIRE,
     ) -> None:
         self.provider = provider
         self.max_tokens = max_tokens
         self.service = service
-        self.exemptions = exemptions
         self.profile = profile
         self.machine = TerminationMachine()
         self._parts = PartsManager()
@@ -258,6 +261,17 @@ class TurnAssembler:
 
     # -- reading -------------------------------------------------------------------------
 
+    def _truncated(self, stop_reason: str | None, parts: tuple[Part, ...]) -> bool:
+        """Did the output limit cut the turn (:func:`is_truncated`)? Under a profile whose
+        endpoint misreports ``length``, an output-limit stop alone truncates only a turn
+        where a call's completeness is in question: a cut call never runs either way."""
+        truncated = is_truncated(
+            stop_reason, None, output_tokens=self._peak_output, max_tokens=self.max_tokens
+        )
+        if not truncated or not self.profile.misreports_length:
+            return truncated
+        return reached_limit(self._peak_output, self.max_tokens) or _in_question(parts)
+
     def turn(self) -> Turn:
         """The assembled turn. Only once terminated: an open stream has no verdict yet."""
         state = self.machine.state
@@ -268,6 +282,7 @@ class TurnAssembler:
             Outcome.COMPLETE if clean else (Outcome.PARTIAL if self.content else Outcome.EMPTY)
         )
         saw_tool_use = self._parts.local_calls > 0
+        parts = self._parts.parts()
         stop_reason: str | None
         source: StopSource | None
         stop_wire = self._cut_wire or self._stop_wire
@@ -290,22 +305,12 @@ class TurnAssembler:
             provider=self.provider,
             termination=Termination.CLEAN if clean else Termination.ABRUPT,
             outcome=outcome,
-            parts=self._parts.parts(),
+            parts=parts,
             usage=usage,
             stop_reason=stop_reason,
             stop_reason_wire=stop_wire,
             stop_reason_source=source,
-            truncated=(
-                reached_limit(self._peak_output, self.max_tokens)
-                if self.profile.misreports_length
-                else is_truncated(
-                    stop_reason,
-                    self.service,
-                    self.exemptions,
-                    output_tokens=self._peak_output,
-                    max_tokens=self.max_tokens,
-                )
-            ),
+            truncated=self._truncated(stop_reason, parts),
             error=self._error,
             message_id=self._message_id,
             model=self._model,
@@ -313,6 +318,12 @@ class TurnAssembler:
             max_tokens=self.max_tokens,
             peak_output_tokens=self._peak_output,
         )
+
+
+def _in_question(parts: tuple[Part, ...]) -> bool:
+    """Is any call's completeness in question: arguments that failed the strict parse,
+    or that arrived parsed upstream (nothing of the model's text to check)?"""
+    return any(type(p) is ToolCall and (p.arguments is None or not p.provable) for p in parts)
 
 
 def unstructured(marker: str, structure: str, profile: Profile) -> str:

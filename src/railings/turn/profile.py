@@ -19,8 +19,10 @@ first content:
     keep-alives while it queues (the clock after content is unchanged).
 ``misreports_length``
     The endpoint reports an output-limit stop on turns that ended normally: an
-    output-limit stop alone does not mark the turn truncated (billed output at the
-    limit still does). A call whose arguments do not parse is never run either way.
+    output-limit stop alone marks the turn truncated only when a call's completeness is
+    in question (arguments that fail the strict parse, or arrived parsed upstream), so a
+    text answer is not reported cut while a cut call is still never run, nor repaired.
+    Billed output at the limit truncates the turn whatever the profile says.
 
 Nothing else can be changed. There is no field that accepts a stream without the
 proof, and a file that asks for one (``proof = "none"``, ``complete_on_eof``) is
@@ -47,7 +49,7 @@ RULES: Mapping[str, str] = MappingProxyType(
     {
         "structural": "a terminator without its stop reason is not the proof",
         "first_content": "the content clock before the first content, in seconds",
-        "misreports_length": "an output-limit stop alone does not mark a turn truncated",
+        "misreports_length": "a length stop alone truncates only a turn with a doubtful call",
     }
 )
 

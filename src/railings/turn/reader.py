@@ -25,7 +25,6 @@ The plain path, the specification: the fast path is a layer on top (``fastpath.p
 
 from __future__ import annotations
 
-from collections.abc import Set
 from typing import Any
 
 from railings.errors import ConfigurationError, EventTooLarge, IllegalTransition, MalformedStream
@@ -45,7 +44,6 @@ from railings.turn.assembler import TurnAssembler
 from railings.turn.framing import Framer, WholeBodyDecoder, framer, sniff
 from railings.turn.model import Turn
 from railings.turn.profile import WIRE, Profile
-from railings.turn.stop_reason import DEFAULT_EXEMPTIONS
 from railings.turn.switch import SWITCH
 from railings.turn.termination import State
 from railings.wire.ndjson import NDJSONDecoder
@@ -114,7 +112,6 @@ class StreamReader:
         *,
         max_tokens: int | None = None,
         service: str | None = None,
-        exemptions: Set[str] = DEFAULT_EXEMPTIONS,
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
         choice: int = 0,
         fast: bool | None = None,
@@ -134,7 +131,6 @@ class StreamReader:
         self._options: dict[str, Any] = {
             "max_tokens": max_tokens,
             "service": service,
-            "exemptions": exemptions,
             "profile": profile,
         }
         self._closed = False

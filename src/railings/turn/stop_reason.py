@@ -74,9 +74,9 @@ TABLE: Mapping[str, Stop] = stop_reasons()
 # Spellings whose meaning the turn decides: the Responses status ``completed``.
 _DERIVED: frozenset[str] = derived_stop_reasons()
 
-# Providers known to report a length stop on turns that ended normally. The truncation
-# gate stays open for them. Deliberately empty: an entry needs a caught repeat offender,
-# not a suspicion. Callers pass their own set to is_truncated() to extend it.
+# Services for which is_truncated() waives a length stop. Empty, and the reader passes
+# none: an endpoint that misreports length says so in its profile
+# (railings.turn.profile: misreports_length), which never lets a cut call run.
 DEFAULT_EXEMPTIONS: frozenset[str] = frozenset()
 
 
