@@ -108,12 +108,29 @@ def test_tool_calls_at_the_cap_are_reported_and_relax_nothing(tmp_path: Path) ->
 
 
 def test_no_proof_is_reported_loudly_and_no_rule_is_written(tmp_path: Path) -> None:
-    found = _probe({"proof": False})
+    # No [DONE], and no stop reason either: no ending to name.
+    found = _probe({"proof": False, "null_stop_reason": True})
     assert found.warnings == [NO_PROOF]
     assert f"!! {NO_PROOF}" in table(found)
     assert found.profile.rules() == []
     assert "no rule can make" in found.profile.evidence["structural"].observed
     _reloaded(found, tmp_path)
+
+
+def test_an_endpoint_that_ends_with_stop_and_usage_instead_gets_that_ending_named(
+    tmp_path: Path,
+) -> None:
+    found = _probe({"proof": False})  # finish_reason, usage when asked, clean close
+    assert found.warnings == [] and found.profile.rules() == ["proof"]
+    assert found.profile.proof == "stop-reason-then-usage"
+    assert found.profile.evidence["proof"].seen == 3  # the answers that asked for usage
+    loaded = _reloaded(found, tmp_path)
+    no_done = b"".join(openai_text(["all of it"], done=False))
+    assert replay(no_done, provider="openai").turn.outcome is Outcome.PARTIAL
+    assert replay(no_done, provider="openai", profile=loaded).turn.outcome is Outcome.COMPLETE
+    # Without its usage report the same answer is still interrupted.
+    cut_short = b"".join(openai_text(["all of it"], done=False)[:-1])
+    assert replay(cut_short, provider="openai", profile=loaded).turn.outcome is Outcome.PARTIAL
 
 
 def test_the_table_fits_in_80_columns() -> None:

@@ -25,8 +25,9 @@ from railings.profiles import BUILTIN, builtin, choose, label, load, parse
 from railings.testing.raw import raw_request
 from railings.transport import AsyncProviderClient, ClientConfig, TurnStream
 from railings.turn.attempt import Attempt, Clocks
+from railings.turn.ending import Cut
 from railings.turn.model import ErrorKind, Outcome, Termination
-from railings.turn.profile import WIRE, Evidence, Profile
+from railings.turn.profile import STOP_THEN_USAGE, WIRE, Evidence, Profile
 from railings.turn.verdict import RejectReason
 from tests.gateway_kit import PATHS, body, headers, running
 
@@ -132,6 +133,22 @@ def test_each_first_party_capture_is_judged_the_same_under_its_profile(name: str
             seen += 1
     # The count each built-in's evidence states is the count of captures it rests on.
     assert seen == profile.evidence["structural"].seen
+
+
+@pytest.mark.parametrize(
+    ("name", "service"), [("azure-openai", "azure-openai"), ("openrouter", "openrouter")]
+)
+def test_the_evidence_against_a_rule_counts_the_captures_it_cites(name: str, service: str) -> None:
+    # Each complete capture sends a finish_reason before [DONE], as the evidence says: too
+    # few, or a relay of many upstreams, so no rule is set on them.
+    turns = [
+        replay(path.read_bytes(), provider="openai").turn
+        for path, _provider in _captures("real", {service})
+    ]
+    complete = [t for t in turns if t.outcome is Outcome.COMPLETE]
+    assert all(t.stop_reason_source == "wire" for t in complete)
+    profile = builtin(name)
+    assert profile.rules() == [] and profile.evidence["structural"].seen == len(complete)
 
 
 def test_the_capture_that_sends_no_finish_reason_is_what_a_profile_would_refuse() -> None:
@@ -435,3 +452,87 @@ def test_a_profile_that_cannot_be_used_is_one_line_and_exit_2(
         assert main([*command, value, *task]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and why in err[0] and err[0].startswith("railings ")
+
+
+# -- a named ending: for an endpoint that never sends its terminator ---------------------------
+
+NO_DONE = openai_text(["all", " of it"], done=False)  # ..., finish_reason, usage, no [DONE]
+
+
+def _named() -> Profile:
+    return _mine("http://h", proof=STOP_THEN_USAGE)
+
+
+@pytest.mark.parametrize("chunk_size", [None, 1])
+def test_a_named_ending_is_the_proof_only_where_the_profile_names_it(
+    chunk_size: int | None,
+) -> None:
+    body = b"".join(NO_DONE)
+    assert replay(body, provider="openai", chunk_size=chunk_size).turn.outcome is Outcome.PARTIAL
+    named = replay(body, provider="openai", chunk_size=chunk_size, profile=_named()).turn
+    assert named.outcome is Outcome.COMPLETE and named.text == "all of it"
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        NO_DONE[:-1],  # the stop reason without its usage
+        [*NO_DONE[:-2], NO_DONE[-1], NO_DONE[-2]],  # usage before the stop reason
+        [*NO_DONE, NO_DONE[1]],  # more text after the usage
+        NO_DONE[:2],  # text only
+    ],
+    ids=["no-usage", "usage-first", "text-after", "text-only"],
+)
+def test_anything_but_the_named_ending_is_still_interrupted(chunks: list[bytes]) -> None:
+    turn = replay(b"".join(chunks), provider="openai", profile=_named()).turn
+    assert turn.outcome is Outcome.PARTIAL and turn.termination is Termination.ABRUPT
+
+
+def test_a_named_ending_that_broke_off_is_not_a_clean_close() -> None:
+    attempt = Attempt("openai", hold=False, profile=_named())
+    attempt.feed(b"".join(NO_DONE), 0.0)
+    attempt.broke(Cut("connection reset by peer"))
+    assert type(attempt.close()).__name__ == "Partial"
+
+
+def test_only_one_ending_may_be_named() -> None:
+    for value in ("eof", "none", True, ["stop-reason-then-usage"]):
+        with pytest.raises(ConfigurationError, match="never accept a stream without one"):
+            parse({"name": "x", "proof": value, "evidence": {"proof": _ENTRY}})
+    named = parse({"name": "x", "proof": STOP_THEN_USAGE, "evidence": {"proof": _ENTRY}})
+    assert named.proof == STOP_THEN_USAGE and named.rules() == ["proof"]
+    with pytest.raises(ConfigurationError, match="structural must be true or false"):
+        parse({"name": "x", "structural": "false"})
+
+
+_ENTRY = {"observed": "o", "seen": 2, "date": "2026-12-03", "source": "probe"}
+
+
+@pytest.mark.parametrize(
+    ("end", "outcome"), [("end", Outcome.COMPLETE), ("reset", Outcome.PARTIAL)]
+)
+def test_the_client_takes_a_named_ending_only_from_a_clean_close(
+    server: CannedServer, end: str, outcome: Outcome
+) -> None:
+    server.push(Reply(chunks=NO_DONE, end=end))
+    config = ClientConfig(
+        provider="openai",
+        model="m",
+        api_key="sk-test",
+        base_url=server.openai_base_url,
+        profile=Profile(
+            name="mine",
+            base_urls=(server.url,),
+            proof=STOP_THEN_USAGE,
+            evidence={"proof": Evidence(**_ENTRY)},
+        ),
+    )
+
+    async def go() -> TurnStream:
+        async with AsyncProviderClient(config) as client:
+            stream = client.stream_turn([User("hi")])
+            [event async for event in stream]
+            return stream
+
+    assert asyncio.run(go()).turn.outcome is outcome
+    assert len(server.requests) == 1

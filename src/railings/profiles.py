@@ -132,6 +132,44 @@ BUILTIN: tuple[Profile, ...] = (
         },
     ),
     Profile(
+        name="azure-openai",
+        base_urls=("https://*.openai.azure.com",),
+        evidence={
+            "structural": _seen(
+                "not set: two captures send a finish_reason before [DONE], too few to rule "
+                "on for a service whose content filter adds frames of its own",
+                2,
+                _CORPUS + "real/azure-openai",
+            )
+        },
+    ),
+    Profile(
+        name="openrouter",
+        base_urls=("https://openrouter.ai/api",),
+        evidence={
+            "structural": _seen(
+                "not set: its two complete captures send a finish_reason before [DONE] (a "
+                "third ends in an error), but it relays the streams of many providers",
+                2,
+                _CORPUS + "real/openrouter",
+            )
+        },
+    ),
+    Profile(
+        name="ollama-openai",
+        base_urls=("http://localhost:11434", "http://127.0.0.1:11434"),
+        evidence={
+            "structural": _seen(
+                "not set: its OpenAI-compatible API has ended complete answers without a "
+                "finish_reason (pydantic/pydantic-ai#3045) or with an empty one "
+                "(ollama/ollama#4357)",
+                2,
+                "https://github.com/pydantic/pydantic-ai/pull/3045, "
+                "https://github.com/ollama/ollama/issues/4357",
+            )
+        },
+    ),
+    Profile(
         name="snowflake-cortex",
         base_urls=("https://*.snowflakecomputing.com",),
         evidence={
@@ -170,7 +208,7 @@ def parse(data: Mapping[str, Any], where: str = "profile") -> Profile:
         raise ConfigurationError(f"{where}: a profile is a table of fields")
     for key in data:
         if key not in _FIELDS:
-            if any(word in key.lower() for word in ("proof", "eof", "complete", "done")):
+            if any(word in key.lower() for word in ("proof", "eof", "complete", "done", "end")):
                 raise ConfigurationError(
                     f"{where}: {key!r} refused: a profile may name no ending that is not "
                     "the provider's own proof, nor accept a stream without one"
@@ -187,9 +225,10 @@ def parse(data: Mapping[str, Any], where: str = "profile") -> Profile:
             wire=data.get("wire"),
             base_urls=_texts(data.get("base_urls", ()), "base_urls", where),
             models=_texts(data.get("models", ()), "models", where),
-            structural=data.get("structural", False) is True,
+            structural=_flag(data, "structural", where),
             first_content=data.get("first_content"),
-            misreports_length=data.get("misreports_length", False) is True,
+            misreports_length=_flag(data, "misreports_length", where),
+            proof=data.get("proof"),
             evidence={rule: Evidence(**dict(entry)) for rule, entry in evidence.items()},
         )
     except TypeError as exc:
@@ -198,6 +237,13 @@ def parse(data: Mapping[str, Any], where: str = "profile") -> Profile:
         ) from exc
     except ConfigurationError as exc:
         raise ConfigurationError(f"{where}: {exc}") from None
+
+
+def _flag(data: Mapping[str, Any], name: str, where: str) -> bool:
+    value = data.get(name, False)
+    if not isinstance(value, bool):
+        raise ConfigurationError(f"{where}: {name} must be true or false, not {value!r}")
+    return value
 
 
 def _text(value: object, name: str, where: str) -> str:

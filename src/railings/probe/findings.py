@@ -19,7 +19,7 @@ from railings.probe.send import Observation
 from railings.providers import spec
 from railings.stops import Stop, StopSource
 from railings.turn.model import Outcome, Termination
-from railings.turn.profile import Evidence, Profile
+from railings.turn.profile import STOP_THEN_USAGE, Evidence, Profile
 
 __all__ = ["NO_PROOF", "Finding", "Findings", "findings", "profile_name"]
 
@@ -79,7 +79,26 @@ def findings(
     complete = [o for o in seen if o.turn.termination is Termination.CLEAN]
     said = [o for o in complete if o.turn.stop_reason_source is StopSource.WIRE]
 
-    if not complete:
+    # Never the wire's proof, and every answer that asked for usage ended the same way
+    # instead: the one ending a profile may name (one that did not ask has no usage).
+    asked = [o for o in seen if o.ask.include_usage]
+    named = bool(asked) and all(o.named_ending for o in asked)
+    if not complete and named:
+        rows.append(
+            Finding(
+                "proof",
+                f"no {proof}; {stop}, usage, close on {len(asked)} of {len(asked)}",
+                "profile: that ending is the proof",
+            )
+        )
+        evidence["proof"] = Evidence(
+            observed=f"no {proof} on any answer; every one that asked for usage ended "
+            f"with a {stop}, then a usage report, then the server's clean close",
+            seen=len(asked),
+            date=today,
+            source=source,
+        )
+    elif not complete:
         warnings.append(NO_PROOF)
         evidence["structural"] = Evidence(
             observed=f"not set: none of {total} answers ended with {proof}, and no rule "
@@ -139,6 +158,7 @@ def findings(
         base_urls=(base_url,),
         structural=structural,
         first_content=first_content,
+        proof=STOP_THEN_USAGE if "proof" in evidence else None,
         evidence=evidence,
     )
     return Findings(

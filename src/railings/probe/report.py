@@ -103,6 +103,8 @@ def to_toml(profile: Profile) -> str:
         lines.append(f"first_content = {float(profile.first_content)!r}")
     if profile.misreports_length:
         lines.append("misreports_length = true")
+    if profile.proof is not None:
+        lines.append(f"proof = {_string(profile.proof)}")
     for rule in RULES:
         seen = profile.evidence.get(rule)
         if seen is None:

@@ -23,7 +23,8 @@ from railings.redact import redact, register_secret, register_url_secrets
 from railings.transport import ClientConfig
 from railings.transport.errors_map import BOUNDARY, error_from_response, map_exception
 from railings.transport.response import body_chunks, is_event_stream, read_bounded
-from railings.turn.model import Turn
+from railings.turn.model import Termination, Turn
+from railings.turn.profile import STOP_THEN_USAGE, Evidence, Profile
 from railings.turn.reader import StreamReader
 from railings.turn.verdict import CallVerdict, judge
 from railings.wire.sse import SSEDecoder
@@ -57,6 +58,17 @@ class Observation:
     wait_before_first_event: float | None = None  # when keep-alives came first: how long
     comments: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PLACES, 0))
     pings: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PLACES, 0))
+    # Without the wire's proof: did the answer end with a stop reason, then usage, then the
+    # server's clean close (the one ending a profile may name instead)?
+    named_ending: bool = False
+
+
+# The named ending, tried on every answer beside the wire's own rule.
+_NAMED = Profile(
+    name="probe",
+    proof=STOP_THEN_USAGE,
+    evidence={"proof": Evidence(observed="tried", seen=1, date="-", source="railings probe")},
+)
 
 
 async def observe(config: ClientConfig, asks: tuple[Ask, ...], *, http2: bool) -> list[Observation]:
@@ -128,6 +140,7 @@ async def _read(
     now: Callable[[], float],
 ) -> Observation:
     reader = StreamReader(provider, max_tokens=ask.max_tokens)
+    named = StreamReader(provider, max_tokens=ask.max_tokens, profile=_NAMED)
     sse = SSEDecoder()
     seen = _Tally(first_byte=now() - start)
     events = 0
@@ -146,6 +159,8 @@ async def _read(
             seen.comments[place] += sse.comments - comments
             if events and seen.wait_before_first_event is None and _kept_alive(seen):
                 seen.wait_before_first_event = arrived - start
+            if not named.terminated:
+                named.feed(line)
             if reader.terminated:
                 continue
             reader.feed(line)
@@ -153,7 +168,8 @@ async def _read(
                 seen.first_content = arrived - start
         if reader.terminated and not reader.reads_on:
             break
-    reader.close()
+    reader.close()  # reached only when the body ended as the server closed it
+    named.close()
     turn = reader.turn()
     return Observation(
         ask=ask,
@@ -168,6 +184,8 @@ async def _read(
         wait_before_first_event=seen.wait_before_first_event,
         comments=seen.comments,
         pings=seen.pings,
+        named_ending=turn.termination is Termination.ABRUPT
+        and named.turn().termination is Termination.CLEAN,
     )
 
 

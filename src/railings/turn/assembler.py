@@ -68,7 +68,7 @@ from railings.turn.model import (
 )
 from railings.turn.parts import Part
 from railings.turn.parts_manager import PartsManager
-from railings.turn.profile import WIRE, Profile
+from railings.turn.profile import STOP_THEN_USAGE, WIRE, Profile
 from railings.turn.stop_reason import (
     MAX_TOKENS,
     StopSource,
@@ -107,6 +107,7 @@ class TurnAssembler:
         self._peak_output: int | None = None
         self._baseline: int | None = None  # the opening usage's output count (billable.py)
         self._stop_wire: str | None = None
+        self._usage_after_stop = False  # a usage report came after the last stop reason
         self._cut_wire: str | None = None  # the first output-limit stop of the turn
         self._error: TurnError | None = None
         self._message_id = ""
@@ -162,6 +163,8 @@ class TurnAssembler:
             if isinstance(event, UsageUpdate) and state is State.TERMINATED_CLEANLY:
                 self._usage(event)
             return
+        if type(event) is not UsageUpdate:
+            self._usage_after_stop = False  # a named ending is only the stream's last word
         if not self.content and billable(event, self._baseline):
             self.content = True  # the Empty table: see the module docstring
         match event:
@@ -192,6 +195,7 @@ class TurnAssembler:
                 self._usage(event)
             case StopReason(wire=wire):
                 self._stop_wire = wire
+                self._usage_after_stop = False
                 if self._cut_wire is None and normalize_stop_reason(wire) == MAX_TOKENS:
                     self._cut_wire = wire  # sticky: see the module docstring
             case MessageStart(id=ident, model=model):
@@ -225,6 +229,7 @@ class TurnAssembler:
                 self._unknown += 1
 
     def _usage(self, event: UsageUpdate) -> None:
+        self._usage_after_stop = self._stop_wire is not None
         if event.input_tokens is not None:
             self._input_tokens = event.input_tokens
         output = event.output_tokens
@@ -244,8 +249,12 @@ class TurnAssembler:
                 )
             )
 
-    def eof(self) -> None:
-        """The byte stream ended. Without the proof, that is an interruption."""
+    def eof(self, *, clean: bool = True) -> None:
+        """The byte stream ended (``clean``: closed by the server, not broken off). Without
+        the proof, that is an interruption, unless the profile names the ending this
+        endpoint sends instead and it arrived whole (:data:`~railings.turn.profile.PROOFS`)."""
+        if clean and self.machine.open and self._named_proof():
+            self.machine.signal(Signal.PROOF)
         if self.machine.open:
             self._abrupt(
                 TurnError(
@@ -254,6 +263,10 @@ class TurnAssembler:
                     retryable=not self.content,
                 )
             )
+
+    def _named_proof(self) -> bool:
+        # STOP_THEN_USAGE: a stop reason, then a usage report, and nothing after them.
+        return self.profile.proof == STOP_THEN_USAGE and self._usage_after_stop
 
     def _abrupt(self, error: TurnError) -> None:
         self._error = error

@@ -301,7 +301,7 @@ class Attempt:
         Complete, Partial or Empty. The events EOF completed are :meth:`held` for the
         caller of a Complete turn."""
         try:
-            events = self.reader.close()
+            events = self.reader.close(clean=self.failure is None)
         except EventTooLarge as exc:
             self.broke(exc)
             events = []

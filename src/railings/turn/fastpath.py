@@ -174,7 +174,7 @@ class FastStreamReader(StreamReader):
             return self._fast(ready, chunk, [])
         return super().feed(chunk)
 
-    def close(self) -> list[StreamEvent]:
+    def close(self, *, clean: bool = True) -> list[StreamEvent]:
         """The plain ``close``, after the bytes held back went to the decoder."""
         if self._closed:
             return []
@@ -183,7 +183,7 @@ class FastStreamReader(StreamReader):
         if self._carry:
             chunk, self._carry = self._carry, b""
             out += self._decode(chunk, False, [])
-        return out + super().close()
+        return out + super().close(clean=clean)
 
     def _frames(self, chunk: bytes, *, final: bool) -> list[StreamEvent]:
         """``chunk`` for an SSE stream: by the fast path where it may read it, else (and

@@ -24,9 +24,15 @@ first content:
     text answer is not reported cut while a cut call is still never run, nor repaired.
     Billed output at the limit truncates the turn whatever the profile says.
 
-Nothing else can be changed. There is no field that accepts a stream without the
-proof, and a file that asks for one (``proof = "none"``, ``complete_on_eof``) is
-refused with :class:`~railings.errors.ConfigurationError` naming the field. Every
+``proof``
+    For an endpoint observed never to send its wire's terminator, the ending it sends
+    instead, from :data:`PROOFS` alone: ``"stop-reason-then-usage"``, a stop reason,
+    then a usage report, then the server's clean close with nothing after them. A body
+    that broke off, or one that ends any other way, is still interrupted.
+
+Nothing else can be changed. There is no field that accepts a stream without a proof,
+and a file that asks for one (``proof = "none"``, ``complete_on_eof``) is refused with
+:class:`~railings.errors.ConfigurationError` naming the field. Every
 field that is set carries its :class:`Evidence`: what was observed, how many times,
 when and where. Sans-IO: loading files and matching by base URL is
 :mod:`railings.profiles`.
@@ -42,7 +48,13 @@ from types import MappingProxyType
 
 from railings.errors import ConfigurationError
 
-__all__ = ["RULES", "WIRE", "Evidence", "Profile"]
+__all__ = ["PROOFS", "RULES", "STOP_THEN_USAGE", "WIRE", "Evidence", "Profile"]
+
+STOP_THEN_USAGE = "stop-reason-then-usage"
+# The endings a profile may name in place of a wire's terminator, each with what it is.
+PROOFS: Mapping[str, str] = MappingProxyType(
+    {STOP_THEN_USAGE: "a stop reason, then a usage report, then a clean close"}
+)
 
 # The fields a profile may set, each with what it means (``railings probe`` prints it).
 RULES: Mapping[str, str] = MappingProxyType(
@@ -50,6 +62,7 @@ RULES: Mapping[str, str] = MappingProxyType(
         "structural": "a terminator without its stop reason is not the proof",
         "first_content": "the content clock before the first content, in seconds",
         "misreports_length": "a length stop alone truncates only a turn with a doubtful call",
+        "proof": "the ending the endpoint sends instead of its terminator",
     }
 )
 
@@ -85,6 +98,7 @@ class Profile:
     structural: bool = False
     first_content: float | None = None
     misreports_length: bool = False
+    proof: str | None = None
     evidence: Mapping[str, Evidence] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -99,6 +113,12 @@ class Profile:
         ):
             raise ConfigurationError(
                 f"profile {self.name}: first_content must be a positive number of seconds"
+            )
+        if self.proof is not None and (not isinstance(self.proof, str) or self.proof not in PROOFS):
+            raise ConfigurationError(
+                f"profile {self.name}: proof {self.proof!r} refused: a profile may name no "
+                f"ending but {', '.join(map(repr, PROOFS))} ({', '.join(PROOFS.values())}),"
+                " and never accept a stream without one"
             )
         for rule in self.rules():
             if rule not in self.evidence:
@@ -118,6 +138,7 @@ class Profile:
             "structural": self.structural,
             "first_content": self.first_content is not None,
             "misreports_length": self.misreports_length,
+            "proof": self.proof is not None,
         }
         return [rule for rule in RULES if set_[rule]]
 

@@ -342,10 +342,11 @@ class StreamReader:
         out.extend(usage)
         return False
 
-    def close(self) -> list[StreamEvent]:
+    def close(self, *, clean: bool = True) -> list[StreamEvent]:
         """EOF: the frames and events EOF completes are applied (a frame cut short is a
         malformed stream; Gemini's proof comes from its decoder here); without the proof,
-        the turn is interrupted (Empty or Partial). Returns the events EOF completed."""
+        the turn is interrupted (Empty or Partial). ``clean``: the body ended as the
+        server closed it, not broken off. Returns the events EOF completed."""
         if self._closed:
             return []
         out: list[StreamEvent] = []
@@ -371,7 +372,7 @@ class StreamReader:
                 self._events(decoder.close(), out)
             except MalformedStream as exc:
                 assembler.fault(str(exc))
-        assembler.eof()
+        assembler.eof(clean=clean)
         return out
 
     def _quiet_close(self) -> None:
