@@ -38,6 +38,7 @@ from railings.dispatch import (
     tool,
 )
 from railings.errors import CircuitOpen, ConfigurationError
+from railings.turn.profile import Evidence, Profile
 from railings.turn.reader import StreamReader
 from streams import anthropic_tool_stream, openai_chunk, openai_tool_stream, sse
 
@@ -421,7 +422,7 @@ def test_the_built_in_shell_and_write_file_run_only_exact_arguments(
     assert statuses(ok) == [EXECUTED] and spawned == ["echo hi"]
 
 
-def test_an_exempt_provider_keeps_the_lenient_path(
+def test_a_provider_that_misreports_length_still_gets_no_repaired_call_run(
     registry: ToolRegistry, spawned: list[str]
 ) -> None:
     seen: list[str] = []
@@ -431,15 +432,26 @@ def test_an_exempt_provider_keeps_the_lenient_path(
         seen.append(command)
         return "ok"
 
-    reader = StreamReader("openai", service="acme", exemptions=frozenset({"acme"}))
+    evidence = {"misreports_length": Evidence(observed="o", seen=1, date="d", source="s")}
+    profile = Profile(name="acme", misreports_length=True, evidence=evidence)
+    # Under a length stop, a call that fails the strict parse is in question: the profile's
+    # waiver does not reach it, and no tool, lenient or not, gets it repaired.
+    reader = StreamReader("openai", profile=profile)
     reader.feed(openai_tool_stream(['{"command": "echo hi",}'], "length"))
     reader.close()
     turn = reader.turn()
-    assert turn.stop_reason == "max_tokens" and not turn.truncated
+    assert turn.stop_reason == "max_tokens" and turn.truncated
+    (batch,) = run(Dispatcher(ToolRegistry([lenient_shell])), turn)
+    assert statuses(batch) == [REJECTED] and seen == []
+    # A call that parses strictly runs, and the waived stop marks nothing truncated.
+    reader = StreamReader("openai", profile=profile)
+    reader.feed(openai_tool_stream(['{"command": "echo hi"}'], "length"))
+    reader.close()
+    turn = reader.turn()
+    assert not turn.truncated
     (batch,) = run(Dispatcher(ToolRegistry([lenient_shell])), turn)
     assert statuses(batch) == [EXECUTED] and seen == ["echo hi"]
-    (batch,) = run(Dispatcher(registry), turn)  # the built-in shell takes no repaired call
-    assert statuses(batch) == [REJECTED] and spawned == []
+    assert spawned == []
 
 
 def test_a_real_capture_with_two_complete_calls_runs_both_in_order() -> None:

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from railings import Outcome, RejectReason, Termination, replay
+from railings.turn.profile import Evidence, Profile
 from railings.turn.verdict import TRUNCATION_NOTICE
 from streams import (
     anthropic_event,
@@ -178,16 +179,13 @@ def test_stop_reason_derived_tool_use_and_end_turn() -> None:
     assert (turn.stop_reason, turn.stop_reason_source) == ("end_turn", "derived")
 
 
-def test_exempt_service_is_not_truncated() -> None:
+def test_a_cut_call_stays_truncated_for_a_service_that_misreports_length() -> None:
     body = openai_tool_stream(_split(FRAGMENT), "length")
     assert replay(body, service="acme").turn.truncated
-    from railings.turn.reader import StreamReader
-
-    reader = StreamReader("openai", service="acme", exemptions=frozenset({"acme"}))
-    reader.feed(body)
-    reader.close()
-    turn = reader.turn()
-    assert turn.stop_reason == "max_tokens" and not turn.truncated
+    evidence = {"misreports_length": Evidence(observed="o", seen=1, date="d", source="s")}
+    profile = Profile(name="acme", misreports_length=True, evidence=evidence)
+    turn = replay(body, profile=profile).turn
+    assert turn.stop_reason == "max_tokens" and turn.truncated
 
 
 # -- tool-call shapes real providers send -------------------------------------------------------
