@@ -1,6 +1,7 @@
 """``railings probe``: against the scripted server, which behaves like the first-party
-APIs, it finds nothing to relax and writes ``structural`` evidence; against each quirk
-of the compatible endpoints it writes only what the evidence supports; it sends nothing
+APIs, on each of the six wires, it finds nothing to relax and writes ``structural``
+evidence where the stop reason comes apart from the proof; against each quirk of the
+compatible endpoints it writes only what the evidence supports; it sends nothing
 unconfirmed, and the profile it writes loads and judges as the findings say."""
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from typing import Any
 
 import pytest
 
-from _server import openai_text
+from _server import CannedServer, Reply, openai_text
 from railings import profiles, replay
 from railings.cli import main
-from railings.probe import DEMO_SCRIPT, NO_PROOF, Findings, probe, table, to_toml
+from railings.probe import DEMO_SCRIPT, NO_PROOF, WIRES, Findings, battery, probe, table, to_toml
+from railings.probe.battery import body
 from railings.testing import ScriptedServer
+from railings.testing.raw import raw_request
 from railings.transport import ClientConfig
 from railings.turn.model import Outcome
 
@@ -29,11 +32,25 @@ FORGED = b"".join(openai_text(["Your refund will be processed within"], finish=N
 PROVEN = b"".join(openai_text(["Your refund will be processed within 5-7 days."]))
 
 
+CORPUS = Path(__file__).parent / "corpus"
+
+
+def _config(url: str, wire: str) -> ClientConfig:
+    return ClientConfig(provider=wire, model="m", base_url=url, api_key="k")  # type: ignore[arg-type]
+
+
+def _at(server: ScriptedServer, wire: str) -> ClientConfig:
+    # Each SDK's base URL: OpenAI's wires under /v1, the others at the origin.
+    return _config(server.openai_base_url if wire.startswith("openai") else server.url, wire)
+
+
 def _probe(quirks: dict[str, Any] | None = None, wire: str = "openai") -> Findings:
     with ScriptedServer({**DEMO_SCRIPT, **(quirks or {})}) as server:
-        url = server.openai_base_url if wire == "openai" else server.anthropic_base_url
-        config = ClientConfig(provider=wire, model="m", base_url=url, api_key="k")  # type: ignore[arg-type]
-        return asyncio.run(probe(config, today="2026-12-03"))
+        return asyncio.run(probe(_at(server, wire), today="2026-12-03"))
+
+
+def _row(found: Findings, topic: str) -> str:
+    return next(r.seen for r in found.rows if r.topic == topic)
 
 
 def _reloaded(found: Findings, tmp_path: Path) -> profiles.Profile:
@@ -44,17 +61,110 @@ def _reloaded(found: Findings, tmp_path: Path) -> profiles.Profile:
     return loaded
 
 
-@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+@pytest.mark.parametrize("wire", ["openai", "anthropic", "ollama"])
 def test_a_first_party_like_endpoint_earns_the_structural_rule_and_nothing_else(
     wire: str, tmp_path: Path
 ) -> None:
     found = _probe(wire=wire)
+    asks = len(battery(wire))  # Chat Completions' is one longer: usage unasked
     assert found.warnings == [] and found.profile.rules() == ["structural"]
     evidence = found.profile.evidence["structural"]
-    assert evidence.seen == 4 and evidence.date == "2026-12-03"
+    assert evidence.seen == asks and evidence.date == "2026-12-03"
     assert evidence.source.startswith("railings probe http://127.0.0.1:")
     assert set(found.profile.evidence) == {"structural"}
-    assert found.requests == 4 and found.output_tokens > 0
+    assert found.requests == asks and found.output_tokens > 0
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_every_wire_is_probed_and_its_profile_judges_the_servers_own_streams_alike(
+    wire: str, tmp_path: Path
+) -> None:
+    asks = battery(wire)
+    with ScriptedServer(DEMO_SCRIPT) as server:
+        config = _at(server, wire)
+        found = asyncio.run(probe(config, today="2026-12-03"))
+        assert [(r.provider, r.status) for r in server.requests] == [(wire, 200)] * len(asks)
+        loaded = _reloaded(found, tmp_path)
+        path = config.url.removeprefix(server.url)
+        for ask in asks:
+            sent = raw_request(
+                server.url, path, body(ask, wire, "m"), headers=config.request_headers()
+            )
+            plain = replay(sent.body, provider=wire).turn
+            judged = replay(sent.body, provider=wire, profile=loaded).turn
+            assert plain.outcome is Outcome.COMPLETE
+            assert (judged.outcome, judged.truncated, judged.stop_reason) == (
+                plain.outcome,
+                plain.truncated,
+                plain.stop_reason,
+            )
+    assert found.warnings == [] and found.requests == len(asks)
+    assert _row(found, "proof").endswith(f" on {len(asks)} of {len(asks)}")
+    assert _row(found, "usage").startswith(f"on {len(asks) - (wire == 'openai')} of ")
+    assert _row(found, "text cut").startswith("stop reason ")
+
+
+@pytest.mark.parametrize("wire", ["openai-responses", "gemini", "bedrock"])
+def test_a_proof_that_carries_the_stop_reason_earns_no_rule_and_says_so(wire: str) -> None:
+    found = _probe(wire=wire)
+    row = next(r for r in found.rows if r.topic == "stop reason")
+    assert row.seen.startswith("carried by ") and row.seen.endswith(": 3 of 3")
+    assert row.does == "no rule: the proof is the stop reason"
+    # structural could change no verdict there: neither the rule nor evidence about it.
+    assert found.profile.rules() == [] and found.profile.evidence == {}
+
+
+def test_a_responses_battery_stays_at_or_above_its_apis_smallest_output_limit() -> None:
+    assert min(ask.max_tokens for ask in battery("openai-responses")) == 16
+    found = _probe(wire="openai-responses")  # 16 still cuts the scripted text
+    assert _row(found, "text cut") == "stop reason max_output_tokens, usage 16 of 16"
+
+
+@pytest.mark.parametrize("wire", ["openai-responses", "gemini", "bedrock", "ollama"])
+def test_a_missing_proof_on_any_wire_is_reported_loudly_and_names_no_ending(
+    wire: str, tmp_path: Path
+) -> None:
+    found = _probe({"proof": False}, wire=wire)
+    assert found.warnings == [NO_PROOF] and found.profile.rules() == []
+    assert found.profile.proof is None  # its stop reason and usage went with the proof
+    assert "no rule can make" in found.profile.evidence["structural"].observed
+    _reloaded(found, tmp_path)
+
+
+@pytest.mark.parametrize("wire", ["openai-responses", "gemini"])
+def test_comments_before_the_first_event_earn_the_clock_on_every_sse_wire(
+    wire: str, tmp_path: Path
+) -> None:
+    found = _probe({"keepalives": 2}, wire=wire)
+    assert found.profile.rules() == ["first_content"]
+    assert "comments before the first event: 6" in _row(found, "keep-alives")
+    assert _reloaded(found, tmp_path).first_content == found.profile.first_content
+
+
+def test_bedrock_reads_usage_after_its_proof_and_counts_no_keepalives() -> None:
+    found = _probe({"keepalives": 2}, wire="bedrock")  # the kit sends none: not SSE
+    assert _row(found, "keep-alives") == "not applicable: eventstream frames carry none"
+    assert _row(found, "usage").startswith("on 3 of 3; at the limit on 2 of 2")
+    assert found.profile.rules() == []
+
+
+def test_an_older_ollama_with_blank_lines_and_no_done_reason_gets_what_it_earns(
+    tmp_path: Path,
+) -> None:
+    # Blank lines before the first line (what NDJSON can carry as keep-alives), and the
+    # done line without a done_reason, as Ollama's own documentation shows it.
+    stream = (CORPUS / "ollama/docs_streaming_no_done_reason.ndjson").read_bytes()
+    reply = Reply(
+        chunks=[b"\n", b"\r\n", stream], headers=(("content-type", "application/x-ndjson"),)
+    )
+    with CannedServer().push(reply, reply, reply) as server:
+        found = asyncio.run(probe(_config(server.url, "ollama"), today="2026-12-03"))
+    assert "blank lines before the first event: 6" in _row(found, "keep-alives")
+    assert found.profile.rules() == ["first_content"]
+    why = found.profile.evidence["structural"].observed
+    assert why == "not set: 3 of 3 complete answers ended with done and no done_reason"
+    loaded = _reloaded(found, tmp_path)
+    assert replay(stream, provider="ollama", profile=loaded).turn.outcome is Outcome.COMPLETE
 
 
 def test_the_written_profile_refuses_a_forged_ending_and_keeps_a_proven_one(
@@ -234,3 +344,14 @@ def test_an_error_status_fails_the_battery_in_one_line_without_the_key(
     last = shown.err.splitlines()[-1]
     assert last.startswith("railings probe: request 1 (a short answer): ") and "401" in last
     assert KEY not in shown.out + shown.err and list(tmp_path.iterdir()) == []
+
+
+def test_probe_demo_plays_the_wire_named(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out = tmp_path / "demo.toml"
+    argv = ["probe", "--demo", "--provider", "bedrock", "--yes", "--json", "--out", str(out)]
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["wire"] == "bedrock" and report["cost"]["requests"] == 3
+    assert report["profile"]["rules"] == [] and profiles.load(out)[0].wire == "bedrock"

@@ -33,18 +33,22 @@ from railings.transport import ClientConfig
 
 __all__ = ["register", "run"]
 
-_ASKS = battery("openai")
+_BATTERIES = [battery(name) for name in WIRES]
+_MOST, _BUDGET = max(map(len, _BATTERIES)), max(map(budget, _BATTERIES))
 HELP = f"""\
-Send a small battery of real requests to one endpoint, each with a tiny output
-limit ({len(_ASKS)} requests, at most {budget(_ASKS)} output tokens), read every
-answer with railings' own reader, and say what the endpoint sends: its
-termination proof, a stop reason before it, what it says when the output limit
-cuts text and a tool call, usage (with and without stream_options), keep-alives
-(comments, Anthropic pings) before and during content, HTTP/2 and content
-codings, and times (reported only). Then write the endpoint profile the evidence
-supports, and nothing more: `structural = true` only if every complete answer
-sent its stop reason before the proof, `first_content` only if keep-alives came
-before the first event. Load it with RAILINGS_PROFILES=DIR or profile=FILE.
+Send a small battery of real requests to one endpoint of any wire `railings
+run` speaks, each with a tiny output limit (at most {_MOST} requests and {_BUDGET}
+output tokens), read every answer with railings' own reader, and say what the
+endpoint sends: its termination proof, a stop reason before it (Responses,
+Gemini and Bedrock carry it in the proof), what it says when the output limit
+cuts text and a tool call, usage (on Chat Completions with and without
+stream_options), keep-alives before and during content (SSE comments,
+Anthropic pings, NDJSON blank lines; Bedrock's event-stream has none), HTTP/2
+and content codings, and times (reported only). Then write the endpoint
+profile the evidence supports, and nothing more: `structural = true` only if
+every complete answer sent its stop reason before the proof, `first_content`
+only if keep-alives came before the first event. Load it with
+RAILINGS_PROFILES=DIR or profile=FILE.
 
 What will be sent is printed first, and asked about on a terminal; --yes sends
 without asking, and without a terminal nothing is sent unless --yes is given.
@@ -66,11 +70,14 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("url", nargs="?", metavar="URL", help="the endpoint's base URL")
     parser.add_argument(
-        "--demo", action="store_true", help="probe the embedded scripted model (no key, no network)"
+        "--demo",
+        action="store_true",
+        help="probe the embedded scripted model (no key, no network) on --provider's wire",
     )
     parser.add_argument(
         "--provider",
         choices=WIRES,
+        metavar="NAME",
         help="wire format of the endpoint ("
         + "; ".join(f"{name}: {spec(name).title}" for name in WIRES)
         + "; default openai)",
@@ -100,20 +107,22 @@ def _endpoint(args: argparse.Namespace) -> Iterator[tuple[ClientConfig, str]]:
     """The endpoint to probe: the embedded scripted server, or URL as `railings run`
     would reach it (its key from the environment)."""
     if args.demo:
-        if args.url or args.provider or args.model:
-            raise UsageError(
-                "--demo probes the embedded scripted model: drop URL/--provider/--model"
-            )
+        if args.url or args.model:
+            raise UsageError("--demo probes the embedded scripted model: drop URL/--model")
         from railings.testing import ScriptedServer
 
+        wire = spec(args.provider or "openai")
         with ScriptedServer(DEMO_SCRIPT) as server:
+            # The server answers each wire where its SDK looks: the path of the wire's
+            # public base URL (OpenAI's ``/v1``) on the server's origin.
+            base_url = server.url + urlsplit(wire.default_base_url).path.rstrip("/")
             config = ClientConfig(
-                provider="openai",
+                provider=wire.name,
                 model=DEMO_SCRIPT["model"],
-                base_url=server.openai_base_url,
+                base_url=base_url,
                 api_key="demo",
             )
-            yield config, f"--demo: the embedded scripted model at {server.openai_base_url}"
+            yield config, f"--demo: the embedded scripted model at {base_url}"
         return
     if not args.url:
         raise UsageError("give the endpoint's URL (or --demo)")

@@ -6,7 +6,12 @@ stop reason and where it came from, usage) and the verdicts it gave, never from 
 wire read again. The profile sets only what the evidence supports: ``structural`` when
 every complete answer sent a stop reason before its proof, ``first_content`` when
 keep-alives came before the first event; a rule the evidence argues against is
-written as evidence without the rule ("not set: ..."); nothing else, ever.
+written as evidence without the rule ("not set: ..."); nothing else, ever. Where the
+proof carries the stop reason itself (Responses' ``response.completed``, Gemini's
+``finishReason``, Bedrock's ``messageStop``), ``structural`` could change no verdict:
+the report says so, and the file holds neither the rule nor evidence about it (a
+profile's evidence is what was observed to bear on a rule, and nothing observed could
+bear on this one).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from railings.probe.send import Observation
+from railings.probe.send import KEEPALIVES, Observation
 from railings.providers import spec
 from railings.stops import Stop, StopSource
 from railings.turn.model import Outcome, Termination
@@ -32,9 +37,12 @@ FIRST_CONTENT_FACTOR = 4
 
 def _words(provider: str) -> tuple[str, str]:
     """The wire's proof and what its own API sends before it, in its own words
-    (``[DONE]``, ``finish_reason``), from its spec's ``a `finish_reason```."""
+    (``[DONE]``, ``finish_reason``), from its spec's ``a `finish_reason``` (empty where
+    the proof carries the stop reason); a proof that is a field's last value is named by
+    the field (Gemini's ``finishReason``, Ollama's ``done``)."""
     proof = spec(provider).proof
-    return min(proof.data | proof.events | proof.types), proof.structure.replace("`", "")[2:]
+    names = proof.data | proof.events | proof.types or (proof.fields & proof.markers)
+    return min(names or proof.fields), proof.structure.replace("`", "")[2:]
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,8 +123,17 @@ def findings(
         if len(complete) < total:
             does = f"call the {total - len(complete)} without it interrupted"
         rows.append(Finding("proof", f"{proof} on {len(complete)} of {total}", does))
-    structural = bool(complete) and len(said) == len(complete)
-    if structural:
+    carried = not spec(provider).proof.structure  # the proof is the stop reason
+    structural = not carried and bool(complete) and len(said) == len(complete)
+    if carried and complete:
+        rows.append(
+            Finding(
+                "stop reason",
+                f"carried by {proof}: {len(said)} of {len(complete)}",
+                "no rule: the proof is the stop reason",
+            )
+        )
+    elif structural:
         rows.append(
             Finding(
                 "stop reason",
@@ -150,7 +167,7 @@ def findings(
     for obs in (o for o in seen if o.ask.cut):
         rows.append(_cut(obs, evidence, today, source))
     rows.append(_usage(seen, provider))
-    first_content = _keepalives(seen, rows, evidence, today, source)
+    first_content = _keepalives(seen, rows, evidence, today, source, provider)
     rows.extend(_http(seen, tls=url.startswith("https://")))
     profile = Profile(
         name=profile_name(url),
@@ -228,10 +245,17 @@ def _keepalives(
     evidence: dict[str, Evidence],
     today: str,
     source: str,
+    provider: str,
 ) -> float | None:
+    framing = spec(provider).framing
+    kind = KEEPALIVES.get(framing)
+    if kind is None:  # nothing to count, so nothing is invented
+        none = f"not applicable: {framing.value} frames carry none"
+        rows.append(Finding("keep-alives", none, "keep its clocks (no rule)"))
+        return None
     comments = {p: sum(o.comments[p] for o in seen) for p in seen[0].comments}
     pings = {p: sum(o.pings[p] for o in seen) for p in seen[0].pings}
-    shown = [f"comments {p}: {n}" for p, n in comments.items() if n]
+    shown = [f"{kind} {p}: {n}" for p, n in comments.items() if n]
     shown += [f"pings {p}: {n}" for p, n in pings.items() if n]
     waited = [o for o in seen if o.wait_before_first_event is not None]
     if not waited:

@@ -1,11 +1,15 @@
 """Sending the battery and reading each answer with railings' own layers.
 
-Each answer's bytes go, a line at a time, to the stream reader (the turn: proof, stop
-reason, usage, content) and to the SSE decoder (its comment count and its event
-names: the keep-alives), so each keep-alive is placed exactly: before the first event,
-before the first content, or during content. Nothing here reads the wire by itself.
-The key goes only to the configured URL, in the wire's own header, and no redirect is
-followed.
+Each answer's bytes go to the stream reader (the turn: proof, stop reason, usage,
+content) and to a keep-alive counter of the wire's framing, a line at a time, so each
+keep-alive is placed exactly: before the first event, before the first content, or
+during content. What a framing can carry as a keep-alive is counted by its own rule
+(:data:`KEEPALIVES`): SSE comments and ``ping`` events by the SSE decoder, NDJSON blank
+lines (its decoder skips them); AWS event-stream frames carry none, and a binary frame
+is never cut at a byte that looks like a line end: the reader gets whole chunks.
+Nothing here reads the wire by itself. The key goes only to the configured URL, in the
+wire's own header (or the request is signed, as the client signs Bedrock's without a
+key), and no redirect is followed.
 """
 
 from __future__ import annotations
@@ -17,10 +21,11 @@ from dataclasses import dataclass, field
 import httpx2
 
 from railings.errors import RailingsError
-from railings.probe.battery import Ask, body
-from railings.providers import spec
+from railings.probe.battery import NAMED_ENDING_WIRES, Ask, body
+from railings.providers import Framing, spec
 from railings.redact import redact, register_secret, register_url_secrets
 from railings.transport import ClientConfig
+from railings.transport.client import _signer
 from railings.transport.errors_map import BOUNDARY, error_from_response, map_exception
 from railings.transport.response import body_chunks, is_event_stream, read_bounded
 from railings.turn.model import Termination, Turn
@@ -29,13 +34,16 @@ from railings.turn.reader import StreamReader
 from railings.turn.verdict import CallVerdict, judge
 from railings.wire.sse import SSEDecoder
 
-__all__ = ["ATTEMPTS", "PLACES", "Observation", "ProbeFailed", "observe"]
+__all__ = ["ATTEMPTS", "KEEPALIVES", "PLACES", "Observation", "ProbeFailed", "observe"]
 
 ATTEMPTS = 3  # per request, when the endpoint cannot be reached
 _WAITS = (0.5, 1.0)
 # Where a keep-alive came: before the answer's first event (the server waited), after it
 # but before the first content, or among the content.
 PLACES = ("before the first event", "before content", "during content")
+# What each framing can carry as a keep-alive, in the report's words; a framing missing
+# here carries none (AWS event-stream: every frame is a typed, checksummed message).
+KEEPALIVES = {Framing.SSE: "comments", Framing.NDJSON: "blank lines"}
 
 
 class ProbeFailed(Exception):
@@ -56,6 +64,7 @@ class Observation:
     first_content: float | None = None
     largest_gap: float = 0.0  # the longest silence between two reads of the body
     wait_before_first_event: float | None = None  # when keep-alives came first: how long
+    # The framing's keep-alives (:data:`KEEPALIVES`: SSE comments, NDJSON blank lines).
     comments: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PLACES, 0))
     pings: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PLACES, 0))
     # Without the wire's proof: did the answer end with a stop reason, then usage, then the
@@ -76,7 +85,12 @@ async def observe(config: ClientConfig, asks: tuple[Ask, ...], *, http2: bool) -
     cannot be sent or is answered with an error."""
     register_secret(config.api_key)  # redacted from every message from now on
     register_url_secrets(config.base_url)
+    try:  # as the client authenticates: SigV4 for Bedrock without a key
+        auth = config.auth or _signer(config)
+    except RailingsError as exc:
+        raise ProbeFailed(redact(str(exc))) from None
     async with httpx2.AsyncClient(
+        auth=auth,
         http2=http2,
         follow_redirects=False,  # the key stays with the origin given
         trust_env=False,  # as the client: no proxy or .netrc from the environment
@@ -105,6 +119,8 @@ async def _one(http: httpx2.AsyncClient, config: ClientConfig, ask: Ask, n: int)
                 ) from None
             await asyncio.sleep(_WAITS[attempt])
             continue
+        except RailingsError as exc:  # the signer found no credentials
+            raise ProbeFailed(redact(f"request {n} ({ask.label}): {exc}")) from None
         break
     try:
         wanted = spec(config.provider).content_types
@@ -140,8 +156,10 @@ async def _read(
     now: Callable[[], float],
 ) -> Observation:
     reader = StreamReader(provider, max_tokens=ask.max_tokens)
-    named = StreamReader(provider, max_tokens=ask.max_tokens, profile=_NAMED)
-    sse = SSEDecoder()
+    named = None
+    if provider in NAMED_ENDING_WIRES:
+        named = StreamReader(provider, max_tokens=ask.max_tokens, profile=_NAMED)
+    counter = _counter(spec(provider).framing)
     seen = _Tally(first_byte=now() - start)
     events = 0
     last = now()
@@ -149,27 +167,29 @@ async def _read(
         arrived = now()
         seen.largest_gap = max(seen.largest_gap, arrived - last)
         last = arrived
-        for line in chunk.splitlines(keepends=True):
+        # Lines for the text framings (where keep-alives are placed), whole chunks for
+        # the binary one.
+        for piece in [chunk] if counter is None else chunk.splitlines(keepends=True):
             place = _place(events, reader.content)
-            comments = sse.comments
-            for event in sse.feed(line):
-                events += 1
-                if event.event == "ping":
-                    seen.pings[place] += 1
-            seen.comments[place] += sse.comments - comments
+            if counter is not None:
+                new, kept, pings = counter.feed(piece)
+                events += new
+                seen.comments[place] += kept
+                seen.pings[place] += pings
             if events and seen.wait_before_first_event is None and _kept_alive(seen):
                 seen.wait_before_first_event = arrived - start
-            if not named.terminated:
-                named.feed(line)
-            if reader.terminated:
+            if named is not None and named.reads_on:
+                named.feed(piece)
+            if not reader.reads_on:  # ended, and no usage follows its proof on this wire
                 continue
-            reader.feed(line)
+            reader.feed(piece)
             if reader.content and seen.first_content is None:
                 seen.first_content = arrived - start
         if reader.terminated and not reader.reads_on:
             break
     reader.close()  # reached only when the body ended as the server closed it
-    named.close()
+    if named is not None:
+        named.close()
     turn = reader.turn()
     return Observation(
         ask=ask,
@@ -184,9 +204,47 @@ async def _read(
         wait_before_first_event=seen.wait_before_first_event,
         comments=seen.comments,
         pings=seen.pings,
-        named_ending=turn.termination is Termination.ABRUPT
+        named_ending=named is not None
+        and turn.termination is Termination.ABRUPT
         and named.turn().termination is Termination.CLEAN,
     )
+
+
+class _SSECount:
+    """SSE's keep-alives, by its own decoder: comments, and ``ping`` events (Anthropic)."""
+
+    def __init__(self) -> None:
+        self._sse = SSEDecoder()
+
+    def feed(self, line: bytes) -> tuple[int, int, int]:
+        """The events, comments and pings ``line`` completed."""
+        comments = self._sse.comments
+        events = self._sse.feed(line)
+        pings = sum(1 for event in events if event.event == "ping")
+        return len(events), self._sse.comments - comments, pings
+
+
+class _NDJSONCount:
+    """NDJSON's keep-alives: blank lines, which its decoder skips. A line ends at LF, as
+    NDJSON's decoder ends it (a CR before it belongs to the line)."""
+
+    def __init__(self) -> None:
+        self._blank = True  # the line begun so far holds nothing but white space
+
+    def feed(self, piece: bytes) -> tuple[int, int, int]:
+        """The lines (events), blank lines and pings (none) ``piece`` completed."""
+        if piece.strip():
+            self._blank = False
+        if not piece.endswith(b"\n"):
+            return 0, 0, 0
+        blank, self._blank = self._blank, True
+        return (0, 1, 0) if blank else (1, 0, 0)
+
+
+def _counter(framing: Framing) -> _SSECount | _NDJSONCount | None:
+    if framing is Framing.SSE:
+        return _SSECount()
+    return _NDJSONCount() if framing is Framing.NDJSON else None
 
 
 @dataclass(slots=True)
