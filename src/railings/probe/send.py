@@ -25,7 +25,7 @@ from railings.probe.battery import NAMED_ENDING_WIRES, Ask, body
 from railings.providers import Framing, spec
 from railings.redact import redact, register_secret, register_url_secrets
 from railings.transport import ClientConfig
-from railings.transport.client import _signer
+from railings.transport.client import signer
 from railings.transport.errors_map import BOUNDARY, error_from_response, map_exception
 from railings.transport.response import body_chunks, is_event_stream, read_bounded
 from railings.turn.model import Termination, Turn
@@ -86,7 +86,7 @@ async def observe(config: ClientConfig, asks: tuple[Ask, ...], *, http2: bool) -
     register_secret(config.api_key)  # redacted from every message from now on
     register_url_secrets(config.base_url)
     try:  # as the client authenticates: SigV4 for Bedrock without a key
-        auth = config.auth or _signer(config)
+        auth = config.auth or signer(config)
     except RailingsError as exc:
         raise ProbeFailed(redact(str(exc))) from None
     async with httpx2.AsyncClient(

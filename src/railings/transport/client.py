@@ -69,7 +69,7 @@ from railings.transport.tracing import recording, traced
 from railings.turn.attempt import Attempt
 from railings.turn.limit import requested_limit
 
-__all__ = ["AsyncProviderClient", "TransportFactory"]
+__all__ = ["AsyncProviderClient", "TransportFactory", "signer"]
 
 # An error's ``received`` keeps the first 16 MiB of the body, no more: a server that
 # streams keep-alive comments until the total deadline must not grow memory with time.
@@ -114,7 +114,7 @@ class AsyncProviderClient:
         # How each request authenticates: the config's httpx2.Auth, else the key's header
         # (request_headers), else -- Bedrock without a key -- SigV4 (the ``bedrock`` extra;
         # without it, MissingDependency here, before any request).
-        self._auth = config.auth or _signer(config)
+        self._auth = config.auth or signer(config)
         self._transport = transport
         self._clients: dict[bool, httpx2.AsyncClient] = {}
         self._include_usage = config.include_usage is not False
@@ -364,7 +364,7 @@ class AsyncProviderClient:
         )
 
 
-def _signer(config: ClientConfig) -> httpx2.Auth | None:
+def signer(config: ClientConfig) -> httpx2.Auth | None:
     """SigV4 for a wire that signs requests (Bedrock) when no key is configured."""
     service = spec(config.provider).sigv4_service
     if not service or config.api_key:
