@@ -108,6 +108,7 @@ class TurnAssembler:
         self._baseline: int | None = None  # the opening usage's output count (billable.py)
         self._stop_wire: str | None = None
         self._usage_after_stop = False  # a usage report came after the last stop reason
+        self._named = profile.proof == STOP_THEN_USAGE  # the profile names that ending
         self._cut_wire: str | None = None  # the first output-limit stop of the turn
         self._error: TurnError | None = None
         self._message_id = ""
@@ -163,7 +164,7 @@ class TurnAssembler:
             if isinstance(event, UsageUpdate) and state is State.TERMINATED_CLEANLY:
                 self._usage(event)
             return
-        if type(event) is not UsageUpdate:
+        if self._named and type(event) is not UsageUpdate:
             self._usage_after_stop = False  # a named ending is only the stream's last word
         if not self.content and billable(event, self._baseline):
             self.content = True  # the Empty table: see the module docstring
@@ -266,7 +267,7 @@ class TurnAssembler:
 
     def _named_proof(self) -> bool:
         # STOP_THEN_USAGE: a stop reason, then a usage report, and nothing after them.
-        return self.profile.proof == STOP_THEN_USAGE and self._usage_after_stop
+        return self._named and self._usage_after_stop
 
     def _abrupt(self, error: TurnError) -> None:
         self._error = error
