@@ -181,15 +181,20 @@ def parse(data: Mapping[str, Any], where: str = "profile") -> Profile:
     evidence = data.get("evidence", {})
     if not isinstance(evidence, Mapping):
         raise ConfigurationError(f"{where}: evidence is a table per rule")
+    if not all(isinstance(entry, Mapping) for entry in evidence.values()):
+        raise ConfigurationError(f"{where}: evidence is a table per rule")
+    wire = data.get("wire")
+    if wire is not None:
+        wire = _text(wire, "wire", where)
     try:
         return Profile(
             name=_text(data.get("name"), "name", where),
-            wire=data.get("wire"),
+            wire=wire,
             base_urls=_texts(data.get("base_urls", ()), "base_urls", where),
             models=_texts(data.get("models", ()), "models", where),
-            structural=data.get("structural", False) is True,
+            structural=_flag(data, "structural", where),
             first_content=data.get("first_content"),
-            misreports_length=data.get("misreports_length", False) is True,
+            misreports_length=_flag(data, "misreports_length", where),
             evidence={rule: Evidence(**dict(entry)) for rule, entry in evidence.items()},
         )
     except TypeError as exc:
@@ -198,6 +203,15 @@ def parse(data: Mapping[str, Any], where: str = "profile") -> Profile:
         ) from exc
     except ConfigurationError as exc:
         raise ConfigurationError(f"{where}: {exc}") from None
+
+
+def _flag(data: Mapping[str, Any], name: str, where: str) -> bool:
+    # Only true or false: a quoted "true" read as false would leave a rule the file
+    # asks for silently unset.
+    value = data.get(name, False)
+    if not isinstance(value, bool):
+        raise ConfigurationError(f"{where}: {name} must be true or false, not {value!r}")
+    return value
 
 
 def _text(value: object, name: str, where: str) -> str:

@@ -66,6 +66,8 @@ class Evidence:
     source: str
 
     def __post_init__(self) -> None:
+        if not all(isinstance(v, str) for v in (self.observed, self.date, self.source)):
+            raise ConfigurationError("evidence: observed, date and source must be strings")
         if not self.observed.strip() or not self.source.strip() or not self.date.strip():
             raise ConfigurationError("evidence needs what was observed, its source and date")
         if not isinstance(self.seen, int) or isinstance(self.seen, bool) or self.seen < 1:
@@ -94,6 +96,7 @@ class Profile:
             )
         if self.first_content is not None and not (
             isinstance(self.first_content, int | float)
+            and not isinstance(self.first_content, bool)  # ``true`` is no number of seconds
             and math.isfinite(self.first_content)
             and self.first_content > 0
         ):
