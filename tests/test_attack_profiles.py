@@ -1,15 +1,21 @@
-"""Attacks on endpoint profiles: a profile file whose field has a type the reader could
-let slip (a rule the file asks for left silently unset, a flag read as a number)."""
+"""Attacks on endpoint profiles and ``railings probe``: a profile file whose field has a
+type the reader could let slip (a rule the file asks for left silently unset, a flag read
+as a number), and a probe that writes a credential of the URL it was given into the
+profile file."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from railings import profiles
+from railings.cli import main
 from railings.errors import ConfigurationError
+from railings.probe import DEMO_SCRIPT
+from railings.testing import ScriptedServer
 from railings.turn.profile import RULES
 
 _EVIDENCE = {"observed": "o", "seen": 1, "date": "2026-12-03", "source": "s"}
@@ -42,3 +48,20 @@ def test_attack_a_profile_field_of_the_wrong_type_is_refused_by_name(
 ) -> None:
     with pytest.raises(ConfigurationError):
         profiles.parse(_file(**fields))
+
+
+def test_attack_the_probe_writes_no_credential_of_the_url_into_the_profile(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-probe-key-0a1b2c3d4e5f")
+    out = tmp_path / "mine.toml"
+    with ScriptedServer(DEMO_SCRIPT) as server:
+        plain = server.openai_base_url
+        url = plain.replace("://", "://probe-user:pw-9f8e7d6c5b4a@")
+        code = main(["probe", url, "--yes", "--json", "--out", str(out)])
+    shown = capsys.readouterr()
+    assert code == 0, shown.err
+    written = out.read_text(encoding="utf-8")
+    assert "pw-9f8e7d6c5b4a" not in shown.out + shown.err + written
+    (loaded,) = profiles.load(out)
+    assert loaded.base_urls == (plain,)
