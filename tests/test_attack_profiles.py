@@ -16,7 +16,7 @@ from railings.cli import main
 from railings.errors import ConfigurationError
 from railings.probe import DEMO_SCRIPT
 from railings.testing import ScriptedServer
-from railings.turn.profile import RULES
+from railings.turn.profile import RULES, WIRE, Profile
 
 _EVIDENCE = {"observed": "o", "seen": 1, "date": "2026-12-03", "source": "s"}
 
@@ -65,3 +65,41 @@ def test_attack_the_probe_writes_no_credential_of_the_url_into_the_profile(
     assert "pw-9f8e7d6c5b4a" not in shown.out + shown.err + written
     (loaded,) = profiles.load(out)
     assert loaded.base_urls == (plain,)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://sk-user:sk-pass@api.openai.com/v1",
+        "https://api.openai.com:443/v1",
+        "https://api.openai.com./v1",
+        "https://API.OpenAI.com.:443/v1",
+    ],
+)
+def test_attack_a_spelling_of_the_same_origin_is_judged_by_its_profile(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(profiles.ENV, raising=False)
+    # Each reaches api.openai.com; none may fall back to the wire's laxer rule.
+    assert profiles.choose(None, url, directory=None).name == "openai"
+    # And a profile's own entry may be spelled so (a probe writes the URL it was given).
+    spelled = Profile(name="mine", base_urls=(url.replace("/v1", ""),))
+    assert spelled.matches("https://api.openai.com/v1") and spelled.matches(url)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://api.openai.com@evil.example/v1",
+        "https://api.openai.com:pw@evil.example/v1",
+        "https://api.openai.com.evil.example/v1",
+        "https://api.openai.com:8443/v1",
+        "http://api.openai.com/v1",
+        "https://evil.example/https://api.openai.com",
+    ],
+)
+def test_attack_another_origin_dressed_as_a_known_one_is_not_matched(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(profiles.ENV, raising=False)
+    assert profiles.choose(None, url, directory=None) is WIRE

@@ -129,7 +129,7 @@ class Profile:
         matches when it starts with one of ``base_urls`` at a path boundary (``*`` in an
         entry stands for one part of a host name: ``bedrock-runtime.*.amazonaws.com``); a
         model when ``models`` is empty or names it (``*`` at the end: any suffix)."""
-        url = base_url.strip().lower()
+        url = _origin_spelled_once(base_url)
         if not any(_prefix(entry).match(url) for entry in self.base_urls):
             return False
         if not self.models or model is None:
@@ -137,8 +137,33 @@ class Profile:
         return any(model.startswith(m[:-1]) if m.endswith("*") else model == m for m in self.models)
 
 
+_DEFAULT_PORTS = {"http://": "80", "https://": "443"}
+# A URL's scheme, its authority (up to the path, query or fragment: RFC 3986) and the rest.
+_URL = re.compile(r"([a-z][a-z0-9+.-]*://)([^/?#]*)(.*)", re.DOTALL)
+
+
+def _origin_spelled_once(url: str) -> str:
+    """``url`` lowercased, its origin written one way: without userinfo (a credential, not
+    where the request goes), the host's trailing dot, or the scheme's default port. These
+    reach the same endpoint as the plain spelling, which must not fall back to the wire's
+    laxer rule for them."""
+    text = url.strip().lower()
+    parts = _URL.fullmatch(text)
+    if parts is None:
+        return text
+    scheme, netloc, rest = parts.groups()
+    netloc = netloc.rpartition("@")[2]  # the userinfo ends at the authority's last @
+    host, colon, port = netloc.rpartition(":")
+    if not colon or "]" in port:  # no port (an IPv6 address's colons are not one)
+        host, port = netloc, ""
+    if port == _DEFAULT_PORTS.get(scheme):
+        port = ""
+    return scheme + host.rstrip(".") + (f":{port}" if port else "") + rest
+
+
 def _prefix(entry: str) -> re.Pattern[str]:
-    parts = [re.escape(part) for part in entry.strip().rstrip("/").lower().split("*")]
+    spelled = _origin_spelled_once(entry).rstrip("/")  # as the URLs it is matched with
+    parts = [re.escape(part) for part in spelled.split("*")]
     # A match ends at a path boundary: ``https://api.openai.com`` is not
     # ``https://api.openai.com.example``.
     return re.compile("[a-z0-9-]+".join(parts) + r"(?:[/?#]|$)")
