@@ -1,22 +1,28 @@
 """Attacks on endpoint profiles and ``railings probe``: a profile file whose field has a
 type the reader could let slip (a rule the file asks for left silently unset, a flag read
-as a number), and a probe that writes a credential of the URL it was given into the
-profile file."""
+as a number), a base URL spelled another way, a stop reason that content followed, and a
+probe that writes a credential of the URL it was given into the profile file."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from railings import profiles
+from _server import DONE, anthropic_text, openai_chunk, openai_text, sse
+from railings import profiles, replay
 from railings.cli import main
 from railings.errors import ConfigurationError
 from railings.probe import DEMO_SCRIPT
 from railings.testing import ScriptedServer
+from railings.turn.attempt import Attempt
+from railings.turn.ending import Partial
+from railings.turn.model import Outcome
 from railings.turn.profile import RULES, WIRE, Profile
+from railings.turn.reader import StreamReader
 
 _EVIDENCE = {"observed": "o", "seen": 1, "date": "2026-12-03", "source": "s"}
 
@@ -103,3 +109,49 @@ def test_attack_another_origin_dressed_as_a_known_one_is_not_matched(
 ) -> None:
     monkeypatch.delenv(profiles.ENV, raising=False)
     assert profiles.choose(None, url, directory=None) is WIRE
+
+
+def _chat_reason_then_text() -> bytes:
+    # A finish_reason in the first content chunk, more text after it, then a terminator
+    # added where the stream broke: the stop reason said nothing about where it ended.
+    start, *_ = openai_text([], finish=None, done=False)
+    return b"".join(
+        [
+            start,
+            openai_chunk({"content": "Your refund"}, "stop"),
+            openai_chunk({"content": " will be processed within"}),
+            DONE,
+        ]
+    )
+
+
+def _anthropic_reason_then_text() -> bytes:
+    # message_start carrying a stop_reason, text, no message_delta, then message_stop.
+    start, *rest = anthropic_text(["Your refund", " will be"])
+    message = json.loads(start.partition(b"data: ")[2])
+    message["message"]["stop_reason"] = "end_turn"
+    stop = sse({"type": "message_stop"}, "message_stop")
+    return b"".join([sse(message, "message_start"), *rest[:-3], stop])
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "plain"])
+@pytest.mark.parametrize("size", [None, 1, 7])
+@pytest.mark.parametrize(
+    ("wire", "forged"),
+    [("openai", _chat_reason_then_text), ("anthropic", _anthropic_reason_then_text)],
+)
+def test_attack_a_stop_reason_followed_by_content_is_not_the_structure(
+    wire: str, forged: Any, fast: bool, size: int | None
+) -> None:
+    body = forged()
+    assert replay(body, provider=wire).turn.outcome is Outcome.COMPLETE  # the wire's rule
+    strict = profiles.builtin(wire)
+    attempt = Attempt(wire, hold=False, profile=strict)
+    attempt.reader = StreamReader(wire, fast=fast, profile=strict)
+    step = size or len(body)
+    for at in range(0, len(body), step):
+        attempt.feed(body[at : at + step], 0.0)
+    result = attempt.close()
+    assert isinstance(result, Partial), result
+    assert "Your refund will be" in result.turn.text
+    assert result.turn.error is not None and "after the last content" in result.turn.error.message

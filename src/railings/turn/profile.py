@@ -11,9 +11,9 @@ first content:
 
 ``structural``
     The proof counts only with the structure the endpoint always sends before it: a
-    stop reason on the wire. Without it the ending may have been added by a layer in
-    between (a proxy that closes a broken stream with a clean terminator), and the turn
-    is interrupted, Partial or Empty by the usual rule.
+    stop reason on the wire, after the last content. Without it the ending may have been
+    added by a layer in between (a proxy that closes a broken stream with a clean
+    terminator), and the turn is interrupted, Partial or Empty by the usual rule.
 ``first_content``
     The content clock before the first content, in seconds, for a server that sends
     keep-alives while it queues (the clock after content is unchanged).
