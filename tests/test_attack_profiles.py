@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from _server import DONE, anthropic_text, openai_chunk, openai_text, sse
+from _server import DONE, CannedServer, Reply, anthropic_text, openai_chunk, openai_text, sse
 from railings import profiles, replay
 from railings.cli import main
 from railings.errors import ConfigurationError
@@ -155,3 +155,21 @@ def test_attack_a_stop_reason_followed_by_content_is_not_the_structure(
     assert isinstance(result, Partial), result
     assert "Your refund will be" in result.turn.text
     assert result.turn.error is not None and "after the last content" in result.turn.error.message
+
+
+def test_attack_a_request_the_server_received_is_never_sent_again_by_the_probe(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The plan promises so many requests and output tokens: a request that reached the
+    # server (it may have billed it) and lost its answer is not resent behind the plan.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-probe-key-0a1b2c3d4e5f")
+    monkeypatch.chdir(tmp_path)
+    answer = Reply(chunks=openai_text(["Hi."]))
+    with CannedServer() as server:
+        server.push(Reply(end="drop"), *[answer] * 4)
+        code = main(["probe", server.openai_base_url, "--yes"])
+        sent = len(server.requests)
+    err = capsys.readouterr().err.splitlines()
+    assert code == 1 and sent == 1
+    assert err[-1].startswith("railings probe: request 1 (a short answer): ")
+    assert list(tmp_path.iterdir()) == []

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import httpx2
 
-from railings.errors import RailingsError
+from railings.errors import ConnectError, ConnectTimeout, RailingsError
 from railings.probe.battery import Ask, body
 from railings.providers import spec
 from railings.redact import redact, register_secret, register_url_secrets
@@ -30,7 +30,7 @@ from railings.wire.sse import SSEDecoder
 
 __all__ = ["ATTEMPTS", "PLACES", "Observation", "ProbeFailed", "observe"]
 
-ATTEMPTS = 3  # per request, when the endpoint cannot be reached
+ATTEMPTS = 3  # per request, when no connection to the endpoint could be made
 _WAITS = (0.5, 1.0)
 # Where a keep-alive came: before the answer's first event (the server waited), after it
 # but before the first content, or among the content.
@@ -87,10 +87,11 @@ async def _one(http: httpx2.AsyncClient, config: ClientConfig, ask: Ask, n: int)
         try:
             response = await http.send(request, stream=True)
         except BOUNDARY as exc:
-            if attempt + 1 == ATTEMPTS:
-                raise ProbeFailed(
-                    redact(f"request {n} ({ask.label}): {map_exception(exc)}")
-                ) from None
+            error = map_exception(exc)
+            # Only a connection never made is tried again: a request the server may have
+            # received (and billed) is not resent behind the plan that was announced.
+            if attempt + 1 == ATTEMPTS or not isinstance(error, ConnectError | ConnectTimeout):
+                raise ProbeFailed(redact(f"request {n} ({ask.label}): {error}")) from None
             await asyncio.sleep(_WAITS[attempt])
             continue
         break
