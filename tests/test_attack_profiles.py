@@ -173,3 +173,24 @@ def test_attack_a_request_the_server_received_is_never_sent_again_by_the_probe(
     assert code == 1 and sent == 1
     assert err[-1].startswith("railings probe: request 1 (a short answer): ")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["table", "json"])
+def test_attack_a_server_echoing_the_key_in_its_stop_reason_never_gets_it_shown(
+    as_json: bool,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    key = "sk-probe-echoed-7c6b5a4d3e2f1a0b"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    out = tmp_path / "mine.toml"
+    answer = Reply(chunks=openai_text(["Hi."], finish=key))
+    with CannedServer() as server:
+        server.push(*[answer] * 4)
+        argv = ["probe", server.openai_base_url, "--yes", "--out", str(out)]
+        code = main([*argv, "--json"] if as_json else argv)
+    shown = capsys.readouterr()
+    assert code == 0, shown.err
+    assert key not in shown.out + shown.err + out.read_text(encoding="utf-8")
+    assert profiles.load(out)  # and the file still reads
