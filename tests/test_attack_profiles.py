@@ -17,7 +17,7 @@ from railings import profiles, replay
 from railings.cli import main
 from railings.errors import ConfigurationError
 from railings.probe import DEMO_SCRIPT
-from railings.testing import ScriptedServer
+from railings.testing import Script, ScriptedServer
 from railings.turn.attempt import Attempt
 from railings.turn.ending import Partial
 from railings.turn.model import Outcome
@@ -194,3 +194,13 @@ def test_attack_a_server_echoing_the_key_in_its_stop_reason_never_gets_it_shown(
     assert code == 0, shown.err
     assert key not in shown.out + shown.err + out.read_text(encoding="utf-8")
     assert profiles.load(out)  # and the file still reads
+
+
+@pytest.mark.parametrize("key", ["keepalive_delay", "delay"])
+@pytest.mark.parametrize("value", [math.nan, math.inf])
+def test_attack_a_script_delay_that_is_no_number_of_seconds_is_refused(
+    key: str, value: float
+) -> None:
+    # A NaN or infinite wait would hang the scripted server, and the test using it.
+    with pytest.raises(ConfigurationError, match=key):
+        Script.from_dict({key: value, "turns": [{"text": "x"}]})
