@@ -204,3 +204,19 @@ def test_attack_a_script_delay_that_is_no_number_of_seconds_is_refused(
     # A NaN or infinite wait would hang the scripted server, and the test using it.
     with pytest.raises(ConfigurationError, match=key):
         Script.from_dict({key: value, "turns": [{"text": "x"}]})
+
+
+def test_attack_the_probe_earns_no_rule_the_endpoint_s_own_answers_would_fail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A server that sends its finish_reason with the first text, then more text: every
+    # answer is proven, but not with the structure a strict profile asks for.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-probe-key-0a1b2c3d4e5f")
+    out = tmp_path / "mine.toml"
+    body = _chat_reason_then_text()
+    with CannedServer() as server:
+        server.push(*[Reply(chunks=[body])] * 4)
+        assert main(["probe", server.openai_base_url, "--yes", "--out", str(out)]) == 0
+    (written,) = profiles.load(out)
+    assert not written.structural
+    assert replay(body, provider="openai", profile=written).turn.outcome is Outcome.COMPLETE

@@ -86,7 +86,8 @@ def findings(
     evidence: dict[str, Evidence] = {}
     total = len(seen)
     complete = [o for o in seen if o.turn.termination is Termination.CLEAN]
-    said = [o for o in complete if o.turn.stop_reason_source is StopSource.WIRE]
+    # Complete with a stop reason after the last content: as a structural profile judges.
+    said = [o for o in complete if o.structured]
 
     if not complete:
         warnings.append(NO_PROOF)

@@ -23,7 +23,8 @@ from railings.redact import redact, register_secret, register_url_secrets
 from railings.transport import ClientConfig
 from railings.transport.errors_map import BOUNDARY, error_from_response, map_exception
 from railings.transport.response import body_chunks, is_event_stream, read_bounded
-from railings.turn.model import Turn
+from railings.turn.model import Outcome, Turn
+from railings.turn.profile import Evidence, Profile
 from railings.turn.reader import StreamReader
 from railings.turn.verdict import CallVerdict, judge
 from railings.wire.sse import SSEDecoder
@@ -35,6 +36,19 @@ _WAITS = (0.5, 1.0)
 # Where a keep-alive came: before the answer's first event (the server waited), after it
 # but before the first content, or among the content.
 PLACES = ("before the first event", "before content", "during content")
+
+
+# Asks each answer what a structural profile would: is its proof preceded by its stop
+# reason, after the last content? The rule is the reader's; the probe only asks.
+_STRUCTURAL = Profile(
+    name="probe",
+    structural=True,
+    evidence={
+        "structural": Evidence(
+            observed="the question the probe asks", seen=1, date="-", source="railings probe"
+        )
+    },
+)
 
 
 class ProbeFailed(Exception):
@@ -53,6 +67,7 @@ class Observation:
     accept_encoding: str
     first_byte: float
     first_content: float | None = None
+    structured: bool = False  # complete under a structural profile too
     largest_gap: float = 0.0  # the longest silence between two reads of the body
     wait_before_first_event: float | None = None  # when keep-alives came first: how long
     comments: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PLACES, 0))
@@ -129,6 +144,7 @@ async def _read(
     now: Callable[[], float],
 ) -> Observation:
     reader = StreamReader(provider, max_tokens=ask.max_tokens)
+    strict = StreamReader(provider, max_tokens=ask.max_tokens, profile=_STRUCTURAL)
     sse = SSEDecoder()
     seen = _Tally(first_byte=now() - start)
     events = 0
@@ -147,6 +163,8 @@ async def _read(
             seen.comments[place] += sse.comments - comments
             if events and seen.wait_before_first_event is None and _kept_alive(seen):
                 seen.wait_before_first_event = arrived - start
+            if not strict.terminated:
+                strict.feed(line)
             if reader.terminated:
                 continue
             reader.feed(line)
@@ -155,6 +173,7 @@ async def _read(
         if reader.terminated and not reader.reads_on:
             break
     reader.close()
+    strict.close()
     turn = reader.turn()
     return Observation(
         ask=ask,
@@ -165,6 +184,7 @@ async def _read(
         accept_encoding=response.request.headers.get("accept-encoding", ""),
         first_byte=seen.first_byte,
         first_content=seen.first_content,
+        structured=strict.turn().outcome is Outcome.COMPLETE,
         largest_gap=seen.largest_gap,
         wait_before_first_event=seen.wait_before_first_event,
         comments=seen.comments,
