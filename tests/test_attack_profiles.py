@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from _server import DONE, CannedServer, Reply, anthropic_text, openai_chunk, openai_text, sse
-from railings import profiles, replay
+from railings import guard, profiles, replay
 from railings.cli import main
 from railings.errors import ConfigurationError
+from railings.gateway import app as gateway_app
 from railings.probe import DEMO_SCRIPT
 from railings.testing import Script, ScriptedServer
 from railings.turn.attempt import Attempt
@@ -220,3 +221,32 @@ def test_attack_the_probe_earns_no_rule_the_endpoint_s_own_answers_would_fail(
     (written,) = profiles.load(out)
     assert not written.structural
     assert replay(body, provider="openai", profile=written).turn.outcome is Outcome.COMPLETE
+
+
+@pytest.fixture
+def unusable_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    (folder / "box.toml").write_text('name = "box"\nstructural = "yes"\n', encoding="utf-8")
+    monkeypatch.setenv(profiles.ENV, str(folder))
+    return folder
+
+
+def test_attack_an_unusable_profiles_directory_stops_the_gateway_before_any_call(
+    unusable_directory: Path, tmp_path: Path
+) -> None:
+    # Read per call, it failed only once the upstream had answered (and billed) each one.
+    with CannedServer() as server:
+        server.push(Reply(chunks=openai_text(["Hi."])))
+        with pytest.raises(ConfigurationError, match=r"box\.toml"):
+            gateway_app(server.url, journal=tmp_path / "journal.sqlite3")
+        assert server.requests == []
+
+
+def test_attack_an_unusable_profiles_directory_fails_the_guard_at_install(
+    unusable_directory: Path,
+) -> None:
+    with pytest.raises(ConfigurationError, match=r"box\.toml"):
+        guard.transport()
+    with pytest.raises(ConfigurationError, match=r"box\.toml"):
+        guard.async_transport()

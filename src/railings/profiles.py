@@ -44,6 +44,7 @@ __all__ = [
     "label",
     "load",
     "parse",
+    "read_directory",
 ]
 
 ENV = "RAILINGS_PROFILES"
@@ -264,12 +265,18 @@ def choose(
         return _first(found, base_url, model) or found[0]
     if isinstance(profile, str):
         return builtin(profile)
+    return _first(read_directory(directory), base_url, model) or (
+        _first(BUILTIN, base_url, model) or WIRE
+    )
+
+
+def read_directory(directory: str | Path | None = None) -> tuple[Profile, ...]:
+    """The profiles of ``directory`` (default: ``RAILINGS_PROFILES``; none when unset),
+    read once per process, as :func:`choose` reads them. A shell that chooses per request
+    calls it when it starts, so that a file there that cannot be used fails then, and
+    not once an upstream has answered a request (and billed it)."""
     directory = directory if directory is not None else os.environ.get(ENV) or None
-    if directory is not None:
-        mine = _first(_loaded(str(directory)), base_url, model)
-        if mine is not None:
-            return mine
-    return _first(BUILTIN, base_url, model) or WIRE
+    return () if directory is None else _loaded(str(directory))
 
 
 def label(profile: Profile) -> str:
