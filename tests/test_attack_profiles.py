@@ -53,8 +53,9 @@ def _file(**fields: Any) -> dict[str, Any]:
 def test_attack_a_profile_field_of_the_wrong_type_is_refused_by_name(
     fields: dict[str, Any],
 ) -> None:
-    with pytest.raises(ConfigurationError):
-        profiles.parse(_file(**fields))
+    with pytest.raises(ConfigurationError) as raised:
+        profiles.parse(_file(**fields), "profile box.toml")
+    assert str(raised.value).count("box.toml") == 1, raised.value  # named, once
 
 
 def test_attack_the_probe_writes_no_credential_of_the_url_into_the_profile(

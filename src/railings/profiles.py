@@ -185,17 +185,15 @@ def parse(data: Mapping[str, Any], where: str = "profile") -> Profile:
     if not all(isinstance(entry, Mapping) for entry in evidence.values()):
         raise ConfigurationError(f"{where}: evidence is a table per rule")
     wire = data.get("wire")
-    if wire is not None:
-        wire = _text(wire, "wire", where)
-    try:
+    try:  # (each refusal below is named once, with ``where``, by the last clause)
         return Profile(
-            name=_text(data.get("name"), "name", where),
-            wire=wire,
-            base_urls=_texts(data.get("base_urls", ()), "base_urls", where),
-            models=_texts(data.get("models", ()), "models", where),
-            structural=_flag(data, "structural", where),
+            name=_text(data.get("name"), "name"),
+            wire=None if wire is None else _text(wire, "wire"),
+            base_urls=_texts(data.get("base_urls", ()), "base_urls"),
+            models=_texts(data.get("models", ()), "models"),
+            structural=_flag(data, "structural"),
             first_content=data.get("first_content"),
-            misreports_length=_flag(data, "misreports_length", where),
+            misreports_length=_flag(data, "misreports_length"),
             evidence={rule: Evidence(**dict(entry)) for rule, entry in evidence.items()},
         )
     except TypeError as exc:
@@ -206,24 +204,24 @@ def parse(data: Mapping[str, Any], where: str = "profile") -> Profile:
         raise ConfigurationError(f"{where}: {exc}") from None
 
 
-def _flag(data: Mapping[str, Any], name: str, where: str) -> bool:
+def _flag(data: Mapping[str, Any], name: str) -> bool:
     # Only true or false: a quoted "true" read as false would leave a rule the file
     # asks for silently unset.
     value = data.get(name, False)
     if not isinstance(value, bool):
-        raise ConfigurationError(f"{where}: {name} must be true or false, not {value!r}")
+        raise ConfigurationError(f"{name} must be true or false, not {value!r}")
     return value
 
 
-def _text(value: object, name: str, where: str) -> str:
+def _text(value: object, name: str) -> str:
     if not isinstance(value, str):
-        raise ConfigurationError(f"{where}: {name} must be a string")
+        raise ConfigurationError(f"{name} must be a string")
     return value
 
 
-def _texts(value: object, name: str, where: str) -> tuple[str, ...]:
+def _texts(value: object, name: str) -> tuple[str, ...]:
     if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-        raise ConfigurationError(f"{where}: {name} must be a list of strings")
+        raise ConfigurationError(f"{name} must be a list of strings")
     return tuple(value)
 
 
