@@ -251,3 +251,17 @@ def test_attack_an_unusable_profiles_directory_fails_the_guard_at_install(
         guard.transport()
     with pytest.raises(ConfigurationError, match=r"box\.toml"):
         guard.async_transport()
+
+
+def test_attack_a_server_echoing_the_key_in_its_content_type_never_gets_it_shown(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = "sk-probe-echoed-7c6b5a4d3e2f1a0b"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    monkeypatch.chdir(tmp_path)
+    with CannedServer() as server:
+        server.push(Reply(chunks=[b"hello"], headers=(("content-type", f"text/x-{key}"),)))
+        code = main(["probe", server.openai_base_url, "--yes"])
+    shown = capsys.readouterr()
+    assert code == 1 and "text/x-" in shown.err
+    assert key not in shown.out + shown.err

@@ -85,7 +85,9 @@ def register(commands: Any) -> None:
 
 
 def _say(line: str) -> None:
-    say("probe", line)
+    # Every line redacted: some carry what the endpoint sent (a content type, a status's
+    # words), which may echo the key.
+    say("probe", redact(line))
 
 
 def run(args: argparse.Namespace) -> int:
