@@ -21,7 +21,7 @@ from typing import Self
 import httpx2
 
 from railings.limits import TurnLimits
-from railings.profiles import choose, label
+from railings.profiles import choose, label, read_directory
 from railings.transport.coding import Unreadable, codings
 from railings.transport.config import provider_for_path
 from railings.transport.guarded import AsyncGuardStream, GuardStream
@@ -170,7 +170,10 @@ class _Guard:
         self._idle = idle
         self._limits = limits
         self._content_idle = content_idle
-        # A name or a file is read now: a mistake fails at install, not per request.
+        # A name, a file or the profiles directory is read now: a mistake fails at
+        # install, not per request once the upstream has answered.
+        if profile is None:
+            read_directory()
         self._profile = profile if profile is None else choose(profile, "")
 
     def _watch(self, request: httpx2.Request, response: httpx2.Response) -> _Watch | None:

@@ -44,6 +44,7 @@ __all__ = [
     "label",
     "load",
     "parse",
+    "read_directory",
 ]
 
 ENV = "RAILINGS_PROFILES"
@@ -219,15 +220,18 @@ def parse(data: Mapping[str, Any], where: str = "profile") -> Profile:
     evidence = data.get("evidence", {})
     if not isinstance(evidence, Mapping):
         raise ConfigurationError(f"{where}: evidence is a table per rule")
-    try:
+    if not all(isinstance(entry, Mapping) for entry in evidence.values()):
+        raise ConfigurationError(f"{where}: evidence is a table per rule")
+    wire = data.get("wire")
+    try:  # (each refusal below is named once, with ``where``, by the last clause)
         return Profile(
-            name=_text(data.get("name"), "name", where),
-            wire=data.get("wire"),
-            base_urls=_texts(data.get("base_urls", ()), "base_urls", where),
-            models=_texts(data.get("models", ()), "models", where),
-            structural=_flag(data, "structural", where),
+            name=_text(data.get("name"), "name"),
+            wire=None if wire is None else _text(wire, "wire"),
+            base_urls=_texts(data.get("base_urls", ()), "base_urls"),
+            models=_texts(data.get("models", ()), "models"),
+            structural=_flag(data, "structural"),
             first_content=data.get("first_content"),
-            misreports_length=_flag(data, "misreports_length", where),
+            misreports_length=_flag(data, "misreports_length"),
             proof=data.get("proof"),
             evidence={rule: Evidence(**dict(entry)) for rule, entry in evidence.items()},
         )
@@ -239,22 +243,24 @@ def parse(data: Mapping[str, Any], where: str = "profile") -> Profile:
         raise ConfigurationError(f"{where}: {exc}") from None
 
 
-def _flag(data: Mapping[str, Any], name: str, where: str) -> bool:
+def _flag(data: Mapping[str, Any], name: str) -> bool:
+    # Only true or false: a quoted "true" read as false would leave a rule the file
+    # asks for silently unset.
     value = data.get(name, False)
     if not isinstance(value, bool):
-        raise ConfigurationError(f"{where}: {name} must be true or false, not {value!r}")
+        raise ConfigurationError(f"{name} must be true or false, not {value!r}")
     return value
 
 
-def _text(value: object, name: str, where: str) -> str:
+def _text(value: object, name: str) -> str:
     if not isinstance(value, str):
-        raise ConfigurationError(f"{where}: {name} must be a string")
+        raise ConfigurationError(f"{name} must be a string")
     return value
 
 
-def _texts(value: object, name: str, where: str) -> tuple[str, ...]:
+def _texts(value: object, name: str) -> tuple[str, ...]:
     if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-        raise ConfigurationError(f"{where}: {name} must be a list of strings")
+        raise ConfigurationError(f"{name} must be a list of strings")
     return tuple(value)
 
 
@@ -296,12 +302,18 @@ def choose(
         return _first(found, base_url, model) or found[0]
     if isinstance(profile, str):
         return builtin(profile)
+    return _first(read_directory(directory), base_url, model) or (
+        _first(BUILTIN, base_url, model) or WIRE
+    )
+
+
+def read_directory(directory: str | Path | None = None) -> tuple[Profile, ...]:
+    """The profiles of ``directory`` (default: ``RAILINGS_PROFILES``; none when unset),
+    read once per process, as :func:`choose` reads them. A shell that chooses per request
+    calls it when it starts, so that a file there that cannot be used fails then, and
+    not once an upstream has answered a request (and billed it)."""
     directory = directory if directory is not None else os.environ.get(ENV) or None
-    if directory is not None:
-        mine = _first(_loaded(str(directory)), base_url, model)
-        if mine is not None:
-            return mine
-    return _first(BUILTIN, base_url, model) or WIRE
+    return () if directory is None else _loaded(str(directory))
 
 
 def label(profile: Profile) -> str:

@@ -92,7 +92,9 @@ def register(commands: Any) -> None:
 
 
 def _say(line: str) -> None:
-    say("probe", line)
+    # Every line redacted: some carry what the endpoint sent (a content type, a status's
+    # words), which may echo the key.
+    say("probe", redact(line))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -168,15 +170,17 @@ def _probe(args: argparse.Namespace, config: ClientConfig, note: str) -> int:
         return 1
     out = Path(args.out) if args.out else Path(f"{profile_name(base_url)}.toml")
     try:
-        out.write_text(to_toml(found.profile), encoding="utf-8")
+        # What the endpoint sent (a stop reason) is shown and written: a server may have
+        # echoed the key into it, and the key is never shown nor written.
+        out.write_text(redact(to_toml(found.profile)), encoding="utf-8")
     except OSError as exc:
         _say(f"cannot write the profile to {out}: {exc.strerror or exc}")
         return 1
     if args.json:
         report = to_json(found, url=redact(base_url), model=config.model, out=str(out))
-        print(json.dumps(report, indent=2))
+        print(redact(json.dumps(report, indent=2)))
         return 0
     print(f"endpoint    {redact(base_url)} ({config.provider}, model {config.model})")
-    print("\n".join(table(found)))
+    print(redact("\n".join(table(found))))
     print(f"written     {out}")
     return 0

@@ -67,7 +67,7 @@ from railings.gateway.upstream import (
     upstream_base,
     upstream_shown,
 )
-from railings.profiles import choose
+from railings.profiles import choose, read_directory
 from railings.redact import register_url_secrets
 from railings.secrets import RedactingFilter, install_log_redaction
 from railings.transport.config import Timeouts
@@ -119,6 +119,8 @@ def app(
     if network not in NETWORKS:
         raise ConfigurationError(f"network must be one of {', '.join(NETWORKS)}, not {network!r}")
     base = upstream_base(target)
+    if profile is None:
+        read_directory()  # a profile file that cannot be used fails here, not per call
     book = None
     if journal is not False:
         book = GatewayJournal(None if journal is True else journal, upstream_shown(base))

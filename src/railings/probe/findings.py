@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from railings.probe.send import KEEPALIVES, Observation
 from railings.providers import spec
@@ -74,18 +74,28 @@ def profile_name(url: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", host).strip("-") or "endpoint"
 
 
+def _public(url: str) -> str:
+    """``url`` as a profile file may keep it: without the user name and password of its
+    userinfo, which are a credential the client sends (and a profile matching only URLs
+    that carry it would match nothing else)."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
 def findings(
     seen: list[Observation], *, provider: str, url: str, base_url: str, today: str
 ) -> Findings:
     """The findings of one run of the battery against ``url`` (module docstring)."""
     proof, stop = _words(provider)
+    url, base_url = _public(url), _public(base_url)
     source = f"railings probe {url}"
     rows: list[Finding] = []
     warnings: list[str] = []
     evidence: dict[str, Evidence] = {}
     total = len(seen)
     complete = [o for o in seen if o.turn.termination is Termination.CLEAN]
-    said = [o for o in complete if o.turn.stop_reason_source is StopSource.WIRE]
+    # Complete with a stop reason after the last content: as a structural profile judges.
+    said = [o for o in complete if o.structured]
 
     # Never the wire's proof, and every answer that asked for usage ended the same way
     # instead: the one ending a profile may name (one that did not ask has no usage).

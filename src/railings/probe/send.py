@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import httpx2
 
-from railings.errors import RailingsError
+from railings.errors import ConnectError, ConnectTimeout, RailingsError
 from railings.probe.battery import NAMED_ENDING_WIRES, Ask, body
 from railings.providers import Framing, spec
 from railings.redact import redact, register_secret, register_url_secrets
@@ -28,7 +28,7 @@ from railings.transport import ClientConfig
 from railings.transport.client import signer
 from railings.transport.errors_map import BOUNDARY, error_from_response, map_exception
 from railings.transport.response import body_chunks, is_event_stream, read_bounded
-from railings.turn.model import Termination, Turn
+from railings.turn.model import Outcome, Termination, Turn
 from railings.turn.profile import STOP_THEN_USAGE, Evidence, Profile
 from railings.turn.reader import StreamReader
 from railings.turn.verdict import CallVerdict, judge
@@ -36,7 +36,7 @@ from railings.wire.sse import SSEDecoder
 
 __all__ = ["ATTEMPTS", "KEEPALIVES", "PLACES", "Observation", "ProbeFailed", "observe"]
 
-ATTEMPTS = 3  # per request, when the endpoint cannot be reached
+ATTEMPTS = 3  # per request, when no connection to the endpoint could be made
 _WAITS = (0.5, 1.0)
 # Where a keep-alive came: before the answer's first event (the server waited), after it
 # but before the first content, or among the content.
@@ -44,6 +44,19 @@ PLACES = ("before the first event", "before content", "during content")
 # What each framing can carry as a keep-alive, in the report's words; a framing missing
 # here carries none (AWS event-stream: every frame is a typed, checksummed message).
 KEEPALIVES = {Framing.SSE: "comments", Framing.NDJSON: "blank lines"}
+
+
+# Asks each answer what a structural profile would: is its proof preceded by its stop
+# reason, after the last content? The rule is the reader's; the probe only asks.
+_STRUCTURAL = Profile(
+    name="probe",
+    structural=True,
+    evidence={
+        "structural": Evidence(
+            observed="the question the probe asks", seen=1, date="-", source="railings probe"
+        )
+    },
+)
 
 
 class ProbeFailed(Exception):
@@ -62,6 +75,7 @@ class Observation:
     accept_encoding: str
     first_byte: float
     first_content: float | None = None
+    structured: bool = False  # complete under a structural profile too
     largest_gap: float = 0.0  # the longest silence between two reads of the body
     wait_before_first_event: float | None = None  # when keep-alives came first: how long
     # The framing's keep-alives (:data:`KEEPALIVES`: SSE comments, NDJSON blank lines).
@@ -113,10 +127,11 @@ async def _one(http: httpx2.AsyncClient, config: ClientConfig, ask: Ask, n: int)
         try:
             response = await http.send(request, stream=True)
         except BOUNDARY as exc:
-            if attempt + 1 == ATTEMPTS:
-                raise ProbeFailed(
-                    redact(f"request {n} ({ask.label}): {map_exception(exc)}")
-                ) from None
+            error = map_exception(exc)
+            # Only a connection never made is tried again: a request the server may have
+            # received (and billed) is not resent behind the plan that was announced.
+            if attempt + 1 == ATTEMPTS or not isinstance(error, ConnectError | ConnectTimeout):
+                raise ProbeFailed(redact(f"request {n} ({ask.label}): {error}")) from None
             await asyncio.sleep(_WAITS[attempt])
             continue
         except RailingsError as exc:  # the signer found no credentials
@@ -159,6 +174,7 @@ async def _read(
     named = None
     if provider in NAMED_ENDING_WIRES:
         named = StreamReader(provider, max_tokens=ask.max_tokens, profile=_NAMED)
+    strict = StreamReader(provider, max_tokens=ask.max_tokens, profile=_STRUCTURAL)
     counter = _counter(spec(provider).framing)
     seen = _Tally(first_byte=now() - start)
     events = 0
@@ -180,6 +196,8 @@ async def _read(
                 seen.wait_before_first_event = arrived - start
             if named is not None and named.reads_on:
                 named.feed(piece)
+            if strict.reads_on:
+                strict.feed(piece)
             if not reader.reads_on:  # ended, and no usage follows its proof on this wire
                 continue
             reader.feed(piece)
@@ -188,6 +206,7 @@ async def _read(
         if reader.terminated and not reader.reads_on:
             break
     reader.close()  # reached only when the body ended as the server closed it
+    strict.close()
     if named is not None:
         named.close()
     turn = reader.turn()
@@ -200,6 +219,7 @@ async def _read(
         accept_encoding=response.request.headers.get("accept-encoding", ""),
         first_byte=seen.first_byte,
         first_content=seen.first_content,
+        structured=strict.turn().outcome is Outcome.COMPLETE,
         largest_gap=seen.largest_gap,
         wait_before_first_event=seen.wait_before_first_event,
         comments=seen.comments,

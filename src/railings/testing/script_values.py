@@ -4,6 +4,7 @@ where it is)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from railings.errors import ConfigurationError
@@ -67,6 +68,11 @@ def non_negative(value: Any, where: str) -> float | None:
     """A non-negative number option (seconds), or None when absent."""
     if value is None:
         return None
-    if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+    if (
+        not isinstance(value, int | float)
+        or isinstance(value, bool)
+        or not math.isfinite(value)  # NaN or infinity: a wait that never ends
+        or value < 0
+    ):
         raise ConfigurationError(f"{where}: expected a non-negative number")
     return float(value)

@@ -109,6 +109,7 @@ class TurnAssembler:
         self._stop_wire: str | None = None
         self._usage_after_stop = False  # a usage report came after the last stop reason
         self._named = profile.proof == STOP_THEN_USAGE  # the profile names that ending
+        self._written_at_stop = 0  # the content written when the last stop reason came
         self._cut_wire: str | None = None  # the first output-limit stop of the turn
         self._error: TurnError | None = None
         self._message_id = ""
@@ -197,19 +198,26 @@ class TurnAssembler:
             case StopReason(wire=wire):
                 self._stop_wire = wire
                 self._usage_after_stop = False
+                if self.profile.structural:
+                    self._written_at_stop = self._parts.written()
                 if self._cut_wire is None and normalize_stop_reason(wire) == MAX_TOKENS:
                     self._cut_wire = wire  # sticky: see the module docstring
             case MessageStart(id=ident, model=model):
                 self._message_id = self._message_id or ident
                 self._model = self._model or model
             case TerminationProof(marker=marker):
-                if self.profile.structural and self._stop_wire is None:
+                if self.profile.structural and not self._structured():
                     structure = spec(self.provider).proof.structure
                     if structure:
                         self._abrupt(
                             TurnError(
                                 kind=ErrorKind.INTERRUPTED,
-                                message=unstructured(marker, structure, self.profile),
+                                message=unstructured(
+                                    marker,
+                                    structure,
+                                    self.profile,
+                                    late=self._stop_wire is not None,
+                                ),
                                 retryable=not self.content,
                             )
                         )
@@ -228,6 +236,12 @@ class TurnAssembler:
                 )
             case Unknown():
                 self._unknown += 1
+
+    def _structured(self) -> bool:
+        """Did a stop reason come after the last content (a strict profile's structure)?
+        One followed by more content says nothing of where the stream ended: a layer
+        that cut it later and added the terminator would pass with it."""
+        return self._stop_wire is not None and self._parts.written() == self._written_at_stop
 
     def _usage(self, event: UsageUpdate) -> None:
         self._usage_after_stop = self._stop_wire is not None
@@ -340,9 +354,11 @@ def _in_question(parts: tuple[Part, ...]) -> bool:
     return any(type(p) is ToolCall and (p.arguments is None or not p.provable) for p in parts)
 
 
-def unstructured(marker: str, structure: str, profile: Profile) -> str:
-    """Why a proof without its structure ended a turn under a strict ``profile``."""
+def unstructured(marker: str, structure: str, profile: Profile, *, late: bool = False) -> str:
+    """Why a proof without its structure ended a turn under a strict ``profile`` (``late``:
+    a stop reason came, but more content followed it)."""
+    after = " after the last content" if late else ""
     return (
-        f"`{marker}` arrived without {structure}: the ending may have been added by a "
-        f"layer in between (profile {profile.name} requires it)"
+        f"`{marker}` arrived without {structure}{after}: the ending may have been added by "
+        f"a layer in between (profile {profile.name} requires it)"
     )

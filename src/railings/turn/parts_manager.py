@@ -171,6 +171,21 @@ class PartsManager:
         """How many local calls (the client must act on) started."""
         return self._local
 
+    def written(self) -> int:
+        """How many pieces of content were written so far (parts begun, text pieces,
+        thoughts, argument fragments): it grows with every one, whichever path appended
+        it (the reader's fast path appends to the lists directly). Linear in the parts:
+        for a question asked once or twice a turn."""
+        count = len(self._entries)
+        for entry in self._entries:
+            if type(entry) is _Pieces:
+                count += len(entry.pieces)
+            elif type(entry) is _Thought:
+                count += len(entry.texts) + len(entry.signature)
+            elif type(entry) is _Call:
+                count += len(entry.fragments)
+        return count
+
     def text(self, text: str, *, refusal: bool = False) -> None:
         """A non-empty piece of answer (or refusal) text."""
         last = self._entries[-1] if self._entries else None

@@ -11,9 +11,9 @@ first content:
 
 ``structural``
     The proof counts only with the structure the endpoint always sends before it: a
-    stop reason on the wire. Without it the ending may have been added by a layer in
-    between (a proxy that closes a broken stream with a clean terminator), and the turn
-    is interrupted, Partial or Empty by the usual rule.
+    stop reason on the wire, after the last content. Without it the ending may have been
+    added by a layer in between (a proxy that closes a broken stream with a clean
+    terminator), and the turn is interrupted, Partial or Empty by the usual rule.
 ``first_content``
     The content clock before the first content, in seconds, for a server that sends
     keep-alives while it queues (the clock after content is unchanged).
@@ -79,6 +79,8 @@ class Evidence:
     source: str
 
     def __post_init__(self) -> None:
+        if not all(isinstance(v, str) for v in (self.observed, self.date, self.source)):
+            raise ConfigurationError("evidence: observed, date and source must be strings")
         if not self.observed.strip() or not self.source.strip() or not self.date.strip():
             raise ConfigurationError("evidence needs what was observed, its source and date")
         if not isinstance(self.seen, int) or isinstance(self.seen, bool) or self.seen < 1:
@@ -108,6 +110,7 @@ class Profile:
             )
         if self.first_content is not None and not (
             isinstance(self.first_content, int | float)
+            and not isinstance(self.first_content, bool)  # ``true`` is no number of seconds
             and math.isfinite(self.first_content)
             and self.first_content > 0
         ):
@@ -147,7 +150,7 @@ class Profile:
         matches when it starts with one of ``base_urls`` at a path boundary (``*`` in an
         entry stands for one part of a host name: ``bedrock-runtime.*.amazonaws.com``); a
         model when ``models`` is empty or names it (``*`` at the end: any suffix)."""
-        url = base_url.strip().lower()
+        url = _origin_spelled_once(base_url)
         if not any(_prefix(entry).match(url) for entry in self.base_urls):
             return False
         if not self.models or model is None:
@@ -155,8 +158,33 @@ class Profile:
         return any(model.startswith(m[:-1]) if m.endswith("*") else model == m for m in self.models)
 
 
+_DEFAULT_PORTS = {"http://": "80", "https://": "443"}
+# A URL's scheme, its authority (up to the path, query or fragment: RFC 3986) and the rest.
+_URL = re.compile(r"([a-z][a-z0-9+.-]*://)([^/?#]*)(.*)", re.DOTALL)
+
+
+def _origin_spelled_once(url: str) -> str:
+    """``url`` lowercased, its origin written one way: without userinfo (a credential, not
+    where the request goes), the host's trailing dot, or the scheme's default port. These
+    reach the same endpoint as the plain spelling, which must not fall back to the wire's
+    laxer rule for them."""
+    text = url.strip().lower()
+    parts = _URL.fullmatch(text)
+    if parts is None:
+        return text
+    scheme, netloc, rest = parts.groups()
+    netloc = netloc.rpartition("@")[2]  # the userinfo ends at the authority's last @
+    host, colon, port = netloc.rpartition(":")
+    if not colon or "]" in port:  # no port (an IPv6 address's colons are not one)
+        host, port = netloc, ""
+    if port == _DEFAULT_PORTS.get(scheme):
+        port = ""
+    return scheme + host.rstrip(".") + (f":{port}" if port else "") + rest
+
+
 def _prefix(entry: str) -> re.Pattern[str]:
-    parts = [re.escape(part) for part in entry.strip().rstrip("/").lower().split("*")]
+    spelled = _origin_spelled_once(entry).rstrip("/")  # as the URLs it is matched with
+    parts = [re.escape(part) for part in spelled.split("*")]
     # A match ends at a path boundary: ``https://api.openai.com`` is not
     # ``https://api.openai.com.example``.
     return re.compile("[a-z0-9-]+".join(parts) + r"(?:[/?#]|$)")
