@@ -355,3 +355,29 @@ def test_probe_demo_plays_the_wire_named(
     report = json.loads(capsys.readouterr().out)
     assert report["wire"] == "bedrock" and report["cost"]["requests"] == 3
     assert report["profile"]["rules"] == [] and profiles.load(out)[0].wire == "bedrock"
+
+
+def test_a_server_that_waits_longer_cannot_stretch_the_clock_past_the_ceiling() -> None:
+    from dataclasses import replace
+
+    from railings.probe import battery, findings, observe
+    from railings.probe.findings import FIRST_CONTENT_CEILING
+
+    with ScriptedServer({**DEMO_SCRIPT, "keepalives": 1}) as server:
+        url = server.openai_base_url
+        config = ClientConfig(provider="openai", model="m", base_url=url)
+        seen = asyncio.run(observe(config, battery("openai"), http2=False))
+    # As if the keep-alive had come after an hour: the probe writes the ceiling, no more.
+    waited = [replace(o, wait_before_first_event=3600.0) for o in seen]
+    found = findings(waited, provider="openai", url=url, base_url=url, today="2026-12-03")
+    assert found.profile.first_content == FIRST_CONTENT_CEILING
+
+
+def test_a_built_in_name_is_never_read_as_a_file_of_that_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "openai").write_text('name = "loose"\n')
+    capture = Path(__file__).parent / "corpus/real/snowflake/cortex_no_finish_reason.sse"
+    assert main(["replay", str(capture), "--profile", "openai"]) == 0
+    assert "profile openai requires it" in capsys.readouterr().out

@@ -37,6 +37,7 @@ from railings.turn.profile import RULES, WIRE, Evidence, Profile
 __all__ = [
     "BUILTIN",
     "ENV",
+    "NAMES",
     "Evidence",
     "Profile",
     "builtin",
@@ -184,6 +185,8 @@ BUILTIN: tuple[Profile, ...] = (
 )
 
 _BY_NAME = {p.name: p for p in BUILTIN}
+NAMES: tuple[str, ...] = (WIRE.name, *_BY_NAME)
+"""Every name :func:`builtin` knows: ``wire`` and the built-ins'."""
 
 
 def builtin(name: str) -> Profile:

@@ -22,7 +22,7 @@ from typing import Any
 from rich.console import Console
 
 from railings.errors import ConfigurationError
-from railings.profiles import choose
+from railings.profiles import NAMES, choose
 from railings.turn.profile import WIRE, Profile
 
 __all__ = [
@@ -68,12 +68,14 @@ class InputError(UsageError):
 
 
 def chosen_profile(value: str | None) -> Profile:
-    """The endpoint profile ``--profile`` names (a built-in's name or a file; None: the
-    wire's own rule), or :class:`InputError` saying why it cannot be used."""
+    """The endpoint profile ``--profile`` names (a built-in's name, else a file; None: the
+    wire's own rule), or :class:`InputError` saying why it cannot be used. A built-in's
+    name is never read as a file of that name in the current directory."""
     if value is None:
         return WIRE
     try:
-        return choose(Path(value) if Path(value).exists() else value, "")
+        named = value in NAMES or not Path(value).exists()
+        return choose(value if named else Path(value), "")
     except ConfigurationError as exc:
         raise InputError(f"--profile: {exc}") from None
 

@@ -33,6 +33,9 @@ NO_PROOF = "no termination proof: railings will call every answer interrupted"
 # made one probe wait a second can make a busy hour's request wait far longer.
 FIRST_CONTENT_FLOOR = 600.0
 FIRST_CONTENT_FACTOR = 4
+# What one probe may ever write: a server that waits longer before a keep-alive cannot
+# stretch the clock further (30 minutes: the longest wait a provider documents closing).
+FIRST_CONTENT_CEILING = 1800.0
 
 
 def _words(provider: str) -> tuple[str, str]:
@@ -273,7 +276,9 @@ def _keepalives(
         rows.append(Finding("keep-alives", "; ".join(shown) or "none", does))
         return None
     wait = max(o.wait_before_first_event or 0.0 for o in waited)
-    first_content = max(FIRST_CONTENT_FLOOR, round(FIRST_CONTENT_FACTOR * wait))
+    first_content = min(
+        FIRST_CONTENT_CEILING, max(FIRST_CONTENT_FLOOR, round(FIRST_CONTENT_FACTOR * wait))
+    )
     evidence["first_content"] = Evidence(
         observed=f"keep-alives before the first event on {len(waited)} of {len(seen)} "
         f"answers, the longest wait {wait:.1f} s",
