@@ -17,6 +17,7 @@ bear on this one).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
@@ -25,6 +26,8 @@ from railings.providers import spec
 from railings.stops import Stop, StopSource
 from railings.turn.model import Outcome, Termination
 from railings.turn.profile import STOP_THEN_USAGE, Evidence, Profile
+
+Noted = Callable[[str, int], Evidence]  # what was observed, how many times -> the evidence
 
 __all__ = ["NO_PROOF", "Finding", "Findings", "findings", "profile_name"]
 
@@ -92,6 +95,11 @@ def findings(
     proof, stop = _words(provider)
     url, base_url = _public(url), _public(base_url)
     source = f"railings probe {url}"
+
+    def noted(observed: str, times: int) -> Evidence:
+        """An entry of this run's evidence: its date and source are the run's."""
+        return Evidence(observed=observed, seen=times, date=today, source=source)
+
     rows: list[Finding] = []
     warnings: list[str] = []
     evidence: dict[str, Evidence] = {}
@@ -112,21 +120,17 @@ def findings(
                 "profile: that ending is the proof",
             )
         )
-        evidence["proof"] = Evidence(
-            observed=f"no {proof} on any answer; every one that asked for usage ended "
+        evidence["proof"] = noted(
+            f"no {proof} on any answer; every one that asked for usage ended "
             f"with a {stop}, then a usage report, then the server's clean close",
-            seen=len(asked),
-            date=today,
-            source=source,
+            len(asked),
         )
     elif not complete:
         warnings.append(NO_PROOF)
-        evidence["structural"] = Evidence(
-            observed=f"not set: none of {total} answers ended with {proof}, and no rule "
+        evidence["structural"] = noted(
+            f"not set: none of {total} answers ended with {proof}, and no rule "
             "can make an answer without its proof complete",
-            seen=total,
-            date=today,
-            source=source,
+            total,
         )
         rows.append(
             Finding("proof", f"no {proof} on any of {total}", "call every answer interrupted")
@@ -154,11 +158,9 @@ def findings(
                 f"profile: {proof} alone is no proof",
             )
         )
-        evidence["structural"] = Evidence(
-            observed=f"{stop} before {proof} on every complete answer",
-            seen=len(said),
-            date=today,
-            source=source,
+        evidence["structural"] = noted(
+            f"{stop} before {proof} on every complete answer",
+            len(said),
         )
     elif complete:
         missing = len(complete) - len(said)
@@ -169,18 +171,16 @@ def findings(
                 f"take {proof} alone as the proof (no rule)",
             )
         )
-        evidence["structural"] = Evidence(
-            observed=f"not set: {missing} of {len(complete)} complete answers ended with "
+        evidence["structural"] = noted(
+            f"not set: {missing} of {len(complete)} complete answers ended with "
             f"{proof} and no {stop}",
-            seen=len(complete),
-            date=today,
-            source=source,
+            len(complete),
         )
 
     for obs in (o for o in seen if o.ask.cut):
-        rows.append(_cut(obs, evidence, today, source))
+        rows.append(_cut(obs, evidence, noted))
     rows.append(_usage(seen, provider))
-    first_content = _keepalives(seen, rows, evidence, today, source, provider)
+    first_content = _keepalives(seen, rows, evidence, noted, provider)
     rows.extend(_http(seen, tls=url.startswith("https://")))
     profile = Profile(
         name=profile_name(url),
@@ -206,7 +206,7 @@ def findings(
     )
 
 
-def _cut(obs: Observation, evidence: dict[str, Evidence], today: str, source: str) -> Finding:
+def _cut(obs: Observation, evidence: dict[str, Evidence], noted: Noted) -> Finding:
     turn, limit = obs.turn, obs.ask.max_tokens
     what = "call cut" if obs.ask.cuts_call else "text cut"
     said = turn.stop_reason_wire if turn.stop_reason_source is StopSource.WIRE else None
@@ -222,12 +222,10 @@ def _cut(obs: Observation, evidence: dict[str, Evidence], today: str, source: st
     refused = all(not v.execute for v in obs.verdicts)
     if said is not None and turn.stop_reason != Stop.MAX_TOKENS and at_cap:
         # vLLM's quirk: the billed output is the evidence railings goes by.
-        evidence["misreports_length"] = Evidence(
-            observed=f"not set: a call the output limit cut was reported as {said}; "
+        evidence["misreports_length"] = noted(
+            f"not set: a call the output limit cut was reported as {said}; "
             "railings reads the cut from usage at the limit",
-            seen=1,
-            date=today,
-            source=source,
+            1,
         )
         return Finding(what, seen, "refuse the call: usage at the limit" if refused else "RUN IT")
     return Finding(what, seen, "refuse the cut call" if refused else "RUN THE CUT CALL")
@@ -256,8 +254,7 @@ def _keepalives(
     seen: list[Observation],
     rows: list[Finding],
     evidence: dict[str, Evidence],
-    today: str,
-    source: str,
+    noted: Noted,
     provider: str,
 ) -> float | None:
     framing = spec(provider).framing
@@ -279,12 +276,10 @@ def _keepalives(
     first_content = min(
         FIRST_CONTENT_CEILING, max(FIRST_CONTENT_FLOOR, round(FIRST_CONTENT_FACTOR * wait))
     )
-    evidence["first_content"] = Evidence(
-        observed=f"keep-alives before the first event on {len(waited)} of {len(seen)} "
+    evidence["first_content"] = noted(
+        f"keep-alives before the first event on {len(waited)} of {len(seen)} "
         f"answers, the longest wait {wait:.1f} s",
-        seen=len(waited),
-        date=today,
-        source=source,
+        len(waited),
     )
     does = f"profile: wait {first_content:g} s for the first content"
     rows.append(Finding("keep-alives", "; ".join(shown), does))
