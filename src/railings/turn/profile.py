@@ -40,6 +40,7 @@ when and where. Sans-IO: loading files and matching by base URL is
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -182,6 +183,7 @@ def _origin_spelled_once(url: str) -> str:
     return scheme + host.rstrip(".") + (f":{port}" if port else "") + rest
 
 
+@functools.lru_cache(maxsize=256)  # the guard and the gateway ask for every request
 def _prefix(entry: str) -> re.Pattern[str]:
     spelled = _origin_spelled_once(entry).rstrip("/")  # as the URLs it is matched with
     parts = [re.escape(part) for part in spelled.split("*")]
