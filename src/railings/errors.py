@@ -68,6 +68,7 @@ __all__ = [
     "RailingsError",
     "RateLimited",
     "RemoteError",
+    "ResumeFailed",
     "ServerError",
     "StreamInterrupted",
     "StreamNotRead",
@@ -135,6 +136,26 @@ class IdleTimeout(StreamInterrupted):
     ) -> None:
         super().__init__(message, empty=empty, received=received, turn=turn)
         self.idle_seconds = idle_seconds
+
+
+class ResumeFailed(StreamInterrupted):
+    """The stream of a response the provider keeps broke, and reading it again failed:
+    the server refused (``__cause__`` says how) or the attempts ran out. ``turn`` is
+    what was read before; ``response_id`` and ``after`` say where it was to go on."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        empty: bool,
+        response_id: str,
+        after: int,
+        received: bytes = b"",
+        turn: object | None = None,
+    ) -> None:
+        super().__init__(message, empty=empty, received=received, turn=turn)
+        self.response_id = response_id
+        self.after = after
 
 
 class MalformedStream(RemoteError):

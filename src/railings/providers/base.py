@@ -35,6 +35,7 @@ __all__ = [
     "ProviderDecoder",
     "ProviderName",
     "ProviderSpec",
+    "Resumption",
     "ScriptedShape",
     "StopReasons",
     "compact_json",
@@ -222,6 +223,23 @@ class ScriptedShape:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Resumption:
+    """How a wire whose provider keeps a streamed response reads it again (OpenAI
+    Responses with ``background: true``): the same generation, from after an event.
+
+    ``keeps``: the request asks the provider to keep the response (then a stream that
+    broke may be resumed instead of resent); ``ask``: the body that asks it;
+    ``stream_path`` and ``cancel_path``: the paths, below the request URL, that stream
+    the response again after event ``after`` and cancel it.
+    """
+
+    keeps: Callable[[Mapping[str, Any]], bool]
+    ask: Callable[[Mapping[str, Any]], dict[str, Any]]
+    stream_path: Callable[[str, int], str]
+    cancel_path: Callable[[str], str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ProviderSpec:
     """One wire format, whole. See the module docstring; each field is documented where
     the registry's providers fill it (:mod:`railings.providers.openai_chat` ...).
@@ -280,6 +298,8 @@ class ProviderSpec:
     * ``sequence_number``: for a ``numbered`` wire, an event's number as raw bytes show
       it (one group, the digits), for readers that scan bytes without parsing them (the
       gateway, the fault proxy): :meth:`sequence_numbers` reads it. None elsewhere.
+    * ``resumption``: for a ``numbered`` wire whose provider can keep a response, how
+      a broken stream is read again (:class:`Resumption`); None elsewhere.
     """
 
     name: ProviderName
@@ -315,6 +335,7 @@ class ProviderSpec:
     whole_body: Callable[[bytes, int], list[StreamEvent]] | None = None
     error_shapes: ErrorShapes | None = None
     sequence_number: re.Pattern[bytes] | None = None
+    resumption: Resumption | None = None
 
     def path_for(self, model: str) -> str:
         """The request path for ``model``: :attr:`request_path` with its ``{model}``

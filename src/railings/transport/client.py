@@ -20,7 +20,9 @@ the decision out; the rules, and their tests, are the machine's.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
+from dataclasses import replace
 from types import TracebackType
 from typing import Any
 
@@ -42,7 +44,7 @@ from railings.redact import SECRET_HEADERS, redact, register_secret, register_ur
 from railings.secrets import install_log_redaction
 from railings.transport.banner import countdown
 from railings.transport.body import STOPS, backstop, bounded_read, clocks, stopped
-from railings.transport.config import ClientConfig
+from railings.transport.config import ClientConfig, resumption
 from railings.transport.context import DEFAULT_CONTEXT, ClientContext
 from railings.transport.errors_map import (
     BOUNDARY,
@@ -51,6 +53,7 @@ from railings.transport.errors_map import (
 )
 from railings.transport.gaps import GapWatch
 from railings.transport.idle import set_read_timeout
+from railings.transport.kept import Kept
 from railings.transport.machine import (
     AttemptMachine,
     AttemptOutcome,
@@ -60,6 +63,7 @@ from railings.transport.machine import (
     Finish,
     Raise,
     ResendWithoutUsage,
+    Resume,
     Retry,
 )
 from railings.transport.response import body_chunks, is_event_stream, read_bounded, within
@@ -67,13 +71,18 @@ from railings.transport.shards import pooled
 from railings.transport.stream import TurnStream
 from railings.transport.tracing import recording, traced
 from railings.turn.attempt import Attempt
+from railings.turn.ending import Partial
 from railings.turn.limit import requested_limit
+from railings.turn.resume import ResumePoint, unresumed
 
 __all__ = ["AsyncProviderClient", "TransportFactory", "signer"]
 
 # An error's ``received`` keeps the first 16 MiB of the body, no more: a server that
 # streams keep-alive comments until the total deadline must not grow memory with time.
 _RECEIVED_LIMIT = 16 * 1024 * 1024
+
+# How long cancelling a kept response nobody will read may take.
+_CANCEL_WAIT = 10.0
 
 # The transport for HTTP/2 (True) or HTTP/1.1 (False): the client asks once per version.
 TransportFactory = Callable[[bool], httpx2.AsyncBaseTransport]
@@ -183,12 +192,18 @@ class AsyncProviderClient:
         tools: Iterable[ToolSpec] = (),
         *,
         background: bool | None = None,
+        resume: bool | None = None,
     ) -> TurnStream:
         """Stream one assistant turn for ``messages``. ``background`` overrides the config:
-        background work never updates the foreground retry banner."""
+        background work never updates the foreground retry banner. ``resume`` overrides
+        the config's: ask the provider to keep the response and read a broken stream
+        again (:class:`~railings.transport.config.ClientConfig`)."""
         cfg = self.config
         history, specs = tuple(messages), tuple(tools)
-        self._body(history, specs)  # a bad history fails here, not at the first event
+        keep = cfg.resume if resume is None else resume
+        if keep and not cfg.resume:
+            resumption(cfg.provider)  # a wire that keeps nothing: ConfigurationError
+        self._body(history, specs, keep)  # a bad history fails here, not at the first event
         quiet = cfg.background if background is None else background
         machine = AttemptMachine(
             cfg.retry,
@@ -201,14 +216,17 @@ class AsyncProviderClient:
             ),
             zero_waits=self.context.zero_waits,
         )
-        events = self._run(machine, history, specs, quiet)
+        events = self._run(machine, history, specs, quiet, keep)
         if not recording(self._tracer):  # no span to record: no extra layer per event
             return TurnStream(machine, lambda stream: events)
         return TurnStream(machine, lambda stream: traced(stream, events, self.config, self._tracer))
 
-    def _body(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> dict[str, Any]:
+    def _body(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], keep: bool = False
+    ) -> dict[str, Any]:
         cfg = self.config
-        return spec(cfg.provider).encode(
+        wire = spec(cfg.provider)
+        body = wire.encode(
             EncodeRequest(
                 model=cfg.model,
                 messages=messages,
@@ -219,6 +237,7 @@ class AsyncProviderClient:
                 max_tokens_field=cfg.max_tokens_field,
             )
         )
+        return wire.resumption.ask(body) if keep and wire.resumption else body
 
     async def _run(
         self,
@@ -226,17 +245,42 @@ class AsyncProviderClient:
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
         background: bool,
+        keep: bool,
     ) -> AsyncGenerator[StreamEvent, None]:
         """Drive ``machine``: one attempt per turn of the loop, its events passed on, then
-        what the machine decides about the attempt's outcome done."""
+        what the machine decides about the attempt's outcome done. A kept response the
+        caller abandons (closes the stream, cancels the task) is cancelled."""
+        kept = Kept(spec(self.config.provider).resumption)
+        try:
+            async for event in self._attempts(machine, messages, tools, background, keep, kept):
+                yield event
+        except (GeneratorExit, asyncio.CancelledError):
+            if kept.live is not None:
+                await self._cancel(kept.live)
+            raise
+
+    async def _attempts(
+        self,
+        machine: AttemptMachine,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        background: bool,
+        keep: bool,
+        kept: Kept,
+    ) -> AsyncGenerator[StreamEvent, None]:
+        point: ResumePoint | None = None
+        result: AttemptOutcome | None = None
         while True:
             machine.begin()
             use_h2 = self._use_http2()
             try:
-                request = self._body(messages, tools)
-                response, deadline = await self._open(request, use_h2)
+                request = self._body(messages, tools, keep)
+                response, deadline = await self._open(request, use_h2, kept.path(point))
             except RailingsError as exc:
-                result: AttemptOutcome = Empty(error=exc, over_http2=self._maybe_h2(use_h2, None))
+                if point is not None and isinstance(result, Partial | Empty):
+                    result = unresumed(result, exc)
+                else:
+                    result = Empty(error=exc, over_http2=self._maybe_h2(use_h2, None))
             else:
                 machine.responded(response.http_version)
                 # The limit the request carries (extra_body may set it): the verdict reads
@@ -252,7 +296,10 @@ class AsyncProviderClient:
                     service=cfg.service,
                     keep=_RECEIVED_LIMIT,
                     profile=cfg.judged_by,
+                    keeps=kept.keeps(request),
+                    resuming=point,
                 )
+                kept.attempt = attempt
                 chunks = body_chunks(response)
                 watch = GapWatch()
                 try:
@@ -274,10 +321,14 @@ class AsyncProviderClient:
                     await chunks.aclose()
                     await response.aclose()
                 result = attempt.close(over_http2=self._maybe_h2(use_h2, response))
+                kept.attempt = None
                 if isinstance(result, Complete):
                     for event in attempt.held():
                         yield event
-            if not await self._carry_out(machine.decide(result), background):
+            decision = machine.decide(result)
+            point = decision.point if isinstance(decision, Resume) else None
+            kept.point = point
+            if not await self._carry_out(decision, background):
                 return
 
     async def _carry_out(self, decision: Decision, background: bool) -> bool:
@@ -291,6 +342,18 @@ class AsyncProviderClient:
                 raise error
             case ResendWithoutUsage():
                 self._include_usage = False
+            case Resume(wait=wait, attempt=attempt, attempts=attempts, point=point):
+                await countdown(
+                    wait,
+                    attempt=attempt,
+                    attempts=attempts,
+                    reason=f"resuming response {point.response_id} after event {point.after}",
+                    background=background,
+                    banner=self.context.banner,
+                )
+            case Retry(cancel=cancel) if cancel is not None:
+                await self._cancel(cancel)  # a resend must not pay for the kept one too
+                return await self._carry_out(replace(decision, cancel=None), background)
             case Retry(wait=wait, attempt=attempt, attempts=attempts, reason=reason):
                 await countdown(
                     wait,
@@ -309,16 +372,36 @@ class AsyncProviderClient:
             return False
         return response is None or response.http_version == "HTTP/2"
 
+    async def _cancel(self, response_id: str) -> None:
+        """Cancel a kept response nobody will read (best effort, bounded: the turn's
+        outcome does not depend on it)."""
+        resumption = spec(self.config.provider).resumption
+        if resumption is None:
+            return
+        url = self.config.url + resumption.cancel_path(response_id)
+        http = self._http(self._use_http2())
+        request = http.build_request("POST", url, headers=self.config.request_headers())
+        with contextlib.suppress(*BOUNDARY, TimeoutError, RailingsError):
+            deadline = asyncio.get_running_loop().time() + _CANCEL_WAIT
+            response = await within(http.send(request), deadline)
+            await response.aclose()
+
     async def _open(
-        self, body: dict[str, Any], use_h2: bool
+        self, body: dict[str, Any], use_h2: bool, resume_path: str | None = None
     ) -> tuple[httpx2.Response, float | None]:
-        """Send the request; return the streaming response and the attempt's deadline.
-        Raises the typed error for anything but an event stream."""
+        """Send the request (``resume_path``: read a kept response again instead);
+        return the streaming response and the attempt's deadline. Raises the typed
+        error for anything but an event stream."""
         cfg = self.config
         http = self._http(use_h2)
         total = cfg.timeouts.total
         deadline = asyncio.get_running_loop().time() + total if total else None
-        request = http.build_request("POST", cfg.url, json=body, headers=cfg.request_headers())
+        headers = cfg.request_headers()
+        if resume_path is None:
+            request = http.build_request("POST", cfg.url, json=body, headers=headers)
+        else:
+            headers.pop("content-type", None)
+            request = http.build_request("GET", cfg.url + resume_path, headers=headers)
         try:
             response = await within(http.send(request, stream=True), deadline)
         except TimeoutError as exc:  # before BOUNDARY: TimeoutError is an OSError

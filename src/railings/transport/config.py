@@ -39,6 +39,7 @@ from railings.limits import TurnLimits
 from railings.profiles import choose
 from railings.providers import SPECS, ProviderName, ProviderSpec, provider_for_path, spec
 from railings.providers.anthropic import ANTHROPIC_VERSION
+from railings.providers.base import Resumption
 from railings.transport.retry import RetryPolicy
 from railings.turn.profile import WIRE, Profile
 
@@ -49,6 +50,7 @@ __all__ = [
     "ProviderName",
     "Timeouts",
     "provider_for_path",
+    "resumption",
 ]
 
 # Base URLs by provider name, for callers that compare against the default.
@@ -97,6 +99,18 @@ class Timeouts:
                 raise ConfigurationError(f"timeout {name} must be positive or None, not {value!r}")
 
 
+def resumption(provider: str) -> Resumption:
+    """How ``provider``'s wire reads a kept response again; ConfigurationError for a
+    wire whose provider keeps none."""
+    wire = spec(provider)
+    if wire.resumption is None:
+        raise ConfigurationError(
+            f"resume: {wire.title} keeps no response to read again; only a wire "
+            "whose provider keeps responses can resume (openai-responses)"
+        )
+    return wire.resumption
+
+
 @dataclass(frozen=True, slots=True)
 class ClientConfig:
     """One provider endpoint. ``base_url`` and ``api_key`` default to the environment.
@@ -130,6 +144,11 @@ class ClientConfig:
     a :class:`~railings.turn.profile.Profile`, a built-in's name, ``"wire"`` for the
     wire's own rule only, or a file; None: the one matching ``base_url`` and ``model``
     (``RAILINGS_PROFILES``, then the built-ins). Read the chosen one as ``judged_by``.
+    ``resume``: ask the provider to keep each response (OpenAI Responses:
+    ``background: true``), and read a broken stream again from after its last whole
+    event instead of ending the turn Partial (:mod:`railings.turn.resume`); a request
+    whose ``extra_body`` asks for it is resumed too. Only a wire whose provider keeps
+    responses can (``ConfigurationError`` otherwise).
     """
 
     provider: ProviderName
@@ -155,9 +174,12 @@ class ClientConfig:
     auth: httpx2.Auth | None = field(default=None, repr=False)
     request_path: str | None = None
     profile: Profile | str | Path | None = None
+    resume: bool = False
 
     def __post_init__(self) -> None:
         wire = spec(self.provider)  # an unknown name: ConfigurationError
+        if self.resume:
+            resumption(self.provider)
         if not self.model:
             raise ConfigurationError("model is required")
         if not isinstance(self.max_tokens, int) or self.max_tokens < 1:

@@ -9,6 +9,7 @@ like httpx's ``auth_flow`` generator or h11's state tables::
 
     outcome                                   decision
     ---------------------------------------   -----------------------------------------
+    Partial or Empty with a resume point      Resume(point, wait)  (within the attempts)
     Complete(turn)                            Finish(turn)
     Partial(turn, interruption)               Finish(turn, interruption), or
                                               Raise(interruption) with raise_on_partial
@@ -20,6 +21,13 @@ like httpx's ``auth_flow`` generator or h11's state tables::
 
 Rules, in the order they are applied:
 
+0. An attempt whose response the provider keeps and whose stream broke carries a
+   resume point (:mod:`railings.turn.resume` decides): it is **resumed**, the same
+   generation read again from after its last whole event, while the policy's attempts
+   and deadline allow (a resume counts as an attempt and waits as a retry would).
+   Nothing is generated twice, so this holds for a Partial too. When they are spent,
+   or the server refused, the rules below apply, and a resend of an Empty attempt
+   first cancels the kept response (``Retry.cancel``): it would be paid for twice.
 1. A **Partial** is never resent: its content reached the caller and is billed.
    It is the turn's result (marked interrupted), or raised when configured.
 2. A local error (:class:`~railings.errors.LocalError`: misuse, configuration)
@@ -50,6 +58,7 @@ from railings.transport.retry import Retrier, RetryPolicy
 from railings.transport.stream import RetryRecord
 from railings.turn.ending import AttemptOutcome, Complete, Empty, Partial
 from railings.turn.model import Turn
+from railings.turn.resume import ResumePoint
 
 __all__ = [
     "AttemptMachine",
@@ -62,6 +71,7 @@ __all__ = [
     "Raise",
     "ReplayOverHTTP1",
     "ResendWithoutUsage",
+    "Resume",
     "Retry",
 ]
 
@@ -83,6 +93,20 @@ class Retry:
     """Send the request again after ``wait`` seconds, as attempt ``attempt`` of
     ``attempts``; ``reason`` is what the retry banner shows."""
 
+    wait: float
+    attempt: int
+    attempts: int
+    reason: str
+    http2_failure: str | None = None
+    cancel: str | None = None  # the id of a kept response to cancel before the resend
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Resume:
+    """Read the kept response again from ``point`` after ``wait`` seconds, as attempt
+    ``attempt`` of ``attempts``; ``reason`` is what broke the stream."""
+
+    point: ResumePoint
     wait: float
     attempt: int
     attempts: int
@@ -112,7 +136,7 @@ class Raise:
     http2_failure: str | None = None
 
 
-Decision = Finish | Retry | ReplayOverHTTP1 | ResendWithoutUsage | Raise
+Decision = Finish | Retry | Resume | ReplayOverHTTP1 | ResendWithoutUsage | Raise
 
 
 class AttemptMachine:
@@ -139,6 +163,7 @@ class AttemptMachine:
         self._drop_usage = drop_usage
         self._replayed = False
         self._advance = False
+        self._kept: str | None = None  # the id of a response the provider keeps
         self.retries: list[RetryRecord] = []
         self.result: Finish | None = None
         self.http_version: str | None = None
@@ -161,6 +186,10 @@ class AttemptMachine:
     def decide(self, outcome: AttemptOutcome) -> Decision:
         """What to do after an attempt ended with ``outcome`` (the rules of the module
         docstring, in order)."""
+        if not isinstance(outcome, Complete) and outcome.resume is not None:
+            resumed = self._resume(outcome)
+            if resumed is not None:
+                return resumed
         match outcome:
             case Complete(turn=turn):
                 self.result = Finish(turn=turn)
@@ -173,6 +202,25 @@ class AttemptMachine:
                 return self.result
             case Empty(error=error, over_http2=over_http2):
                 return self._after_empty(error, over_http2)
+
+    def _resume(self, outcome: Partial | Empty) -> Resume | None:
+        point = outcome.resume
+        assert point is not None
+        self._kept = point.response_id
+        error = outcome.interruption if isinstance(outcome, Partial) else outcome.error
+        wait = self._retrier.resume_wait()
+        if wait is None:
+            return None
+        attempt = self._retrier.attempt
+        self.retries.append(RetryRecord(attempt, error, wait, resume=True))
+        self._advance = True
+        return Resume(
+            point=point,
+            wait=wait,
+            attempt=attempt + 1,
+            attempts=self._retrier.policy.attempts,
+            reason=error.message,
+        )
 
     def _after_empty(self, error: RailingsError, over_http2: bool) -> Decision:
         if isinstance(error, LocalError):
@@ -192,10 +240,12 @@ class AttemptMachine:
             return Raise(error=error, http2_failure=marker)
         self.retries.append(RetryRecord(attempt, error, wait))
         self._advance = True
+        cancel, self._kept = self._kept, None
         return Retry(
             wait=wait,
             attempt=attempt + 1,
             attempts=self._retrier.policy.attempts,
             reason=error.message,
             http2_failure=marker,
+            cancel=cancel,
         )

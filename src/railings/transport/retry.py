@@ -144,6 +144,21 @@ class Retrier:
                 return None
         return wait
 
+    def resume_wait(self) -> float | None:
+        """Seconds to wait before reading a kept response again, or None: the attempts
+        or the deadline are spent. Any break may be resumed (nothing is generated
+        twice), so only conditions 2 and 3 apply; the wait is the backoff's."""
+        policy = self.policy
+        if self.attempt >= policy.attempts:
+            return None
+        wait = backoff(policy, self.attempt, self._rng)
+        zero = DEFAULT_CONTEXT.zero_waits if self._zero_waits is None else self._zero_waits
+        if zero:
+            wait = 0.0
+        if policy.deadline is not None and self._clock() - self._started + wait > policy.deadline:
+            return None
+        return wait
+
     def advance(self) -> int:
         """Start the next attempt; returns its number."""
         self.attempt += 1

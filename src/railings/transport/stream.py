@@ -39,12 +39,14 @@ __all__ = ["Attempts", "Ending", "RetryRecord", "TurnStream"]
 @dataclass(frozen=True, slots=True)
 class RetryRecord:
     """Attempt ``attempt`` failed with ``error``; the next one started after ``wait`` s.
-    ``replay`` marks the free HTTP/1.1 replay of the HTTP/2 fallback."""
+    ``replay`` marks the free HTTP/1.1 replay of the HTTP/2 fallback; ``resume``: the
+    next one read the kept response again (nothing generated twice)."""
 
     attempt: int
     error: RailingsError
     wait: float
     replay: bool = False
+    resume: bool = False
 
 
 class Ending(Protocol):

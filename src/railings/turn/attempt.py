@@ -34,7 +34,10 @@ time in (any monotonic clock, in seconds) and carries the result out. It owns:
   the total deadline. :meth:`read_timeout` says how long the next read may wait;
   when it ran out, :meth:`timed_out` records which clock did;
 * **the ending** (:func:`railings.turn.ending.outcome`): Complete, Partial or Empty,
-  each error built once.
+  each error built once;
+* **resuming** a response the provider keeps (``keeps``; :mod:`railings.turn.resume`):
+  a Partial or Empty ending carries the point to read it again from, and an attempt
+  given that point (``resuming``) reads the transcript, then the new body's new events.
 """
 
 from __future__ import annotations
@@ -47,10 +50,11 @@ from railings.errors import EventTooLarge, RailingsError, TotalTimeout, TurnTooL
 from railings.events import StreamEvent, TextDelta, Unknown
 from railings.limits import TurnLimits, TurnMeter
 from railings.turn.billable import billable
-from railings.turn.ending import AttemptOutcome, Cut, Failure, idle_cut, outcome
+from railings.turn.ending import AttemptOutcome, Complete, Cut, Failure, idle_cut, outcome
 from railings.turn.model import Turn
 from railings.turn.profile import WIRE, Profile
 from railings.turn.reader import StreamReader
+from railings.turn.resume import ResumePoint, Splice, resume_point
 from railings.turn.termination import State
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
 
@@ -97,19 +101,25 @@ class Attempt:
     ``max_tokens``: the output limit the request carries (the verdict's truncation rule
     and the bounds read it); ``keep``: how many of the body's first bytes an error's
     ``received`` holds; ``hold``: False for a shell that passes every byte on as it
-    comes (the guard, ``replay``); ``choice``: the Chat Completions choice read."""
+    comes (the guard, ``replay``); ``choice``: the Chat Completions choice read;
+    ``keeps``: the request asked the provider to keep the response (every byte read is
+    kept for the resume point); ``resuming``: the point this attempt resumes from."""
 
     __slots__ = (
         "_clocks",
         "_fed",
         "_held",
         "_hold",
+        "_keep",
+        "_keeps",
         "_last_content",
         "_max_preamble",
         "_meter",
         "_read_at",
         "_received",
+        "_resumed",
         "_room",
+        "_splice",
         "failure",
         "reader",
         "released",
@@ -130,6 +140,8 @@ class Attempt:
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
         choice: int = 0,
         profile: Profile = WIRE,
+        keeps: bool = False,
+        resuming: ResumePoint | None = None,
     ) -> None:
         self.reader = StreamReader(
             provider,
@@ -149,10 +161,29 @@ class Attempt:
         self._fed = 0  # body bytes fed
         self._received: list[bytes] = []
         self._room = keep  # the bytes of the body an error may still carry
+        self._keep = keep
         self._last_content = now  # the content clock
         self._read_at: float | None = None  # when the last bounded read started
         self.failure: Failure = None
         self.released = False  # something reached the caller: no transparent resend
+        self._keeps = keeps or resuming is not None
+        if self._keeps:
+            self._room = -1  # every byte: the transcript of a resume point
+        self._splice: Splice | None = None
+        self._resumed: tuple[int, ...] = ()
+        if resuming is not None:
+            self._resume(resuming, now)
+
+    def _resume(self, point: ResumePoint, now: float) -> None:
+        """Read the transcript first: what the caller was shown is not shown again, and
+        what was held stays held until content."""
+        step = self.feed(point.transcript, now)
+        if point.shown:
+            self.released = True
+        elif step.events:
+            self._held[:0] = step.events
+        self._splice = Splice(self.reader.provider, point.after)
+        self._resumed = (*point.resumed, point.after)
 
     # -- state -----------------------------------------------------------------------------
 
@@ -188,12 +219,16 @@ class Attempt:
     def feed(self, chunk: bytes, now: float) -> Step:
         """``chunk`` of the body arrived at ``now``: count it, read it, and say what the
         caller may have. Past a bound the turn ends here (``done``)."""
+        if self._splice is not None and chunk:
+            chunk = self._splice.feed(chunk)
         if self.failure is not None or not chunk:
             return Step([], self._fed if self.released else 0, self.failure is not None)
         size = len(chunk)
         if self._room > 0:
             self._received.append(chunk if size <= self._room else chunk[: self._room])
             self._room -= size
+        elif self._room < 0:
+            self._received.append(chunk)
         self._fed += size
         reader = self.reader
         try:
@@ -300,18 +335,36 @@ class Attempt:
         """The attempt's ending, once the reading stopped (the reader is closed here):
         Complete, Partial or Empty. The events EOF completed are :meth:`held` for the
         caller of a Complete turn."""
+        splice, self._splice = self._splice, None
+        if splice is not None and self.failure is None:
+            self._held.extend(self.feed(splice.close(), self._last_content).events)
         try:
             events = self.reader.close(clean=self.failure is None)
         except EventTooLarge as exc:
             self.broke(exc)
             events = []
         self._held.extend(events)
-        received = b"".join(self._received)
-        return outcome(self.reader.turn(), self.failure, received, over_http2=over_http2)
+        body = b"".join(self._received)
+        turn = self.turn()
+        received = body[: self._keep] if self._room < 0 else body
+        result = outcome(turn, self.failure, received, over_http2=over_http2)
+        if not self._keeps or isinstance(result, Complete):
+            return result
+        point = resume_point(
+            turn.provider,
+            turn,
+            self.failure,
+            body,
+            sequence=self.reader.sequence,
+            shown=self.released,
+            resumed=self._resumed,
+        )
+        return result if point is None else replace(result, resume=point)
 
     def turn(self) -> Turn:
         """The turn as assembled so far (final after :meth:`close`)."""
-        return self.reader.turn()
+        turn = self.reader.turn()
+        return replace(turn, resumed=self._resumed) if self._resumed else turn
 
     def held(self) -> list[StreamEvent]:
         """The events not yet given to the caller (after :meth:`close`: with those EOF

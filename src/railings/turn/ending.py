@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from railings.classify import (
     CONTENT_IDLE_MESSAGE,
@@ -41,6 +42,9 @@ from railings.errors import (
 )
 from railings.redact import redact
 from railings.turn.model import ErrorKind, Outcome, Turn, TurnError
+
+if TYPE_CHECKING:
+    from railings.turn.resume import ResumePoint
 
 __all__ = [
     "AttemptOutcome",
@@ -67,21 +71,25 @@ class Complete:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Partial:
     """Content arrived, the proof did not: ``turn`` as assembled, and why it stopped.
-    ``over_http2``: the response came over HTTP/2 (its failure may be the protocol's)."""
+    ``over_http2``: the response came over HTTP/2 (its failure may be the protocol's);
+    ``resume``: the provider keeps the response, and this is where to read it again."""
 
     turn: Turn
     interruption: StreamInterrupted
     over_http2: bool = False
+    resume: ResumePoint | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Empty:
     """Nothing reached the caller: an error before the response, an error status, or a
     stream that ended before any content. ``over_http2``: the attempt may have run over
-    HTTP/2 (it was offered, and no response said otherwise)."""
+    HTTP/2 (it was offered, and no response said otherwise); ``resume``: as for
+    :class:`Partial` (a kept response is resumed, never generated twice)."""
 
     error: RailingsError
     over_http2: bool = False
+    resume: ResumePoint | None = None
 
 
 AttemptOutcome = Complete | Partial | Empty

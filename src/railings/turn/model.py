@@ -118,6 +118,9 @@ class Turn:
     # The largest output count any usage report gave: the evidence at the cap, which a
     # later smaller report never erases (``usage`` keeps the counts as last reported).
     peak_output_tokens: int | None = None
+    # A kept response read again after its stream broke: the number of the last event
+    # read before each break, oldest first (railings.turn.resume).
+    resumed: tuple[int, ...] = ()
 
     @property
     def complete(self) -> bool:

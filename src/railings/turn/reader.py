@@ -197,6 +197,11 @@ class StreamReader:
         return spec(self.provider) if self._assembler is not None else None
 
     @property
+    def sequence(self) -> int | None:
+        """The number of the last event read whole, on a wire that numbers them."""
+        return getattr(self._decoder, "sequence", None) if self._assembler else None
+
+    @property
     def content(self) -> bool:
         """True once any content delta has been applied (the Empty / Partial divide)."""
         return self._assembler is not None and self._assembler.content

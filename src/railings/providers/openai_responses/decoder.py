@@ -169,13 +169,13 @@ class _Call:
 class OpenAIResponsesDecoder:
     """Turns the SSE events of one Responses API stream into normalized events."""
 
-    __slots__ = ("_by_item", "_by_output", "_next", "_sequence")
+    __slots__ = ("_by_item", "_by_output", "_next", "sequence")
 
     def __init__(self) -> None:
         self._next = 0  # position of the next call, local or provider-run
         self._by_item: dict[str, _Call] = {}
         self._by_output: dict[int, _Call] = {}
-        self._sequence: int | None = None  # the last sequence_number seen
+        self.sequence: int | None = None  # the last sequence_number seen
 
     def feed(self, sse: ServerSentEvent) -> list[StreamEvent]:
         """The normalized events of one SSE event: ``response.completed`` and
@@ -197,11 +197,11 @@ class OpenAIResponsesDecoder:
             # The API numbers its events 0, 1, 2 ...: a gap, a repeat or a step back means
             # events were lost, duplicated or reordered on the way, and the text is not
             # what the model wrote.
-            if self._sequence is not None and sequence != self._sequence + 1:
+            if self.sequence is not None and sequence != self.sequence + 1:
                 raise MalformedStream(
-                    f"openai-responses event out of sequence: {sequence} after {self._sequence}"
+                    f"openai-responses event out of sequence: {sequence} after {self.sequence}"
                 )
-            self._sequence = sequence
+            self.sequence = sequence
         kind = obj.get("type")
         if not isinstance(kind, str):
             kind = event
@@ -229,10 +229,10 @@ class OpenAIResponsesDecoder:
             return None
         sequence = obj.get("sequence_number")
         if sequence is not None:
-            last = self._sequence
+            last = self.sequence
             if type(sequence) is not int or (last is not None and sequence != last + 1):
                 return None
-            self._sequence = sequence
+            self.sequence = sequence
         made = NEW(TextDelta)  # text_delta(delta), inline
         SET_TEXT(made, delta)
         return made

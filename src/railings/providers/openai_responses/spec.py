@@ -9,7 +9,9 @@ the call by ``call_id``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 from railings.conversation import ToolResult
 from railings.providers.base import (
@@ -20,6 +22,7 @@ from railings.providers.base import (
     Proof,
     ProviderDecoder,
     ProviderSpec,
+    Resumption,
     ScriptedShape,
     StopReasons,
     compact_json,
@@ -36,7 +39,7 @@ from railings.providers.openai_responses.encoder import openai_responses_body
 from railings.providers.openai_responses.shapes import result_items
 from railings.stops import Stop
 
-__all__ = ["COMPLETED_STATUS", "SPEC", "STOP_REASONS"]
+__all__ = ["COMPLETED_STATUS", "RESUMPTION", "SPEC", "STOP_REASONS"]
 
 # The status of a response that ended naturally: ``tool_use`` when the turn has calls,
 # else ``end_turn`` (railings.turn.stop_reason derives it).
@@ -77,6 +80,27 @@ def _responses_error(code: str, message: str, number: int | None) -> bytes:
     obj["error"] = {"type": "server_error", "code": code, "message": message, "param": None}
     return f"event: error\ndata: {compact_json(obj)}\n\n".encode()
 
+
+def _keeps(body: Mapping[str, Any]) -> bool:
+    # A background response keeps running, and keeps its events, when the stream breaks
+    # (it needs ``store``, which the API refuses to turn off for it).
+    return body.get("background") is True and body.get("stream") is True
+
+
+def _ask(body: Mapping[str, Any]) -> dict[str, Any]:
+    return {**body, "background": True}
+
+
+def _stream_path(response_id: str, after: int) -> str:
+    # GET /responses/{id}?stream=true&starting_after=N: the events after N, again.
+    return f"/{quote(response_id, safe='')}?stream=true&starting_after={after}"
+
+
+def _cancel_path(response_id: str) -> str:
+    return f"/{quote(response_id, safe='')}/cancel"
+
+
+RESUMPTION = Resumption(keeps=_keeps, ask=_ask, stream_path=_stream_path, cancel_path=_cancel_path)
 
 # A non-streamed answer's error body is the one both OpenAI wires share.
 ERROR_SHAPES = ErrorShapes(event=_responses_error, body=CHAT_ERROR_SHAPES.body)
@@ -130,5 +154,6 @@ SPEC = ProviderSpec(
     error_shapes=ERROR_SHAPES,
     numbered=True,
     sequence_number=SEQUENCE_NUMBER,
+    resumption=RESUMPTION,
     scripted=ScriptedShape(lead=4, seams=4),
 )

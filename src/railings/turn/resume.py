@@ -1,0 +1,172 @@
+"""Resuming a kept response, sans-IO: where a broken stream may be read again, and how.
+
+Theory of operation. A provider that keeps a response (OpenAI Responses with
+``background: true``, :class:`~railings.providers.base.Resumption`) goes on generating
+when the stream to the client breaks, and streams the same events again on request,
+from after any event number. Resuming is therefore not a resend: nothing is generated
+or billed twice, and the rule that a Partial turn is never resent still holds.
+
+:func:`resume_point` is the one rule for *whether* an attempt may be resumed, and from
+where. It may when all of these hold:
+
+1. the request asked the provider to keep the response (the shell says so);
+2. the stream broke: it was cut, went silent, ran out of time or carried bytes that
+   are not the protocol. A provider error event (the response failed on the server)
+   and a bound railings enforces (a turn or an event too large) are final: reading the
+   same events again would end the same way;
+3. the response's id and the number of an event read whole are known.
+
+The point holds the *transcript*: the body's bytes up to the end of the last event
+read whole, exactly as they came. The next attempt (:class:`~railings.turn.attempt.Attempt`
+given the point) reads the transcript first, so its reader is the reader of one
+unbroken stream, and then the new body through a :class:`Splice`, which drops the
+events the transcript already holds. What the caller was already shown is not shown
+again (``shown``): an attempt that released its events released every one it read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from railings.errors import (
+    EventTooLarge,
+    LocalError,
+    ProviderError,
+    RailingsError,
+    ResumeFailed,
+    TurnTooLarge,
+)
+from railings.providers import spec
+from railings.turn.ending import Empty, Partial
+from railings.turn.model import ErrorKind, Turn
+from railings.wire.blocks import EventSplitter
+
+if TYPE_CHECKING:
+    from railings.turn.ending import Failure
+
+__all__ = ["ResumePoint", "Splice", "resume_point", "unresumed"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResumePoint:
+    """Where a kept response's stream is read again: after event ``after`` of response
+    ``response_id``. ``transcript`` is the body up to the end of that event; ``shown``:
+    its events already reached the caller; ``resumed``: the events after which earlier
+    attempts of this turn were resumed, oldest first (this one's ``after`` not yet)."""
+
+    provider: str
+    response_id: str
+    after: int
+    transcript: bytes
+    shown: bool
+    resumed: tuple[int, ...] = ()
+
+
+def resume_point(
+    provider: str,
+    turn: Turn,
+    failure: Failure,
+    body: bytes,
+    *,
+    sequence: int | None,
+    shown: bool,
+    resumed: tuple[int, ...] = (),
+) -> ResumePoint | None:
+    """The point an attempt of a kept response may be resumed from, or None (the rules
+    of the module docstring). ``body`` is every byte the attempt read, ``sequence`` the
+    number of the last event its reader read whole, ``failure`` what stopped it."""
+    if turn.complete or sequence is None or not turn.message_id:
+        return None
+    if isinstance(failure, LocalError | TurnTooLarge | EventTooLarge):
+        return None
+    error = turn.error
+    if failure is None and error is not None and error.kind is ErrorKind.PROVIDER_ERROR:
+        return None
+    transcript = _through(provider, body, sequence)
+    if transcript is None:
+        return None
+    return ResumePoint(
+        provider=provider,
+        response_id=turn.message_id,
+        after=sequence,
+        transcript=transcript,
+        shown=shown,
+        resumed=resumed,
+    )
+
+
+# Statuses that say the request may succeed later: anything else in 4xx is a refusal.
+_TRANSIENT = frozenset({408, 409, 429})
+
+
+def unresumed(previous: Partial | Empty, error: RailingsError) -> Partial | Empty:
+    """What an attempt amounts to whose request to read a kept response again failed
+    with ``error``: the ``previous`` attempt's outcome, explained by a
+    :class:`~railings.errors.ResumeFailed` chained to ``error``. The point stays for a
+    failure that may pass (a cut, a timeout, a 5xx, a 429), to resume again within the
+    attempts; the server's refusal (any other 4xx) or a local error ends the resuming."""
+    point = previous.resume
+    assert point is not None
+    status = error.status if isinstance(error, ProviderError) else None
+    refused = isinstance(error, LocalError) or (
+        status is not None and 400 <= status < 500 and status not in _TRANSIENT
+    )
+    message = (
+        f"reading response {point.response_id} again after event {point.after} failed: "
+        f"{error.message}"
+    )
+    keep = None if refused else point
+    if isinstance(previous, Partial):
+        turn = previous.turn
+        failed = ResumeFailed(
+            message, empty=False, response_id=point.response_id, after=point.after, turn=turn
+        )
+        failed.__cause__ = error
+        return Partial(turn=turn, interruption=failed, resume=keep)
+    failed = ResumeFailed(message, empty=True, response_id=point.response_id, after=point.after)
+    failed.__cause__ = error
+    return Empty(error=failed, resume=keep)
+
+
+def _through(provider: str, body: bytes, sequence: int) -> bytes | None:
+    """``body`` up to the end of the event numbered ``sequence`` (None: not in it)."""
+    wire = spec(provider)
+    end = 0
+    for block in EventSplitter().feed(body):
+        end += len(block)
+        numbers = wire.sequence_numbers(block)
+        if numbers and numbers[-1] == sequence:
+            return body[:end]
+    return None
+
+
+class Splice:
+    """The body of a resumed stream, in whole events, without those the transcript holds.
+
+    The provider streams from after ``after``; an event numbered ``after`` or lower (sent
+    again by a server that counts differently, or by a layer in between) is dropped. Events
+    pass whole, so the reader never sees a block that was cut at the splice."""
+
+    __slots__ = ("_after", "_splitter", "_wire", "dropped")
+
+    def __init__(self, provider: str, after: int) -> None:
+        self._wire = spec(provider)
+        self._after = after
+        self._splitter = EventSplitter()
+        self.dropped = 0  # events dropped as already read
+
+    def feed(self, chunk: bytes) -> bytes:
+        """The whole events ``chunk`` completed that are new, byte for byte."""
+        kept = []
+        for block in self._splitter.feed(chunk):
+            numbers = self._wire.sequence_numbers(block)
+            if numbers and numbers[-1] <= self._after:
+                self.dropped += 1
+                continue
+            kept.append(block)
+        return b"".join(kept)
+
+    def close(self) -> bytes:
+        """The unfinished event the body ended in (the reader judges it at EOF)."""
+        return self._splitter.close()
