@@ -20,7 +20,6 @@ the decision out; the rules, and their tests, are the machine's.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from dataclasses import replace
 from types import TracebackType
@@ -32,27 +31,18 @@ from railings import __version__
 from railings._extras import require
 from railings.errors import (
     ConfigurationError,
-    MalformedStream,
-    PoolTimeout,
     RailingsError,
-    TotalTimeout,
 )
 from railings.events import StreamEvent
 from railings.messages import Message, ToolSpec
 from railings.providers import EncodeRequest, spec
-from railings.redact import SECRET_HEADERS, redact, register_secret, register_url_secrets
+from railings.redact import SECRET_HEADERS, register_secret, register_url_secrets
 from railings.secrets import install_log_redaction
 from railings.transport.banner import countdown
-from railings.transport.body import STOPS, backstop, bounded_read, clocks, stopped
+from railings.transport.body import STOPS, bounded_read, clocks, stopped
 from railings.transport.config import ClientConfig, resumption
 from railings.transport.context import DEFAULT_CONTEXT, ClientContext
-from railings.transport.errors_map import (
-    BOUNDARY,
-    error_from_response,
-    map_exception,
-)
 from railings.transport.gaps import GapWatch
-from railings.transport.idle import set_read_timeout
 from railings.transport.kept import Kept
 from railings.transport.machine import (
     AttemptMachine,
@@ -66,7 +56,8 @@ from railings.transport.machine import (
     Resume,
     Retry,
 )
-from railings.transport.response import body_chunks, is_event_stream, read_bounded, within
+from railings.transport.opening import cancel_kept, open_stream
+from railings.transport.response import body_chunks
 from railings.transport.shards import pooled
 from railings.transport.stream import TurnStream
 from railings.transport.tracing import recording, traced
@@ -256,7 +247,7 @@ class AsyncProviderClient:
                 yield event
         except (GeneratorExit, asyncio.CancelledError):
             if kept.live is not None:
-                await self._cancel(kept.live)
+                await cancel_kept(self._http(self._use_http2()), self.config, kept.live)
             raise
 
     async def _attempts(
@@ -275,7 +266,10 @@ class AsyncProviderClient:
             use_h2 = self._use_http2()
             try:
                 request = self._body(messages, tools, keep)
-                response, deadline = await self._open(request, use_h2, kept.path(point))
+                http = self._http(use_h2)
+                response, deadline = await open_stream(
+                    http, self.config, request, kept.path(point), own_pool=self._transport is None
+                )
             except RailingsError as exc:
                 if point is not None and isinstance(result, Partial | Empty):
                     result = unresumed(result, exc)
@@ -352,7 +346,8 @@ class AsyncProviderClient:
                     banner=self.context.banner,
                 )
             case Retry(cancel=cancel) if cancel is not None:
-                await self._cancel(cancel)  # a resend must not pay for the kept one too
+                # A resend must not pay for the kept response too.
+                await cancel_kept(self._http(self._use_http2()), self.config, cancel)
                 return await self._carry_out(replace(decision, cancel=None), background)
             case Retry(wait=wait, attempt=attempt, attempts=attempts, reason=reason):
                 await countdown(
@@ -371,80 +366,6 @@ class AsyncProviderClient:
         if not use_h2 or not self.config.url.startswith("https://"):
             return False
         return response is None or response.http_version == "HTTP/2"
-
-    async def _cancel(self, response_id: str) -> None:
-        """Cancel a kept response nobody will read (best effort, bounded: the turn's
-        outcome does not depend on it)."""
-        resumption = spec(self.config.provider).resumption
-        if resumption is None:
-            return
-        url = self.config.url + resumption.cancel_path(response_id)
-        http = self._http(self._use_http2())
-        request = http.build_request("POST", url, headers=self.config.request_headers())
-        with contextlib.suppress(*BOUNDARY, TimeoutError, RailingsError):
-            deadline = asyncio.get_running_loop().time() + _CANCEL_WAIT
-            response = await within(http.send(request), deadline)
-            await response.aclose()
-
-    async def _open(
-        self, body: dict[str, Any], use_h2: bool, resume_path: str | None = None
-    ) -> tuple[httpx2.Response, float | None]:
-        """Send the request (``resume_path``: read a kept response again instead);
-        return the streaming response and the attempt's deadline. Raises the typed
-        error for anything but an event stream."""
-        cfg = self.config
-        http = self._http(use_h2)
-        total = cfg.timeouts.total
-        deadline = asyncio.get_running_loop().time() + total if total else None
-        headers = cfg.request_headers()
-        if resume_path is None:
-            request = http.build_request("POST", cfg.url, json=body, headers=headers)
-        else:
-            headers.pop("content-type", None)
-            request = http.build_request("GET", cfg.url + resume_path, headers=headers)
-        try:
-            response = await within(http.send(request, stream=True), deadline)
-        except TimeoutError as exc:  # before BOUNDARY: TimeoutError is an OSError
-            raise TotalTimeout(f"total timeout of {total:g} s passed before the response") from exc
-        except BOUNDARY as exc:
-            mapped = map_exception(exc)
-            if isinstance(mapped, PoolTimeout) and self._transport is None:
-                mapped = PoolTimeout(
-                    f"{mapped.message}: more turns in flight than max_connections="
-                    f"{cfg.max_connections} (pool timeout {cfg.timeouts.pool} s)",
-                    seconds=cfg.timeouts.pool,
-                    max_connections=cfg.max_connections,
-                )
-            raise mapped from exc
-        status = response.status_code
-        ctype = response.headers.get("content-type", "")
-        wire = spec(cfg.provider)
-        wanted = wire.content_types
-        # A wire with a whole-body form (Gemini without ``alt=sse``: one JSON array) is
-        # read by the reader too, its proof the same.
-        readable = (*wanted, "application/json") if wire.whole_body is not None else wanted
-        if is_event_stream(response, readable):
-            set_read_timeout(request.extensions, backstop(cfg.timeouts))
-            return response, deadline
-        data = await read_bounded(response)
-        if 300 <= status < 400:
-            where = redact(response.headers.get("location", "nowhere"))
-            raise ConfigurationError(
-                f"HTTP {status}: the endpoint redirects to {where}; railings follows no "
-                "redirect, so the key and the conversation stay with the origin configured: "
-                "set the base URL to where the API is"
-            )
-        if status >= 300 or b'"error"' in data:
-            raise error_from_response(
-                status,
-                response.headers,
-                data,
-                key_variable=cfg.key_variable,
-                has_key=bool(cfg.api_key),
-            )
-        raise MalformedStream(
-            f"expected a streamed answer ({' or '.join(wanted)}), got {ctype or 'no content type'}"
-        )
 
 
 def signer(config: ClientConfig) -> httpx2.Auth | None:
