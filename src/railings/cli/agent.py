@@ -107,6 +107,12 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
         help="output limit per turn (default 4096; 1024 on the embedded demo)",
     )
     parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="ask the provider to keep each response (openai-responses: background), "
+        "and read a broken stream again instead of ending the turn Partial",
+    )
+    parser.add_argument(
         "--max-turns",
         type=positive,
         default=20,

@@ -80,6 +80,11 @@ def endpoint_for(args: argparse.Namespace) -> Iterator[Endpoint]:
         idle=args.idle_timeout, content_idle=args.content_idle, total=args.total_timeout
     )
     if provider is None and not explicit:
+        if getattr(args, "resume", False):
+            raise UsageError(
+                "--resume: the embedded scripted model speaks Chat Completions, which keeps "
+                "no response to read again; use it with --provider openai-responses"
+            )
         from railings.testing import Script, ScriptedServer
 
         with ScriptedServer(Script.demo()) as server, contextlib.ExitStack() as stack:
@@ -114,6 +119,7 @@ def endpoint_for(args: argparse.Namespace) -> Iterator[Endpoint]:
             max_tokens=args.max_tokens or 4096,
             timeouts=timeouts,
             profile=None if named is None else chosen_profile(named),
+            resume=bool(getattr(args, "resume", False)),
         )
     except ConfigurationError as exc:
         raise UsageError(_as_typed(str(exc))) from None
@@ -123,7 +129,12 @@ def endpoint_for(args: argparse.Namespace) -> Iterator[Endpoint]:
 
 
 # The client's parameters as the command line spells them: an error names what the user typed.
-_OPTIONS = {"base_url": "--base-url", "model": "--model", "max_tokens": "--max-tokens"}
+_OPTIONS = {
+    "base_url": "--base-url",
+    "model": "--model",
+    "max_tokens": "--max-tokens",
+    "resume:": "--resume:",
+}
 
 
 def _as_typed(message: str) -> str:
