@@ -88,7 +88,8 @@ def _keeps(body: Mapping[str, Any]) -> bool:
 
 
 def _ask(body: Mapping[str, Any]) -> dict[str, Any]:
-    return {**body, "background": True}
+    # The API keeps a background response only where it may store it.
+    return {**body, "background": True, "store": True}
 
 
 def _stream_path(response_id: str, after: int) -> str:
