@@ -24,7 +24,8 @@ and which turn answers it is counted from its ``input`` items (see
 :mod:`~railings.testing.script`). Errors come in each provider's own format
 (the Responses API's are OpenAI's): 401 without (or with a wrong) key when the
 script requires one, 400 for a malformed request (Anthropic: also without
-``anthropic-version``), 404 for an unknown path, 405 for a wrong method. Every
+``anthropic-version``, and for an assistant prefill the script's model refuses), 404
+for an unknown path, 405 for a wrong method. Every
 response carries ``x-request-id`` (OpenAI) or ``request-id`` (Anthropic).
 
 Test-only request headers: ``x-railings-turn: N`` answers with turn N,
@@ -222,6 +223,9 @@ class ScriptedServer(Service):
         ask = wire.parse_ask(body, self._reasoned, request.target)
         if isinstance(ask, str):
             raise _Reply(400, wire.status_error(400, ask, request_id))
+        refused = wire.refusal(ask, self.script)
+        if refused is not None:
+            raise _Reply(400, wire.status_error(400, refused, request_id))
         counted = wire.turn_index(ask, self.script)
         turn_index, turn = self._select(request.headers, counted, wire, request_id)
         quirks = self.script.quirks_of(turn)

@@ -14,6 +14,7 @@ themselves live in ``wire_openai``, ``wire_anthropic``, ``wire_responses``,
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -148,8 +149,28 @@ class MessagesWire(KitWire):
         """The request reduced to what the server needs, or the 400 message."""
         return wa.parse_ask(body)
 
+    def refusal(self, ask: Any, script: Script) -> str | None:
+        """A prefill to a model that refuses one (``"prefill": false``), or one that ends
+        in whitespace: the API's 400 messages, the refusal first."""
+        if ask.prefill is None:
+            return None
+        if not script.prefill:
+            return wa.NO_PREFILL
+        if ask.prefill != ask.prefill.rstrip():
+            return wa.TRAILING_WHITESPACE
+        return None
+
+    def turn_index(self, ask: Any, script: Script) -> int:
+        """The assistant messages the conversation holds, a prefill not counted: the
+        turn it starts is the one that answers."""
+        counted = script.turn_index(ask.messages)
+        return counted - 1 if ask.prefill is not None else counted
+
     def answer(self, ask: Any, turn: ScriptTurn, at: Answer) -> dict[str, Any] | Iterator[bytes]:
-        """The message, or the events of its stream (thinking signed)."""
+        """The message, or the events of its stream (thinking signed). After a prefill
+        the turn's text that repeats it is not sent: the model continues from it."""
+        if ask.prefill and turn.text.startswith(ask.prefill):
+            turn = dataclasses.replace(turn, text=turn.text[len(ask.prefill) :])
         plan = plan_turn(turn, ask.max_tokens, at.ids.anthropic_tool)
         message_id, signature = at.ids.message(), at.ids.signature()
         if not ask.stream:
