@@ -29,6 +29,7 @@ from railings.providers import (
 )
 from railings.testing import wire_anthropic as wa
 from railings.testing import wire_responses as wr
+from railings.testing.background import route
 from railings.testing.http import Headers
 from railings.testing.ids import Ids
 from railings.testing.kitwire import Answer, KitWire, bearer
@@ -43,6 +44,10 @@ class ResponsesWire(KitWire):
     """The Responses API: OpenAI's errors, its own requests, items and events."""
 
     spec = openai_responses.SPEC
+
+    def claims(self, path: str) -> bool:
+        """A kept response's path (``/v1/responses/{id}``, its ``/cancel``)."""
+        return route(path) is not None
 
     def error_event(
         self, kind: str, ids: Ids, created: Mapping[str, Any], sequence: int
