@@ -1,4 +1,4 @@
-"""Background responses on the scripted server's Responses API.
+"""Background responses on the scripted server's Responses API, and through the fault proxy.
 
 A ``background: true`` response is generated once, at its POST, and kept: a later
 ``GET /v1/responses/{id}?stream=true&starting_after=N`` sends the same events again from
@@ -15,7 +15,7 @@ from typing import Any
 import openai
 import pytest
 
-from railings.testing import Script, ScriptedServer
+from railings.testing import FaultProxy, Script, ScriptedServer
 from railings.testing.background import LIMIT
 from railings.testing.raw import RawResponse, raw_request
 
@@ -258,3 +258,47 @@ def test_a_cut_works_on_every_stream_not_only_background_ones(server: ScriptedSe
         server.url, "/v1/chat/completions", body, headers={"x-railings-cut-after": "1"}
     )
     assert resp.status == 200 and not resp.complete and len(resp.events()) == 2
+
+
+# -- through the fault proxy ---------------------------------------------------------------
+
+
+def test_the_proxy_cuts_a_background_stream_and_forwards_its_resume(
+    server: ScriptedServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    with FaultProxy(server.url, "truncate:events=3,end=abrupt") as proxy:
+        cut = _post(proxy.url)
+        assert not cut.complete and _sequence(cut) == [0, 1, 2]
+        response_id = _response_id(cut)
+        target = f"{PATH}/{response_id}?stream=true&starting_after=2"
+        with caplog.at_level("INFO", logger="railings.testing.proxy"):
+            rest = _get(proxy.url, target, {"x-railings-fault": "none"})
+            again = _get(proxy.url, target)  # the proxy's fault applies to the GET too
+        log = proxy.log
+    whole = _get(server.url, f"{PATH}/{response_id}?stream=true")
+    assert rest.complete and cut.body + rest.body == whole.body
+    assert not again.complete and _sequence(again) == [3, 4, 5]
+    assert [(r.method, r.path) for r in log[1:]] == [("GET", f"{PATH}/{response_id}")] * 2
+    assert log[1].status == 200 and log[2].events_out == 3
+    assert "starting_after" not in caplog.text and f"GET {PATH}/{response_id}" in caplog.text
+    assert server.generations == 1
+
+
+def test_the_proxy_forwards_a_cancel(server: ScriptedServer) -> None:
+    with FaultProxy(server.url) as proxy:
+        post = _post(server.url, {"x-railings-cut-after": "1"})
+        response_id = _response_id(post)
+        cancel = raw_request(proxy.url, f"{PATH}/{response_id}/cancel", headers=AUTH)
+    assert cancel.status == 200 and json.loads(cancel.body)["status"] == "cancelled"
+    assert server.cancelled == {response_id}
+
+
+def test_an_error_injected_into_a_resumed_stream_continues_its_numbering(
+    server: ScriptedServer,
+) -> None:
+    response_id = _response_id(_post(server.url))
+    with FaultProxy(server.url, "error_event:events=2,type=error") as proxy:
+        resumed = _get(proxy.url, f"{PATH}/{response_id}?stream=true&starting_after=4")
+    events = resumed.events()
+    assert _sequence(resumed) == [5, 6, 7]
+    assert _data(events[-1])["type"] == "error"

@@ -213,13 +213,18 @@ def kit_wire(spec: ProviderSpec) -> KitWire:
 def wire_for_path(path: str) -> KitWire:
     """The wire a proxied request speaks: the guard's rule (the spec whose request path
     ``path`` ends with), else a wire whose server paths include it (Gemini's
-    ``:generateContent``, Bedrock's ``/converse``), else Chat Completions."""
+    ``:generateContent``, Bedrock's ``/converse``), else the Responses API for a kept
+    response's path (a background stream resumed by ``GET /v1/responses/{id}``), else
+    Chat Completions. ``path`` is without its query string."""
     found = spec_for_path(path)
     if found is not None:
         return kit_wire(found)
     for wire in WIRES:
         if wire.answers(path):
             return wire
+    responses = kit_wire(openai_responses.SPEC)
+    if responses.claims(path):
+        return responses
     return kit_wire(FALLBACK)
 
 
