@@ -40,5 +40,5 @@ class Kept:
     def live(self) -> str | None:
         """The id of the kept response this turn has not finished reading, if any."""
         if self.attempt is not None and self._keeping:
-            return self.attempt.turn().message_id or None
+            return self.attempt.reader.assembler.message_id or None
         return self.point.response_id if self.point is not None else None

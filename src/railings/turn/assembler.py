@@ -112,7 +112,7 @@ class TurnAssembler:
         self._written_at_stop = 0  # the content written when the last stop reason came
         self._cut_wire: str | None = None  # the first output-limit stop of the turn
         self._error: TurnError | None = None
-        self._message_id = ""
+        self.message_id = ""  # the response's id, once its first event said it
         self._model = ""
         self._unknown = 0
         self.content = False  # True once a billable event arrived (see module docstring)
@@ -203,7 +203,7 @@ class TurnAssembler:
                 if self._cut_wire is None and normalize_stop_reason(wire) == MAX_TOKENS:
                     self._cut_wire = wire  # sticky: see the module docstring
             case MessageStart(id=ident, model=model):
-                self._message_id = self._message_id or ident
+                self.message_id = self.message_id or ident
                 self._model = self._model or model
             case TerminationProof(marker=marker):
                 if self.profile.structural and not self._structured():
@@ -340,7 +340,7 @@ class TurnAssembler:
             stop_reason_source=source,
             truncated=self._truncated(stop_reason, parts),
             error=self._error,
-            message_id=self._message_id,
+            message_id=self.message_id,
             model=self._model,
             unknown_events=self._unknown,
             max_tokens=self.max_tokens,
