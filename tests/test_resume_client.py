@@ -20,7 +20,13 @@ from railings.errors import BadRequest, ConfigurationError, ResumeFailed
 from railings.events import MessageStart, StreamEvent
 from railings.messages import User
 from railings.testing import Script, ScriptedServer
-from railings.transport import AsyncProviderClient, ClientConfig, ClientContext, RetryPolicy
+from railings.transport import (
+    AsyncProviderClient,
+    ClientConfig,
+    ClientContext,
+    ProviderClient,
+    RetryPolicy,
+)
 from railings.turn.attempt import Attempt
 from railings.turn.ending import Complete
 from railings.turn.model import Outcome, Turn
@@ -227,3 +233,14 @@ def test_abandoning_a_kept_turn_cancels_its_response(server: ScriptedServer) -> 
 def test_resume_needs_a_wire_that_keeps_responses() -> None:
     with pytest.raises(ConfigurationError, match="keeps no response"):
         ClientConfig(provider="openai", model="m", api_key="k", resume=True)
+
+
+def test_the_blocking_client_resumes_per_turn(server: ScriptedServer) -> None:
+    transport = Directed({0: 5})
+    with ProviderClient(
+        config(server), transport=transport, context=ClientContext(zero_waits=True)
+    ) as client:
+        stream = client.stream_turn([User("Hi")], resume=True)
+        turn = stream.result()
+    assert turn.complete and turn.resumed == (5,)
+    assert [method for method, _ in transport.sent] == ["POST", "GET"]

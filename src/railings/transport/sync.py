@@ -323,10 +323,12 @@ class ProviderClient:
         tools: Iterable[ToolSpec] = (),
         *,
         background: bool | None = None,
+        resume: bool | None = None,
     ) -> SyncTurnStream:
         """Stream one assistant turn for ``messages``. ``background`` overrides the config:
-        background work never updates the foreground retry banner."""
-        stream = self._client.stream_turn(messages, tools, background=background)
+        background work never updates the foreground retry banner; ``resume`` too: ask the
+        provider to keep the response and read a broken stream again."""
+        stream = self._client.stream_turn(messages, tools, background=background, resume=resume)
         return SyncTurnStream(stream, self._runner)
 
     def close(self) -> None:
