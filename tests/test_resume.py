@@ -3,6 +3,7 @@ from its resume point, is the turn the uncut stream is, and shows each event onc
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from railings.transport.retry import RetryPolicy
 from railings.turn.attempt import Attempt
 from railings.turn.ending import Complete, Cut, Empty, Partial
 from railings.turn.model import Turn
-from railings.turn.resume import Splice, unresumed
+from railings.turn.resume import Splice, plain_id, unresumed
 from railings.wire.blocks import EventSplitter
 
 CORPUS = Path(__file__).parent / "corpus" / "responses"
@@ -214,3 +215,23 @@ def test_an_empty_kept_attempt_that_cannot_resume_cancels_before_the_resend() ->
     m.begin()
     decision = m.decide(refused)
     assert isinstance(decision, Retry) and decision.cancel == ended.resume.response_id
+
+
+@pytest.mark.parametrize(
+    "hostile", ["..", ".", "a/b", "resp_1?x=1", "resp_1#f", "http://evil", "a b", "", "é"]
+)
+def test_a_response_id_that_would_steer_the_next_request_gives_no_point(hostile: str) -> None:
+    body = NUMBERED[0].read_bytes()
+    whole = blocks(body)
+    created = whole[0]
+    real = uncut(body)[0].message_id
+    forged = created.replace(real.encode(), json_string(hostile))
+    attempt, _ = read(forged + b"".join(whole[1:4]))
+    attempt.broke(Cut("cut"))
+    ended = attempt.close()
+    assert ended.resume is None  # type: ignore[union-attr]
+    assert not plain_id(hostile) and plain_id(real)
+
+
+def json_string(text: str) -> bytes:
+    return json.dumps(text)[1:-1].encode()

@@ -8,7 +8,7 @@ from typing import Any
 
 from railings.providers.base import Resumption
 from railings.turn.attempt import Attempt
-from railings.turn.resume import ResumePoint
+from railings.turn.resume import ResumePoint, plain_id
 
 __all__ = ["Kept"]
 
@@ -40,5 +40,6 @@ class Kept:
     def live(self) -> str | None:
         """The id of the kept response this turn has not finished reading, if any."""
         if self.attempt is not None and self._keeping:
-            return self.attempt.reader.assembler.message_id or None
+            response_id = self.attempt.reader.assembler.message_id
+            return response_id if plain_id(response_id) else None
         return self.point.response_id if self.point is not None else None

@@ -14,7 +14,10 @@ where. It may when all of these hold:
    are not the protocol. A provider error event (the response failed on the server)
    and a bound railings enforces (a turn or an event too large) are final: reading the
    same events again would end the same way;
-3. the response's id and the number of an event read whole are known.
+3. the response's id and the number of an event read whole are known, and the id is a
+   plain token (letters, digits, ``_``, ``-``, ``.``; not starting with ``.``): it goes
+   into the URL of the next request, and a hostile server must not steer that request
+   to another path (``..``) or host.
 
 The point holds the *transcript*: the body's bytes up to the end of the last event
 read whole, exactly as they came. The next attempt (:class:`~railings.turn.attempt.Attempt`
@@ -26,6 +29,7 @@ again (``shown``): an attempt that released its events released every one it rea
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -45,7 +49,7 @@ from railings.wire.blocks import EventSplitter
 if TYPE_CHECKING:
     from railings.turn.ending import Failure
 
-__all__ = ["ResumePoint", "Splice", "resume_point", "unresumed"]
+__all__ = ["ResumePoint", "Splice", "plain_id", "resume_point", "unresumed"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,7 +80,7 @@ def resume_point(
     """The point an attempt of a kept response may be resumed from, or None (the rules
     of the module docstring). ``body`` is every byte the attempt read, ``sequence`` the
     number of the last event its reader read whole, ``failure`` what stopped it."""
-    if turn.complete or sequence is None or not turn.message_id:
+    if turn.complete or sequence is None or not plain_id(turn.message_id):
         return None
     if isinstance(failure, LocalError | TurnTooLarge | EventTooLarge):
         return None
@@ -94,6 +98,14 @@ def resume_point(
         shown=shown,
         resumed=resumed,
     )
+
+
+_PLAIN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,255}")
+
+
+def plain_id(response_id: str) -> bool:
+    """Is ``response_id`` a token that may go into a URL path as it is (rule 3)?"""
+    return _PLAIN_ID.fullmatch(response_id) is not None
 
 
 # Statuses that say the request may succeed later: anything else in 4xx is a refusal.
