@@ -167,8 +167,6 @@ class Attempt:
         self.failure: Failure = None
         self.released = False  # something reached the caller: no transparent resend
         self._keeps = keeps or resuming is not None
-        if self._keeps:
-            self._room = -1  # every byte: the transcript of a resume point
         self._splice: Splice | None = None
         self._resumed: tuple[int, ...] = ()
         if resuming is not None:
@@ -224,11 +222,11 @@ class Attempt:
         if self.failure is not None or not chunk:
             return Step([], self._fed if self.released else 0, self.failure is not None)
         size = len(chunk)
-        if self._room > 0:
+        if self._keeps:
+            self._received.append(chunk)  # every byte: the transcript of a resume point
+        elif self._room > 0:
             self._received.append(chunk if size <= self._room else chunk[: self._room])
             self._room -= size
-        elif self._room < 0:
-            self._received.append(chunk)
         self._fed += size
         reader = self.reader
         try:
@@ -346,7 +344,7 @@ class Attempt:
         self._held.extend(events)
         body = b"".join(self._received)
         turn = self.turn()
-        received = body[: self._keep] if self._room < 0 else body
+        received = body[: self._keep] if self._keeps else body
         result = outcome(turn, self.failure, received, over_http2=over_http2)
         if not self._keeps or isinstance(result, Complete):
             return result
