@@ -25,6 +25,7 @@ from railings.gateway.upstream import scrub
 from railings.journal import Journal
 from railings.redact import redact
 from railings.turn.model import Turn
+from railings.turn.usage import usage_fields
 
 __all__ = [
     "ENTRY_KIND",
@@ -88,7 +89,6 @@ class TurnRecord:
     def as_entry(self) -> dict[str, Any]:
         """The journal entry of this call: verdict, provider, model, status, timings, usage."""
         turn = self.turn
-        usage = turn.usage if turn is not None else None
         return {
             "provider": self.provider,
             "method": self.method,
@@ -105,11 +105,7 @@ class TurnRecord:
             "started_at": self.started_at,
             "first_byte_s": self.first_byte,
             "duration_s": self.duration,
-            "usage": (
-                {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
-                if usage is not None
-                else None
-            ),
+            "usage": usage_fields(turn.usage) if turn is not None else None,
             "tool_calls": [clip(c.name) for c in turn.tool_calls] if turn is not None else [],
             "rejected": [clip(name) for name in self.rejected],
             "error": self.error,
