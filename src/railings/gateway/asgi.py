@@ -285,6 +285,7 @@ class Gateway:
                 provider, method, where.path, facts.model, stream=False, secrets=secrets
             )
             record.max_tokens = facts.max_tokens
+            record.request_chars = facts.request_chars
             try:
                 left = await until_gone(
                     lambda gone: self.calls.run(

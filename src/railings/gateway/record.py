@@ -67,6 +67,7 @@ class TurnRecord:
     error: str | None = None
     secrets: tuple[str, ...] = field(default=(), repr=False)  # this request's keys
     max_tokens: int | None = None  # the output limit the request asked for
+    request_chars: int | None = None  # the size of the request's text (railings.turn.usage)
     profile: str = "wire"  # the endpoint profile that judged it (railings.profiles.label)
 
     def __post_init__(self) -> None:

@@ -68,6 +68,7 @@ from railings.transport.stream import TurnStream
 from railings.transport.tracing import recording, traced
 from railings.turn.attempt import Attempt
 from railings.turn.limit import requested_limit
+from railings.turn.usage import request_chars
 
 __all__ = ["AsyncProviderClient", "TransportFactory", "signer"]
 
@@ -248,6 +249,7 @@ class AsyncProviderClient:
                     now=time(),
                     clocks=clocks(cfg.timeouts, deadline),
                     max_tokens=requested_limit(request),
+                    request_chars=request_chars(request),  # for an input never reported
                     limits=cfg.limits,
                     service=cfg.service,
                     keep=_RECEIVED_LIMIT,

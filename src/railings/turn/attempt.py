@@ -97,7 +97,9 @@ class Attempt:
     ``max_tokens``: the output limit the request carries (the verdict's truncation rule
     and the bounds read it); ``keep``: how many of the body's first bytes an error's
     ``received`` holds; ``hold``: False for a shell that passes every byte on as it
-    comes (the guard, ``replay``); ``choice``: the Chat Completions choice read."""
+    comes (the guard, ``replay``); ``choice``: the Chat Completions choice read;
+    ``request_chars``: the size of the request's text, for an estimated input count
+    (:mod:`railings.turn.usage`)."""
 
     __slots__ = (
         "_clocks",
@@ -130,6 +132,7 @@ class Attempt:
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
         choice: int = 0,
         profile: Profile = WIRE,
+        request_chars: int | None = None,
     ) -> None:
         self.reader = StreamReader(
             provider,
@@ -138,6 +141,7 @@ class Attempt:
             max_event_size=max_event_size,
             choice=choice,
             profile=profile,
+            request_chars=request_chars,
         )
         self._meter = TurnMeter(limits, max_tokens)
         self._clocks = clocks or Clocks()
