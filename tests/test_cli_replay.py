@@ -181,3 +181,21 @@ def test_a_wrong_provider_is_pointed_out() -> None:
     done = railings("replay", str(CAPTURE), "--provider", "openai-responses")
     assert done.returncode == 0
     assert "NOT finished" in done.stdout and "is --provider right?" in done.stdout
+
+
+def test_a_cut_stream_shows_its_estimated_output_marked_as_one(tmp_path: Path) -> None:
+    text = "cut before the usage chunk arrived"
+    chunk = {"id": "c", "choices": [{"index": 0, "delta": {"content": text}}]}
+    capture = tmp_path / "cut.sse"
+    capture.write_text(f"data: {json.dumps(chunk)}\n\n")
+    estimated = -(-len(text) // 4)
+    shown = railings("replay", str(capture), "--provider", "openai")
+    assert f"usage: unknown in, ~{estimated} (estimated, chars/4) out" in shown.stdout
+    usage = json.loads(railings("replay", str(capture), "--json").stdout)["usage"]
+    assert usage == {
+        "input_tokens": None,
+        "output_tokens": estimated,
+        "input_source": "unknown",
+        "output_source": "estimated",
+        "method": "chars/4",
+    }

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REAL, RESPONSES, manifest
-from railings import replay, to_json
+from railings import UsageSource, replay, to_json
 from railings.wire.sse import SSEDecoder
 
 ROWS = manifest()
@@ -67,11 +67,14 @@ def test_capture_replays_to_manifest_facts(row: dict[str, str]) -> None:
             assert state.startswith("empty")
             assert raw == "{}" and arguments == {}
 
-    # Output tokens: the last reported (cumulative in Anthropic message_delta).
+    # Output tokens: the last reported (cumulative in Anthropic message_delta); a capture
+    # that reported none has its output estimated or unknown, and says so.
+    usage = turn.usage
     if row["output_tokens"]:
-        assert turn.usage is not None and turn.usage.output_tokens == int(row["output_tokens"])
+        assert usage.output_source is UsageSource.REPORTED
+        assert usage.output_tokens == int(row["output_tokens"])
     else:
-        assert turn.usage is None or turn.usage.output_tokens is None
+        assert usage.output_source is not UsageSource.REPORTED
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r["file"] for r in ROWS])

@@ -229,8 +229,11 @@ def test_a_bound_that_bounds_nothing_is_a_configuration_error(bad: dict[str, flo
 
 def test_the_facts_of_a_request_body_are_read_in_one_parse() -> None:
     data = {"model": "m", "stream": True, "n": 3, "max_tokens": 50, "max_completion_tokens": 9}
+    data["messages"] = [{"role": "user", "content": "hello"}]
     facts = request_facts(json.dumps(data).encode())
-    assert facts == RequestFacts(model="m", max_tokens=9, stream=True, choices=3, read=True)
+    assert facts == RequestFacts(
+        model="m", max_tokens=9, stream=True, choices=3, read=True, request_chars=1 + 4 + 5
+    )
 
 
 @pytest.mark.parametrize(

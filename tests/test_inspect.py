@@ -175,3 +175,17 @@ def test_unknown_object_is_a_typed_error() -> None:
         inspect(42)
     with pytest.raises(ConfigurationError):
         inspect({"hello": "world"})
+
+
+def test_an_answer_without_usage_has_its_counts_estimated_or_unknown_and_says_so() -> None:
+    message = {"role": "assistant", "content": "x" * 41}
+    answer = {"id": "c", "object": "chat.completion", "model": "m"}
+    bare = {**answer, "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+    usage = inspect(bare).turn.usage
+    assert (usage.input_tokens, usage.input_source) == (None, "unknown")
+    assert (usage.output_tokens, usage.output_source, usage.method) == (11, "estimated", "chars/4")
+    sized = inspect(bare, request_chars=400).turn.usage
+    assert (sized.input_tokens, sized.input_source) == (100, "estimated")
+    counted = {**bare, "usage": {"prompt_tokens": 3, "completion_tokens": 9}}
+    usage = inspect(counted, request_chars=400).turn.usage
+    assert (usage.input_tokens, usage.output_tokens, usage.source) == (3, 9, "reported")

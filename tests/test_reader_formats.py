@@ -15,7 +15,7 @@ from conftest import CORPUS
 from railings.events import StopReason, TerminationProof, UsageUpdate
 from railings.replay import replay
 from railings.testing.eventstream import event_frame
-from railings.turn.model import ErrorKind, Termination
+from railings.turn.model import ErrorKind, Termination, UsageSource
 from railings.turn.reader import StreamReader
 from railings.turn.verdict import RejectReason, Verdict
 from railings.wire.eventstream import EventStreamDecoder
@@ -108,13 +108,15 @@ def test_bedrock_usage_after_the_proof_is_kept() -> None:
     reader = StreamReader("bedrock")
     reader.feed(body[:stop_end])
     assert reader.terminated and reader.reads_on  # proven; usage may still come
-    assert reader.turn().usage is None
+    # Proven, and no usage yet: the output is railings' estimate, marked as one ...
+    assert reader.turn().usage.output_source is UsageSource.ESTIMATED
     trailing = reader.feed(body[stop_end:])
     assert [type(e) for e in trailing] == [UsageUpdate]
     reader.close()
     turn = reader.turn()
-    assert turn.termination is Termination.CLEAN and turn.usage is not None
-    assert turn.usage.output_tokens == 55
+    # ... until the provider's own count arrives, which replaces it.
+    assert turn.termination is Termination.CLEAN
+    assert (turn.usage.output_tokens, turn.usage.output_source) == (55, UsageSource.REPORTED)
 
 
 def test_bedrock_a_corrupted_frame_is_a_malformed_stream() -> None:

@@ -36,7 +36,7 @@ from railings.providers import provider_for_path, spec_for_path
 from railings.providers.ollama.decoder import OllamaStream
 from railings.replay import Replay
 from railings.testing import FaultProxy, ScriptedServer
-from railings.turn.model import Outcome, Termination
+from railings.turn.model import Outcome, Termination, UsageSource
 from railings.turn.verdict import RejectReason, Verdict
 
 SOURCE = str(Path(railings.__file__).resolve().parents[1])
@@ -86,8 +86,10 @@ def _check(result: Replay, expected: dict[str, Any]) -> None:
     assert turn.text == expected["text"]
     assert turn.stop_reason == expected["stop_reason"]
     assert turn.stop_reason_source == expected["source"]
-    usage = None if turn.usage is None else (turn.usage.input_tokens, turn.usage.output_tokens)
-    assert usage == expected["usage"]
+    u = turn.usage
+    counts = ((u.input_tokens, u.input_source), (u.output_tokens, u.output_source))
+    reported = tuple(n if s is UsageSource.REPORTED else None for n, s in counts)
+    assert (None if reported == (None, None) else reported) == expected["usage"]
     assert turn.unknown_events == 0
 
 

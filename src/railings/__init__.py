@@ -46,7 +46,7 @@ from railings.errors import (
 )
 from railings.replay import Replay, replay, to_json
 from railings.sdk_objects import inspect
-from railings.turn.model import Outcome, Termination, Turn, TurnError, Usage
+from railings.turn.model import Outcome, Termination, Turn, TurnError, Usage, UsageSource
 from railings.turn.parts import (
     Part,
     ProviderItem,
@@ -120,6 +120,7 @@ __all__ = [
     "TurnError",
     "TurnTooLarge",
     "Usage",
+    "UsageSource",
     "Verdict",
     "__version__",
     "accelerations",

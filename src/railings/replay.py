@@ -13,6 +13,7 @@ from typing import Any
 from railings.turn.attempt import Attempt
 from railings.turn.model import Turn
 from railings.turn.profile import WIRE, Profile
+from railings.turn.usage import usage_fields
 from railings.turn.verdict import CallVerdict, judge
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
 
@@ -98,9 +99,7 @@ def to_json(result: Replay) -> dict[str, Any]:
         "text": turn.text,
         "thinking": turn.thinking,
         "refusal": turn.refusal,
-        "usage": None
-        if turn.usage is None
-        else {"input_tokens": turn.usage.input_tokens, "output_tokens": turn.usage.output_tokens},
+        "usage": usage_fields(turn.usage),
         "tool_calls": [
             {
                 "index": v.call.index,

@@ -66,13 +66,31 @@ from railings.wire._json import as_int
 __all__ = ["inspect"]
 
 
-def inspect(obj: Any, *, max_tokens: int | None = None, service: str | None = None) -> Replay:
+def inspect(
+    obj: Any,
+    *,
+    max_tokens: int | None = None,
+    service: str | None = None,
+    request_chars: int | None = None,
+) -> Replay:
     """The turn verdict for an SDK response object (see the module docstring).
     ``max_tokens``: the output limit the request was sent with; billed output that
-    reached it truncates the turn whatever its stop reason (docs/verdicts.md)."""
+    reached it truncates the turn whatever its stop reason (docs/verdicts.md).
+    ``request_chars``: the size of the request's text
+    (:func:`railings.turn.usage.request_chars`), from which an input count the object
+    lacks is estimated; without it, that count is unknown."""
     other = _is_other_format(obj)
     if other is not None:
-        return _judged(*other, max_tokens=max_tokens, service=service)
+        provider, events = other
+    else:
+        provider, events = _own_format(obj)
+    return _judged(
+        provider, events, max_tokens=max_tokens, service=service, request_chars=request_chars
+    )
+
+
+def _own_format(obj: Any) -> tuple[str, list[StreamEvent]]:
+    """The wire and events of an openai or anthropic object (or its dict)."""
     data = _as_dict(obj)
     if "choices" in data:
         provider, events = openai_chat.SPEC.name, _chat_completion(data)
@@ -86,7 +104,7 @@ def inspect(obj: Any, *, max_tokens: int | None = None, service: str | None = No
             "google-genai GenerateContentResponse, boto3 converse_stream events or an "
             f"ollama ChatResponse or GenerateResponse (or their dicts); got {type(obj).__name__}"
         )
-    return _judged(provider, events, max_tokens=max_tokens, service=service)
+    return provider, events
 
 
 def _is_other_format(obj: Any) -> tuple[str, list[StreamEvent]] | None:
@@ -99,9 +117,16 @@ def _is_other_format(obj: Any) -> tuple[str, list[StreamEvent]] | None:
 
 
 def _judged(
-    provider: str, events: list[StreamEvent], *, max_tokens: int | None, service: str | None
+    provider: str,
+    events: list[StreamEvent],
+    *,
+    max_tokens: int | None,
+    service: str | None,
+    request_chars: int | None,
 ) -> Replay:
-    assembler = TurnAssembler(provider, max_tokens=max_tokens, service=service)
+    assembler = TurnAssembler(
+        provider, max_tokens=max_tokens, service=service, request_chars=request_chars
+    )
     assembler.received()
     for event in events:
         assembler.apply(event)

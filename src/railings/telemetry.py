@@ -6,11 +6,17 @@ transport, one proxied call of the gateway -- is one span of kind CLIENT named
 (``gen_ai.provider.name``, ``gen_ai.request.model``, ``gen_ai.response.finish_reasons``,
 ``gen_ai.usage.input_tokens`` / ``output_tokens``, time to first chunk) and railings'
 own (``railings.termination``, ``railings.outcome``, ``railings.truncated``,
-``railings.tool_calls.rejected``). An agent run is one ``invoke_agent`` span around
-its model calls. Which exporter receives them is the application's choice, made the
-standard way: an SDK configured in code, or ``opentelemetry-instrument`` reading the
-``OTEL_*`` environment variables. Without ``opentelemetry-api``, nothing here does
-anything; the API's default tracer is itself a no-op until an SDK is configured.
+``railings.tool_calls.rejected``, the usage's provenance). The GenAI usage attributes
+carry only counts the provider reported, as the conventions mean them; each count's
+source is ``railings.usage.input_source`` / ``output_source`` (``reported``,
+``estimated``, ``unknown``), and an estimated count is
+``railings.usage.estimated_input_tokens`` / ``estimated_output_tokens``, with the method
+that made it in ``railings.usage.method`` (:mod:`railings.turn.usage`). An agent run
+is one ``invoke_agent`` span around its model calls. Which exporter receives them is
+the application's choice, made the standard way: an SDK configured in code, or
+``opentelemetry-instrument`` reading the ``OTEL_*`` environment variables. Without
+``opentelemetry-api``, nothing here does anything; the API's default tracer is itself a
+no-op until an SDK is configured.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from typing import Any
 
 from railings._extras import missing
 from railings.providers import SPECS
-from railings.turn.model import Turn
+from railings.turn.model import Turn, Usage, UsageSource
 
 __all__ = [
     "GEN_AI_PROVIDERS",
@@ -32,6 +38,7 @@ __all__ = [
     "record_span",
     "span_attributes",
     "tracing",
+    "usage_attributes",
 ]
 
 # railings' wire names -> the GenAI conventions' ``gen_ai.provider.name`` values.
@@ -84,13 +91,27 @@ def span_attributes(facts: CallFacts) -> dict[str, Any]:
             attrs["gen_ai.response.id"] = turn.message_id
         if turn.stop_reason_wire:
             attrs["gen_ai.response.finish_reasons"] = (turn.stop_reason_wire,)
-        usage = turn.usage
-        if usage is not None and usage.input_tokens is not None:
-            attrs["gen_ai.usage.input_tokens"] = usage.input_tokens
-        if usage is not None and usage.output_tokens is not None:
-            attrs["gen_ai.usage.output_tokens"] = usage.output_tokens
+        attrs.update(usage_attributes(turn.usage))
     if facts.error:
         attrs["error.type"] = facts.outcome or "error"
+    return attrs
+
+
+def usage_attributes(usage: Usage) -> dict[str, Any]:
+    """A turn's usage as span attributes: a reported count under the GenAI name, an
+    estimated one under railings' own with its method, and each count's source."""
+    attrs: dict[str, Any] = {}
+    for direction, tokens, source in (
+        ("input", usage.input_tokens, usage.input_source),
+        ("output", usage.output_tokens, usage.output_source),
+    ):
+        attrs[f"railings.usage.{direction}_source"] = source.value
+        if source is UsageSource.REPORTED:
+            attrs[f"gen_ai.usage.{direction}_tokens"] = tokens
+        elif source is UsageSource.ESTIMATED:
+            attrs[f"railings.usage.estimated_{direction}_tokens"] = tokens
+    if usage.method is not None:
+        attrs["railings.usage.method"] = usage.method
     return attrs
 
 

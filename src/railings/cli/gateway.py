@@ -29,6 +29,7 @@ from railings.cli._common import (
 from railings.cli.journal import open_journal
 from railings.errors import ConfigurationError
 from railings.journal import default_path
+from railings.turn.usage import describe
 
 __all__ = ["register"]
 
@@ -186,8 +187,8 @@ def run_gateway_log(args: argparse.Namespace) -> int:
         out.print(f"no gateway turns in {args.journal or default_path()}")
     for r in rows:
         when = datetime.datetime.fromtimestamp(float(r["at"])).strftime("%Y-%m-%d %H:%M:%S")
-        usage = r.get("usage") or {}
-        tokens = f"{usage.get('input_tokens')}/{usage.get('output_tokens')} tok" if usage else "-"
+        usage = r.get("usage")
+        tokens = escape(describe(usage)) if isinstance(usage, dict) else "-"
         took = r.get("duration_s")
         line = (
             f"{when}  {r.get('provider')}  {escape(log_field(str(r.get('model') or '-')))}  "

@@ -22,6 +22,7 @@ from railings.cli._common import InputError, console, positive
 from railings.errors import ConfigurationError
 from railings.journal import Entry, Journal, SessionInfo, default_path
 from railings.redact import redact, redact_json, redact_pieces
+from railings.turn.usage import describe
 
 __all__ = ["open_journal", "register"]
 
@@ -238,6 +239,8 @@ def _entry_lines(e: Entry) -> list[str]:
         if d.get("outcome") != "complete":
             why = str((d.get("error") or {}).get("message", ""))
             lines.append(f"[bold red]INCOMPLETE[/] ({escape(why)})")
+        if isinstance(d.get("usage"), dict):
+            lines.append(f"  [dim]usage:[/] {escape(describe(d['usage']))}")
         for call in d.get("tool_calls", []):
             verdict = "run" if call["verdict"] == "execute" else f"NOT executed: {call['reason']}"
             raw = escape(call["raw_arguments"][:120])

@@ -14,6 +14,7 @@ from railings.agent.view import visible
 from railings.cli._common import InputError, chosen_profile, console, positive, say
 from railings.providers import NAMES
 from railings.replay import Replay, replay, to_json
+from railings.turn.usage import describe, usage_fields
 from railings.turn.verdict import CallVerdict, RejectReason, cut_at_limit
 
 __all__ = ["register", "run"]
@@ -178,8 +179,7 @@ def _summary(result: Replay) -> None:
         if limit is not None:  # the stop reason said otherwise: say why
             line += f" (billed output reached the limit of {limit} tokens)"
     out.print(line)
-    if turn.usage:
-        out.print(f"usage: {turn.usage.input_tokens} in, {turn.usage.output_tokens} out")
+    out.print(f"usage: {describe(usage_fields(turn.usage))}")
     if turn.unknown_events:
         out.print(
             f"[yellow]{turn.unknown_events} event(s) of a kind this {turn.provider} decoder does "

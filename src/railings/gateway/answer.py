@@ -108,7 +108,9 @@ async def forward_answer(
         await answer(send, 502, payload, "application/json", NO_RETRY)
         return
     try:
-        judged = inspect(json.loads(data), max_tokens=record.max_tokens)
+        judged = inspect(
+            json.loads(data), max_tokens=record.max_tokens, request_chars=record.request_chars
+        )
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError, RailingsError):
         judged = None  # not a model answer railings reads: pass it on as it came
     cut = [v for v in judged.verdicts if v.reason is RejectReason.TRUNCATED] if judged else []

@@ -52,7 +52,7 @@ from railings.gateway.client_side import (
     until_gone,
 )
 from railings.gateway.limits import Budget, Limits
-from railings.gateway.metrics import Metrics
+from railings.gateway.metrics import Metrics, count_usage
 from railings.gateway.paths import BadPath, judged_provider, route
 from railings.gateway.record import INTERRUPTED, GatewayJournal, TurnRecord
 from railings.gateway.relay import UpstreamBroke as UpstreamBroke
@@ -285,6 +285,7 @@ class Gateway:
                 provider, method, where.path, facts.model, stream=False, secrets=secrets
             )
             record.max_tokens = facts.max_tokens
+            record.request_chars = facts.request_chars
             try:
                 left = await until_gone(
                     lambda gone: self.calls.run(
@@ -319,6 +320,8 @@ class Gateway:
             self.metrics.observe(
                 "railings_gateway_stream_duration_seconds", record.duration, **labels
             )
+        if record.turn is not None:  # a judged turn: its tokens, by their source
+            count_usage(self.metrics, record.provider, record.turn.usage)
         if self.journal is not None:
             self.journal.write(record)
         try:

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from railings.gateway.limits import Budget, Limits, describe
 from railings.gateway.shapes import error_body
 from railings.turn.limit import requested_limit
+from railings.turn.usage import request_chars
 
 __all__ = [
     "MAX_PARSED_VALUES",
@@ -232,7 +233,9 @@ MAX_PARSED_VALUES = 2**19
 class RequestFacts:
     """What the gateway reads of a request body, parsed once: its ``model`` (for the
     journal, the span and the log), the output limit it asks for, whether it asks for a
-    stream, and how many choices (Chat's ``n``). ``read`` is False for a body that is not
+    stream, how many choices (Chat's ``n``), and the size of its text (what an input count
+    the upstream never reports is estimated from: :mod:`railings.turn.usage`). ``read`` is
+    False for a body that is not
     a JSON object or is too large to parse (:data:`MAX_PARSED_VALUES`): it goes upstream
     unread, and the answer is judged by its own labels."""
 
@@ -241,6 +244,7 @@ class RequestFacts:
     stream: bool = False
     choices: int = 1
     read: bool = False
+    request_chars: int | None = None
 
 
 def request_facts(body: bytes) -> RequestFacts:
@@ -264,4 +268,5 @@ def request_facts(body: bytes) -> RequestFacts:
         stream=data.get("stream") is True,
         choices=n if isinstance(n, int) and not isinstance(n, bool) and n > 1 else 1,
         read=True,
+        request_chars=request_chars(data),
     )

@@ -118,6 +118,7 @@ class StreamJudge:
         now: float = 0.0,
         over_http2: bool = False,
         profile: Profile = WIRE,
+        request_chars: int | None = None,
     ) -> None:
         self.provider = provider
         # The request's output limit: billed output that reaches it is truncation,
@@ -130,6 +131,7 @@ class StreamJudge:
             max_preamble=max_preamble,
             max_event_size=max_event_size,
             profile=profile,
+            request_chars=request_chars,  # an input count never reported is estimated
         )
         self.ending: Ending | None = None
         self.outcome: AttemptOutcome | None = None  # set by close(): for the attempt machine

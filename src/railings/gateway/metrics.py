@@ -4,6 +4,8 @@ A few fixed families, so a small writer is enough: no global registry, no proces
 state (each :class:`Metrics` belongs to one app), nothing to configure. Label
 values are escaped as the format requires (backslash, double quote, newline).
 Never a header, a key or a body in a label: only provider names, outcomes and reasons.
+Token counts are counted by their source (:func:`count_usage`): a turn that reported no
+usage is counted as estimated tokens or as unknown, never as nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ import threading
 from collections.abc import Iterable
 from typing import ClassVar
 
-__all__ = ["BUCKETS", "Metrics"]
+from railings.turn.model import Usage, UsageSource
+
+__all__ = ["BUCKETS", "Metrics", "count_usage"]
 
 # Seconds: from a millisecond (a cached or tiny answer) to ten minutes (a long turn).
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
@@ -58,6 +62,11 @@ class Metrics:
         "the end (the upstream read is stopped).",
         "railings_gateway_rejected_requests_total": "Requests refused before anything went "
         "upstream, by reason (too_large|body_timeout|overloaded|bad_path).",
+        "railings_gateway_tokens_total": "Tokens of the turns judged, by provider, direction "
+        "(input|output) and source (reported: the provider's count; estimated: railings' "
+        "estimate of a count the provider never sent).",
+        "railings_gateway_usage_unknown_total": "Turns judged whose count in a direction "
+        "(input|output) is unknown: neither reported nor estimated.",
         "railings_gateway_refused_answers_total": "Upstream answers refused with a 502, by "
         "provider and reason (too_large|unreadable).",
     }
@@ -123,3 +132,24 @@ class Metrics:
                     yield f"{name}_bucket{bucket} {cumulative}\n"
                 yield f"{name}_sum{_labels(labels)} {_number(h.sum)}\n"
                 yield f"{name}_count{_labels(labels)} {cumulative}\n"
+
+
+def count_usage(metrics: Metrics, provider: str, usage: Usage) -> None:
+    """Count one judged turn's usage: each count under its direction and source, and a
+    count that is unknown as one turn of ``railings_gateway_usage_unknown_total``. The
+    labels are bounded: a provider name, two directions, two sources."""
+    for direction, tokens, source in (
+        ("input", usage.input_tokens, usage.input_source),
+        ("output", usage.output_tokens, usage.output_source),
+    ):
+        if tokens is None or source is UsageSource.UNKNOWN:
+            unknown = "railings_gateway_usage_unknown_total"
+            metrics.inc(unknown, provider=provider, direction=direction)
+        else:
+            metrics.inc(
+                "railings_gateway_tokens_total",
+                tokens,
+                provider=provider,
+                direction=direction,
+                source=source.value,
+            )

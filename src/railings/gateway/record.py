@@ -25,6 +25,7 @@ from railings.gateway.upstream import scrub
 from railings.journal import Journal
 from railings.redact import redact
 from railings.turn.model import Turn
+from railings.turn.usage import usage_fields
 
 __all__ = [
     "ENTRY_KIND",
@@ -66,6 +67,7 @@ class TurnRecord:
     error: str | None = None
     secrets: tuple[str, ...] = field(default=(), repr=False)  # this request's keys
     max_tokens: int | None = None  # the output limit the request asked for
+    request_chars: int | None = None  # the size of the request's text (railings.turn.usage)
     profile: str = "wire"  # the endpoint profile that judged it (railings.profiles.label)
 
     def __post_init__(self) -> None:
@@ -88,7 +90,6 @@ class TurnRecord:
     def as_entry(self) -> dict[str, Any]:
         """The journal entry of this call: verdict, provider, model, status, timings, usage."""
         turn = self.turn
-        usage = turn.usage if turn is not None else None
         return {
             "provider": self.provider,
             "method": self.method,
@@ -105,11 +106,7 @@ class TurnRecord:
             "started_at": self.started_at,
             "first_byte_s": self.first_byte,
             "duration_s": self.duration,
-            "usage": (
-                {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
-                if usage is not None
-                else None
-            ),
+            "usage": usage_fields(turn.usage) if turn is not None else None,
             "tool_calls": [clip(c.name) for c in turn.tool_calls] if turn is not None else [],
             "rejected": [clip(name) for name in self.rejected],
             "error": self.error,

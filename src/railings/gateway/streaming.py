@@ -117,6 +117,7 @@ class JudgedStream:
             record.provider,
             refuse_cut_calls=self._refuse,
             max_tokens=record.max_tokens,
+            request_chars=record.request_chars,
             clocks=clocks(self._timeouts, deadline),
             now=asyncio.get_running_loop().time(),
             over_http2=over_http2,

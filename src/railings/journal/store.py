@@ -54,6 +54,7 @@ from railings.errors import ConfigurationError
 from railings.journal.private import create_private, warn_if_shared
 from railings.redact import redact_json
 from railings.turn.model import Turn
+from railings.turn.usage import usage_fields
 from railings.turn.verdict import judge
 
 __all__ = [
@@ -321,9 +322,7 @@ def turn_entry(turn: Turn, attempts: int) -> dict[str, Any]:
         "stop_reason_source": turn.stop_reason_source,
         "truncated": turn.truncated,
         "attempts": attempts,
-        "usage": None
-        if turn.usage is None
-        else {"input_tokens": turn.usage.input_tokens, "output_tokens": turn.usage.output_tokens},
+        "usage": usage_fields(turn.usage),
         "error": None
         if turn.error is None
         else {

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 from railings.probe.send import KEEPALIVES, Observation
 from railings.providers import spec
 from railings.stops import Stop, StopSource
-from railings.turn.model import Outcome, Termination
+from railings.turn.model import Outcome, Termination, UsageSource
 from railings.turn.profile import STOP_THEN_USAGE, Evidence, Profile
 
 Noted = Callable[[str, int], Evidence]  # what was observed, how many times -> the evidence
@@ -196,7 +196,7 @@ def findings(
         profile=profile,
         warnings=warnings,
         requests=total,
-        input_tokens=sum((o.turn.usage.input_tokens or 0) for o in seen if o.turn.usage),
+        input_tokens=sum(_reported_input(o) for o in seen),
         output_tokens=sum(o.turn.peak_output_tokens or 0 for o in seen),
         timing={
             "first_byte": max(o.first_byte for o in seen),
@@ -231,15 +231,28 @@ def _cut(obs: Observation, evidence: dict[str, Evidence], noted: Noted) -> Findi
     return Finding(what, seen, "refuse the cut call" if refused else "RUN THE CUT CALL")
 
 
+def _reported(obs: Observation) -> bool:
+    """Did the answer report usage (either count; an estimate is not a report)?"""
+    usage = obs.turn.usage
+    return UsageSource.REPORTED in (usage.input_source, usage.output_source)
+
+
+def _reported_input(obs: Observation) -> int:
+    usage = obs.turn.usage
+    if usage.input_source is not UsageSource.REPORTED:
+        return 0  # what the probe spent is what the endpoint reported, never a guess
+    return usage.input_tokens or 0
+
+
 def _usage(seen: list[Observation], provider: str) -> Finding:
     # A wire that asks for usage (Chat's stream_options) is asked once without asking.
     chat = spec(provider).asks_for_usage
     asked = [o for o in seen if o.ask.include_usage or not chat]
-    sent = sum(1 for o in asked if o.turn.usage is not None)
+    sent = sum(1 for o in asked if _reported(o))
     text = f"on {sent} of {len(asked)}"
     if chat:
         unasked = [o for o in seen if not o.ask.include_usage]
-        alone = sum(1 for o in unasked if o.turn.usage is not None)
+        alone = sum(1 for o in unasked if _reported(o))
         text = f"on {sent} of {len(asked)} asked, {alone} of {len(unasked)} unasked"
     cut = [o for o in seen if o.ask.cut]
     capped = sum(1 for o in cut if (o.turn.peak_output_tokens or 0) >= o.ask.max_tokens)

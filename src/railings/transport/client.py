@@ -65,6 +65,7 @@ from railings.turn.attempt import Attempt
 from railings.turn.ending import Partial
 from railings.turn.limit import requested_limit
 from railings.turn.resume import ResumePoint, unresumed
+from railings.turn.usage import request_chars
 
 __all__ = ["AsyncProviderClient", "TransportFactory", "signer"]
 
@@ -286,6 +287,7 @@ class AsyncProviderClient:
                     now=time(),
                     clocks=clocks(cfg.timeouts, deadline),
                     max_tokens=requested_limit(request),
+                    request_chars=request_chars(request),  # for an input never reported
                     limits=cfg.limits,
                     service=cfg.service,
                     keep=_RECEIVED_LIMIT,

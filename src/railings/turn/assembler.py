@@ -16,7 +16,9 @@ cannot make the cut call whole again. Billed output that reached the request's
 (:func:`~railings.turn.stop_reason.is_truncated`; the limit is kept in the turn). The
 evidence is the largest output count any usage report gave (``peak_output_tokens``):
 counts are cumulative, so a later smaller report is a wrong one, and it never erases
-a count at the cap; ``usage`` keeps the counts as last reported.
+a count at the cap; ``usage`` keeps the counts as last reported, each with its source:
+a count the stream never reported is estimated or unknown by the one rule of
+:mod:`railings.turn.usage` (the shell passes the request's size: ``request_chars``).
 
 Usage may follow the proof (Bedrock's ``metadata`` event comes after ``messageStop``):
 a :class:`UsageUpdate` after a clean end is still kept; anything else after the end
@@ -64,7 +66,6 @@ from railings.turn.model import (
     ToolCall,
     Turn,
     TurnError,
-    Usage,
 )
 from railings.turn.parts import Part
 from railings.turn.parts_manager import PartsManager
@@ -77,6 +78,7 @@ from railings.turn.stop_reason import (
     normalize_stop_reason,
 )
 from railings.turn.termination import Signal, State, TerminationMachine
+from railings.turn.usage import settle
 
 __all__ = ["TurnAssembler"]
 
@@ -94,15 +96,18 @@ class TurnAssembler:
         max_tokens: int | None = None,
         service: str | None = None,
         profile: Profile = WIRE,
+        request_chars: int | None = None,
     ) -> None:
         self.provider = provider
         self.max_tokens = max_tokens
+        self.request_chars = request_chars  # the request's text, for an estimated input
         self.service = service
         self.profile = profile
         self.machine = TerminationMachine()
         self._parts = PartsManager()
         self._input_tokens: int | None = None
         self._output_tokens: int | None = None
+        self._output_opening = False  # the output count is the opening report's
         # The largest output count reported: the evidence at the cap (module docstring).
         self._peak_output: int | None = None
         self._baseline: int | None = None  # the opening usage's output count (billable.py)
@@ -250,6 +255,7 @@ class TurnAssembler:
         output = event.output_tokens
         if output is not None:
             self._output_tokens = output
+            self._output_opening = event.opening
             if self._peak_output is None or output > self._peak_output:
                 self._peak_output = output
             if event.opening and self._baseline is None:
@@ -326,9 +332,14 @@ class TurnAssembler:
             source = StopSource.DERIVED
         else:
             stop_reason = source = None
-        usage = None
-        if self._input_tokens is not None or self._output_tokens is not None:
-            usage = Usage(input_tokens=self._input_tokens, output_tokens=self._output_tokens)
+        usage = settle(
+            input_tokens=self._input_tokens,
+            output_tokens=self._output_tokens,
+            outcome=outcome,
+            parts=parts,
+            request_chars=self.request_chars,
+            opening_output=self._output_opening,
+        )
         return Turn(
             provider=self.provider,
             termination=Termination.CLEAN if clean else Termination.ABRUPT,

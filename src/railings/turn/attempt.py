@@ -103,7 +103,9 @@ class Attempt:
     ``received`` holds; ``hold``: False for a shell that passes every byte on as it
     comes (the guard, ``replay``); ``choice``: the Chat Completions choice read;
     ``keeps``: the request asked the provider to keep the response (every byte read is
-    kept for the resume point); ``resuming``: the point this attempt resumes from."""
+    kept for the resume point); ``resuming``: the point this attempt resumes from;
+    ``request_chars``: the size of the request's text, for an estimated input count
+    (:mod:`railings.turn.usage`)."""
 
     __slots__ = (
         "_clocks",
@@ -142,6 +144,7 @@ class Attempt:
         profile: Profile = WIRE,
         keeps: bool = False,
         resuming: ResumePoint | None = None,
+        request_chars: int | None = None,
     ) -> None:
         self.reader = StreamReader(
             provider,
@@ -150,6 +153,7 @@ class Attempt:
             max_event_size=max_event_size,
             choice=choice,
             profile=profile,
+            request_chars=request_chars,
         )
         self._meter = TurnMeter(limits, max_tokens)
         self._clocks = clocks or Clocks()

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from railings.errors import ConfigurationError
 from railings.stops import Stop, StopSource
 from railings.turn.parts import (
     JSON_TEXT_TYPES,
@@ -40,6 +41,7 @@ __all__ = [
     "Turn",
     "TurnError",
     "Usage",
+    "UsageSource",
 ]
 
 
@@ -79,12 +81,53 @@ class TurnError:
     retryable: bool = False
 
 
+class UsageSource(enum.StrEnum):
+    """Where one token count came from: the provider REPORTED it, railings ESTIMATED it
+    (``Usage.method`` says how), or it is UNKNOWN (no count at all). A ``StrEnum``: each
+    member is its string (``"estimated" == UsageSource.ESTIMATED``)."""
+
+    REPORTED = "reported"
+    ESTIMATED = "estimated"
+    UNKNOWN = "unknown"
+
+
+# The weakest source first: the order :attr:`Usage.source` reads.
+_STRENGTH = (UsageSource.UNKNOWN, UsageSource.ESTIMATED, UsageSource.REPORTED)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Usage:
-    """The token counts the provider reported; None for a count it did not send."""
+    """A turn's token counts, each with where it came from (:class:`UsageSource`).
+
+    A count the provider reported is kept as it came; one it did not send is railings'
+    estimate (``method`` names how it was made: never mistake it for a count) or None,
+    UNKNOWN. The sources default to REPORTED, so ``Usage(input_tokens=5,
+    output_tokens=9)`` means what it always meant; a None count is UNKNOWN whatever its
+    source says. The rule that settles a turn's usage is :mod:`railings.turn.usage`.
+    """
 
     input_tokens: int | None
     output_tokens: int | None
+    input_source: UsageSource = UsageSource.REPORTED
+    output_source: UsageSource = UsageSource.REPORTED
+    method: str | None = None  # how the ESTIMATED counts were made (``"chars/4"``)
+
+    def __post_init__(self) -> None:
+        for count, field in (("input_tokens", "input_source"), ("output_tokens", "output_source")):
+            source = UsageSource(getattr(self, field))
+            if getattr(self, count) is None:
+                source = UsageSource.UNKNOWN  # no count: nobody reported or estimated one
+            elif source is UsageSource.UNKNOWN:
+                raise ConfigurationError(f"{count} is a count, so its source cannot be unknown")
+            elif source is UsageSource.ESTIMATED and not self.method:
+                raise ConfigurationError(f"an estimated {count} needs the method that made it")
+            object.__setattr__(self, field, source)
+
+    @property
+    def source(self) -> UsageSource:
+        """The weaker of the two counts' sources: REPORTED only when the provider reported
+        both, UNKNOWN when either count is unknown, else ESTIMATED."""
+        return min(self.input_source, self.output_source, key=_STRENGTH.index)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,7 +148,7 @@ class Turn:
     termination: Termination
     outcome: Outcome
     parts: tuple[Part, ...]
-    usage: Usage | None
+    usage: Usage  # every count with its source: reported, estimated or unknown
     stop_reason: str | None
     stop_reason_wire: str | None
     stop_reason_source: StopSource | None

@@ -116,6 +116,7 @@ class StreamReader:
         choice: int = 0,
         fast: bool | None = None,
         profile: Profile = WIRE,
+        request_chars: int | None = None,
     ) -> None:
         if provider != "auto":
             provider_decoder(provider)  # validate early
@@ -132,6 +133,7 @@ class StreamReader:
             "max_tokens": max_tokens,
             "service": service,
             "profile": profile,
+            "request_chars": request_chars,
         }
         self._closed = False
         self._unframed = False  # the framer refused a frame: no byte after it is read

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from railings.turn.limit import reached_limit
-from railings.turn.model import Termination, ToolCall, Turn
+from railings.turn.model import Termination, ToolCall, Turn, UsageSource
 from railings.turn.repair import RepairPolicy, Rung, parse_arguments
 from railings.turn.stop_reason import Stop
 
@@ -217,8 +217,9 @@ def cut_at_limit(turn: Turn) -> int | None:
     if not turn.truncated or turn.stop_reason == Stop.MAX_TOKENS:
         return None
     output = turn.peak_output_tokens
-    if output is None and turn.usage is not None:
-        output = turn.usage.output_tokens  # a turn built without the assembler
+    usage = turn.usage
+    if output is None and usage is not None and usage.output_source is UsageSource.REPORTED:
+        output = usage.output_tokens  # a turn built without the assembler; never an estimate
     return turn.max_tokens if reached_limit(output, turn.max_tokens) else None
 
 
