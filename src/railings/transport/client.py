@@ -243,13 +243,18 @@ class AsyncProviderClient:
         what the machine decides about the attempt's outcome done. A kept response the
         caller abandons (closes the stream, cancels the task) is cancelled."""
         kept = Kept(spec(self.config.provider).resumption)
+        attempts = self._attempts(machine, messages, tools, background, keep, kept)
         try:
-            async for event in self._attempts(machine, messages, tools, background, keep, kept):
+            async for event in attempts:
                 yield event
         except (GeneratorExit, asyncio.CancelledError):
-            if kept.live is not None:
-                await cancel_kept(self._http(self._use_http2()), self.config, kept.live)
+            live = kept.live
+            await attempts.aclose()  # the response closed now, not when collected
+            if live is not None:
+                await cancel_kept(self._http(self._use_http2()), self.config, live)
             raise
+        finally:
+            await attempts.aclose()
 
     async def _attempts(
         self,
