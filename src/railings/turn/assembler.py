@@ -122,6 +122,12 @@ class TurnAssembler:
         """The output count of the stream's opening usage report (:mod:`.billable`)."""
         return self._baseline
 
+    @property
+    def message_id(self) -> str:
+        """The id the stream gave its message or response so far ("" before it did):
+        what a shell names a kept response by while the turn is still open."""
+        return self._message_id
+
     # -- feeding -------------------------------------------------------------------------
 
     def received(self) -> None:
