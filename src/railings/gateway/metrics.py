@@ -60,6 +60,8 @@ class Metrics:
         "upstream, by reason (too_large|body_timeout|overloaded|bad_path).",
         "railings_gateway_refused_answers_total": "Upstream answers refused with a 502, by "
         "provider and reason (too_large|unreadable).",
+        "railings_gateway_resumes_total": "Kept responses read again after their stream broke, "
+        "by provider and outcome (streamed|refused|failed).",
     }
     HISTOGRAMS: ClassVar[dict[str, str]] = {
         "railings_gateway_time_to_first_byte_seconds": "From the request to the first body "
