@@ -11,6 +11,8 @@ uvicorn, and any ASGI server can run it too. What it does with each request:
   through as it came. With ``cut_calls="refuse"`` a Chat request for ``n`` > 1 is
   answered 400: the judge reads one choice. A kept response (Responses'
   ``background: true``) whose stream breaks is resumed for the client.
+* ``GET .../responses/{id}?stream=true``: a client's own resume of a kept response,
+  judged like any stream.
 * Anything else: passed through untouched, body and headers.
 
 Before anything goes upstream the request path loses its dot segments and a path
@@ -295,7 +297,8 @@ class Gateway:
                         body,
                         send,
                         gone,
-                        asked_stream=facts.stream,
+                        # A judged GET streams a kept response again: its query asked.
+                        asked_stream=facts.stream or method == "GET",
                         keeps=facts.keeps,
                     ),
                     receive,
