@@ -159,6 +159,23 @@ def test_an_empty_attempt_whose_resume_is_refused_is_cancelled_then_resent(
     ]
 
 
+def test_resumes_spent_before_content_cancel_the_kept_response(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    # Every stream of it ends after response.created: the policy's 4 attempts are one
+    # POST and three resumes, then the client gets the error event, and the response
+    # nobody will read is cancelled.
+    with gateway(server.url, tmp_path) as (url, _, tap):
+        tap.cuts.extend([0, 0, 0, 0])
+        got = raw_request(url, PATH, BACKGROUND, headers=AUTH)
+        rid = response_id(got)
+        assert got.complete and b"event: error" in got.events()[-1]
+        assert [line.split(" ")[0] for line in tap.seen()] == ["POST", "GET", "GET", "GET", "POST"]
+    assert rid in server.cancelled and server.generations == 1
+    (entry,) = rows(tmp_path)
+    assert entry["attempts"] == 4 and entry["resumed"] == [0, 0, 0]
+
+
 def test_a_client_that_leaves_has_its_kept_response_cancelled(tmp_path: Path) -> None:
     with (
         ScriptedServer({**SCRIPT, "delay": 0.05}) as server,

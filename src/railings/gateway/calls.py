@@ -259,6 +259,7 @@ class ModelCalls:
                     await self._unreachable(reading.record, error, send)
                     return _ANSWERED
                 stream.give_up(error, machine.attempt)
+                await self._abandon(reading)  # nothing of it reached the client
                 return False
             case _:
                 return False  # Finish (never ResendWithoutUsage: drop_usage is off)
@@ -293,8 +294,8 @@ class ModelCalls:
                 await response.aclose()
 
     async def _abandon(self, reading: _Reading) -> None:
-        """The client left: a kept response still running upstream is cancelled, since
-        nobody will read it."""
+        """A kept response still running upstream is cancelled when nobody will read it:
+        the client left, or the attempts ran out before anything reached it."""
         if not reading.keeps:
             return
         judge = reading.stream.judge if reading.stream is not None else None
