@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import re
+import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -88,3 +89,12 @@ def whole(server: ScriptedServer, rid: str) -> bytes:
     got = raw_request(server.url, f"{PATH}/{rid}?stream=true", method="GET", headers=AUTH)
     assert got.status == 200 and got.complete
     return got.body
+
+
+def eventually(check: Callable[[], bool], wait: float = 10.0) -> bool:
+    """``check()`` once it holds, or its last answer after ``wait`` seconds (a guard
+    against a hang, not a measure: what follows the client's answer runs after it)."""
+    deadline = time.monotonic() + wait
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return check()

@@ -99,6 +99,7 @@ class _Reading:
     stream: JudgedStream | None = None
     point: ResumePoint | None = None
     previous: Partial | Empty | None = None
+    given_up: bool = False  # the attempts ran out: nobody will read what is kept
     bodiless: list[tuple[bytes, bytes]] = field(init=False)  # for a GET or a cancel
 
     def __post_init__(self) -> None:
@@ -150,11 +151,13 @@ class ModelCalls:
         reading = _Reading(record, url, headers, keeps)
         try:
             await self._attempts(reading, body, send, gone, asked_stream)
-        except asyncio.CancelledError:  # the client left (or the gateway stops) mid-call
+            if gone.is_set() or reading.given_up:
+                await self._abandon(reading)
+        except asyncio.CancelledError:
+            # The client left (or the gateway stops) mid-call, or once it had its answer
+            # while the cancel above was on its way: that cancel is sent again.
             await self._abandon(reading)
             raise
-        if gone.is_set():
-            await self._abandon(reading)
 
     async def _attempts(
         self, reading: _Reading, body: bytes, send: Send, gone: asyncio.Event, asked_stream: bool
@@ -259,7 +262,7 @@ class ModelCalls:
                     await self._unreachable(reading.record, error, send)
                     return _ANSWERED
                 stream.give_up(error, machine.attempt)
-                await self._abandon(reading)  # nothing of it reached the client
+                reading.given_up = True  # a kept response is cancelled once the client has this
                 return False
             case _:
                 return False  # Finish (never ResendWithoutUsage: drop_usage is off)
