@@ -9,7 +9,10 @@ uvicorn, and any ASGI server can run it too. What it does with each request:
   railings' attempt machine decides them; a streamed answer is judged as it passes
   (:mod:`railings.gateway.judge`), a JSON answer whole, and any other answer passes
   through as it came. With ``cut_calls="refuse"`` a Chat request for ``n`` > 1 is
-  answered 400: the judge reads one choice.
+  answered 400: the judge reads one choice. A kept response (Responses'
+  ``background: true``) whose stream breaks is resumed for the client.
+* ``GET .../responses/{id}?stream=true``: a client's own resume of a kept response,
+  judged like any stream.
 * Anything else: passed through untouched, body and headers.
 
 Before anything goes upstream the request path loses its dot segments and a path
@@ -274,7 +277,7 @@ class Gateway:
                     receive,
                 )
                 return
-            facts = request_facts(body)  # the body's one parse
+            facts = request_facts(body, provider)  # the body's one parse
             # The judge reads one choice: a request for more (Chat's ``n``) is refused
             # rather than passed with its other choices unjudged.
             if self.refuse and facts.choices > 1:
@@ -289,7 +292,15 @@ class Gateway:
             try:
                 left = await until_gone(
                     lambda gone: self.calls.run(
-                        record, url, headers, body, send, gone, asked_stream=facts.stream
+                        record,
+                        url,
+                        headers,
+                        body,
+                        send,
+                        gone,
+                        # A judged GET streams a kept response again: its query asked.
+                        asked_stream=facts.stream or method == "GET",
+                        keeps=facts.keeps,
                     ),
                     receive,
                 )

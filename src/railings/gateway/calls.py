@@ -16,6 +16,16 @@ only while nothing of it reached the client: only then can it be resent. Giving 
 is a ``502`` in the provider's shape with ``x-should-retry: false``, or, once the
 head went out, the stream's error event.
 
+A request that asks the provider to keep its response (Responses' ``background:
+true``, :class:`~railings.providers.base.Resumption`) is resumed when its stream
+breaks, Partial or Empty alike, as the machine decides (``Resume``, within the
+policy's attempts): ``GET {url}/{id}?stream=true&starting_after=N`` with the client's
+headers, and the client's stream goes on where it stopped
+(:mod:`.streaming`). A resume the upstream refuses ends the turn as it was
+(:func:`~railings.turn.resume.unresumed`); a resend first cancels the kept response
+(``Retry.cancel``), and so does a client that leaves before it got the response's id:
+nobody would read it (one that got it may resume the response itself).
+
 The gateway adds no ``stream_options`` to a request, so the machine's resend without
 them is off: a client's own ``stream_options`` that the upstream refuses is passed on
 as refused, never silently dropped from what the client asked for.
@@ -24,7 +34,9 @@ as refused, never silently dropped from what the client asked for.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+import contextlib
+import enum
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx2
@@ -39,16 +51,75 @@ from railings.gateway.shapes import INTERRUPTED_CODE, error_body
 from railings.gateway.streaming import JudgedStream
 from railings.gateway.upstream import Clients
 from railings.profiles import choose, label
+from railings.providers import spec
+from railings.providers.base import Resumption
 from railings.transport.config import Timeouts
 from railings.transport.context import DEFAULT_CONTEXT
 from railings.transport.errors_map import BOUNDARY, error_from_response, map_exception
-from railings.transport.machine import AttemptMachine, Empty, Raise, ReplayOverHTTP1, Retry
+from railings.transport.machine import (
+    AttemptMachine,
+    Complete,
+    Decision,
+    Empty,
+    Partial,
+    Raise,
+    ReplayOverHTTP1,
+    Resume,
+    Retry,
+)
 from railings.transport.response import is_event_stream, read_bounded, within
 from railings.transport.retry import RetryPolicy
 from railings.turn.ending import AttemptOutcome
 from railings.turn.profile import Profile
+from railings.turn.resume import ResumePoint, unresumed
 
 __all__ = ["ModelCalls"]
+
+
+class _Answered(enum.Enum):
+    ANSWERED = "answered"  # the client was answered whole: no stream to end
+
+
+_ANSWERED = _Answered.ANSWERED
+
+# How long cancelling a kept response nobody will read may take (less than the gateway's
+# own drain at shutdown, after which its upstream clients close).
+_CANCEL_WAIT = 3.0
+
+
+@dataclass(slots=True)
+class _Reading:
+    """One model call's reading across its attempts: the client's ``stream`` once it
+    started, and the ``point`` the next attempt resumes a kept response from (None: it
+    sends the request), with the ``previous`` outcome that carried it."""
+
+    record: TurnRecord
+    url: str
+    headers: list[tuple[bytes, bytes]]
+    keeps: bool
+    stream: JudgedStream | None = None
+    point: ResumePoint | None = None
+    previous: Partial | Empty | None = None
+    given_up: bool = False  # the attempts ran out: nobody will read what is kept
+    cancelling: asyncio.Future[None] | None = None  # the one cancel of the kept response
+    bodiless: list[tuple[bytes, bytes]] = field(init=False)  # for a GET or a cancel
+
+    def __post_init__(self) -> None:
+        self.bodiless = [(n, v) for n, v in self.headers if n.lower() != b"content-type"]
+
+    @property
+    def resumption(self) -> Resumption:
+        """How the wire reads a kept response again (a point exists only where it has one)."""
+        resumption = spec(self.record.provider).resumption
+        assert resumption is not None
+        return resumption
+
+    def below(self, path: str) -> str:
+        """The URL of ``path`` below the request URL, the request's own query after it."""
+        base, _, query = self.url.partition("?")
+        if not query:
+            return base + path
+        return base + path + ("&" if "?" in path else "?") + query
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,64 +145,187 @@ class ModelCalls:
         gone: asyncio.Event,
         *,
         asked_stream: bool,
+        keeps: bool = False,
     ) -> None:
-        """Answer the client of ``record``'s call: attempts until the machine finishes."""
+        """Answer the client of ``record``'s call: attempts until the machine finishes.
+        ``keeps``: the request asked the provider to keep the response, which is then
+        resumed when its stream breaks, and cancelled when nobody will read it."""
+        reading = _Reading(record, url, headers, keeps)
+        try:
+            await self._attempts(reading, body, send, gone, asked_stream)
+            if gone.is_set() or reading.given_up:
+                await self._abandon(reading)
+        except asyncio.CancelledError:
+            # The client left (or the gateway stops) mid-call, or once it had its answer
+            # while the cancel above was on its way: that one cancel is waited for.
+            await self._abandon(reading)
+            raise
+
+    async def _attempts(
+        self, reading: _Reading, body: bytes, send: Send, gone: asyncio.Event, asked_stream: bool
+    ) -> None:
         machine = AttemptMachine(self.retry, zero_waits=DEFAULT_CONTEXT.zero_waits)
-        stream: JudgedStream | None = None
-        tls = url.startswith("https://")  # HTTP/2 only ever over TLS (ALPN)
         while True:
             machine.begin()
-            http2 = tls and self.clients.http2
-            total = self.timeouts.total
-            deadline = asyncio.get_running_loop().time() + total if total else None
-            got = await self._send(record, url, headers, body, deadline)
-            outcome: AttemptOutcome | None
-            if isinstance(got, RailingsError):
-                outcome = Empty(error=got, over_http2=http2)
-            else:
-                machine.responded(got.http_version)
-                over_http2 = http2 and got.http_version == "HTTP/2"
-                if stream is not None and not is_event_stream(got):
-                    # A resend answered with no stream: one more failed attempt.
-                    data = await read_bounded(got)
-                    refused = error_from_response(got.status_code, got.headers, data)
-                    outcome = Empty(error=refused, over_http2=over_http2)
-                else:
-                    if stream is None:
-                        stream = await self._first(record, got, send, gone, asked_stream, machine)
-                        if stream is None:
-                            return  # answered as it came, or judged whole
-                    outcome = await stream.attempt(got, deadline=deadline, over_http2=over_http2)
+            outcome = await self._attempt(reading, machine, body, send, gone, asked_stream)
+            if outcome is _ANSWERED:
+                return  # answered as it came, judged whole, or a 502
             if outcome is None:
                 break  # the client has its answer
             decision = machine.decide(outcome)
             if decision.http2_failure is not None:
                 self.clients.fallback.mark(decision.http2_failure)  # from now on: HTTP/1.1
-            match decision:
-                case Retry() | ReplayOverHTTP1():
-                    # A replay goes over HTTP/1.1 (the fallback is marked); a retry after
-                    # its wait. Neither for a client that left meanwhile: no billed
-                    # attempt for nobody.
-                    if isinstance(decision, Retry):
-                        await asyncio.sleep(decision.wait)
-                    if gone.is_set():
-                        break
-                case Raise(error=error):
-                    if stream is None:
-                        await self._unreachable(record, error, send)
-                        return
-                    stream.give_up(error, machine.attempt)
-                    break
-                case _:
-                    break  # Finish (never ResendWithoutUsage: drop_usage is off)
-        if stream is not None:
-            await stream.end()
+            reading.point = None
+            again = await self._carry_out(reading, decision, outcome, machine, send, gone)
+            if again is _ANSWERED:
+                return
+            if not again:
+                break
+        if reading.stream is not None:
+            await reading.stream.end()
         elif gone.is_set():
-            record.finish("client_gone")
+            reading.record.finish("client_gone")
+
+    async def _attempt(
+        self,
+        reading: _Reading,
+        machine: AttemptMachine,
+        body: bytes,
+        send: Send,
+        gone: asyncio.Event,
+        asked_stream: bool,
+    ) -> AttemptOutcome | _Answered | None:
+        """One attempt: the request (or, to resume, the GET that streams the kept response
+        again), then its body judged. Its outcome for the machine; None: the client has
+        its answer; ``_ANSWERED``: it was answered whole."""
+        record, url = reading.record, reading.url
+        http2 = url.startswith("https://") and self.clients.http2  # HTTP/2 only over TLS
+        total = self.timeouts.total
+        deadline = asyncio.get_running_loop().time() + total if total else None
+        point = reading.point
+        if point is None:
+            got = await self._send(record, record.method, url, reading.headers, body, deadline)
+        else:  # the same generation, streamed again after the point: no body
+            path = reading.resumption.stream_path(point.response_id, point.after)
+            got = await self._send(
+                record, "GET", reading.below(path), reading.bodiless, b"", deadline
+            )
+        if isinstance(got, RailingsError):
+            return self._failed(reading, got, http2)
+        machine.responded(got.http_version)
+        over_http2 = http2 and got.http_version == "HTTP/2"
+        stream = reading.stream
+        if stream is not None and not is_event_stream(got):
+            # A resend (or a resume) answered with no stream: one more failed attempt.
+            data = await read_bounded(got)
+            refused = error_from_response(got.status_code, got.headers, data)
+            return self._failed(reading, refused, over_http2)
+        if stream is None:
+            stream = await self._first(record, got, send, gone, asked_stream, machine)
+            if stream is None:
+                return _ANSWERED
+            reading.stream = stream
+        if point is not None:
+            self._resumed(record, "streamed")
+        return await stream.attempt(
+            got, deadline=deadline, over_http2=over_http2, keeps=reading.keeps, resuming=point
+        )
+
+    async def _carry_out(
+        self,
+        reading: _Reading,
+        decision: Decision,
+        outcome: AttemptOutcome,
+        machine: AttemptMachine,
+        send: Send,
+        gone: asyncio.Event,
+    ) -> bool | _Answered:
+        """Do what the machine decided; True: another attempt follows."""
+        stream = reading.stream
+        match decision:
+            case Resume(point=point, wait=wait) if stream is not None:
+                # Nothing is generated twice: the broken attempt's error event is dropped,
+                # and the kept response is read again on the client's behalf.
+                stream.resuming()
+                assert not isinstance(outcome, Complete)
+                reading.point, reading.previous = point, outcome
+                await asyncio.sleep(wait)
+            case Retry() | ReplayOverHTTP1():
+                # A replay goes over HTTP/1.1 (the fallback is marked); a retry after its
+                # wait, a kept response cancelled first: it would be paid for twice.
+                if isinstance(decision, Retry) and decision.cancel is not None:
+                    await self._cancel(reading, decision.cancel)
+                if stream is not None and stream.committed:
+                    return False  # what reached the client stays the client's: no resend
+                if isinstance(decision, Retry):
+                    await asyncio.sleep(decision.wait)
+            case Raise(error=error):
+                if stream is None:
+                    await self._unreachable(reading.record, error, send)
+                    return _ANSWERED
+                stream.give_up(error, machine.attempt)
+                reading.given_up = True  # a kept response is cancelled once the client has this
+                return False
+            case _:
+                return False  # Finish (never ResendWithoutUsage: drop_usage is off)
+        # No attempt for a client that left meanwhile: nothing billed for nobody.
+        return not gone.is_set()
+
+    def _failed(self, reading: _Reading, error: RailingsError, http2: bool) -> AttemptOutcome:
+        """An attempt that got no stream: Empty, or, for a resume, the outcome
+        :func:`~railings.turn.resume.unresumed` says (refused: the turn ends as it was)."""
+        previous = reading.previous
+        if reading.point is None or previous is None or reading.stream is None:
+            return Empty(error=error, over_http2=http2)
+        outcome = unresumed(previous, error)
+        self._resumed(reading.record, "failed" if outcome.resume is not None else "refused")
+        reading.stream.unresumed(outcome)
+        return outcome
+
+    def _resumed(self, record: TurnRecord, outcome: str) -> None:
+        self.metrics.inc(
+            "railings_gateway_resumes_total", provider=record.provider, outcome=outcome
+        )
+
+    async def _cancel(self, reading: _Reading, response_id: str) -> None:
+        """Cancel the kept response ``response_id`` (best effort, bounded: the client's
+        answer does not depend on it)."""
+        target = reading.below(reading.resumption.cancel_path(response_id))
+        # RuntimeError: the upstream clients closed under it (the gateway stopping).
+        with contextlib.suppress(*BOUNDARY, TimeoutError, RuntimeError):
+            async with asyncio.timeout(_CANCEL_WAIT):
+                pool = self.clients.next()
+                response = await open_upstream(pool, "POST", target, reading.bodiless, b"")
+                await response.aclose()
+
+    async def _abandon(self, reading: _Reading) -> None:
+        """A kept response still running upstream is cancelled when nobody will read it:
+        the attempts ran out before anything reached the client, or the client left
+        before it did. A client that got the response's first event has its id, and
+        may read it again itself (through the gateway too): the response is its own."""
+        if not reading.keeps:
+            return
+        judge = reading.stream.judge if reading.stream is not None else None
+        shown = (judge is not None and judge.committed) or (
+            reading.point is not None and reading.point.shown
+        )
+        if shown and not reading.given_up:
+            return
+        kept = judge.kept if judge is not None else None
+        if kept is None and reading.point is not None:
+            kept = reading.point.response_id
+        if kept is None:
+            return
+        # One cancel, whoever asks (the call's end, then the client leaving while it is on
+        # its way): shielded, so leaving does not cut it short.
+        if reading.cancelling is None:
+            reading.cancelling = asyncio.ensure_future(self._cancel(reading, kept))
+        await asyncio.shield(reading.cancelling)
 
     async def _send(
         self,
         record: TurnRecord,
+        method: str,
         url: str,
         headers: list[tuple[bytes, bytes]],
         body: bytes,
@@ -143,7 +337,7 @@ class ModelCalls:
         pool = self.clients.next()
         error: RailingsError
         try:
-            return await within(open_upstream(pool, "POST", url, headers, body), deadline)
+            return await within(open_upstream(pool, method, url, headers, body), deadline)
         except TimeoutError as exc:  # before BOUNDARY: TimeoutError is an OSError
             total = self.timeouts.total or 0
             error = TotalTimeout(f"total timeout of {total:g} s passed before the response")

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from railings.gateway.limits import Budget, Limits, describe
 from railings.gateway.shapes import error_body
+from railings.providers import spec
 from railings.turn.limit import requested_limit
 from railings.turn.usage import request_chars
 
@@ -233,9 +234,11 @@ MAX_PARSED_VALUES = 2**19
 class RequestFacts:
     """What the gateway reads of a request body, parsed once: its ``model`` (for the
     journal, the span and the log), the output limit it asks for, whether it asks for a
-    stream, how many choices (Chat's ``n``), and the size of its text (what an input count
-    the upstream never reports is estimated from: :mod:`railings.turn.usage`). ``read`` is
-    False for a body that is not
+    stream, how many choices (Chat's ``n``), the size of its text (what an input count
+    the upstream never reports is estimated from: :mod:`railings.turn.usage`), and
+    whether it asks the provider to keep the response (``keeps``: the wire's
+    :class:`~railings.providers.base.Resumption` says, e.g. Responses' ``background:
+    true``). ``read`` is False for a body that is not
     a JSON object or is too large to parse (:data:`MAX_PARSED_VALUES`): it goes upstream
     unread, and the answer is judged by its own labels."""
 
@@ -243,13 +246,15 @@ class RequestFacts:
     max_tokens: int | None = None
     stream: bool = False
     choices: int = 1
+    keeps: bool = False
     read: bool = False
     request_chars: int | None = None
 
 
-def request_facts(body: bytes) -> RequestFacts:
-    """The :class:`RequestFacts` of ``body``; bounded in time and memory by the body's size
-    (a body nested deeper than the JSON decoder recurses is unread, not an error)."""
+def request_facts(body: bytes, provider: str | None = None) -> RequestFacts:
+    """The :class:`RequestFacts` of ``body``, a request of the wire ``provider``; bounded
+    in time and memory by the body's size (a body nested deeper than the JSON decoder
+    recurses is unread, not an error)."""
     # Every value follows a ":", a "," or a "[" (counted at C speed, strings included, so
     # never fewer than the parse would build), and every key precedes a ":".
     values = 2 * body.count(b":") + body.count(b",") + body.count(b"[")
@@ -262,11 +267,13 @@ def request_facts(body: bytes) -> RequestFacts:
     if not isinstance(data, dict):
         return RequestFacts()
     model, n = data.get("model"), data.get("n")
+    resumption = spec(provider).resumption if provider is not None else None
     return RequestFacts(
         model=model if isinstance(model, str) else None,
         max_tokens=requested_limit(data),
         stream=data.get("stream") is True,
         choices=n if isinstance(n, int) and not isinstance(n, bool) and n > 1 else 1,
+        keeps=resumption is not None and resumption.keeps(data),
         read=True,
         request_chars=request_chars(data),
     )

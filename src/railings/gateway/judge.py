@@ -37,6 +37,16 @@ and whether the stream may end:
 The judge reads the stream's decoded bytes (:mod:`railings.gateway.decoding` undoes
 a content coding first); a body that stops decoding is :meth:`StreamJudge.unreadable`.
 
+**A kept response** (``keeps``: OpenAI Responses with ``background: true``) may be
+resumed (:mod:`railings.turn.resume`): its outcome carries the point, and the error
+event a break would end with is held back to :meth:`StreamJudge.close`'s tail, so that
+a resume can drop it. The next judge reads the point's transcript first
+(:meth:`StreamJudge.resume`): being the same judge of the same whole events, it
+releases the same bytes, and those the client already has are swallowed; what it
+holds (a preamble, a call not yet proven) it holds again. The resumed body then
+passes through a :class:`~railings.turn.resume.Splice`, which drops the events the
+transcript holds, so the client's stream reads as the uncut one, byte for byte.
+
 Memory per stream: the unfinished event (bounded by ``max_event_size``), the held
 preamble (bounded by ``max_preamble``: past it, the preamble is released and the
 stream can no longer be retried transparently) and the events held behind an
@@ -46,6 +56,7 @@ unproven call (bounded by ``max_held``: past it, the answer is refused).
 from __future__ import annotations
 
 import enum
+from dataclasses import replace
 
 from railings.classify import INTERRUPTED_MESSAGE, interrupted_message
 from railings.errors import EventTooLarge
@@ -56,9 +67,10 @@ from railings.gateway.shapes import CUT_CODE, INTERRUPTED_CODE, error_event
 from railings.providers import spec
 from railings.sse_blocks import EventSplitter
 from railings.turn.attempt import Attempt, Clocks
-from railings.turn.ending import AttemptOutcome
+from railings.turn.ending import AttemptOutcome, Complete
 from railings.turn.model import ErrorKind, Outcome, Turn
 from railings.turn.profile import WIRE, Profile
+from railings.turn.resume import ResumePoint, Splice
 from railings.turn.verdict import CallVerdict, RejectReason, cut_at_limit, judge
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
 
@@ -76,6 +88,10 @@ class Ending(enum.Enum):
     REFUSED = "refused"  # a cut tool call (or one too long to hold): an error event instead
     ERROR = "error"  # the provider's own error event before content, passed on: not resent
     UNREADABLE = "unreadable"  # a body the gateway cannot decode, before content: not resent
+
+
+# Endings that are the gateway's or the provider's last word: never resumed.
+_FINAL = frozenset({Ending.REFUSED, Ending.ERROR, Ending.UNREADABLE})
 
 
 def cut_calls(turn: Turn) -> list[CallVerdict]:
@@ -103,7 +119,8 @@ class StreamJudge:
     ``ending`` is set, stop reading the upstream (except after COMPLETE, where
     ``feed`` keeps passing the trailing bytes on unchanged); then :meth:`close`.
     ``clocks`` and ``now`` start the attempt's clocks (any monotonic clock, seconds);
-    ``over_http2``: the answer came over HTTP/2."""
+    ``over_http2``: the answer came over HTTP/2; ``keeps``: the provider keeps the
+    response, so a break may be resumed (the module docstring)."""
 
     def __init__(
         self,
@@ -119,6 +136,7 @@ class StreamJudge:
         over_http2: bool = False,
         profile: Profile = WIRE,
         request_chars: int | None = None,
+        keeps: bool = False,
     ) -> None:
         self.provider = provider
         # The request's output limit: billed output that reaches it is truncation,
@@ -132,6 +150,7 @@ class StreamJudge:
             max_event_size=max_event_size,
             profile=profile,
             request_chars=request_chars,  # an input count never reported is estimated
+            keeps=keeps,
         )
         self.ending: Ending | None = None
         self.outcome: AttemptOutcome | None = None  # set by close(): for the attempt machine
@@ -145,11 +164,32 @@ class StreamJudge:
         self._max_event = max_event_size
         self._over_http2 = over_http2
         self._last = b""  # the last event passed on (the Responses sequence number)
+        self._keeps = keeps
+        self._splice: Splice | None = None  # a resumed body: the events not yet read
+        self._deferred = b""  # a kept response's error event, for close()'s tail
 
     @property
     def committed(self) -> bool:
         """True once the attempt released events to the client: no transparent resend."""
         return self.attempt.released
+
+    @property
+    def kept(self) -> str | None:
+        """The id of the kept response this judge reads, while it may still run upstream
+        (its proof not read)."""
+        reader = self.attempt.reader
+        if not self._keeps or (reader.terminated and reader.turn().complete):
+            return None
+        return reader.assembler.message_id or None
+
+    def resume(self, point: ResumePoint, shown: int, now: float = 0.0) -> bytes:
+        """Go on from ``point`` (a judge with ``keeps``, before its first byte): read the
+        transcript, and return what it releases past the ``shown`` bytes the client
+        already has. Every later chunk is the resumed body, whose events up to
+        ``point.after`` are dropped."""
+        out = self.feed(point.transcript, now)
+        self._splice = Splice(self.provider, point.after)
+        return out[shown:]
 
     @property
     def done(self) -> bool:
@@ -159,6 +199,8 @@ class StreamJudge:
     def feed(self, chunk: bytes, now: float = 0.0) -> bytes:
         """The bytes of ``chunk`` (arrived at ``now``) the client may have now: whole
         events, once the attempt released them, the proof or what replaces it."""
+        if self._splice is not None:
+            chunk = self._splice.feed(chunk)  # whole events, those not yet read
         if self.ending is Ending.COMPLETE:
             return chunk  # after the proof: unchanged, as it comes
         if self.ending is not None:
@@ -184,7 +226,8 @@ class StreamJudge:
                     out.extend(blocks[i + 1 :])
                     out.append(self._splitter.close())
                 break
-        if self.ending is None and self._splitter.pending > self._max_event:
+        pending = self._splitter.pending + (self._splice.pending if self._splice else 0)
+        if self.ending is None and pending > self._max_event:
             message = f"an event grew past {self._max_event} bytes"
             self.attempt.broke(EventTooLarge(message, limit=self._max_event))
             self._fault(out, message)
@@ -273,8 +316,14 @@ class StreamJudge:
             self.ending = Ending.EMPTY
             return
         self._drop()
-        self._error(out, INTERRUPTED_CODE, f"railings gateway: {interrupted_message(message)}")
+        event = self.error_event(
+            INTERRUPTED_CODE, f"railings gateway: {interrupted_message(message)}"
+        )
         self.ending = Ending.PARTIAL
+        if self._keeps:
+            self._deferred = event  # close()'s tail: a resume drops it
+        else:
+            out.append(event)
 
     def _error(self, out: list[bytes], code: str, message: str) -> None:
         out.append(self.error_event(code, message))
@@ -296,9 +345,12 @@ class StreamJudge:
         machine decides, and :meth:`give_up` ends the stream when no attempt follows)."""
         failure = self.attempt.failure
         if self.outcome is None:
-            self.outcome = self.attempt.close(over_http2=self._over_http2)
+            outcome = self.attempt.close(over_http2=self._over_http2)
+            if self.ending in _FINAL and not isinstance(outcome, Complete) and outcome.resume:
+                outcome = replace(outcome, resume=None)
+            self.outcome = outcome
         if self.ending is not None:
-            return b""
+            return self._deferred
         if not self.committed:
             self.ending = Ending.EMPTY
             return b""

@@ -69,6 +69,8 @@ class Metrics:
         "(input|output) is unknown: neither reported nor estimated.",
         "railings_gateway_refused_answers_total": "Upstream answers refused with a 502, by "
         "provider and reason (too_large|unreadable).",
+        "railings_gateway_resumes_total": "Kept responses read again after their stream broke, "
+        "by provider and outcome (streamed|refused|failed).",
     }
     HISTOGRAMS: ClassVar[dict[str, str]] = {
         "railings_gateway_time_to_first_byte_seconds": "From the request to the first body "

@@ -17,6 +17,11 @@ safe on its own, before the join, the way nginx and Envoy treat a request target
 Every other byte is forwarded as the client spelled it. :func:`route` is what the
 gateway does with a request target: the cleaned path, the judged wire it speaks
 (if any) and the target to append to the upstream.
+
+A judged model call is a ``POST`` to a wire's request path, or the ``GET`` that streams
+a response the provider keeps again (``{request path}/{id}?stream=true``, with or
+without ``starting_after``: :class:`~railings.providers.base.Resumption`); every other
+``GET`` of a kept response (a retrieval) and its cancel are passed through.
 """
 
 from __future__ import annotations
@@ -24,9 +29,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import parse_qs, quote, unquote
 
 from railings.gateway.shapes import judged
+from railings.providers import spec
 from railings.transport.config import provider_for_path
 
 __all__ = ["BadPath", "Route", "clean_path", "judged_provider", "route"]
@@ -72,11 +78,31 @@ def clean_path(raw: bytes) -> bytes:
     return b"/" + b"/".join(out)
 
 
-def judged_provider(method: str, path: str) -> str | None:
-    """The wire of a judged model call on ``path`` (percent-decoded); None for all that
-    is passed through (other methods and paths, and wires the gateway answers not in)."""
-    provider = provider_for_path(path) if method == "POST" else None
+def judged_provider(method: str, path: str, query: bytes = b"") -> str | None:
+    """The wire of a judged model call on ``path`` (percent-decoded) with ``query``; None
+    for all that is passed through (other methods and paths, and wires the gateway
+    answers not in)."""
+    if method == "POST":
+        provider = provider_for_path(path)
+    elif method == "GET" and _streams(query):
+        provider = _kept_stream(path)
+    else:
+        return None
     return provider if provider is not None and judged(provider) else None
+
+
+def _streams(query: bytes) -> bool:
+    values = parse_qs(query.decode("latin-1")).get("stream")
+    return values is not None and values[-1].lower() == "true"
+
+
+def _kept_stream(path: str) -> str | None:
+    """The wire whose kept response ``path`` streams again (``{request path}/{id}``)."""
+    parent, _, response_id = path.rpartition("/")
+    provider = provider_for_path(parent) if response_id and parent else None
+    if provider is None or spec(provider).resumption is None:
+        return None
+    return provider
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,4 +125,4 @@ def route(scope: Any) -> Route:
         path = unquote(clean.decode("latin-1"))
     query = scope.get("query_string") or b""
     target = (clean + (b"?" + query if query else b"")).decode("latin-1")
-    return Route(path, judged_provider(method, path), target)
+    return Route(path, judged_provider(method, path, query), target)

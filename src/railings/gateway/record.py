@@ -69,6 +69,7 @@ class TurnRecord:
     max_tokens: int | None = None  # the output limit the request asked for
     request_chars: int | None = None  # the size of the request's text (railings.turn.usage)
     profile: str = "wire"  # the endpoint profile that judged it (railings.profiles.label)
+    resumed: tuple[int, ...] = ()  # a kept response read again after each of these events
 
     def __post_init__(self) -> None:
         self.path = clip(self.path)
@@ -103,6 +104,7 @@ class TurnRecord:
             "truncated": turn.truncated if turn is not None else None,
             "attempts": self.attempts,
             "profile": self.profile,
+            "resumed": list(self.resumed),
             "started_at": self.started_at,
             "first_byte_s": self.first_byte,
             "duration_s": self.duration,

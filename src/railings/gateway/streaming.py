@@ -20,6 +20,11 @@ A 2xx answer to a request that asked to stream is judged here whatever its
 reads such a body as events, so the gateway judges what its client will read, and
 labels it ``text/event-stream``. Such an answer that ends Empty is not resent: its
 body was no event stream, and may be an answer the upstream generated, and billed.
+
+A kept response that broke is resumed (:mod:`railings.gateway.calls` carries out the
+machine's decision): the broken attempt's error event is never sent, and the resumed
+attempt's judge reads the transcript first and sends only what the client has not had
+(:meth:`~railings.gateway.judge.StreamJudge.resume`), so the client reads one stream.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import zlib
 from collections.abc import AsyncGenerator, Iterable
+from dataclasses import replace
 
 import httpx2
 
@@ -38,14 +44,15 @@ from railings.gateway.decoding import unreadable_message as _unreadable
 from railings.gateway.judge import Ending, StreamJudge, cut_calls
 from railings.gateway.metrics import Metrics
 from railings.gateway.record import TurnRecord
-from railings.gateway.shapes import error_body
+from railings.gateway.shapes import INTERRUPTED_CODE, error_body
 from railings.gateway.upstream import response_headers
 from railings.transport.body import STOPS, bounded_read, clocks, stopped
 from railings.transport.coding import BodyDecoder
 from railings.transport.config import Timeouts
 from railings.transport.gaps import GapWatch
-from railings.turn.ending import AttemptOutcome, Complete, Partial
+from railings.turn.ending import AttemptOutcome, Complete, Empty, Partial
 from railings.turn.profile import WIRE, Profile
+from railings.turn.resume import ResumePoint
 
 __all__ = ["JudgedStream"]
 
@@ -83,6 +90,9 @@ class JudgedStream:
         self._labelled = labelled
         self._tail = b""  # the last bytes of the response
         self._ending: Ending | None = None  # when the give-up says more than the judge
+        self._error: str | None = None  # when the journal's error is not the judge's
+        self.sent = 0  # body bytes sent to the client
+        self.resumed: tuple[int, ...] = ()  # the events after which the turn was resumed
 
     async def start(self, response: httpx2.Response) -> bool:
         """Send the response head of ``response``, the first event stream; False when it
@@ -107,22 +117,37 @@ class JudgedStream:
         return True
 
     async def attempt(
-        self, response: httpx2.Response, *, deadline: float | None, over_http2: bool
+        self,
+        response: httpx2.Response,
+        *,
+        deadline: float | None,
+        over_http2: bool,
+        keeps: bool = False,
+        resuming: ResumePoint | None = None,
     ) -> AttemptOutcome | None:
         """Judge one attempt's body, sending the client what may leave. Returns how the
         attempt ended for the attempt machine, or None when the client's answer is
-        already what it gets (something of it left, or it must not be resent)."""
+        already what it gets (something of it left, or it must not be resent).
+        ``keeps``: the provider keeps the response; ``resuming``: this body streams it
+        again after the point."""
         record = self.record
+        now = asyncio.get_running_loop().time()
         judge = self.judge = StreamJudge(
             record.provider,
             refuse_cut_calls=self._refuse,
             max_tokens=record.max_tokens,
             request_chars=record.request_chars,
             clocks=clocks(self._timeouts, deadline),
-            now=asyncio.get_running_loop().time(),
+            now=now,
             over_http2=over_http2,
             profile=self._profile,
+            keeps=keeps or resuming is not None,
         )
+        if resuming is not None:
+            record.resumed = self.resumed = (*self.resumed, resuming.after)
+            unseen = judge.resume(resuming, self.sent, now)
+            if unseen and not self._gone.is_set():
+                await self._body(unseen)
         try:
             decoder = _decoder(response)
         except Unreadable as exc:  # a resend's: the first one's was refused by start()
@@ -137,10 +162,32 @@ class JudgedStream:
         if self._gone.is_set():
             return None
         # Empty while nothing left: the machine may resend. Complete and Partial: it says
-        # Finish (and notes an HTTP/2 failure). Anything else is the client's answer.
+        # Finish (and notes an HTTP/2 failure). A kept response that broke: it may say
+        # Resume. Anything else is the client's answer.
         if judge.ending is Ending.EMPTY or isinstance(outcome, (Complete, Partial)):
             return outcome
+        if isinstance(outcome, Empty) and outcome.resume is not None:
+            return outcome  # released, without content: resumed, never resent
         return None
+
+    @property
+    def committed(self) -> bool:
+        """True once body bytes reached the client: the request is never sent again."""
+        return self.sent > 0
+
+    def resuming(self) -> None:
+        """The last attempt is resumed: its error event is not sent."""
+        self._tail = b""
+        self._error = None
+
+    def unresumed(self, outcome: Partial | Empty) -> None:
+        """Reading the kept response again failed (``outcome``, from
+        :func:`railings.turn.resume.unresumed`): a Partial ends with the error event
+        saying so, unless the attempt machine resumes it once more."""
+        if isinstance(outcome, Partial) and self.judge is not None:
+            message = f"railings gateway: {interrupted_message(outcome.interruption.message)}"
+            self._tail = self.judge.error_event(INTERRUPTED_CODE, message)
+            self._error = outcome.interruption.message
 
     def give_up(self, error: RailingsError, attempts: int) -> None:
         """No attempt follows: the stream ends with the provider's own error event, or the
@@ -157,10 +204,11 @@ class JudgedStream:
         """Send the last bytes and end the response; record how it ended."""
         record, judge, gone = self.record, self.judge, self._gone
         if self._tail and not gone.is_set():
-            record.sent_first_byte()
-            await self._send({"type": "http.response.body", "body": self._tail, "more_body": True})
+            await self._body(self._tail)
         await self._send({"type": "http.response.body", "body": b""})
         turn = judge.turn() if judge is not None else None
+        if turn is not None and self.resumed:
+            turn = replace(turn, resumed=self.resumed)
         ending = self._ending or (judge.ending if judge is not None else None) or Ending.PARTIAL
         if ending is Ending.REFUSED and turn is not None:
             record.rejected = tuple(v.call.name for v in cut_calls(turn))
@@ -170,7 +218,7 @@ class JudgedStream:
             record.finish("client_gone", turn=turn)
             return
         error = turn.error.message if turn is not None and turn.error is not None else None
-        record.finish(ending.value, turn=turn, error=error)
+        record.finish(ending.value, turn=turn, error=self._error or error)
         metrics.inc(
             "railings_gateway_streams_total",
             provider=provider,
@@ -202,7 +250,7 @@ class JudgedStream:
         pieces (at most 1 MiB each, decoded as they are judged and sent); a body that
         stops decoding ends the attempt as :meth:`StreamJudge.unreadable` says.
         """
-        record, send, gone = self.record, self._send, self._gone
+        gone = self._gone
         attempt = judge.attempt
         time = asyncio.get_running_loop().time
         chunks = response.aiter_raw()
@@ -223,8 +271,7 @@ class JudgedStream:
                 for piece in pieces:
                     out = judge.feed(piece, time())
                     if out:
-                        record.sent_first_byte()
-                        await send({"type": "http.response.body", "body": out, "more_body": True})
+                        await self._body(out)
                     if judge.done or gone.is_set():
                         break
                 if chunk is None or judge.done or gone.is_set():
@@ -241,6 +288,12 @@ class JudgedStream:
         if broken is not None:
             return judge.unreadable(broken)
         return judge.close()
+
+    async def _body(self, data: bytes) -> None:
+        """Send ``data``, more of the response body, to the client."""
+        self.record.sent_first_byte()
+        self.sent += len(data)
+        await self._send({"type": "http.response.body", "body": data, "more_body": True})
 
 
 def _decoder(response: httpx2.Response) -> BodyDecoder | None:

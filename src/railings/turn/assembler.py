@@ -117,7 +117,9 @@ class TurnAssembler:
         self._written_at_stop = 0  # the content written when the last stop reason came
         self._cut_wire: str | None = None  # the first output-limit stop of the turn
         self._error: TurnError | None = None
-        self.message_id = ""  # the response's id, once its first event said it
+        # The id the stream gave its message or response so far ("" before it did): what
+        # a shell names a kept response by while the turn is still open.
+        self.message_id = ""
         self._model = ""
         self._unknown = 0
         self.content = False  # True once a billable event arrived (see module docstring)

@@ -168,6 +168,11 @@ class Splice:
         self._splitter = EventSplitter()
         self.dropped = 0  # events dropped as already read
 
+    @property
+    def pending(self) -> int:
+        """The bytes of the unfinished event held (a shell bounds them as an event)."""
+        return self._splitter.pending
+
     def feed(self, chunk: bytes) -> bytes:
         """The whole events ``chunk`` completed that are new, byte for byte."""
         kept = []
