@@ -280,6 +280,10 @@ class ProviderSpec:
     * ``sequence_number``: for a ``numbered`` wire, an event's number as raw bytes show
       it (one group, the digits), for readers that scan bytes without parsing them (the
       gateway, the fault proxy): :meth:`sequence_numbers` reads it. None elsewhere.
+    * ``continues_by_prefill``: a Partial answer is continued by sending its text back as
+      the conversation's last, assistant, message for the model to carry on
+      (:mod:`railings.continuation`); False: the text goes in a trailing user message
+      that asks for the rest. A caller may choose either on any wire.
     """
 
     name: ProviderName
@@ -315,6 +319,7 @@ class ProviderSpec:
     whole_body: Callable[[bytes, int], list[StreamEvent]] | None = None
     error_shapes: ErrorShapes | None = None
     sequence_number: re.Pattern[bytes] | None = None
+    continues_by_prefill: bool = False
 
     def path_for(self, model: str) -> str:
         """The request path for ``model``: :attr:`request_path` with its ``{model}``
