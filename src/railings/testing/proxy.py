@@ -19,6 +19,12 @@ Any other body passes through as it came, and only the byte-level faults
 (``truncate:bytes``, ``reset:bytes``, ``drip``) apply. When the upstream breaks off,
 what it did send still reaches the client, an unfinished event included.
 
+Any method is forwarded with its query string: a background Responses stream resumed
+by ``GET /v1/responses/{id}?stream=true&starting_after=N`` is a Responses stream like
+its POST, and its faults act on the events that GET sends. Which wire a request speaks
+is judged by its path without the query, and the query is never logged (it may carry a
+key).
+
 The fault comes from the request header ``x-railings-fault: <spec>`` (removed
 before forwarding), else from the proxy's own ``fault``. Spec syntax and the
 fault classes are in :mod:`railings.testing.faults`. ``proxy.log`` holds one

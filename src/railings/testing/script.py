@@ -11,6 +11,7 @@ A script is a JSON object. Only ``turns`` is required::
       "ping": true,                   # Anthropic: send a ping event after the first block start
       "on_exhausted": "repeat_last",  # more assistant messages than turns: "repeat_last" | "error"
       "seed": 7,                      # makes message, call and request ids deterministic
+      "prefill": true,                # Anthropic: false = this model refuses assistant prefill
       "proof": false,                 # quirks (below), for every turn or per turn
       "turns": [
         {"text": "Let me look.",
@@ -46,6 +47,16 @@ many calls it made (:func:`assistant_turns`). A request header
 ``x-railings-turn: N`` picks turn N explicitly. Past the last turn the server
 repeats the last one (``on_exhausted: "repeat_last"``) or answers 400
 (``"error"``).
+
+**Assistant prefill** (Messages API). A conversation that *ends* with an assistant
+message is a prefill: the model continues that message. The turn counted without it
+answers, and when its ``text`` starts with the prefill's text only the rest is sent
+(and counted as output); otherwise the turn is sent whole. A prefill that ends in
+whitespace is answered 400 "final assistant content cannot end with trailing
+whitespace", as the API does; with ``"prefill": false`` (a model that refuses prefill)
+every prefill is answered 400 "This model does not support assistant message prefill.
+The conversation must end with a user message.". A trailing assistant message that
+holds a ``tool_use`` block is no prefill: it counts as a turn, as any other.
 
 **What a turn produces**, in this order: ``thinking`` (Anthropic ``thinking``
 block with a signature; OpenAI ``reasoning_content`` deltas, as DeepSeek and
@@ -266,6 +277,7 @@ class Script:
     on_exhausted: Literal["repeat_last", "error"] = "repeat_last"
     seed: int | None = None
     quirks: Quirks = NO_QUIRKS
+    prefill: bool = True  # False: the model refuses an assistant prefill (Messages API)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Script:
@@ -283,6 +295,7 @@ class Script:
             "ping",
             "on_exhausted",
             "seed",
+            "prefill",
             "description",
             *QUIRK_KEYS,
         }
@@ -297,6 +310,9 @@ class Script:
         for key in ("model", "api_key"):
             if data.get(key) is not None and not isinstance(data[key], str):
                 raise ConfigurationError(f"script.{key}: expected a string")
+        prefill = data.get("prefill", True)
+        if not isinstance(prefill, bool):
+            raise ConfigurationError("script.prefill: expected true or false")
         seed = data.get("seed")
         if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
             raise ConfigurationError("script.seed: expected an integer")
@@ -312,6 +328,7 @@ class Script:
             on_exhausted=exhausted,
             seed=seed,
             quirks=Quirks.from_dict(data, "script"),
+            prefill=prefill,
         )
 
     @classmethod

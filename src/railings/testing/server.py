@@ -16,19 +16,32 @@ Endpoints: ``POST /v1/chat/completions`` (also ``/chat/completions``),
 Ollama's ``POST /api/chat`` and ``/api/generate`` (NDJSON unless ``"stream": false``).
 What the model says comes from a :class:`~railings.testing.script.Script`; the wire shapes from
 :mod:`~railings.testing.wires`, one per provider spec (:mod:`~railings.testing.wire_openai`,
-:mod:`~railings.testing.wire_responses`, :mod:`~railings.testing.wire_anthropic`). The
-server is stateless: a
-Responses request must carry the whole conversation in ``input`` (``store``
-is echoed but nothing is stored; a ``previous_response_id`` is answered 400),
-and which turn answers it is counted from its ``input`` items (see
-:mod:`~railings.testing.script`). Errors come in each provider's own format
-(the Responses API's are OpenAI's): 401 without (or with a wrong) key when the
-script requires one, 400 for a malformed request (Anthropic: also without
-``anthropic-version``), 404 for an unknown path, 405 for a wrong method. Every
-response carries ``x-request-id`` (OpenAI) or ``request-id`` (Anthropic).
+:mod:`~railings.testing.wire_responses`, :mod:`~railings.testing.wire_anthropic`).
+The server is stateless: a Responses request must carry the whole conversation in
+``input`` (a ``previous_response_id`` is answered 400), and which turn answers it is
+counted from its ``input`` items (see :mod:`~railings.testing.script`). Errors come in
+each provider's own format (the Responses API's are OpenAI's): 401 without (or with a
+wrong) key when the script requires one, 400 for a malformed request (Anthropic: also
+without ``anthropic-version``, and for an assistant prefill the script's model
+refuses), 404 for an unknown path, 405 for a wrong method. Every response carries
+``x-request-id`` (OpenAI) or ``request-id`` (Anthropic).
+
+Only a Responses request with ``background: true`` is kept (it needs ``store``): its
+response can be streamed again from any event (``GET
+/v1/responses/{id}?stream=true&starting_after=N``), retrieved, or cancelled (``POST
+/v1/responses/{id}/cancel``), as :mod:`~railings.testing.background` describes (any
+other stored response is remembered by its id alone).
+:attr:`ScriptedServer.generations` counts the answers generated, so a test can tell a
+resumed stream from a second generation; :attr:`ScriptedServer.cancelled` holds the
+ids of the responses cancelled. A request's query string is in
+:attr:`ReceivedRequest.query`, key parameters redacted.
 
 Test-only request headers: ``x-railings-turn: N`` answers with turn N,
-``x-railings-chunk-size: N`` overrides the characters per delta.
+``x-railings-chunk-size: N`` overrides the characters per delta, and
+``x-railings-cut-after: K`` ends a stream right after its event K (counted from 0 over
+the whole response, so on the Responses API it is the event's ``sequence_number``, on a
+POST and on a GET that resumes it alike) by closing the connection without the last
+chunk: the client must resume. A GET that starts past K is cut before its first event.
 """
 
 from __future__ import annotations
@@ -41,11 +54,11 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from railings.testing import wire_openai as wo
+from railings.testing.background import Replay, ResponseStore, rendered, route
 from railings.testing.http import (
     LAST_CHUNK,
     Headers,
@@ -59,6 +72,7 @@ from railings.testing.http import (
 from railings.testing.ids import Ids
 from railings.testing.kitwire import SSE_CONTENT_TYPE
 from railings.testing.quirks import KEEP_ALIVE, Quirks
+from railings.testing.received import SECRET_HEADERS, ReceivedRequest, query_of, redacted
 from railings.testing.script import Script, ScriptTurn
 from railings.testing.service import Service
 from railings.testing.wires import Answer, KitWire, wire_for_request
@@ -66,35 +80,6 @@ from railings.testing.wires import Answer, KitWire, wire_for_request
 LOG = logging.getLogger("railings.testing.server")
 
 __all__ = ["SECRET_HEADERS", "ReceivedRequest", "ScriptedServer"]
-
-SECRET_HEADERS = frozenset(
-    {"authorization", "x-api-key", "api-key", "cookie", "proxy-authorization", "x-goog-api-key"}
-)
-
-
-@dataclass(frozen=True, slots=True)
-class ReceivedRequest:
-    """One request as the server saw it. ``request["messages"]`` reads the JSON body."""
-
-    method: str
-    path: str
-    headers: Mapping[str, str]  # lower-case names; secrets redacted
-    body: Any  # the parsed JSON body, or None
-    provider: str | None = None
-    turn: int | None = None
-    status: int = 0
-    stream: bool = False
-
-    def __getitem__(self, key: str) -> Any:
-        return self.body[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """A field of the JSON body, or ``default`` (also when the body is not an object)."""
-        return self.body.get(key, default) if isinstance(self.body, Mapping) else default
-
-
-def _redact(headers: Headers) -> dict[str, str]:
-    return {k: ("<redacted>" if k in SECRET_HEADERS else v) for k, v in headers.as_dict().items()}
 
 
 class _Reply(Exception):
@@ -124,6 +109,8 @@ class ScriptedServer(Service):
         self._requests: list[ReceivedRequest] = []
         # Responses API: the item ids a reasoning item produced -> its id (wire_responses).
         self._reasoned: dict[str, str] = {}
+        self._responses = ResponseStore()
+        self._generations = 0
 
     @property
     def openai_base_url(self) -> str:
@@ -140,6 +127,18 @@ class ScriptedServer(Service):
         """Every request received so far (a copy, safe to read from any thread)."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def generations(self) -> int:
+        """How many requests the server generated an answer for (a stream sent again from
+        a kept background response is no generation)."""
+        with self._lock:
+            return self._generations
+
+    @property
+    def cancelled(self) -> frozenset[str]:
+        """The ids of the background responses cancelled so far."""
+        return self._responses.cancelled
 
     def clear(self) -> None:
         """Forget the requests received so far (:attr:`requests` starts empty again)."""
@@ -173,12 +172,23 @@ class ScriptedServer(Service):
         with contextlib.suppress(ValueError):
             body = json.loads(request.body) if request.body else None
         record = ReceivedRequest(
-            request.method, request.path, _redact(request.headers), body, wire.spec.name
+            request.method,
+            request.path,
+            redacted(request.headers),
+            body,
+            wire.spec.name,
+            query=query_of(request.target),
         )
+        first = 0
+        kept = None if known else route(request.path)
         try:
-            turn_index, stream, events, delay, quirks = self._respond(
-                request, wire, known, body, request_id
-            )
+            if kept is not None:
+                self._check_key(request.headers, wire, request_id)
+                turn_index, stream, events, delay, quirks, first = self._kept(request, kept)
+            else:
+                turn_index, stream, events, delay, quirks = self._respond(
+                    request, wire, known, body, request_id
+                )
         except _Reply as reply:
             self._record(dataclasses.replace(record, status=reply.status))
             headers = [*id_headers, *wire.error_headers(reply.status, reply.body)]
@@ -199,7 +209,20 @@ class ScriptedServer(Service):
             delay,
             wire.stream_content_type,
             quirks,
+            (first, _header_int(request.headers, "x-railings-cut-after", minimum=0)),
         )
+
+    def _kept(
+        self, request: Request, kept: tuple[str, bool]
+    ) -> tuple[int | None, bool, dict[str, Any] | list[Any] | Iterator[bytes], float, Quirks, int]:
+        """A retrieval, a stream or a cancel of a kept response (testing/background.py)."""
+        answer = self._responses.answer(request.method, request.target, *kept)
+        if isinstance(answer, Replay):
+            return None, True, answer.events, answer.delay, Quirks(), answer.first
+        status, obj = answer
+        if status != 200:
+            raise _Reply(status, obj)
+        return None, False, obj, 0.0, Quirks(), 0
 
     def _respond(
         self, request: Request, wire: KitWire, known: bool, body: Any, request_id: str
@@ -222,6 +245,9 @@ class ScriptedServer(Service):
         ask = wire.parse_ask(body, self._reasoned, request.target)
         if isinstance(ask, str):
             raise _Reply(400, wire.status_error(400, ask, request_id))
+        refused = wire.refusal(ask, self.script)
+        if refused is not None:
+            raise _Reply(400, wire.status_error(400, refused, request_id))
         counted = wire.turn_index(ask, self.script)
         turn_index, turn = self._select(request.headers, counted, wire, request_id)
         quirks = self.script.quirks_of(turn)
@@ -239,7 +265,16 @@ class ScriptedServer(Service):
             ping=self.script.ping,
             new_item_ids=self._item_ids,
         )
-        return turn_index, bool(ask.stream), wire.answer(ask, turn, at), delay, quirks
+        answer = self._responses.keep(
+            ask,
+            wire.answer(rendered(ask), turn, at),
+            delay=delay,
+            is_proof=wire.is_proof,
+            sends_proof=quirks.sends_proof,
+        )
+        with self._lock:
+            self._generations += 1
+        return turn_index, bool(ask.stream), answer, delay, quirks
 
     def _item_ids(self) -> Callable[[str], str]:
         """Item ids for one response, remembering what its reasoning item produced: a
@@ -291,7 +326,10 @@ class ScriptedServer(Service):
         delay: float,
         content_type: str,
         quirks: Quirks,
+        cut: tuple[int, int | None] = (0, None),
     ) -> None:
+        """Write the head and each event as one chunk. ``cut`` is (the index of the first
+        event, the index after which to stop without the last chunk, or None)."""
         writer.write(
             render_head(
                 200,
@@ -309,9 +347,14 @@ class ScriptedServer(Service):
             await writer.drain()
             if quirks.keepalive_delay:
                 await asyncio.sleep(quirks.keepalive_delay)
-        for event in events:
+        first, cut_after = cut
+        if cut_after is not None and cut_after < first:
+            return  # the cut is behind this stream: not one event
+        for index, event in enumerate(events, start=first):
             writer.write(encode_chunk(event))
             await writer.drain()
+            if index == cut_after:
+                return  # the connection closes without the last chunk
             if delay:
                 await asyncio.sleep(delay)
         writer.write(LAST_CHUNK)

@@ -12,6 +12,9 @@ At ``max_tokens`` the real API stops inside a ``tool_use`` block without its
 block is still stopped (``max_tokens_text.sse``); both are reproduced.
 A non-streamed ``tool_use`` block carries parsed ``input``, so a call whose
 arguments are cut or not valid JSON cannot be expressed there and is left out.
+
+A conversation that ends with an assistant message is a *prefill* (:func:`prefill_of`):
+the model continues that message, so the response holds only what comes after it.
 """
 
 from __future__ import annotations
@@ -24,12 +27,15 @@ from typing import Any
 from railings.testing.script import Plan, anthropic_stop_reason, count_tokens, positive_int
 
 __all__ = [
+    "NO_PREFILL",
+    "TRAILING_WHITESPACE",
     "AnthropicAsk",
     "error_body",
     "error_event",
     "events",
     "message",
     "parse_ask",
+    "prefill_of",
     "sse",
     "status_error",
 ]
@@ -86,16 +92,45 @@ def error_event(
     return sse("error", error_body(type_, message, request_id))
 
 
+# The API's 400 messages for a prefill: to a model that refuses one, and for one that
+# ends in whitespace (the model would continue after it, which it cannot).
+NO_PREFILL = (
+    "This model does not support assistant message prefill. "
+    "The conversation must end with a user message."
+)
+TRAILING_WHITESPACE = "messages: final assistant content cannot end with trailing whitespace"
+
+
 @dataclass(frozen=True, slots=True)
 class AnthropicAsk:
     """A valid Messages request, reduced to what the server needs: ``stream``, the
-    ``max_tokens`` limit and its prompt size in tokens (system, messages and tools)."""
+    ``max_tokens`` limit, its prompt size in tokens (system, messages and tools), and
+    the text of its prefill (None when the conversation does not end with one)."""
 
     model: str
     messages: list[Any]
     stream: bool
     max_tokens: int
     input_tokens: int
+    prefill: str | None = None
+
+
+def prefill_of(messages: list[Any]) -> str | None:
+    """The text a trailing assistant message prefills (its text blocks joined), or None:
+    the conversation ends with another role, or the message holds a ``tool_use`` block
+    (a call is a finished turn, not the start of one)."""
+    last = messages[-1] if messages else None
+    if not isinstance(last, Mapping) or last.get("role") != "assistant":
+        return None
+    content = last.get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return None
+    blocks = [b for b in content if isinstance(b, Mapping)]
+    if any(b.get("type") == "tool_use" for b in blocks):
+        return None
+    return "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
 
 
 def parse_ask(obj: Any) -> AnthropicAsk | str:
@@ -115,7 +150,12 @@ def parse_ask(obj: Any) -> AnthropicAsk | str:
         return "max_tokens: Input should be a valid integer greater than 0"
     prompt = _dumps([obj.get("system"), messages, obj.get("tools")])
     return AnthropicAsk(
-        model, messages, obj.get("stream") is True, limit, count_tokens(len(prompt))
+        model,
+        messages,
+        obj.get("stream") is True,
+        limit,
+        count_tokens(len(prompt)),
+        prefill_of(messages),
     )
 
 

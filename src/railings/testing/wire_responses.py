@@ -106,7 +106,7 @@ def _response(
         "object": "response",
         "created_at": created,
         "status": status,
-        "background": False,
+        "background": echo.get("background", False),
         "error": None,
         "incomplete_details": {"reason": reason} if reason is not None else None,
         "instructions": echo["instructions"],

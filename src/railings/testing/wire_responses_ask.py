@@ -38,6 +38,7 @@ class ResponsesAsk:
     input_tokens: int
     turns: int
     echo: dict[str, Any] = field(default_factory=dict)  # request fields the response repeats
+    background: bool = False  # ``background: true``: kept to be streamed again or cancelled
 
 
 def parse_ask(obj: Any, reasoned: Mapping[str, str] | None = None) -> ResponsesAsk | str:
@@ -70,6 +71,11 @@ def parse_ask(obj: Any, reasoned: Mapping[str, str] | None = None) -> ResponsesA
             f"Invalid 'max_output_tokens': integer below minimum value. Expected a value "
             f">= 1, but got {limit!r} instead."
         )
+    background = obj.get("background") is True
+    if background and obj.get("store") is False:
+        # A background response is kept on the server, to be retrieved, resumed or
+        # cancelled later: that is storing it.
+        return "Invalid value for 'store': background responses require store=true."
     problem = _check_reasoning(items, obj.get("store", True) is not False, reasoned or {})
     if problem:
         return problem
@@ -86,6 +92,7 @@ def parse_ask(obj: Any, reasoned: Mapping[str, str] | None = None) -> ResponsesA
         "tools": [_echo_tool(t) for t in tools],
         "top_p": obj.get("top_p", 1.0),
         "metadata": obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {},
+        "background": background,
     }
     prompt = _dumps([instructions, items, obj.get("tools")])
     return ResponsesAsk(
@@ -97,6 +104,7 @@ def parse_ask(obj: Any, reasoned: Mapping[str, str] | None = None) -> ResponsesA
         count_tokens(len(prompt)),
         assistant_turns(items),
         echo,
+        background,
     )
 
 

@@ -14,6 +14,7 @@ themselves live in ``wire_openai``, ``wire_anthropic``, ``wire_responses``,
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -28,6 +29,7 @@ from railings.providers import (
 )
 from railings.testing import wire_anthropic as wa
 from railings.testing import wire_responses as wr
+from railings.testing.background import route
 from railings.testing.http import Headers
 from railings.testing.ids import Ids
 from railings.testing.kitwire import Answer, KitWire, bearer
@@ -42,6 +44,10 @@ class ResponsesWire(KitWire):
     """The Responses API: OpenAI's errors, its own requests, items and events."""
 
     spec = openai_responses.SPEC
+
+    def claims(self, path: str) -> bool:
+        """A kept response's path (``/v1/responses/{id}``, its ``/cancel``)."""
+        return route(path) is not None
 
     def error_event(
         self, kind: str, ids: Ids, created: Mapping[str, Any], sequence: int
@@ -148,8 +154,28 @@ class MessagesWire(KitWire):
         """The request reduced to what the server needs, or the 400 message."""
         return wa.parse_ask(body)
 
+    def refusal(self, ask: Any, script: Script) -> str | None:
+        """A prefill to a model that refuses one (``"prefill": false``), or one that ends
+        in whitespace: the API's 400 messages, the refusal first."""
+        if ask.prefill is None:
+            return None
+        if not script.prefill:
+            return wa.NO_PREFILL
+        if ask.prefill != ask.prefill.rstrip():
+            return wa.TRAILING_WHITESPACE
+        return None
+
+    def turn_index(self, ask: Any, script: Script) -> int:
+        """The assistant messages the conversation holds, a prefill not counted: the
+        turn it starts is the one that answers."""
+        counted = script.turn_index(ask.messages)
+        return counted - 1 if ask.prefill is not None else counted
+
     def answer(self, ask: Any, turn: ScriptTurn, at: Answer) -> dict[str, Any] | Iterator[bytes]:
-        """The message, or the events of its stream (thinking signed)."""
+        """The message, or the events of its stream (thinking signed). After a prefill
+        the turn's text that repeats it is not sent: the model continues from it."""
+        if ask.prefill and turn.text.startswith(ask.prefill):
+            turn = dataclasses.replace(turn, text=turn.text[len(ask.prefill) :])
         plan = plan_turn(turn, ask.max_tokens, at.ids.anthropic_tool)
         message_id, signature = at.ids.message(), at.ids.signature()
         if not ask.stream:
@@ -187,13 +213,18 @@ def kit_wire(spec: ProviderSpec) -> KitWire:
 def wire_for_path(path: str) -> KitWire:
     """The wire a proxied request speaks: the guard's rule (the spec whose request path
     ``path`` ends with), else a wire whose server paths include it (Gemini's
-    ``:generateContent``, Bedrock's ``/converse``), else Chat Completions."""
+    ``:generateContent``, Bedrock's ``/converse``), else the Responses API for a kept
+    response's path (a background stream resumed by ``GET /v1/responses/{id}``), else
+    Chat Completions. ``path`` is without its query string."""
     found = spec_for_path(path)
     if found is not None:
         return kit_wire(found)
     for wire in WIRES:
         if wire.answers(path):
             return wire
+    responses = kit_wire(openai_responses.SPEC)
+    if responses.claims(path):
+        return responses
     return kit_wire(FALLBACK)
 
 
