@@ -348,7 +348,7 @@ class CannotContinue(LocalError):
     * ``"tool_call"``: the turn holds a tool call, whole or cut. A call is never
       continued: a cut one is answered with its notice and the model resends it whole.
     * ``"no_text"``: no answer text arrived (only reasoning, a refusal, or nothing).
-    * ``"no_reply"``: the agent has no interrupted reply to continue.
+    * ``"no_reply"``: the agent has no reply to continue (its last task brought none).
     """
 
     def __init__(self, message: str, *, reason: str) -> None:
