@@ -210,3 +210,16 @@ def test_the_blocking_client_continues_the_same_way() -> None:
         continued = stream.continued
     assert partial.text + shown == continued.turn.text == STORY
     assert continued.strategy == "user" and stream.attempts == 1
+
+
+def test_the_blocking_client_falls_back_from_a_refused_prefill_too() -> None:
+    script = {"prefill": False, "turns": [{"text": STORY}]}
+    with (
+        _serve(script, "truncate:events=5,times=1") as (server, proxy),
+        ProviderClient(_config("anthropic", proxy)) as client,
+    ):
+        partial = client.stream_turn(HISTORY).result()
+        continued = continue_turn_sync(client, HISTORY, partial).result()
+        statuses = [r.status for r in server.requests]
+    assert statuses == [200, 400, 200]
+    assert continued.fell_back and continued.turn.text == STORY
