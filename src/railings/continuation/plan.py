@@ -242,6 +242,7 @@ class Continuation:
         ):
             return False
         self.strategy, self.fell_back = "user", True
+        self._seam, self._queued = Seam(self._text), []  # the next request starts afresh
         return True
 
     def feed(self, event: StreamEvent) -> list[StreamEvent]:
