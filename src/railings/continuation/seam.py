@@ -20,6 +20,14 @@ is the joined text: the continuation's text is held while it could still be part
 repeat -- while it occurs in the partial text -- and released, the repeat removed, as
 soon as it cannot. The held text is never longer than the partial text plus the last
 delta. ``Seam(p)`` fed any split of ``c`` releases ``c[overlap(p, c):]``.
+
+Its work is linear too. A delta is compared where the held text was found; only when it
+no longer matches there is the partial text searched again, from that place on (an
+occurrence of the longer text is one of the shorter's), so the searches move through
+the partial text once. Each such search also reads the held text: those reads are
+budgeted at four times the partial text plus 4 KiB, and a seam that spends its budget
+(a continuation that keeps matching repetitive text in ever new places) decides with
+what it holds.
 """
 
 from __future__ import annotations
@@ -97,6 +105,7 @@ class Seam:
         self._held: list[str] = []
         self._size = 0
         self._at = 0  # where the held text first occurs in the partial text
+        self._budget = 4 * len(partial) + 4096  # characters of held text searched for
         self.cut: int | None = None
 
     @property
@@ -115,6 +124,9 @@ class Seam:
         self._size += len(text)
         if self._partial.startswith(text, end):
             return ""  # still the text at ``_at``: a repeat may go on
+        self._budget -= self._size
+        if self._budget < 0:
+            return self._decide()
         held = "".join(self._held)
         self._held = [held]
         # Every occurrence of the longer text is one of the shorter's, none before _at.
