@@ -137,3 +137,12 @@ def test_prefill_is_true_or_false() -> None:
     assert Script.text("x").prefill is True
     with pytest.raises(ConfigurationError, match="prefill"):
         Script.text("x", prefill="no")
+
+
+def test_a_paused_turn_sent_back_is_continued_by_the_next_turn() -> None:
+    paused = {"turns": [{"text": "Searching.", "stop_reason": "pause_turn"}, {"text": "Found."}]}
+    with ScriptedServer(Script.from_dict({**paused, "prefill": False})) as srv:
+        resp = _post(srv.url, [ASK, _prefill("Searching.")])
+        partial = _post(srv.url, [ASK, _prefill("Search")])
+    assert resp.status == 200 and _streamed_text(resp) == "Found."
+    assert partial.status == 400  # a part of the paused turn is a prefill, refused here

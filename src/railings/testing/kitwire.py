@@ -155,9 +155,10 @@ class KitWire:
         ``stream`` and ``max_tokens``), or the 400 message; ``path`` is the request's."""
         return wo.parse_ask(body)
 
-    def refusal(self, ask: Any, script: Script) -> str | None:
-        """The 400 message for a valid request this script's model refuses, or None."""
-        return None
+    def admit(self, ask: Any, script: Script) -> Any:
+        """The request as this script's model takes it, or the 400 message of one it
+        refuses."""
+        return ask
 
     def turn_index(self, ask: Any, script: Script) -> int:
         """Which turn answers: the assistant turns the request's conversation holds."""

@@ -56,7 +56,9 @@ whitespace is answered 400 "final assistant content cannot end with trailing
 whitespace", as the API does; with ``"prefill": false`` (a model that refuses prefill)
 every prefill is answered 400 "This model does not support assistant message prefill.
 The conversation must end with a user message.". A trailing assistant message that
-holds a ``tool_use`` block is no prefill: it counts as a turn, as any other.
+holds a ``tool_use`` block is no prefill: it counts as a turn, as any other; nor is
+a turn that stopped with ``pause_turn`` sent back whole, as the API's continuation of
+a paused turn is: the next turn answers it.
 
 **What a turn produces**, in this order: ``thinking`` (Anthropic ``thinking``
 block with a signature; OpenAI ``reasoning_content`` deltas, as DeepSeek and

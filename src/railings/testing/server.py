@@ -245,9 +245,9 @@ class ScriptedServer(Service):
         ask = wire.parse_ask(body, self._reasoned, request.target)
         if isinstance(ask, str):
             raise _Reply(400, wire.status_error(400, ask, request_id))
-        refused = wire.refusal(ask, self.script)
-        if refused is not None:
-            raise _Reply(400, wire.status_error(400, refused, request_id))
+        ask = wire.admit(ask, self.script)
+        if isinstance(ask, str):
+            raise _Reply(400, wire.status_error(400, ask, request_id))
         counted = wire.turn_index(ask, self.script)
         turn_index, turn = self._select(request.headers, counted, wire, request_id)
         quirks = self.script.quirks_of(turn)

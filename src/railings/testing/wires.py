@@ -154,16 +154,25 @@ class MessagesWire(KitWire):
         """The request reduced to what the server needs, or the 400 message."""
         return wa.parse_ask(body)
 
-    def refusal(self, ask: Any, script: Script) -> str | None:
+    def admit(self, ask: Any, script: Script) -> Any:
         """A prefill to a model that refuses one (``"prefill": false``), or one that ends
-        in whitespace: the API's 400 messages, the refusal first."""
+        in whitespace, is the API's 400 message (the refusal first). A paused turn sent
+        back whole (its script turn stops with ``pause_turn``) is no prefill: the API
+        continues a paused turn, and the script's next turn is that continuation."""
         if ask.prefill is None:
-            return None
+            return ask
+        paused = script.select(script.turn_index(ask.messages) - 1)
+        if (
+            paused is not None
+            and paused.stop_reason == "pause_turn"
+            and (ask.prefill == paused.text)
+        ):
+            return dataclasses.replace(ask, prefill=None)
         if not script.prefill:
             return wa.NO_PREFILL
         if ask.prefill != ask.prefill.rstrip():
             return wa.TRAILING_WHITESPACE
-        return None
+        return ask
 
     def turn_index(self, ask: Any, script: Script) -> int:
         """The assistant messages the conversation holds, a prefill not counted: the
