@@ -233,6 +233,14 @@ LAYERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         frozenset(),
         frozenset({"errors.py", "events.py", "classify.py", "wire", "turn", "providers"}),
     ),
+    # Continuing a Partial answer: the strategies, the repeat, the join, and drivers that
+    # use a client only through what it is given (never the transport itself).
+    "continuation": (
+        frozenset(),
+        frozenset(
+            {"errors.py", "events.py", "conversation.py", "messages.py", "turn", "providers"}
+        ),
+    ),
 }
 
 

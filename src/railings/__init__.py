@@ -17,6 +17,7 @@ from railings import secrets as _secrets  # noqa: F401
 from railings.errors import (
     AuthenticationError,
     BadRequest,
+    CannotContinue,
     CircuitOpen,
     ConfigurationError,
     ConnectError,
@@ -73,6 +74,7 @@ __all__ = [
     "AuthenticationError",
     "BadRequest",
     "CallVerdict",
+    "CannotContinue",
     "CircuitOpen",
     "ConfigurationError",
     "ConnectError",

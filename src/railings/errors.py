@@ -34,7 +34,8 @@ differently: a remote fault may be retried, a local one never is.
         ├── StreamNotRead                a stream's turn asked for before the stream ended
         ├── IllegalTransition            a state machine was driven out of its table
         ├── ToolDefinitionError          a tool that cannot be registered as declared
-        └── CircuitOpen                  the circuit breaker stopped the agent
+        ├── CircuitOpen                  the circuit breaker stopped the agent
+        └── CannotContinue               a turn that is not a Partial text answer to continue
 
 Each error carries fields, not just a message: ``retryable``, and where known
 ``status``, ``provider_type``, ``retry_after`` (seconds) and ``received`` (the
@@ -49,6 +50,7 @@ from railings.redact import redact
 __all__ = [
     "AuthenticationError",
     "BadRequest",
+    "CannotContinue",
     "CircuitOpen",
     "ConfigurationError",
     "ConnectError",
@@ -357,3 +359,19 @@ class CircuitOpen(LocalError):
     def __init__(self, message: str, *, failures: int) -> None:
         super().__init__(message)
         self.failures = failures
+
+
+class CannotContinue(LocalError):
+    """A turn that is not a Partial text answer, asked to be continued
+    (:mod:`railings.continuation`). ``reason`` says why:
+
+    * ``"complete"``: the turn's proof arrived; there is nothing to continue.
+    * ``"tool_call"``: the turn holds a tool call, whole or cut. A call is never
+      continued: a cut one is answered with its notice and the model resends it whole.
+    * ``"no_text"``: no answer text arrived (only reasoning, a refusal, or nothing).
+    * ``"no_reply"``: the agent has no reply to continue (its last task brought none).
+    """
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason

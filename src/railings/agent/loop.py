@@ -24,6 +24,11 @@ A tool call the output limit cut goes back to the model with the truncation
 notice instead of a result, so the model resends it complete; an Anthropic
 ``pause_turn`` is continued by sending the conversation back as-is.
 
+A run that ended ``INTERRUPTED`` on a text answer can be continued when the caller
+asks (``continue_reply``, chat's ``/continue``; :mod:`railings.continuation`): the
+rest is asked for, the two are joined into one turn, and the run goes on from that
+turn as from any other (appended to the conversation, its calls dispatched).
+
 Everything is journaled as it happens (see :mod:`railings.journal`), and
 every step is also published to ``on_event`` for a view or an embedding program.
 Streamed text goes to both through :class:`~railings.agent.release.StreamRelease`:
@@ -36,15 +41,25 @@ as it came.)
 from __future__ import annotations
 
 import asyncio
-import enum
-from collections.abc import Callable
+import dataclasses
+from collections.abc import AsyncIterable, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from railings.agent.events import (
+    AgentEvent,
+    RunEnded,
+    RunResult,
+    RunStatus,
+    StreamDelta,
+    ToolsDispatched,
+    TurnEnded,
+    TurnStarted,
+)
 from railings.agent.release import StreamRelease
+from railings.continuation import ContinuationStream, Continued, Strategy, continue_turn
 from railings.dispatch import (
     Approver,
-    BatchResult,
     CircuitBreaker,
     Dispatcher,
     SpeculativeRunner,
@@ -53,7 +68,7 @@ from railings.dispatch import (
     default_chain,
     needs_approval_unless_read_only,
 )
-from railings.errors import CircuitOpen, ConfigurationError, RailingsError
+from railings.errors import CannotContinue, CircuitOpen, ConfigurationError, RailingsError
 from railings.events import (
     RefusalDelta,
     StreamEvent,
@@ -87,79 +102,6 @@ DEFAULT_SYSTEM = (
 )
 
 
-class RunStatus(enum.Enum):
-    """How a run ended (the module docstring says when each one happens)."""
-
-    COMPLETED = "completed"
-    INTERRUPTED = "interrupted"
-    TURN_LIMIT = "turn_limit"
-    CIRCUIT_OPEN = "circuit_open"
-    ERROR = "error"
-
-
-@dataclass(frozen=True, slots=True)
-class TurnStarted:
-    """Turn ``number`` (1, 2, ...) is about to be streamed."""
-
-    number: int
-
-
-@dataclass(frozen=True, slots=True)
-class StreamDelta:
-    """One normalized stream event of the current turn, with registered secrets redacted:
-    a text event may be held back a few characters and released with the next one
-    (see :mod:`railings.agent.release`)."""
-
-    number: int
-    event: StreamEvent
-
-
-@dataclass(frozen=True, slots=True)
-class TurnEnded:
-    """Turn ``number`` ended: ``turn`` is what arrived, proven COMPLETE or interrupted."""
-
-    number: int
-    turn: Turn
-
-
-@dataclass(frozen=True, slots=True)
-class ToolsDispatched:
-    """The calls of turn ``number`` went through the dispatcher: one outcome each."""
-
-    number: int
-    batch: BatchResult
-
-
-@dataclass(frozen=True, slots=True)
-class RunEnded:
-    """The run is over; ``result`` says how."""
-
-    result: RunResult
-
-
-AgentEvent = TurnStarted | StreamDelta | TurnEnded | ToolsDispatched | RunEnded
-
-
-@dataclass(frozen=True, slots=True)
-class RunResult:
-    """How a run ended. ``turns`` are all the turns streamed, the last one included."""
-
-    status: RunStatus
-    turns: tuple[Turn, ...]
-    session_id: str | None = None
-    error: RailingsError | None = None
-
-    @property
-    def last(self) -> Turn | None:
-        """The last turn streamed, or None when none was."""
-        return self.turns[-1] if self.turns else None
-
-    @property
-    def text(self) -> str:
-        """The last turn's text (partial, when the run was interrupted)."""
-        return self.last.text if self.last else ""
-
-
 @dataclass
 class Agent:
     """A tool-using agent whose every turn goes through the railings.
@@ -186,6 +128,8 @@ class Agent:
 
     def __post_init__(self) -> None:
         self._ended = False  # the journal session was ended (close_session, or a stop)
+        self._last: Turn | Continued | None = None  # the last reply, continued on request
+        self._continued: Continued | None = None  # the turn continue_reply made, this run
         self._dispatcher = Dispatcher(
             self.tools,
             chain=default_chain(approve=self.approve, needs_approval=self.needs_approval),
@@ -223,11 +167,40 @@ class Agent:
         self._start_session(task)
         self._journal(EntryKind.USER, {"text": task})
         self.messages.append(User(task))
+        self._last = None
+        return await self._run(self._stream_turn)
+
+    def continue_reply(self, *, strategy: Strategy | None = None) -> RunResult:
+        """:meth:`acontinue_reply`, blocking (as :meth:`run`)."""
+        if isinstance(self.client, ProviderClient):
+            return self.client.block_on(self.acontinue_reply(strategy=strategy))
+        return asyncio.run(self.acontinue_reply(strategy=strategy))
+
+    async def acontinue_reply(self, *, strategy: Strategy | None = None) -> RunResult:
+        """Ask for the rest of the last reply, which ended Partial with text and no tool
+        call, and go on from the joined turn as from any turn: a new request, billed
+        again for its input (:mod:`railings.continuation`; ``strategy`` as there).
+
+        Raises :class:`~railings.errors.CannotContinue`, before any request, when there is
+        no such reply: the last task brought none, or it is complete, holds a tool call or
+        has no text. A continuation that is cut too can be continued again."""
+        client = self._streaming
+        if self._last is None:
+            raise CannotContinue("no reply to continue", reason="no_reply")
+        stream = continue_turn(client, self.messages, self._last, self._specs, strategy=strategy)
+        self._start_session("continue")
+        return await self._run(lambda number: self._continue_turn(number, stream))
+
+    async def _run(
+        self, first: Callable[[int], Awaitable[tuple[Turn, SpeculativeRunner]]]
+    ) -> RunResult:
+        """The loop from its first turn (``first``), with how the run ends journaled."""
         turns: list[Turn] = []
+        self._continued = None
         try:
             # One invoke_agent span (with the otel extra); each turn's span is its child.
             with agent_span(self._streaming.config.model, self.tracer):
-                result = await self._loop(turns)
+                result = await self._loop(turns, first)
         except CircuitOpen as exc:
             result = RunResult(RunStatus.CIRCUIT_OPEN, tuple(turns), self.session_id, exc)
         except RailingsError as exc:
@@ -240,6 +213,8 @@ class Agent:
             self._journal(EntryKind.RUN_END, {"status": RunStatus.INTERRUPTED.value, "stop": stop})
             self.close_session(RunStatus.INTERRUPTED.value)
             raise
+        if self._continued is not None:
+            result = dataclasses.replace(result, continued=self._continued)
         self._journal(EntryKind.RUN_END, {"status": result.status.value})
         self._emit(RunEnded(result))
         return result
@@ -253,10 +228,16 @@ class Agent:
 
     # -- the loop ----------------------------------------------------------------------
 
-    async def _loop(self, turns: list[Turn]) -> RunResult:
+    async def _loop(
+        self,
+        turns: list[Turn],
+        first: Callable[[int], Awaitable[tuple[Turn, SpeculativeRunner]]],
+    ) -> RunResult:
         for number in range(1, self.max_turns + 1):
-            turn, runner = await self._stream_turn(number)
+            turn, runner = await (first if number == 1 else self._stream_turn)(number)
             turns.append(turn)
+            continued = self._continued
+            self._last = continued if continued and continued.turn is turn else turn
             self._emit(TurnEnded(number, turn))
             if turn.outcome is not Outcome.COMPLETE:
                 await runner.cancel_all()
@@ -287,9 +268,35 @@ class Agent:
     async def _stream_turn(self, number: int) -> tuple[Turn, SpeculativeRunner]:
         self._journal(EntryKind.TURN_START, {}, turn=number)
         self._emit(TurnStarted(number))
+        stream = self._streaming.stream_turn(self.messages, self._specs)
+        runner = await self._read(number, stream)
+        turn = stream.turn
+        self._journal(EntryKind.TURN_END, turn_entry(turn, stream.attempts), turn=number)
+        return turn, runner
+
+    async def _continue_turn(
+        self, number: int, stream: ContinuationStream
+    ) -> tuple[Turn, SpeculativeRunner]:
+        """The first turn of a continuing run: the rest of the interrupted reply, joined."""
+        self._journal(EntryKind.TURN_START, {"continues": True}, turn=number)
+        self._emit(TurnStarted(number, continues=True))
+        runner = await self._read(number, stream)
+        continued = self._continued = stream.continued
+        how = {
+            "strategy": continued.strategy,
+            "fell_back": continued.fell_back,
+            "repeated": continued.repeated,
+            "attempts": len(continued.attempts),
+        }
+        entry = turn_entry(continued.turn, stream.attempts) | {"continuation": how}
+        self._journal(EntryKind.TURN_END, entry, turn=number)
+        return continued.turn, runner
+
+    async def _read(self, number: int, stream: AsyncIterable[StreamEvent]) -> SpeculativeRunner:
+        """Read one turn's events: journaled and published as released, and fed to the
+        runner that starts read-only calls early (returned)."""
         runner = SpeculativeRunner(self.tools)
         release = StreamRelease()
-        stream = self._streaming.stream_turn(self.messages, self._specs)
         try:
             async for event in stream:
                 runner.feed(event)
@@ -299,9 +306,7 @@ class Agent:
             await runner.cancel_all()
             raise
         self._publish(number, release.flush())
-        turn = stream.turn
-        self._journal(EntryKind.TURN_END, turn_entry(turn, stream.attempts), turn=number)
-        return turn, runner
+        return runner
 
     # -- journal and events --------------------------------------------------------------
 

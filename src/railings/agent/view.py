@@ -136,8 +136,11 @@ class TerminalView:
         """Draw one agent event: streamed text as it comes, then verdicts and outcomes."""
         with self._lock:
             match event:
-                case TurnStarted(number=number):
-                    self._rule(f"turn {number}")
+                case TurnStarted(number=number, continues=continues):
+                    self._rule(
+                        f"turn {number}"
+                        + (": the rest of the interrupted reply" if continues else "")
+                    )
                 case StreamDelta(event=TextDelta(text=text)):
                     self._stream("text", text, "")
                 case StreamDelta(event=ThinkingDelta(text=text)) if text:

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from railings.cli.journal import open_journal
 from railings.cli.prompts import approver, needs_approval, read_line
 from railings.dispatch import ToolRegistry, builtin_tools
 from railings.dispatch.shell import protect_process
+from railings.errors import CannotContinue
 from railings.journal import default_path
 from railings.providers import SPECS
 from railings.redact import redact_json
@@ -311,13 +313,22 @@ async def _session(
             )
             try:
                 async for task in tasks:
-                    if terminal is None:
-                        result = await agent.arun(task)
-                    else:
-                        answered = await terminal.reply(agent, task, view)
-                        if answered is None:
-                            continue  # Ctrl-C cancelled the reply: back to the prompt
-                        result = answered
+                    run = _runner(agent, task, chat=interactive_session)
+                    try:
+                        if terminal is None:
+                            result = await run()
+                        else:
+                            answered = await terminal.reply(agent, run, view)
+                            if answered is None:
+                                continue  # Ctrl-C cancelled the reply: back to the prompt
+                            result = answered
+                    except CannotContinue as exc:
+                        # Before any request: one line, and the exit status stays the last
+                        # reply's.
+                        say(args.command, f"nothing to continue: {_NOTHING[exc.reason]}")
+                        continue
+                    if result.continued is not None and result.continued.fell_back:
+                        say(args.command, PREFILL_REFUSED)
                     results.append((task, result))
                     code = _exit_code(result)
                     if result.status is RunStatus.ERROR and result.error is not None:
@@ -339,6 +350,23 @@ async def _session(
         if results and results[-1][1].session_id:
             say(args.command, f"journal session {results[-1][1].session_id} in {journal.path}")
         return code
+
+
+# Why /continue had nothing to continue, by CannotContinue.reason.
+_NOTHING = {
+    "no_reply": "the last line got no reply",
+    "complete": "the last reply is complete",
+    "tool_call": "the last reply holds a tool call, never continued (a cut one is resent whole)",
+    "no_text": "the last reply has no text",
+}
+PREFILL_REFUSED = "the model refused a prefill; the rest was asked for by user message"
+
+
+def _runner(agent: Agent, task: str, *, chat: bool) -> Callable[[], Awaitable[RunResult]]:
+    """What a line runs: the task, or in chat for /continue the rest of the last reply."""
+    if chat and task == chat_cli.CONTINUE:
+        return agent.acontinue_reply
+    return lambda: agent.arun(task)
 
 
 def run_task(args: argparse.Namespace) -> int:

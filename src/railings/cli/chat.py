@@ -25,6 +25,11 @@ people use:
 * An approval question during a reply is read the same way, on the main thread:
   Ctrl-C there declines the call and cancels the reply.
 
+``/continue`` after a reply that ended Partial asks the model for the rest of it
+(:meth:`railings.agent.Agent.acontinue_reply`): it streams like any reply, and the
+joined turn takes the partial one's place in the conversation. With nothing to continue
+it says so in one line, and the exit status stays the last reply's.
+
 The history file (:func:`history_path`) holds the prompts sent to the model, never
 chat's own ``/`` commands, redacted as the journal is, at most
 ``HISTORY_LINES`` lines, in a file only the user can read.
@@ -52,6 +57,7 @@ from railings.redact import redact
 __all__ = [
     "CHAT_COMMANDS",
     "CHAT_EPILOG",
+    "CONTINUE",
     "HINT",
     "HISTORY_LINES",
     "ChatTerminal",
@@ -64,12 +70,19 @@ PROMPT = "you> "
 HINT = "Type /help for commands, Ctrl-D to leave."
 CANCELLED = prefix("chat") + "reply cancelled"
 
+CONTINUE = "/continue"
+
 CHAT_COMMANDS = """\
 /help         this list
+/continue     ask for the rest of a reply that was interrupted (Partial):
+              a new request, its input billed again
 /exit, /quit  end the chat (so does Ctrl-D on an empty line)
 anything else is sent to the model"""
 
-CHAT_EPILOG = """\
+CHAT_EPILOG = (
+    "commands:\n"
+    + "".join(f"  {line}\n" for line in CHAT_COMMANDS.splitlines())
+    + """
 keys (on a terminal):
   Left, Right, ...  edit the line (readline's keys, where Python has readline)
   Up, Down          earlier prompts, kept across chats in the history file
@@ -92,6 +105,7 @@ exit codes:
   143  SIGTERM; with 130, the journal session ends interrupted
   (0, 1, 3 and 4 are the last reply's, as a shell's is its last command's)
 """
+)
 
 Session = Callable[..., Awaitable[int]]  # cli.agent._session(args, tasks, ...)
 
@@ -199,6 +213,8 @@ class ChatTerminal:
             command = _command(line)
             if command == "exit":
                 return
+            if command == "continue":
+                yield CONTINUE  # not a prompt: not kept in the history
             if command is not None:
                 continue
             if line:
@@ -225,12 +241,14 @@ class ChatTerminal:
             self._cancelled = True
             self._reply.cancel()
 
-    async def reply(self, agent: Agent, task: str, view: TerminalView) -> RunResult | None:
-        """``agent.arun(task)``, which Ctrl-C cancels: then None, the conversation as it
-        was before ``task``, and the prompt again."""
+    async def reply(
+        self, agent: Agent, run: Callable[[], Awaitable[RunResult]], view: TerminalView
+    ) -> RunResult | None:
+        """``run()`` (``agent.arun(task)``, ``agent.acontinue_reply()``), which Ctrl-C
+        cancels: then None, the conversation as it was before, and the prompt again."""
         loop = asyncio.get_running_loop()
         before = len(agent.messages)
-        self._reply = asyncio.ensure_future(agent.arun(task))
+        self._reply = asyncio.ensure_future(run())
         self._cancelled = False
 
         def on_sigint(signum: int, frame: FrameType | None) -> None:
@@ -267,11 +285,14 @@ def _newline() -> None:
 
 def _command(line: str) -> str | None:
     """A line for chat itself, never sent to the model: ``"exit"`` for /exit and
-    /quit, ``"done"`` once /help or an unknown command was answered, None otherwise."""
+    /quit, ``"continue"`` for /continue, ``"done"`` once /help or an unknown command
+    was answered, None otherwise."""
     if not line.startswith("/"):
         return None
     if line in ("/exit", "/quit"):
         return "exit"
+    if line == CONTINUE:
+        return "continue"
     print(
         CHAT_COMMANDS
         if line == "/help"
@@ -292,7 +313,9 @@ async def _threaded_lines(prompt: str) -> AsyncIterator[str]:
         command = _command(line)
         if command == "exit":
             return
-        if command is None and line:
+        if command == "continue":
+            yield CONTINUE
+        elif command is None and line:
             yield line
 
 

@@ -233,7 +233,8 @@ def _entry_lines(e: Entry) -> list[str]:
     if e.kind == "user":
         return [f"[bold]you:[/] {escape(d.get('text', ''))}"]
     if e.kind == "turn_start":
-        return [f"[dim]── turn {e.turn} ──[/]"]
+        continues = ": the rest of the interrupted reply" if d.get("continues") else ""
+        return [f"[dim]── turn {e.turn}{continues} ──[/]"]
     if e.kind == "turn_end":
         lines = []
         if d.get("outcome") != "complete":

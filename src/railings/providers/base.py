@@ -300,6 +300,10 @@ class ProviderSpec:
       gateway, the fault proxy): :meth:`sequence_numbers` reads it. None elsewhere.
     * ``resumption``: for a ``numbered`` wire whose provider can keep a response, how
       a broken stream is read again (:class:`Resumption`); None elsewhere.
+    * ``continues_by_prefill``: a Partial answer is continued by sending its text back as
+      the conversation's last, assistant, message for the model to carry on
+      (:mod:`railings.continuation`); False: the text goes in a trailing user message
+      that asks for the rest. A caller may choose either on any wire.
     """
 
     name: ProviderName
@@ -336,6 +340,7 @@ class ProviderSpec:
     error_shapes: ErrorShapes | None = None
     sequence_number: re.Pattern[bytes] | None = None
     resumption: Resumption | None = None
+    continues_by_prefill: bool = False
 
     def path_for(self, model: str) -> str:
         """The request path for ``model``: :attr:`request_path` with its ``{model}``

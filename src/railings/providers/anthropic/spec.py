@@ -145,4 +145,8 @@ SPEC = ProviderSpec(
     error_shapes=ERROR_SHAPES,
     numbered=False,
     scripted=ScriptedShape(lead=3, seams=3),
+    # The Messages API continues a trailing assistant message (prefill). Some current
+    # models refuse it with a 400, which is not billed: railings.continuation then asks
+    # again with the text in a user message.
+    continues_by_prefill=True,
 )
