@@ -24,7 +24,7 @@ from railings.errors import BadRequest, CannotContinue, ContextWindowExceeded, R
 from railings.events import StopReason, TerminationProof, TextDelta, ThinkingDelta, UsageUpdate
 from railings.messages import Assistant, System, Text, User
 from railings.providers import SPECS
-from railings.turn.model import Outcome, Termination, Turn, Usage
+from railings.turn.model import Outcome, Termination, Turn, Usage, UsageSource
 from railings.turn.parts import Part, TextPart, ThinkingPart, ToolCall
 
 HISTORY = (System("Be brief."), User("Tell me a story."))
@@ -41,7 +41,7 @@ def turn(
         termination=Termination.CLEAN if outcome is Outcome.COMPLETE else Termination.ABRUPT,
         outcome=outcome,
         parts=parts,
-        usage=usage,
+        usage=usage or Usage(input_tokens=None, output_tokens=None),
         stop_reason=stop,
         stop_reason_wire=stop,
         stop_reason_source=None,
@@ -255,7 +255,22 @@ def test_a_count_either_attempt_lacks_is_unknown_not_guessed() -> None:
     )
     unreported = join(turn(text("Once")), rest, repeated=0, strategy="user").turn.usage
     assert unreported == Usage(input_tokens=None, output_tokens=None)
-    assert join(turn(text("Once")), turn(text("!")), repeated=0, strategy="user").turn.usage is None
+    nothing = join(turn(text("Once")), turn(text("!")), repeated=0, strategy="user").turn.usage
+    assert nothing == Usage(input_tokens=None, output_tokens=None)
+    # A cut answer's output is usually an estimate: the sum says so, and how it was made.
+    guessed = Usage(
+        input_tokens=10,
+        output_tokens=3,
+        output_source=UsageSource.ESTIMATED,
+        method="chars/4",
+    )
+    summed = join(turn(text("Once"), usage=guessed), rest, repeated=0, strategy="user")
+    assert summed.turn.usage == Usage(
+        input_tokens=40,
+        output_tokens=5,
+        output_source=UsageSource.ESTIMATED,
+        method="chars/4",
+    )
 
 
 def test_a_continuation_cut_again_is_partial_and_continues_from_the_joined_text() -> None:

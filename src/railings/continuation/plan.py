@@ -30,8 +30,9 @@ from railings.events import (
     ToolCallStart,
 )
 from railings.providers import spec
-from railings.turn.model import Outcome, Turn, Usage
+from railings.turn.model import Outcome, Turn
 from railings.turn.parts import Part, TextPart
+from railings.turn.usage import combine
 
 __all__ = [
     "Continuation",
@@ -150,7 +151,7 @@ def join(
     turn = dataclasses.replace(
         continuation,
         parts=base.parts + added,
-        usage=_sum(base.usage, continuation.usage),
+        usage=combine(base.usage, continuation.usage),
         unknown_events=base.unknown_events + continuation.unknown_events,
     )
     return Continued(
@@ -175,20 +176,6 @@ def _without(parts: tuple[Part, ...], chars: int) -> tuple[Part, ...]:
             part = TextPart(text=part.text[dropped:])
         out.append(part)
     return tuple(out)
-
-
-def _sum(a: Usage | None, b: Usage | None) -> Usage | None:
-    """Both attempts' usage: a count is known only when both reported it."""
-    if a is None and b is None:
-        return None
-
-    def add(x: int | None, y: int | None) -> int | None:
-        return None if x is None or y is None else x + y
-
-    return Usage(
-        input_tokens=add(a.input_tokens if a else None, b.input_tokens if b else None),
-        output_tokens=add(a.output_tokens if a else None, b.output_tokens if b else None),
-    )
 
 
 class Continuation:

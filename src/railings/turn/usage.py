@@ -54,6 +54,7 @@ from railings.turn.parts import (
 __all__ = [
     "BINARY_KEYS",
     "METHOD",
+    "combine",
     "describe",
     "estimate",
     "output_chars",
@@ -179,4 +180,26 @@ def describe(fields: Mapping[str, Any]) -> str:
     return (
         f"{shown(fields.get('input_tokens'), fields.get('input_source'), method)} in, "
         f"{shown(fields.get('output_tokens'), fields.get('output_source'), method)} out"
+    )
+
+
+def combine(first: Usage, second: Usage) -> Usage:
+    """The usage of two requests that made one answer (a Partial answer and its
+    continuation): each count the sum of both, as sure as the less sure of the two; a
+    count either left unknown is unknown (half a count is no count)."""
+
+    def add(a: int | None, b: int | None) -> int | None:
+        return None if a is None or b is None else a + b
+
+    def weaker(a: UsageSource, b: UsageSource) -> UsageSource:
+        return UsageSource.ESTIMATED if UsageSource.ESTIMATED in (a, b) else a
+
+    inputs = add(first.input_tokens, second.input_tokens)
+    outputs = add(first.output_tokens, second.output_tokens)
+    return Usage(
+        input_tokens=inputs,
+        output_tokens=outputs,
+        input_source=weaker(first.input_source, second.input_source),
+        output_source=weaker(first.output_source, second.output_source),
+        method=first.method or second.method,
     )
