@@ -189,6 +189,7 @@ def test_the_matrix_fits_80_columns(tmp_path: Path) -> None:
     # Every provider's column is there, its short heading spelt out under the table.
     assert "columns: ope openai, ant anthropic, ope-res openai-responses" in " ".join(shown.split())
     assert "✓✓✓" in shown  # three sizes: one mark each
+    assert "↻" not in shown  # no cell resumed: the legend does not explain the mark
     # To a pipe, the table fits too; the lines under it stay whole.
     piped = railings_cli(tmp_path, "matrix", "--faults", "clean")
     table = piped.stdout.split("\ncolumns: ")[0]

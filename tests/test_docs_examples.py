@@ -7,9 +7,9 @@ SDKs' and railings' base-URL variables pointing at a scripted model server on 12
 block whose first line is ``# test_<name>.py`` is a pytest module: it is written under that
 name and run by pytest with the test kit's plugin. Every console block of every page is
 run through the real console script and compared line by line, with only what differs from
-run to run (ports, temporary paths, session ids, the home directory) masked. A console block
-that is a long campaign is not run, and says so: ``<!-- not run: <why> -->`` on the line
-before it.
+run to run (ports, temporary paths, session ids, the home directory, a run's wall time)
+masked. A console block that is a long campaign is not run, and says so:
+``<!-- not run: <why> -->`` on the line before it.
 """
 
 from __future__ import annotations
@@ -119,6 +119,7 @@ _MASKS = [
     (re.compile(r"127\.0\.0\.1:\d+"), "127.0.0.1:PORT"),
     (re.compile(r"/tmp/[\w./-]+"), "TMP"),
     (re.compile(r"journal session [0-9a-f]+ in"), "journal session ID in"),
+    (re.compile(r" · \d+\.\d s$"), " · SECONDS s"),  # a run's wall time (the matrix's summary)
 ]
 
 

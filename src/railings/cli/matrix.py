@@ -29,6 +29,11 @@ then the connection broke -- is reported as complete. Reorder and duplicate are
 beyond what Chat Completions and Messages can show (no sequence numbers): "~",
 never a failure. No API key, no network.
 
+--client railings+resume runs railings asking the provider to keep each response
+(OpenAI Responses, background: true) on the openai-responses cells: a broken
+stream is read again from after its last whole event, generated once ("↻"),
+and the proxy breaks each stream read again as it broke the first.
+
 --client compares: openai-sdk (Chat Completions and Responses), anthropic-sdk,
 google-genai (Gemini), boto3 (Bedrock converse_stream), ollama (the official
 packages, streamed as their docs show) and the first two over railings.guard.

@@ -6,7 +6,10 @@ expectation table in :mod:`railings.matrix.cells`): every faulted stream is
 detected (a typed error or an interrupted verdict; Empty resent, Partial
 returned as-is), every clean stream returns the full text, no tool call cut by
 ``max_tokens`` is ever executed, and a stream whose proof arrived before the
-connection broke is reported as complete. The official SDKs run the same cells for comparison.
+connection broke is reported as complete. The official SDKs run the same cells for
+comparison; ``railings+resume`` (:class:`ResumingClient`) runs them asking the
+provider to keep each response, held to the table's resume column
+(:mod:`railings.matrix.cases`).
 
 ::
 
@@ -18,6 +21,7 @@ connection broke is reported as complete. The official SDKs run the same cells f
 from __future__ import annotations
 
 from railings.matrix.cells import (
+    ATTEMPTS,
     FAULT_CASES,
     PROVIDERS,
     QUICK_FAULTS,
@@ -26,16 +30,18 @@ from railings.matrix.cells import (
     Expect,
     FaultCase,
     Provider,
+    Resuming,
     Size,
     grid,
 )
-from railings.matrix.clients import CLIENTS, RailingsClient
+from railings.matrix.clients import CLIENTS, RailingsClient, ResumingClient
 from railings.matrix.judge import Judgement, Reference, Status
 from railings.matrix.observation import Client, Observation, Target
 from railings.matrix.run import CellResult, MatrixResult, Upstream, run_matrix
 from railings.matrix.sdks import AnthropicSDK, OpenAISDK
 
 __all__ = [
+    "ATTEMPTS",
     "CLIENTS",
     "FAULT_CASES",
     "PROVIDERS",
@@ -54,6 +60,8 @@ __all__ = [
     "Provider",
     "RailingsClient",
     "Reference",
+    "Resuming",
+    "ResumingClient",
     "Size",
     "Status",
     "Target",

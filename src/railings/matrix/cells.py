@@ -25,13 +25,22 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from railings.matrix.cases import FAULT_CASES, QUICK_FAULTS, Expect, FaultCase, Shape
+from railings.matrix.cases import (
+    ATTEMPTS,
+    FAULT_CASES,
+    QUICK_FAULTS,
+    Expect,
+    FaultCase,
+    Resuming,
+    Shape,
+)
 from railings.providers import SPECS, ProviderSpec
 from railings.providers.base import Framing
 from railings.testing.script import Plan, Script, ScriptTurn, filler, plan_turn
 from railings.testing.wires import kit_wire
 
 __all__ = [
+    "ATTEMPTS",
     "FAULT_CASES",
     "PROVIDERS",
     "QUICK_FAULTS",
@@ -42,6 +51,7 @@ __all__ = [
     "FaultCase",
     "Payload",
     "Provider",
+    "Resuming",
     "Shape",
     "Size",
     "grid",

@@ -4,6 +4,9 @@ tool), and the registry that names every client ``--client`` accepts.
 * ``railings``: :class:`~railings.transport.AsyncProviderClient`, then a real
   dispatch of the turn (:class:`~railings.dispatch.Dispatcher`, default gate
   chain) with a spy ``shell`` tool that records every execution and runs nothing.
+* ``railings+resume``: the same, asking the provider to keep each response
+  (``ClientConfig(resume=True)``), on the wires whose provider keeps them: a broken
+  stream is read again from after its last whole event instead of ending Partial.
 * the official SDKs, with and without the guard: :mod:`railings.matrix.sdks`; the
   official Gemini, Bedrock and Ollama clients: :mod:`railings.matrix.sdks_native`.
 """
@@ -17,7 +20,7 @@ from typing import Literal
 from railings.dispatch import Dispatcher, ToolRegistry, tool
 from railings.dispatch.tools import Tool
 from railings.errors import RailingsError
-from railings.matrix.cells import PROVIDERS
+from railings.matrix.cells import ATTEMPTS, PROVIDERS
 from railings.matrix.observation import (
     Client,
     Observation,
@@ -29,10 +32,11 @@ from railings.matrix.observation import (
 from railings.matrix.sdks import SHELL_DESCRIPTION, AnthropicSDK, OpenAISDK
 from railings.matrix.sdks_native import Boto3SDK, GenAISDK, OllamaSDK
 from railings.messages import ToolSpec, User
+from railings.providers import spec
 from railings.transport import AsyncProviderClient, ClientConfig, RetryPolicy, Timeouts
 from railings.turn.model import Turn
 
-__all__ = ["CLIENTS", "RailingsClient", "Spy", "client_named"]
+__all__ = ["CLIENTS", "RailingsClient", "ResumingClient", "Spy", "client_named"]
 
 
 _EXECUTED: ContextVar[list[str]] = ContextVar("railings_matrix_executed")
@@ -89,6 +93,7 @@ class RailingsClient:
     kind: Literal["railings", "sdk"] = "railings"
     providers = frozenset(PROVIDERS)
     requires: tuple[str, ...] = ()
+    resumes = False  # ask the provider to keep each response, and resume a broken stream
 
     def accept(self, turn: Turn) -> Turn:
         """The turn to dispatch: the one streamed, unchanged."""
@@ -113,10 +118,11 @@ class RailingsClient:
             http2=False,
             verify=shared_ssl_context(),
             background=True,  # never the foreground retry banner
+            resume=self.resumes,
             timeouts=Timeouts(connect=10, first_byte=60, idle=target.idle, write=30),
             # The default policy but a short backoff, so a run takes seconds; a
             # retry-after the proxy sends is still obeyed as-is.
-            retry=RetryPolicy(attempts=4, deadline=60, initial=0.05, cap=0.2),
+            retry=RetryPolicy(attempts=ATTEMPTS, deadline=60, initial=0.05, cap=0.2),
         )
         async with AsyncProviderClient(config) as client:
             stream = client.stream_turn([User(target.prompt)], [spy.spec] if target.tool else ())
@@ -147,6 +153,7 @@ class RailingsClient:
             truncated=turn.truncated,
             attempts=stream.attempts,
             retried=[lineage(r.error) for r in stream.retries],
+            resumed=list(turn.resumed),
             executed=list(spy.executed),
             dispatch=[
                 {
@@ -159,8 +166,20 @@ class RailingsClient:
         )
 
 
+class ResumingClient(RailingsClient):
+    """railings asking the provider to keep each response (``ClientConfig(resume=True)``;
+    OpenAI Responses: ``background: true``): a stream that broke is read again from
+    after its last whole event, within the retry policy's attempts, and nothing is
+    generated twice. It runs on the wires whose provider keeps responses."""
+
+    name = "railings+resume"
+    providers = frozenset(p for p in PROVIDERS if spec(p).resumption is not None)
+    resumes = True
+
+
 CLIENTS: dict[str, Callable[[], Client]] = {
     "railings": RailingsClient,
+    "railings+resume": ResumingClient,
     "openai-sdk": OpenAISDK,
     "openai-sdk+guard": lambda: OpenAISDK(guarded=True),
     "anthropic-sdk": AnthropicSDK,

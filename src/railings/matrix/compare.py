@@ -51,6 +51,8 @@ _RAILINGS_WORDS = {
     Expect.RAISES: "raised",
     Expect.COUNTEREXAMPLE: "complete",
     Expect.LIMIT: "~",
+    Expect.RESUMED: "resumed",
+    Expect.STALLED: "marked",
 }
 
 

@@ -8,7 +8,8 @@ the application a result without a word. Its cells are informative.
 
 The reference is what the server sent: the scripted server's own plan (after
 ``max_tokens``), or, against a real endpoint, the upstream body the proxy read
-(decoded once by the core reader).
+(decoded once by the core reader; a kept response read again, its streams spliced).
+A client that resumes kept responses is held to the resume column of the table.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from railings.matrix.cells import Cell, Expect
+from railings.matrix.cells import ATTEMPTS, Cell, Expect, Shape
 from railings.matrix.observation import Observation
 from railings.testing.script import Plan
 from railings.turn.model import Turn
@@ -170,8 +171,10 @@ def judge_railings(
     proxy: ProxyFacts,
     *,
     known_shape: bool = True,
+    shape: Shape | None = None,
 ) -> Judgement:
-    """The whole rule (module docstring of :mod:`railings.matrix.cells`).
+    """The whole rule (module docstring of :mod:`railings.matrix.cases`); ``shape`` is
+    where the cell's fault acted (the resume column's points are counted from it).
 
     ``known_shape`` False (a real endpoint): where the middle of the content is, is a
     guess, so a mid-stream fault may land before any content. Then every attempt is
@@ -195,7 +198,7 @@ def judge_railings(
     if not obs.returned:
         if (
             not known_shape
-            and expect is Expect.PARTIAL
+            and expect in (Expect.PARTIAL, Expect.RESUMED, Expect.STALLED)
             and "RemoteError" in obs.lineage
             and not obs.executed
         ):
@@ -207,32 +210,20 @@ def judge_railings(
         return _limit(obs, ref, problems, numbered=cell.provider.numbered)
 
     if expect is Expect.PARTIAL:
-        if obs.outcome != "partial" or not obs.interrupted:
-            problems.append(f"outcome {obs.outcome}, expected a Partial marked interrupted")
-        if ref is not None and not _prefix(obs, ref):
-            problems.append("the partial content is not what was sent")
+        _kept_partial(obs, ref, problems)
         if obs.attempts != 1:
             problems.append(f"{obs.attempts} attempts: a Partial is never resent")
-        if obs.executed:
-            problems.append("a tool ran from an interrupted turn")
         if case.error and case.error not in (obs.error_kind, *obs.interruption):
             problems.append(
                 f"ended as {obs.error_kind} / {_first(obs.interruption)}, expected {case.error}"
             )
         return _verdict(problems, case.detail)
 
+    if expect in (Expect.RESUMED, Expect.STALLED):
+        return _resumes(cell, obs, ref, problems, shape=shape, known_shape=known_shape)
+
     # FULL, RESENT, RETRIED, COUNTEREXAMPLE: the whole answer, proven.
-    if obs.outcome != "complete":
-        problems.append(f"outcome {obs.outcome}: {obs.message}")
-    if ref is not None and not _same(obs, ref):
-        problems.append(f"returned {_share(obs, ref)}, not the full text")
-    if ref is not None and obs.truncated != ref.truncated:
-        problems.append(f"truncated={obs.truncated}, the server sent truncated={ref.truncated}")
-    if tool and ref is not None and sorted(obs.executed or ()) != sorted(ref.complete_commands):
-        problems.append(
-            f"the spy ran {len(obs.executed or ())} call(s), expected the "
-            f"{len(ref.complete_commands)} complete one(s)"
-        )
+    _whole(obs, ref, problems, tool=tool)
     wanted = 2 if expect in (Expect.RESENT, Expect.RETRIED) else 1
     if obs.attempts != wanted:
         problems.append(f"{obs.attempts} attempts, expected {wanted}")
@@ -249,6 +240,85 @@ def judge_railings(
     ):
         problems.append("the connection did not break after the proof")
     return _verdict(problems, case.detail)
+
+
+def _whole(obs: Observation, ref: Reference | None, problems: list[str], *, tool: bool) -> None:
+    """The whole answer, proven: complete, exactly what was sent, the complete calls run."""
+    if obs.outcome != "complete":
+        problems.append(f"outcome {obs.outcome}: {obs.message}")
+    if ref is not None and not _same(obs, ref):
+        problems.append(f"returned {_share(obs, ref)}, not the full text")
+    if ref is not None and obs.truncated != ref.truncated:
+        problems.append(f"truncated={obs.truncated}, the server sent truncated={ref.truncated}")
+    if tool and ref is not None and sorted(obs.executed or ()) != sorted(ref.complete_commands):
+        problems.append(
+            f"the spy ran {len(obs.executed or ())} call(s), expected the "
+            f"{len(ref.complete_commands)} complete one(s)"
+        )
+
+
+def _kept_partial(obs: Observation, ref: Reference | None, problems: list[str]) -> None:
+    """A Partial kept as-is: marked interrupted, nothing in it made up, no tool run."""
+    if obs.outcome != "partial" or not obs.interrupted:
+        problems.append(f"outcome {obs.outcome}, expected a Partial marked interrupted")
+    if ref is not None and not _prefix(obs, ref):
+        problems.append("the partial content is not what was sent")
+    if obs.executed:
+        problems.append("a tool ran from an interrupted turn")
+
+
+def _resumes(
+    cell: Cell,
+    obs: Observation,
+    ref: Reference | None,
+    problems: list[str],
+    *,
+    shape: Shape | None,
+    known_shape: bool,
+) -> Judgement:
+    """The resume column (:mod:`railings.matrix.cases`): each attempt after the first read
+    the kept response again (none a resend), generated once. RESUMED: the full text, the
+    points g - 1, 2g - 1, ...; Partial only with the attempts spent where the stream may
+    not fit them (a real endpoint, a reset). STALLED: one point, the attempts spent."""
+    case, row, points = cell.fault, cell.fault.resuming, obs.resumed
+    if not points:
+        problems.append(f"never resumed: {obs.attempts} attempt(s), outcome {obs.outcome}")
+    elif obs.attempts != len(points) + 1:
+        problems.append(f"{obs.attempts} attempts for {len(points)} resume(s): a resend")
+    if obs.generations not in (None, 1):
+        problems.append(f"generated {obs.generations} times: a kept response was generated again")
+    if case.error and points and not (obs.retried and case.error in obs.retried[0]):
+        broke = obs.retried[0][0] if obs.retried else None
+        problems.append(f"the first attempt broke with {broke}, expected {case.error}")
+    if case.expect is Expect.STALLED:
+        _kept_partial(obs, ref, problems)
+        if len(set(points)) > 1:
+            problems.append(f"resumed after events {points}: progress, yet the proof is dropped")
+        if obs.attempts != ATTEMPTS:
+            problems.append(f"{obs.attempts} attempts, expected all {ATTEMPTS} spent resuming")
+        return _verdict(problems, case.detail)
+    if row is not None and row.gain is not None and shape is not None and points:
+        gain = row.gain(shape)
+        if not _follows(points, gain, exact=row.exact):
+            each = "" if row.exact else "at most "
+            problems.append(f"resumed after events {points}: each attempt gains {each}{gain}")
+    if obs.outcome == "complete":
+        _whole(obs, ref, problems, tool=cell.tool)
+        return _verdict(problems, case.detail)
+    _kept_partial(obs, ref, problems)
+    if known_shape and (row is None or row.exact):
+        problems.append(f"Partial after resumes at events {points}: the stream fits the attempts")
+    elif obs.attempts != ATTEMPTS:
+        problems.append(f"Partial after {obs.attempts} attempts of {ATTEMPTS}")
+    return _verdict(problems, f"Partial: resumed {len(points)}x, attempts spent")
+
+
+def _follows(points: list[int], gain: int, *, exact: bool) -> bool:
+    """Are ``points`` those of attempts that each read ``gain`` events whole (or at most)?"""
+    if exact:
+        return points == [(n + 1) * gain - 1 for n in range(len(points))]
+    steps = [b - a for a, b in zip([-1, *points], points, strict=False)]
+    return all(0 <= step <= gain for step in steps)
 
 
 def _first(names: list[str]) -> str | None:

@@ -53,8 +53,10 @@ class Observation:
     (``module.Class``), ``chain`` every class behind it (``__cause__`` /
     ``__context__``), so the railings reason behind an SDK error shows.
     ``outcome`` / ``interrupted`` / ``error_kind`` / ``attempts`` /
-    ``retried`` come from the railings client only; ``executed`` is what the
-    spy ran (railings only: an SDK hands calls to the application).
+    ``retried`` / ``resumed`` come from the railings client only; ``executed`` is
+    what the spy ran (railings only: an SDK hands calls to the application).
+    ``generations`` is what the embedded server generated for the cell (the runner
+    counts it; None against a real endpoint): a resumed stream is no generation.
     """
 
     returned: bool
@@ -73,6 +75,8 @@ class Observation:
     truncated: bool | None = None
     attempts: int | None = None
     retried: list[list[str]] = field(default_factory=list)  # each retried error: class + bases
+    resumed: list[int] = field(default_factory=list)  # the events each resume read after
+    generations: int | None = None
     executed: list[str] | None = None
     dispatch: list[dict[str, Any]] = field(default_factory=list)
     notes: dict[str, Any] = field(default_factory=dict)
@@ -98,6 +102,8 @@ class Observation:
             "truncated": self.truncated,
             "client_attempts": self.attempts,
             "retried": [r[0] for r in self.retried] or None,
+            "resumed": self.resumed or None,
+            "generations": self.generations,
             "executed": None if self.executed is None else [clip(c) for c in self.executed],
             "dispatch": self.dispatch or None,
             "notes": self.notes or None,
@@ -144,12 +150,14 @@ def raised(exc: BaseException, **fields: Any) -> Observation:
 
 class Client(Protocol):
     """A client under test. ``kind`` "railings" cells decide the exit code; "sdk" cells
-    are informative."""
+    are informative. ``resumes``: it asks the provider to keep each response and reads a
+    broken stream again, so its cells are held to the resume column of the table."""
 
     name: str
     kind: Literal["railings", "sdk"]
     providers: frozenset[str]
     requires: tuple[str, ...]  # the optional modules it imports (see railings._extras)
+    resumes: bool
 
     async def run(self, target: Target) -> Observation:
         """Ask ``target`` for one turn: what the client did, an error it raised included."""

@@ -14,8 +14,10 @@ what its client did, in a few words::
 ``✓`` as expected, ``✗`` not (for an official SDK: it did not notice, or it
 threw a complete answer away), ``~`` the wire format cannot show the fault
 (reorder and duplicate: Chat Completions and Messages carry no sequence
-numbers). With one client, the providers share one table; with several, each
-provider gets its own.
+numbers), ``↻`` as expected by resuming: the broken stream was read again from the
+response the provider kept, and the full text came, generated once (the
+``railings+resume`` column; the legend explains it only where it shows). With one
+client, the providers share one table; with several, each provider gets its own.
 """
 
 from __future__ import annotations
@@ -31,13 +33,14 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from railings.matrix.cells import FAULT_CASES, Expect
+from railings.matrix.cells import FAULT_CASES, Expect, FaultCase
 from railings.matrix.judge import Status
 from railings.matrix.run import CellResult, MatrixResult
 
 __all__ = ["MARKS", "progress", "render", "summary_lines", "to_json"]
 
 MARKS = {Status.PASS: "✓", Status.FAIL: "✗", Status.LIMIT: "~"}
+RESUMED = "↻"  # the mark of a cell that passed by resuming the kept response
 _STYLE = {Status.PASS: "green", Status.FAIL: "bold red", Status.LIMIT: "yellow"}
 _SDK_FAIL = "red"
 
@@ -117,7 +120,17 @@ def short_name(provider: str) -> str:
 
 def _mark(r: CellResult) -> str:
     style = _STYLE[r.status] if r.counts or r.status is not Status.FAIL else _SDK_FAIL
-    return f"[{style}]{MARKS[r.status]}[/]"
+    mark = RESUMED if _resumed(r) else MARKS[r.status]
+    return f"[{style}]{mark}[/]"
+
+
+def _resumed(r: CellResult) -> bool:
+    """Did the cell pass by reading the kept response again to the end?"""
+    return (
+        r.status is Status.PASS
+        and bool(r.observation.resumed)
+        and r.observation.outcome == "complete"
+    )
 
 
 def _label_style(r: CellResult) -> str:
@@ -149,9 +162,11 @@ def _table(result: MatrixResult, columns: list[tuple[str, str]], title: str) -> 
         heading = short_name(provider) if one_client else client.replace("+", "\n+")
         table.add_column(heading, no_wrap=one_client, overflow="fold")
     for fault in FAULT_CASES:
-        if not any(k[0] == fault.name for k in by_key):
+        present = [rs for k, rs in by_key.items() if k[0] == fault.name]
+        if not present:
             continue
-        row = [fault.name, fault.detail] if one_client else [fault.name]
+        # The expected words are those its client is held to (the resume column's, say).
+        row = [fault.name, present[0][0].cell.fault.detail] if one_client else [fault.name]
         for provider, client in columns:
             cells = by_key.get((fault.name, provider, client), [])
             if not cells:
@@ -173,7 +188,8 @@ def _differences(result: MatrixResult) -> list[str]:
 
 
 def _legend(result: MatrixResult, *, stacked: bool) -> str:
-    """What the marks mean; ``stacked``: the two groups are on two lines of a cell."""
+    """What the marks mean, those the tables can show; ``stacked``: the two groups are on
+    two lines of a cell."""
     sizes = _sizes(result.results)
     tools = sorted({r.cell.tool for r in result.results})
     parts = []
@@ -182,10 +198,17 @@ def _legend(result: MatrixResult, *, stacked: bool) -> str:
     if True in tools:
         parts.append(f"with a cut tool call {'/'.join(sizes)}")
     order = ", below: " if stacked else ", then "
-    return (
-        f"marks: {order.join(parts)}. ✓ as expected  ✗ not (an SDK: did not "
-        "notice, or lost a complete answer)  ~ no client can tell on this wire"
-    )
+    sdk = " (an SDK: did not notice, or lost a complete answer)"
+    legend = f"marks: {order.join(parts)}. ✓ as expected  ✗ not"
+    legend += sdk if any(not r.counts for r in result.results) else ""
+    if any(r.status is Status.LIMIT for r in result.results):
+        legend += "  ~ no client can tell on this wire"
+    if any(_resumed(r) for r in result.results):
+        legend += (
+            f"\n{RESUMED} resumed: the broken stream read again from the response the "
+            "provider kept (background: true); the full text, generated once"
+        )
+    return legend
 
 
 def _sizes(results: Sequence[CellResult]) -> list[str]:
@@ -201,7 +224,7 @@ def render(console: Console, result: MatrixResult) -> None:
     where = (
         f"through the fault proxy to {result.upstream}"
         if result.upstream
-        else "embedded scripted server behind the fault proxy"
+        else "embedded server behind the fault proxy"
     )
     clients = list(dict.fromkeys(c for _, c in columns))
     one_client = len(clients) == 1
@@ -272,9 +295,11 @@ def summary_lines(result: MatrixResult) -> list[str]:
             cut = (
                 f" · cut tool calls executed: {ran_cut} of {len(tools)} tool cells" if tools else ""
             )
+            resumed = sum(1 for r in results if _resumed(r))
+            by_resuming = f" ({resumed} resumed)" if resumed else ""
             lines.append(
                 f"{verdict} {client}: {len(results)} cells, {counts[Status.PASS]} as "
-                f"expected{limit}, {counts[Status.FAIL]} failed{cut} · "
+                f"expected{by_resuming}{limit}, {counts[Status.FAIL]} failed{cut} · "
                 f"{result.seconds:.1f} s"
             )
         else:
@@ -308,16 +333,30 @@ def to_json(result: MatrixResult, *, options: dict[str, Any] | None = None) -> s
         "version": 1,
         "upstream": result.upstream,
         "options": options or {},
-        "expectations": [
-            {"fault": f.name, "expect": f.expect.value, "detail": f.detail, "error": f.error}
-            for f in FAULT_CASES
-        ],
+        "expectations": [_expectation(f) for f in FAULT_CASES],
         "cells": [r.to_json() for r in result.results],
         "summary": _summary_json(result),
         "seconds": round(result.seconds, 3),
         "exit_code": result.exit_code,
     }
     return json.dumps(doc, ensure_ascii=False)
+
+
+def _expectation(case: FaultCase) -> dict[str, Any]:
+    """One row of the expectation table, and of its resume column where it differs."""
+    row = case.resuming
+    resumed = (
+        None
+        if row is None
+        else {"expect": row.expect.value, "detail": row.detail, "error": row.error}
+    )
+    return {
+        "fault": case.name,
+        "expect": case.expect.value,
+        "detail": case.detail,
+        "error": case.error,
+        "resumed": resumed,
+    }
 
 
 def _summary_json(result: MatrixResult) -> dict[str, Any]:

@@ -11,7 +11,8 @@ Against a real endpoint (``upstream``) there is no scripted server: the proxy
 forwards to the endpoint, and the answer is whatever the endpoint says. The
 proxy keeps a copy of each upstream body as it passes (:class:`TeeProxy`), and
 that copy, decoded by the core reader, is the reference the client's result is
-compared with.
+compared with; the streams of a kept response read again are spliced into one by
+their event numbers, each event once.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
+from railings import providers
 from railings.matrix.cells import Cell, Shape, Size, payload
 from railings.matrix.judge import (
     Judgement,
@@ -37,6 +39,8 @@ from railings.matrix.observation import EMBEDDED_KEY, Client, Observation, Targe
 from railings.testing import FaultProxy, ScriptedServer
 from railings.testing.http import ResponseHead
 from railings.turn.reader import StreamReader
+from railings.turn.resume import Splice
+from railings.wire.blocks import EventSplitter
 
 __all__ = [
     "DEFAULT_IDLE",
@@ -227,10 +231,13 @@ async def run_matrix(
 
 
 async def _run_cell(cell: Cell, client: Client, upstream: Upstream | None) -> CellResult:
+    if client.resumes:  # held to the resume column of the expectation table
+        cell = replace(cell, fault=cell.fault.when_resumed())
     idle = cell.fault.idle or DEFAULT_IDLE
     if upstream is None:
         load = payload(cell.size, cell.tool)
-        spec = cell.spec(load.shape(cell.provider))
+        shape = load.shape(cell.provider)
+        spec = cell.spec(shape)
         async with ScriptedServer(load.script) as server, FaultProxy(server.url, spec) as proxy:
             target = Target(
                 cell.provider,
@@ -243,13 +250,15 @@ async def _run_cell(cell: Cell, client: Client, upstream: Upstream | None) -> Ce
                 idle,
             )
             observation, seconds = await _observe(client, target)
+            observation.generations = server.generations
             facts = _facts(proxy)
         reference: Reference | None = Reference.from_plan(
             load.plan, whole_calls=cell.provider.whole_calls
         )
     else:
         prompt, max_tokens = upstream.request(cell.size, cell.tool)
-        spec = cell.spec(Shape(upstream.shape_mid, cell.size.drip))
+        shape = Shape(upstream.shape_mid, cell.size.drip)
+        spec = cell.spec(shape)
         async with TeeProxy(upstream.url, spec) as tee:
             target = Target(
                 cell.provider, tee.url, upstream.model, None, max_tokens, prompt, cell.tool, idle
@@ -259,7 +268,7 @@ async def _run_cell(cell: Cell, client: Client, upstream: Upstream | None) -> Ce
             reference = _reference(cell.provider.name, tee.bodies, max_tokens)
     if client.kind == "railings":
         judgement = judge_railings(
-            cell, observation, reference, facts, known_shape=upstream is None
+            cell, observation, reference, facts, known_shape=upstream is None, shape=shape
         )
     else:
         judgement = judge_sdk(cell, observation, reference, facts)
@@ -292,6 +301,25 @@ def _reference(provider: str, bodies: list[list[bytes]], max_tokens: int) -> Ref
     reader = StreamReader(provider, max_tokens=max_tokens)
     # An exception here means the reader ended the turn itself; its turn says how.
     with contextlib.suppress(Exception):
-        reader.feed(b"".join(bodies[-1]))
+        reader.feed(_said(provider, bodies))
     reader.close()
     return Reference.from_turn(reader.turn())
+
+
+def _said(provider: str, bodies: list[list[bytes]]) -> bytes:
+    """The last stream the endpoint began, whole: a body whose first event is numbered past
+    0 streams a kept response again (a resume), so its new events follow the whole events
+    of the body before it, each event once (what an unbroken stream would have sent)."""
+    wire = providers.spec(provider)
+    said = b""
+    for body in bodies:
+        data = b"".join(body)
+        first = next((n for b in EventSplitter().feed(data) if (n := wire.sequence_numbers(b))), [])
+        if not said or not first or first[0] == 0:
+            said = data  # a stream from its start: the first, or a resend
+            continue
+        blocks = EventSplitter().feed(said)  # what was read whole before the break
+        after = max((n for b in blocks for n in wire.sequence_numbers(b)), default=-1)
+        splice = Splice(provider, after)
+        said = b"".join(blocks) + splice.feed(data) + splice.close()
+    return said

@@ -84,6 +84,7 @@ class OpenAISDK:
     kind: Literal["railings", "sdk"] = "sdk"
     providers: frozenset[str] = frozenset({CHAT_SPEC.name, RESPONSES_SPEC.name})
     requires: tuple[str, ...] = ("openai",)
+    resumes = False
 
     def __init__(self, *, guarded: bool = False) -> None:
         self.guarded = guarded
@@ -226,6 +227,7 @@ class AnthropicSDK:
     kind: Literal["railings", "sdk"] = "sdk"
     providers: frozenset[str] = frozenset({ANTHROPIC_SPEC.name})
     requires: tuple[str, ...] = ("anthropic",)
+    resumes = False
 
     def __init__(self, *, guarded: bool = False) -> None:
         self.guarded = guarded

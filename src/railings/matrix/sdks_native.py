@@ -54,6 +54,7 @@ class GenAISDK:
     kind: Literal["railings", "sdk"] = "sdk"
     providers: frozenset[str] = frozenset({"gemini"})
     requires: tuple[str, ...] = ("google.genai",)
+    resumes = False
 
     async def run(self, target: Target) -> Observation:
         """Stream one turn with the async client: what it handed over, or what it raised."""
@@ -113,6 +114,7 @@ class Boto3SDK:
     kind: Literal["railings", "sdk"] = "sdk"
     providers: frozenset[str] = frozenset({"bedrock"})
     requires: tuple[str, ...] = ("boto3",)
+    resumes = False
 
     async def run(self, target: Target) -> Observation:
         """Stream one turn in a worker thread: what boto3 handed over, or what it raised."""
@@ -172,6 +174,7 @@ class OllamaSDK:
     kind: Literal["railings", "sdk"] = "sdk"
     providers: frozenset[str] = frozenset({"ollama"})
     requires: tuple[str, ...] = ("ollama",)
+    resumes = False
 
     async def run(self, target: Target) -> Observation:
         """Stream one turn: what the client handed over, or what it raised."""
