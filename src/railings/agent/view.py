@@ -248,7 +248,7 @@ class TerminalView:
                 self._banner_shown = False
                 return
             text = (
-                f"retrying: attempt {state.attempt} of {state.attempts} in {state.seconds} s"
+                f"{state.doing}: attempt {state.attempt} of {state.attempts} in {state.seconds} s"
                 f" ({state.reason})"
             )
             if self.status.is_terminal:

@@ -242,6 +242,10 @@ def _entry_lines(e: Entry) -> list[str]:
             lines.append(f"[bold red]INCOMPLETE[/] ({escape(why)})")
         if isinstance(d.get("usage"), dict):
             lines.append(f"  [dim]usage:[/] {escape(describe(d['usage']))}")
+        resumed = d.get("resumed")
+        if isinstance(resumed, list) and resumed:
+            after = ", ".join(escape(str(n)) for n in resumed)
+            lines.append(f"  [dim]resumed after event {after}[/]")
         for call in d.get("tool_calls", []):
             verdict = "run" if call["verdict"] == "execute" else f"NOT executed: {call['reason']}"
             raw = escape(call["raw_arguments"][:120])

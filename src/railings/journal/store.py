@@ -322,6 +322,7 @@ def turn_entry(turn: Turn, attempts: int) -> dict[str, Any]:
         "stop_reason_source": turn.stop_reason_source,
         "truncated": turn.truncated,
         "attempts": attempts,
+        "resumed": list(turn.resumed),  # the events after which a kept response was read again
         "usage": usage_fields(turn.usage),
         "error": None
         if turn.error is None

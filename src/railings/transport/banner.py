@@ -29,7 +29,8 @@ class BannerState:
     """Attempt ``attempt`` of ``attempts`` starts in ``seconds`` s, because of ``reason``.
 
     ``resume_at`` is the :func:`time.monotonic` instant it starts, for a view
-    that redraws faster than once a second.
+    that redraws faster than once a second. ``resuming``: what follows reads a kept
+    response again (nothing is sent twice), not a retry of the request.
     """
 
     attempt: int
@@ -37,9 +38,16 @@ class BannerState:
     seconds: int
     reason: str
     resume_at: float
+    resuming: bool = False
+
+    @property
+    def doing(self) -> str:
+        """What the countdown leads to, as a status line says it."""
+        return "resuming" if self.resuming else "retrying"
 
     def __str__(self) -> str:
-        return f"retry {self.attempt}/{self.attempts} in {self.seconds} s: {self.reason}"
+        verb = "resume" if self.resuming else "retry"
+        return f"{verb} {self.attempt}/{self.attempts} in {self.seconds} s: {self.reason}"
 
 
 Listener = Callable[["BannerState | None"], None]
@@ -102,8 +110,10 @@ async def countdown(
     reason: str,
     background: bool,
     banner: RetryBanner = BANNER,
+    resuming: bool = False,
 ) -> None:
-    """Sleep ``seconds``, publishing the countdown once per whole second (foreground only)."""
+    """Sleep ``seconds``, publishing the countdown once per whole second (foreground only);
+    ``resuming``: a kept response is read again after it (:class:`BannerState`)."""
     if background:
         if seconds > 0:
             await asyncio.sleep(seconds)
@@ -114,7 +124,10 @@ async def countdown(
         while True:
             left = resume_at - time.monotonic()
             banner.publish(
-                BannerState(attempt, attempts, max(0, math.ceil(left)), reason, resume_at), owner
+                BannerState(
+                    attempt, attempts, max(0, math.ceil(left)), reason, resume_at, resuming
+                ),
+                owner,
             )
             if left <= 0:
                 break

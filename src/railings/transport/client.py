@@ -348,9 +348,10 @@ class AsyncProviderClient:
                     wait,
                     attempt=attempt,
                     attempts=attempts,
-                    reason=f"resuming response {point.response_id} after event {point.after}",
+                    reason=f"response {point.response_id} after event {point.after}",
                     background=background,
                     banner=self.context.banner,
+                    resuming=True,
                 )
             case Retry(cancel=cancel) if cancel is not None:
                 # A resend must not pay for the kept response too.
