@@ -19,12 +19,21 @@ where. It may when all of these hold:
    into the URL of the next request, and a hostile server must not steer that request
    to another path (``..``) or host.
 
-The point holds the *transcript*: the body's bytes up to the end of the last event
-read whole, exactly as they came. The next attempt (:class:`~railings.turn.attempt.Attempt`
-given the point) reads the transcript first, so its reader is the reader of one
-unbroken stream, and then the new body through a :class:`Splice`, which drops the
-events the transcript already holds. What the caller was already shown is not shown
-again (``shown``): an attempt that released its events released every one it read.
+The point holds the *transcript*: the body's bytes up to the end of the last event the
+reader read whole and accepted, exactly as they came, and ``after``, the number the
+reader read last. Both come from reading the body again, event by event, with a reader
+of the wire (:func:`_transcript`), never from numbers found in the bytes: an event may
+carry a ``sequence_number`` inside a nested object, and a transcript cut at a forged
+number would make the caller see events twice. A CR that ends the body ends a line, as
+the reader took it (WHATWG), though the LF of a CRLF may never come. The next attempt
+(:class:`~railings.turn.attempt.Attempt` given the point) reads the transcript first, so
+its reader is the reader of one unbroken stream, and then the new body through a
+:class:`Splice`, which drops the events the transcript already holds. What the caller
+was already shown is not shown again (``shown``): an attempt that released its events
+released every one it read. The reader's own rule that the numbers go 0, 1, 2 ... is
+what keeps a hostile resumed stream from showing an event twice or leaving one out:
+an event the splice lets through that does not follow the transcript ends the turn as
+malformed.
 """
 
 from __future__ import annotations
@@ -44,6 +53,7 @@ from railings.errors import (
 from railings.providers import spec
 from railings.turn.ending import Empty, Partial
 from railings.turn.model import ErrorKind, Turn
+from railings.turn.reader import StreamReader
 from railings.wire.blocks import EventSplitter
 
 if TYPE_CHECKING:
@@ -87,8 +97,8 @@ def resume_point(
     error = turn.error
     if failure is None and error is not None and error.kind is ErrorKind.PROVIDER_ERROR:
         return None
-    transcript = _through(provider, body, sequence)
-    if transcript is None:
+    transcript, read = _transcript(provider, body)
+    if read != sequence:  # read again, the body ends elsewhere: no point to trust
         return None
     return ResumePoint(
         provider=provider,
@@ -141,16 +151,31 @@ def unresumed(previous: Partial | Empty, error: RailingsError) -> Partial | Empt
     return Empty(error=failed, resume=keep)
 
 
-def _through(provider: str, body: bytes, sequence: int) -> bytes | None:
-    """``body`` up to the end of the event numbered ``sequence`` (None: not in it)."""
-    wire = spec(provider)
-    end = 0
-    for block in EventSplitter().feed(body):
-        end += len(block)
-        numbers = wire.sequence_numbers(block)
-        if numbers and numbers[-1] == sequence:
-            return body[:end]
-    return None
+def _transcript(provider: str, body: bytes) -> tuple[bytes, int | None]:
+    """``body`` up to the end of the last event a reader of the wire accepts, read event
+    by event, and the number it read last (None: none). The body was read once already,
+    so this is bounded by the turn's bounds; it runs only when a kept stream broke."""
+    reader = StreamReader(provider)
+    splitter = EventSplitter()
+    end, read = 0, None
+    for start in range(0, len(body) + 1, _PIECE):  # in pieces: no second copy of the body
+        piece = body[start : start + _PIECE]
+        if start + _PIECE > len(body) and body.endswith(b"\r"):
+            piece += b"\n"  # the reader took the CR as a line end (WHATWG)
+        for block in splitter.feed(piece):
+            try:
+                reader.feed(block)
+            except EventTooLarge:
+                return body[:end], read
+            if reader.terminated:  # the reader refused it (or the turn ended: no resume)
+                return body[:end], read
+            end += len(block)
+            read = reader.sequence
+    return body[:end], read
+
+
+# How much of a body the transcript is cut from at a time.
+_PIECE = 64 * 1024
 
 
 class Splice:
