@@ -55,6 +55,7 @@ from railings.turn.ending import Empty, Partial
 from railings.turn.model import ErrorKind, Turn
 from railings.turn.reader import StreamReader
 from railings.wire.blocks import EventSplitter
+from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
 
 if TYPE_CHECKING:
     from railings.turn.ending import Failure
@@ -183,25 +184,38 @@ class Splice:
 
     The provider streams from after ``after``; an event numbered ``after`` or lower (sent
     again by a server that counts differently, or by a layer in between) is dropped. Events
-    pass whole, so the reader never sees a block that was cut at the splice."""
+    pass whole, so the reader never sees a block that was cut at the splice. The number is
+    read from the bytes, not parsed: a forged one only makes the splice keep an old event
+    (the reader refuses it: out of sequence) or drop a new one (the reader sees the gap).
+    The unfinished event is held here, so it is bounded here: past ``max_event_size``
+    bytes it is :class:`~railings.errors.EventTooLarge`, as the reader would say."""
 
-    __slots__ = ("_after", "_splitter", "_wire", "dropped")
+    __slots__ = ("_after", "_limit", "_splitter", "_wire", "dropped", "dropped_bytes")
 
-    def __init__(self, provider: str, after: int) -> None:
+    def __init__(
+        self, provider: str, after: int, *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
+    ) -> None:
         self._wire = spec(provider)
         self._after = after
+        self._limit = max_event_size
         self._splitter = EventSplitter()
         self.dropped = 0  # events dropped as already read
+        self.dropped_bytes = 0  # and their bytes
 
     def feed(self, chunk: bytes) -> bytes:
-        """The whole events ``chunk`` completed that are new, byte for byte."""
+        """The whole events ``chunk`` completed that are new, byte for byte. Raises
+        :class:`~railings.errors.EventTooLarge` for an event that grew past the bound."""
         kept = []
         for block in self._splitter.feed(chunk):
             numbers = self._wire.sequence_numbers(block)
             if numbers and numbers[-1] <= self._after:
                 self.dropped += 1
+                self.dropped_bytes += len(block)
                 continue
             kept.append(block)
+        if self._splitter.pending > self._limit:
+            limit = self._limit
+            raise EventTooLarge(f"an event grew past {limit:,} bytes", limit=limit)
         return b"".join(kept)
 
     def close(self) -> bytes:
