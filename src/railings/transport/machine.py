@@ -214,7 +214,7 @@ class AttemptMachine:
         assert point is not None
         self._kept = point.response_id
         error = outcome.interruption if isinstance(outcome, Partial) else outcome.error
-        wait = self._retrier.resume_wait()
+        wait = self._retrier.resume_wait(error)
         if wait is None:
             return None
         attempt = self._retrier.attempt

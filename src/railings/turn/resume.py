@@ -42,6 +42,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from railings.classify import FINAL_CLASSES
 from railings.errors import (
     EventTooLarge,
     LocalError,
@@ -132,8 +133,11 @@ def unresumed(previous: Partial | Empty, error: RailingsError) -> Partial | Empt
     point = previous.resume
     assert point is not None
     status = error.status if isinstance(error, ProviderError) else None
+    # A provider error that is not retryable (a quota or a permission answered with 429 or
+    # 403, x-should-retry: false) is as final on this request as on any other.
     refused = isinstance(error, LocalError) or (
-        status is not None and 400 <= status < 500 and status not in _TRANSIENT
+        status is not None
+        and (not error.retryable or (400 <= status < 500 and status not in _TRANSIENT))
     )
     message = (
         f"reading response {point.response_id} again after event {point.after} failed: "
@@ -149,6 +153,8 @@ def unresumed(previous: Partial | Empty, error: RailingsError) -> Partial | Empt
         return Partial(turn=turn, interruption=failed, resume=keep)
     failed = ResumeFailed(message, empty=True, response_id=point.response_id, after=point.after)
     failed.__cause__ = error
+    if isinstance(error, FINAL_CLASSES):
+        failed.retryable = False  # a quota or a permission: sending again cannot cure it
     return Empty(error=failed, resume=keep)
 
 
