@@ -52,6 +52,7 @@ from railings.transport.machine import (
     Empty,
     Finish,
     Raise,
+    ReplayOverHTTP1,
     ResendWithoutUsage,
     Resume,
     Retry,
@@ -72,9 +73,6 @@ __all__ = ["AsyncProviderClient", "TransportFactory", "signer"]
 # An error's ``received`` keeps the first 16 MiB of the body, no more: a server that
 # streams keep-alive comments until the total deadline must not grow memory with time.
 _RECEIVED_LIMIT = 16 * 1024 * 1024
-
-# How long cancelling a kept response nobody will read may take.
-_CANCEL_WAIT = 10.0
 
 # The transport for HTTP/2 (True) or HTTP/1.1 (False): the client asks once per version.
 TransportFactory = Callable[[bool], httpx2.AsyncBaseTransport]
@@ -277,6 +275,7 @@ class AsyncProviderClient:
                     http, self.config, request, kept.path(point), own_pool=self._transport is None
                 )
             except RailingsError as exc:
+                live = kept.live
                 if point is not None and isinstance(result, Partial | Empty):
                     result = unresumed(result, exc)
                 else:
@@ -322,11 +321,12 @@ class AsyncProviderClient:
                     await chunks.aclose()
                     await response.aclose()
                 result = attempt.close(over_http2=self._maybe_h2(use_h2, response))
-                kept.attempt = None
+                # The kept response this attempt read, resumable or not: a resend cancels it.
+                live, kept.attempt = kept.live, None
                 if isinstance(result, Complete):
                     for event in attempt.held():
                         yield event
-            decision = machine.decide(result)
+            decision = machine.decide(result, kept=live)
             point = decision.point if isinstance(decision, Resume) else None
             kept.point = point
             if not await self._carry_out(decision, background):
@@ -353,7 +353,7 @@ class AsyncProviderClient:
                     banner=self.context.banner,
                     resuming=True,
                 )
-            case Retry(cancel=cancel) if cancel is not None:
+            case Retry(cancel=cancel) | ReplayOverHTTP1(cancel=cancel) if cancel is not None:
                 # A resend must not pay for the kept response too.
                 await cancel_kept(self._http(self._use_http2()), self.config, cancel)
                 return await self._carry_out(replace(decision, cancel=None), background)

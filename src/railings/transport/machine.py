@@ -27,7 +27,9 @@ Rules, in the order they are applied:
    and deadline allow (a resume counts as an attempt and waits as a retry would).
    Nothing is generated twice, so this holds for a Partial too. When they are spent,
    or the server refused, the rules below apply, and a resend of an Empty attempt
-   first cancels the kept response (``Retry.cancel``): it would be paid for twice.
+   first cancels the kept response (``Retry.cancel``, ``ReplayOverHTTP1.cancel``): it
+   would be paid for twice. That holds too for a kept response with no point to resume
+   from (its first event came without a number): the shell names it (``kept``).
 1. A **Partial** is never resent: its content reached the caller and is billed.
    It is the turn's result (marked interrupted), or raised when configured.
 2. A local error (:class:`~railings.errors.LocalError`: misuse, configuration)
@@ -119,6 +121,7 @@ class ReplayOverHTTP1:
     """Send the request again at once over HTTP/1.1 (free: not a retry attempt)."""
 
     http2_failure: str | None = None
+    cancel: str | None = None  # the id of a kept response to cancel before the resend
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -183,9 +186,12 @@ class AttemptMachine:
         """The attempt running now got its response headers, over ``http_version``."""
         self.http_version = http_version
 
-    def decide(self, outcome: AttemptOutcome) -> Decision:
+    def decide(self, outcome: AttemptOutcome, *, kept: str | None = None) -> Decision:
         """What to do after an attempt ended with ``outcome`` (the rules of the module
-        docstring, in order)."""
+        docstring, in order). ``kept``: the id of the response the attempt asked the
+        provider to keep, when it is known (a resend cancels it first)."""
+        if kept is not None:
+            self._kept = kept
         if not isinstance(outcome, Complete) and outcome.resume is not None:
             resumed = self._resume(outcome)
             if resumed is not None:
@@ -208,7 +214,7 @@ class AttemptMachine:
         assert point is not None
         self._kept = point.response_id
         error = outcome.interruption if isinstance(outcome, Partial) else outcome.error
-        wait = self._retrier.resume_wait()
+        wait = self._retrier.resume_wait(error)
         if wait is None:
             return None
         attempt = self._retrier.attempt
@@ -230,7 +236,8 @@ class AttemptMachine:
         if marker is not None and not self._replayed:
             self._replayed = True
             self.retries.append(RetryRecord(attempt, error, 0.0, replay=True))
-            return ReplayOverHTTP1(http2_failure=marker)
+            cancel, self._kept = self._kept, None
+            return ReplayOverHTTP1(http2_failure=marker, cancel=cancel)
         if self._drop_usage and isinstance(error, BadRequest) and "stream_options" in error.message:
             self._drop_usage = False
             self.retries.append(RetryRecord(attempt, error, 0.0, replay=True))

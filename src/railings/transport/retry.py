@@ -20,9 +20,10 @@ The wait before retry *n* (n = 1 for the first retry) is **full jitter**::
     wait(n)    = uniform(0, backoff(n))
 
 unless the provider said how long to wait (``retry-after-ms``, ``retry-after``):
-then exactly that. The testing switch zeroes every wait, for test suites: a
-``Retrier(zero_waits=True)``, or, for retriers that do not say, the switch of the
-default client context (``set_testing(True)`` or ``with no_waits():``, kept here
+then exactly that (for a :class:`~railings.errors.ResumeFailed`, what the request that
+read the kept response again was told). The testing switch zeroes every wait, for test
+suites: a ``Retrier(zero_waits=True)``, or, for retriers that do not say, the switch of
+the default client context (``set_testing(True)`` or ``with no_waits():``, kept here
 under their old names; see :mod:`.context`).
 """
 
@@ -40,6 +41,7 @@ from railings.errors import (
     ProviderError,
     RailingsError,
     RateLimited,
+    ResumeFailed,
     ServerError,
     StreamInterrupted,
     TransportError,
@@ -125,10 +127,23 @@ class Retrier:
 
     def next_wait(self, error: RailingsError) -> float | None:
         """Seconds to wait before the next attempt, or None: do not retry ``error``."""
-        policy = self.policy
-        if not policy.retries(error) or self.attempt >= policy.attempts:
+        if not self.policy.retries(error):
             return None
-        retry_after = error.retry_after if isinstance(error, ProviderError) else None
+        return self._wait(error)
+
+    def resume_wait(self, error: RailingsError) -> float | None:
+        """Seconds to wait before reading a kept response again after ``error``, or None:
+        the attempts or the deadline are spent, or the provider asked for a longer wait
+        than ``max_retry_after``. Any break may be resumed (nothing is generated twice),
+        so only conditions 2 to 4 apply."""
+        return self._wait(error)
+
+    def _wait(self, error: RailingsError) -> float | None:
+        """Conditions 2 to 4, and the wait: the provider's, else the backoff's."""
+        policy = self.policy
+        if self.attempt >= policy.attempts:
+            return None
+        retry_after = _retry_after(error)
         if retry_after is not None:
             if retry_after > policy.max_retry_after:
                 return None
@@ -144,22 +159,16 @@ class Retrier:
                 return None
         return wait
 
-    def resume_wait(self) -> float | None:
-        """Seconds to wait before reading a kept response again, or None: the attempts
-        or the deadline are spent. Any break may be resumed (nothing is generated
-        twice), so only conditions 2 and 3 apply; the wait is the backoff's."""
-        policy = self.policy
-        if self.attempt >= policy.attempts:
-            return None
-        wait = backoff(policy, self.attempt, self._rng)
-        zero = DEFAULT_CONTEXT.zero_waits if self._zero_waits is None else self._zero_waits
-        if zero:
-            wait = 0.0
-        if policy.deadline is not None and self._clock() - self._started + wait > policy.deadline:
-            return None
-        return wait
-
     def advance(self) -> int:
         """Start the next attempt; returns its number."""
         self.attempt += 1
         return self.attempt
+
+
+def _retry_after(error: RailingsError) -> float | None:
+    """How long the provider said to wait: on ``error``, or, when reading a kept response
+    again failed, on the answer to that request (the :class:`ResumeFailed`'s cause)."""
+    if isinstance(error, ResumeFailed):
+        cause = error.__cause__
+        return cause.retry_after if isinstance(cause, ProviderError) else None
+    return error.retry_after if isinstance(error, ProviderError) else None

@@ -174,9 +174,9 @@ class Attempt:
         self._splice: Splice | None = None
         self._resumed: tuple[int, ...] = ()
         if resuming is not None:
-            self._resume(resuming, now)
+            self._resume(resuming, now, max_event_size)
 
-    def _resume(self, point: ResumePoint, now: float) -> None:
+    def _resume(self, point: ResumePoint, now: float, max_event_size: int) -> None:
         """Read the transcript first: what the caller was shown is not shown again, and
         what was held stays held until content."""
         step = self.feed(point.transcript, now)
@@ -184,7 +184,7 @@ class Attempt:
             self.released = True
         elif step.events:
             self._held[:0] = step.events
-        self._splice = Splice(self.reader.provider, point.after)
+        self._splice = Splice(self.reader.provider, point.after, max_event_size=max_event_size)
         self._resumed = (*point.resumed, point.after)
 
     # -- state -----------------------------------------------------------------------------
@@ -221,8 +221,8 @@ class Attempt:
     def feed(self, chunk: bytes, now: float) -> Step:
         """``chunk`` of the body arrived at ``now``: count it, read it, and say what the
         caller may have. Past a bound the turn ends here (``done``)."""
-        if self._splice is not None and chunk:
-            chunk = self._splice.feed(chunk)
+        if self._splice is not None and chunk and self.failure is None:
+            chunk = self._spliced(self._splice, chunk)
         if self.failure is not None or not chunk:
             return Step([], self._fed if self.released else 0, self.failure is not None)
         size = len(chunk)
@@ -237,13 +237,8 @@ class Attempt:
             self._meter.received(size)
             events = reader.feed(chunk)
             self._meter.saw(events)
-        except TurnTooLarge as exc:
-            if not reader.terminated:
-                reader.assembler.fault(exc.message)  # the provider ignored its output limit
-            self.failure = exc
-            events = []
-        except EventTooLarge as exc:
-            self.failure = exc  # the reader already ended the turn abruptly
+        except (TurnTooLarge, EventTooLarge) as exc:
+            self._stop(exc)
             events = []
         if events:
             first = events[0]  # the commonest: one text delta that holds text
@@ -257,6 +252,26 @@ class Attempt:
             events, self._held = self._held + events, []
         self.released = True
         return Step(events, self._fed, done)
+
+    def _spliced(self, splice: Splice, chunk: bytes) -> bytes:
+        """A resumed body's ``chunk``: its new whole events. The events dropped as already
+        read count against the bytes bound too: a server that sends old events without end
+        is held to it (and the unfinished event to ``max_event_size``, by the splice)."""
+        dropped = splice.dropped_bytes
+        try:
+            new = splice.feed(chunk)
+            self._meter.received(splice.dropped_bytes - dropped)
+        except (TurnTooLarge, EventTooLarge) as exc:
+            self._stop(exc)
+            return b""
+        return new
+
+    def _stop(self, exc: TurnTooLarge | EventTooLarge) -> None:
+        """Past a bound: the turn ends abruptly here (the reader ended it already for an
+        event too large to read; the provider ignored its output limit for the others)."""
+        if not self.reader.terminated:
+            self.reader.assembler.fault(exc.message)
+        self.failure = exc
 
     def _progress(self, events: list[StreamEvent]) -> bool:
         """Do ``events`` move the content clock? Only an event the Empty table counts as
