@@ -16,9 +16,11 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import tracemalloc
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -35,6 +37,7 @@ from railings.errors import (
 from railings.events import StreamEvent
 from railings.limits import TurnLimits
 from railings.messages import User
+from railings.providers import spec
 from railings.testing.http import (
     LAST_CHUNK,
     HTTPFault,
@@ -61,7 +64,8 @@ from railings.turn.ending import Complete, Cut, Empty, Partial
 from railings.turn.model import Outcome, Turn
 from railings.turn.reader import StreamReader
 from railings.turn.resume import ResumePoint, unresumed
-from railings.turn.verdict import RejectReason, judge
+from railings.turn.verdict import RejectReason, Verdict, judge
+from railings.wire.blocks import EventSplitter
 
 WIRE = "openai-responses"
 RID = "resp_attack0001"
@@ -892,3 +896,27 @@ def test_a_network_cut_anywhere_shows_every_event_once(
         reader = StreamReader(WIRE)
         reader.feed(body[:cut])
         assert server.posts == (1 if reader.sequence is not None else 2), cut
+
+
+CORPUS = Path(__file__).parent / "corpus" / "responses"
+
+
+def test_a_call_cut_then_completed_by_the_server_is_never_repaired() -> None:
+    # A server ends the response right after a cut argument delta: the turn is Complete and
+    # its stop reason the wire's ``completed``, but the call never got its ``.done``. Its
+    # fragment must not climb the repair ladder: closing it would finish a half-command.
+    body = (CORPUS / "swiftagent_function_call_gpt5.sse").read_bytes()
+    events = EventSplitter().feed(body)
+    deltas = [i for i, b in enumerate(events) if b"function_call_arguments.delta" in b]
+    kept = events[: deltas[len(deltas) // 2] + 1]
+    last = spec("openai-responses").sequence_numbers(kept[-1])[-1]
+    (completed,) = [b for b in events if b"response.completed" in b]
+    completed = re.sub(rb'"sequence_number":\d+', b'"sequence_number":%d' % (last + 1), completed)
+    attempt = Attempt("openai-responses")
+    attempt.feed(b"".join(kept) + completed, 0.0)
+    ended = attempt.close()
+    assert isinstance(ended, Complete)
+    (call,) = ended.turn.tool_calls
+    assert call.arguments is None and not call.closed
+    (verdict,) = judge(ended.turn)
+    assert verdict.verdict is Verdict.REJECT and verdict.reason is RejectReason.MALFORMED

@@ -36,10 +36,12 @@ The order is the rule (truncation before repair; no proof, no execution):
    (:func:`~railings.turn.repair.parse_arguments` with ``REPAIR_ALLOWED``):
    **execute, repaired** or **reject, malformed** -- but only for a call the
    model is known to have finished: its end was signalled (``content_block_stop``,
-   a finish reason) or the wire gave a stop reason. A call with neither is
-   **reject, malformed**, never repaired: when the event carrying
-   ``max_tokens`` is lost, the derived stop reason says ``tool_use``, and
-   closing the cut fragment would run the half-sentence rule 3 exists to stop.
+   a Responses item's ``.done``, a finish reason). A call whose end never came is
+   **reject, malformed**, never repaired, whatever the turn's stop reason says:
+   when the event carrying ``max_tokens`` is lost, the derived stop reason says
+   ``tool_use``, and a server that ends the response right after a cut argument
+   delta says ``completed``; closing the cut fragment would run the half-sentence
+   rule 3 exists to stop.
 5. Otherwise -> **execute**. For an ``mcp_approval`` call (a Responses
    ``mcp_approval_request``), *execute* means the approval is pending: the
    client must answer it (approve or deny); it never runs a local tool.
@@ -198,7 +200,7 @@ def judge_call(turn: Turn, call: ToolCall) -> CallVerdict:
         return _reject(call, RejectReason.MALFORMED, turn)  # not the model's JSON: no repair
     if not call.raw_arguments.strip():
         return CallVerdict(call, Verdict.EXECUTE, arguments={}, rung=Rung.STRICT)
-    if not call.closed and turn.stop_reason_source != "wire":
+    if not call.closed:
         return _reject(call, RejectReason.MALFORMED, turn)  # not known finished: no repair
     parsed = parse_arguments(call.raw_arguments, RepairPolicy.REPAIR_ALLOWED)
     if parsed is None:
