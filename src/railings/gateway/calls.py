@@ -172,7 +172,9 @@ class ModelCalls:
                 return  # answered as it came, judged whole, or a 502
             if outcome is None:
                 break  # the client has its answer
-            decision = machine.decide(outcome)
+            judge = reading.stream.judge if reading.stream is not None else None
+            kept = judge.kept if reading.keeps and judge is not None else None
+            decision = machine.decide(outcome, kept=kept)
             if decision.http2_failure is not None:
                 self.clients.fallback.mark(decision.http2_failure)  # from now on: HTTP/1.1
             reading.point = None
@@ -253,7 +255,7 @@ class ModelCalls:
             case Retry() | ReplayOverHTTP1():
                 # A replay goes over HTTP/1.1 (the fallback is marked); a retry after its
                 # wait, a kept response cancelled first: it would be paid for twice.
-                if isinstance(decision, Retry) and decision.cancel is not None:
+                if decision.cancel is not None:
                     await self._cancel(reading, decision.cancel)
                 if stream is not None and stream.committed:
                     return False  # what reached the client stays the client's: no resend
