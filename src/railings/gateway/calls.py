@@ -16,15 +16,13 @@ only while nothing of it reached the client: only then can it be resent. Giving 
 is a ``502`` in the provider's shape with ``x-should-retry: false``, or, once the
 head went out, the stream's error event.
 
-A request that asks the provider to keep its response (Responses' ``background:
-true``, :class:`~railings.providers.base.Resumption`) is resumed when its stream
-breaks, Partial or Empty alike, as the machine decides (``Resume``, within the
-policy's attempts): ``GET {url}/{id}?stream=true&starting_after=N`` with the client's
-headers, and the client's stream goes on where it stopped
-(:mod:`.streaming`). A resume the upstream refuses ends the turn as it was
-(:func:`~railings.turn.resume.unresumed`); a resend first cancels the kept response
-(``Retry.cancel``), and so does a client that leaves before it got the response's id:
-nobody would read it (one that got it may resume the response itself).
+A request that asks the provider to keep its response (Responses' ``background: true``,
+:class:`~railings.providers.base.Resumption`) is resumed when its stream breaks, Partial
+or Empty alike, as the machine decides (``Resume``, within the policy's attempts): ``GET
+{url}/{id}?stream=true&starting_after=N`` with the client's headers, and the client's
+stream goes on where it stopped (:mod:`.streaming`). A refused resume ends the turn as it
+was (:func:`~railings.turn.resume.unresumed`); a resend first cancels the kept response
+(``cancel``), and so does a client that leaves before it got the response's id.
 
 The gateway adds no ``stream_options`` to a request, so the machine's resend without
 them is off: a client's own ``stream_options`` that the upstream refuses is passed on
@@ -115,11 +113,8 @@ class _Reading:
         return resumption
 
     def below(self, path: str) -> str:
-        """The URL of ``path`` below the request URL, the request's own query after it."""
-        base, _, query = self.url.partition("?")
-        if not query:
-            return base + path
-        return base + path + ("&" if "?" in path else "?") + query
+        """The URL of ``path`` below the request URL (:meth:`Resumption.below`)."""
+        return Resumption.below(self.url, path)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

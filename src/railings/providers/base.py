@@ -238,6 +238,16 @@ class Resumption:
     stream_path: Callable[[str, int], str]
     cancel_path: Callable[[str], str]
 
+    @staticmethod
+    def below(url: str, path: str) -> str:
+        """``path`` below the request ``url``: its own query first, then the request's
+        (Azure OpenAI's ``?api-version=`` stays): ``below("https://h/r?v=1",
+        "/id?s=1")`` is ``https://h/r/id?s=1&v=1``."""
+        base, _, query = url.partition("?")
+        sub, _, sub_query = path.partition("?")
+        queries = "&".join(q for q in (sub_query, query) if q)
+        return base + sub + (f"?{queries}" if queries else "")
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProviderSpec:

@@ -5,8 +5,8 @@ kept response again) and returns the streaming response, or raises the typed err
 any answer that is not an event stream of the wire (one place for the client:
 :mod:`~railings.transport.errors_map` maps what httpx2 raises). :func:`cancel_kept`
 cancels a kept response nobody will read. Both requests go below the request URL's path
-(:func:`below`), never into its query string (Azure OpenAI's ``?api-version=``), and
-never where a redirect points.
+(:meth:`~railings.providers.base.Resumption.below`), never into its query string (Azure
+OpenAI's ``?api-version=``), and never where a redirect points.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from railings.errors import (
     TotalTimeout,
 )
 from railings.providers import spec
+from railings.providers.base import Resumption
 from railings.redact import redact
 from railings.transport.body import backstop
 from railings.transport.config import ClientConfig
@@ -32,19 +33,10 @@ from railings.transport.errors_map import BOUNDARY, error_from_response, map_exc
 from railings.transport.idle import set_read_timeout
 from railings.transport.response import is_event_stream, read_bounded, within
 
-__all__ = ["below", "cancel_kept", "open_stream"]
+__all__ = ["cancel_kept", "open_stream"]
 
 # How long cancelling a kept response nobody will read may take.
 _CANCEL_WAIT = 10.0
-
-
-def below(url: str, path: str) -> str:
-    """``path`` (with its own query) below ``url``'s path, ``url``'s query kept after it:
-    ``below("https://h/r?v=1", "/id?s=1")`` is ``https://h/r/id?v=1&s=1``."""
-    base, _, query = url.partition("?")
-    sub, _, sub_query = path.partition("?")
-    queries = "&".join(q for q in (query, sub_query) if q)
-    return base + sub + (f"?{queries}" if queries else "")
 
 
 async def cancel_kept(http: httpx2.AsyncClient, config: ClientConfig, response_id: str) -> None:
@@ -53,7 +45,7 @@ async def cancel_kept(http: httpx2.AsyncClient, config: ClientConfig, response_i
     resumption = spec(config.provider).resumption
     if resumption is None:
         return
-    url = below(config.url, resumption.cancel_path(response_id))
+    url = resumption.below(config.url, resumption.cancel_path(response_id))
     request = http.build_request("POST", url, headers=config.request_headers())
     with contextlib.suppress(*BOUNDARY, TimeoutError, RailingsError):
         deadline = asyncio.get_running_loop().time() + _CANCEL_WAIT
@@ -80,7 +72,7 @@ async def open_stream(
         request = http.build_request("POST", cfg.url, json=body, headers=headers)
     else:
         headers.pop("content-type", None)
-        request = http.build_request("GET", below(cfg.url, resume_path), headers=headers)
+        request = http.build_request("GET", Resumption.below(cfg.url, resume_path), headers=headers)
     try:
         response = await within(http.send(request, stream=True), deadline)
     except TimeoutError as exc:  # before BOUNDARY: TimeoutError is an OSError

@@ -13,12 +13,10 @@ SSE, the wire from the first event a spec recognises. At EOF the decoder's
 there, since only the stream's last event may carry it.
 
 Like h11, nothing here touches a socket. A fault below the assembler (a data line that
-is not JSON) ends the turn abruptly instead of escaping as an exception: the caller gets
-a turn with an error; only an oversized event (:class:`~railings.errors.EventTooLarge`)
-is raised, because memory is at stake. A frame the framer refuses (a CRC that does not
-match, a line that is not UTF-8, a frame cut short at EOF) and a decoder's ``close()``
-that finds the stream malformed end the turn the same way, right after the frames the
-chunk completed before it, so the turn is the same however the bytes were split.
+is not JSON, a frame the framer refuses: a bad CRC, a line that is not UTF-8, a frame cut
+short at EOF; a decoder's ``close()`` that finds the stream malformed) ends the turn
+abruptly, right after the frames the chunk completed before it, so the turn is the same
+however the bytes were split; only an oversized event is raised (``EventTooLarge``).
 
 The plain path, the specification: the fast path is a layer on top (``fastpath.py``).
 """
