@@ -203,10 +203,8 @@ class ModelCalls:
         if point is None:
             got = await self._send(record, record.method, url, reading.headers, body, deadline)
         else:  # the same generation, streamed again after the point: no body
-            path = reading.resumption.stream_path(point.response_id, point.after)
-            got = await self._send(
-                record, "GET", reading.below(path), reading.bodiless, b"", deadline
-            )
+            path = reading.below(reading.resumption.stream_path(point.response_id, point.after))
+            got = await self._send(record, "GET", path, reading.bodiless, b"", deadline)
         if isinstance(got, RailingsError):
             return self._failed(reading, got, http2)
         machine.responded(got.http_version)

@@ -208,10 +208,9 @@ class StreamReader:
 
     def feed(self, chunk: bytes) -> list[StreamEvent]:
         """The normalized events ``chunk`` completed, up to and including the one that ended
-        the turn; bytes after the end are ignored (but for usage, where the wire reports
-        it after its proof). Malformed data or invalid UTF-8 ends the turn abruptly
-        instead of raising; an oversized event raises :class:`EventTooLarge`, and
-        feeding after :meth:`close` :class:`IllegalTransition`."""
+        the turn; bytes after the end are ignored (but usage a wire reports after its
+        proof). Malformed data ends the turn abruptly; an oversized event raises
+        :class:`EventTooLarge`, and feeding after :meth:`close` :class:`IllegalTransition`."""
         if self._closed:
             raise IllegalTransition("closed", "feed")
         if not chunk:
@@ -228,8 +227,7 @@ class StreamReader:
         return self._frames(chunk, final=False)
 
     def _sniff(self, *, final: bool) -> bool:
-        """Decide the framing from the first bytes (module docstring); False while more
-        are needed."""
+        """Decide the framing from the first bytes (module docstring); False: need more."""
         wire = None if self.provider == "auto" else spec(self.provider)
         if wire is not None:  # a wire with a whole-body form: is this body that form?
             body = self._prefix.lstrip(b" \t\r\n")
