@@ -22,7 +22,8 @@ more by user message: a 400 is not billed and nothing had reached the caller.
 A model asked by user message often starts over, or writes the end of what it had
 written again. That repeat is removed where the two texts meet
 (:mod:`~railings.continuation.seam`), before the repeated text is passed on, so what a
-caller shows as it streams is the joined text.
+caller shows as it streams is the joined text. A prefill is carried on, not repeated:
+only the whitespace it left out is removed when the model sends it back.
 
 The result, :class:`Continued`, is one turn: the partial turn's parts, then the
 continuation's, with ``attempt_of`` saying which attempt each part came from. Its ending

@@ -178,6 +178,14 @@ def _without(parts: tuple[Part, ...], chars: int) -> tuple[Part, ...]:
     return tuple(out)
 
 
+def _seam(text: str, strategy: Strategy) -> Seam:
+    """Where a continuation asked by ``strategy`` meets ``text``. A prefill is carried on
+    by the model: all it writes is the rest, so the only repeat there is the whitespace
+    the prefill left out (``"ha ha"`` carried on with ``" ha ha!"`` keeps both). Asked by
+    user message, the model may write any end of ``text`` again, or all of it."""
+    return Seam(text[len(text.rstrip()) :] if strategy == "prefill" else text)
+
+
 class Continuation:
     """Continuing ``previous``, the Partial answer to ``messages``, on ``provider``'s wire.
 
@@ -205,7 +213,7 @@ class Continuation:
         self._text = base.text
         self.strategy: Strategy = strategy or default_strategy(provider)
         self.fell_back = False
-        self._seam = Seam(self._text)
+        self._seam = _seam(self._text, self.strategy)
         self._queued: list[StreamEvent] = []
         self._passed = False  # an event went to the caller
         self.result: Continued | None = None
@@ -229,7 +237,7 @@ class Continuation:
         ):
             return False
         self.strategy, self.fell_back = "user", True
-        self._seam, self._queued = Seam(self._text), []  # the next request starts afresh
+        self._seam, self._queued = _seam(self._text, "user"), []  # the next request afresh
         return True
 
     def feed(self, event: StreamEvent) -> list[StreamEvent]:

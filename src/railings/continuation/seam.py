@@ -2,12 +2,14 @@
 
 A model asked for the rest of a cut answer often writes some of it again: the whole
 answer from the start (asked by user message, it tends to start over), its last
-sentence, or the whitespace a prefill left out. :func:`overlap` says how many
-characters at the start of the continuation repeat the end of the partial text: the
-longest end of the partial text that the continuation begins with, taken only where it
-begins at a boundary of the partial text (:func:`_boundary`). Without that rule a
-continuation that goes on with the letter the partial text ended in would lose it
-("bo" continued with "ok" is "book", not "bok").
+sentence, or the whitespace a prefill left out. A prefill's seam is that whitespace
+alone (:mod:`railings.continuation.plan`): a model carrying a prefill on writes only the
+rest, and a rest that begins like the text's end ("ha ha" then " ha ha!") is new text.
+:func:`overlap` says how many characters at the start of the continuation repeat the
+end of the partial text: the longest end of the partial text that the continuation
+begins with, taken only where it begins at a boundary of the partial text
+(:func:`_boundary`). Without that rule a continuation that goes on with the letter the
+partial text ended in would lose it ("bo" continued with "ok" is "book", not "bok").
 
 Bounded work: the longest such overlap is found by one Knuth-Morris-Pratt pass over at
 most the shorter of the two texts (linear time and memory in it), then the shorter
