@@ -71,7 +71,6 @@ class ResumePoint:
     its events already reached the caller; ``resumed``: the events after which earlier
     attempts of this turn were resumed, oldest first (this one's ``after`` not yet)."""
 
-    provider: str
     response_id: str
     after: int
     transcript: bytes
@@ -103,7 +102,6 @@ def resume_point(
     if read != sequence:  # read again, the body ends elsewhere: no point to trust
         return None
     return ResumePoint(
-        provider=provider,
         response_id=turn.message_id,
         after=sequence,
         transcript=transcript,
