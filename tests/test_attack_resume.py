@@ -639,20 +639,25 @@ def hostile() -> Iterator[Callable[[list[bytes]], Hostile]]:
         server.close()
 
 
+def kept_config(server: Hostile, **options: Any) -> ClientConfig:
+    """The client's configuration for ``server``, resume on."""
+    base_url = options.pop("base_url", server.url + "/v1")
+    return ClientConfig(
+        provider="openai-responses",
+        model="m",
+        base_url=base_url,
+        api_key=KEY,
+        http2=False,
+        resume=True,
+        **options,
+    )
+
+
 def run_turn(
     server: Hostile, *, attempts: int = 4, **options: Any
 ) -> tuple[Turn, list[StreamEvent], Any]:
     """One turn with resume on: (the turn, the events the caller saw, the interruption)."""
-    config = ClientConfig(
-        provider="openai-responses",
-        model="m",
-        base_url=options.pop("base_url", server.url + "/v1"),
-        api_key=KEY,
-        http2=False,
-        resume=True,
-        retry=RetryPolicy(attempts=attempts),
-        **options,
-    )
+    config = kept_config(server, retry=RetryPolicy(attempts=attempts), **options)
 
     async def main() -> tuple[Turn, list[StreamEvent], Any]:
         context = ClientContext(zero_waits=True)
@@ -809,14 +814,7 @@ def test_a_response_id_that_would_steer_a_request_sends_none(
     assert server.sent == [("POST", "/v1/responses")]  # no resume, no cancel, no resend
 
     async def abandon() -> None:  # the cancel on abandonment asks Kept.live
-        config = ClientConfig(
-            provider="openai-responses",
-            model="m",
-            base_url=server.url + "/v1",
-            api_key=KEY,
-            http2=False,
-            resume=True,
-        )
+        config = kept_config(server)
         async with AsyncProviderClient(config, context=ClientContext(zero_waits=True)) as client:
             stream = client.stream_turn([User("Hi")])
             async for _ in stream:
@@ -835,14 +833,7 @@ def test_abandoning_a_resumed_stream_cancels_the_kept_response(
     seen: list[StreamEvent] = []
 
     async def main() -> None:
-        config = ClientConfig(
-            provider="openai-responses",
-            model="m",
-            base_url=server.url + "/v1",
-            api_key=KEY,
-            http2=False,
-            resume=True,
-        )
+        config = kept_config(server)
         async with AsyncProviderClient(config, context=ClientContext(zero_waits=True)) as client:
             stream = client.stream_turn([User("Hi")])
             async for item in stream:

@@ -9,33 +9,9 @@ from pathlib import Path
 import pytest
 
 from railings.gateway.judge import Ending, StreamJudge
-from railings.providers import spec
 from railings.turn.ending import Complete, Cut, Empty, Partial
 from railings.turn.resume import ResumePoint
-from railings.wire.blocks import EventSplitter
-
-CORPUS = Path(__file__).parent / "corpus" / "responses"
-WIRE = "openai-responses"
-NUMBERED = sorted(
-    p
-    for p in CORPUS.glob("*.sse")
-    if spec(WIRE).sequence_numbers(p.read_bytes()) and b"response.created" in p.read_bytes()
-)
-
-
-def blocks(body: bytes) -> list[bytes]:
-    return EventSplitter().feed(body)
-
-
-def after(body: bytes, number: int) -> bytes:
-    """What the provider streams again after event ``number``: from the next numbered
-    event on (a trailing ``data: [DONE]`` some servers add included)."""
-    parts = blocks(body)
-    wire = spec(WIRE)
-    for i, block in enumerate(parts):
-        if (wire.sequence_numbers(block) or [-1])[-1] > number:
-            return b"".join(parts[i:])
-    return b""
+from tests.kept_corpus import NUMBERED, WIRE, after, blocks
 
 
 def cut_points(body: bytes) -> list[int]:

@@ -19,25 +19,7 @@ from railings.turn.attempt import Attempt
 from railings.turn.ending import Complete, Cut, Empty, Partial
 from railings.turn.model import Turn
 from railings.turn.resume import Splice, plain_id, unresumed
-from railings.wire.blocks import EventSplitter
-
-CORPUS = Path(__file__).parent / "corpus" / "responses"
-WIRE = "openai-responses"
-NUMBERED = sorted(
-    p
-    for p in CORPUS.glob("*.sse")
-    if spec(WIRE).sequence_numbers(p.read_bytes()) and b"response.created" in p.read_bytes()
-)
-
-
-def blocks(body: bytes) -> list[bytes]:
-    return EventSplitter().feed(body)
-
-
-def after(body: bytes, number: int) -> bytes:
-    """What the provider streams again after event ``number``: the events numbered above."""
-    wire = spec(WIRE)
-    return b"".join(b for b in blocks(body) if (wire.sequence_numbers(b) or [-1])[-1] > number)
+from tests.kept_corpus import NUMBERED, WIRE, after, blocks
 
 
 def read(
