@@ -14,32 +14,17 @@ from railings.continuation import Continuation, Strategy, continue_turn
 from railings.dispatch import ToolRegistry, builtin_tools
 from railings.errors import BadRequest
 from railings.events import StreamEvent, TextDelta
-from railings.messages import System, User
 from railings.testing import FaultProxy, Script, ScriptedServer
 from railings.transport import AsyncProviderClient, ClientConfig, ProviderClient, no_waits
 from railings.turn.model import Outcome, Termination, Turn, Usage
 from railings.turn.parts import TextPart
-
-STORY = "Once upon a time there was a king who lived in a castle by the sea."
-HISTORY = (System("Be brief."), User("Tell me a story."))
-KEY = "sk-test-attack-0000"
+from tests.continuing import HISTORY, KEY, STORY, config
 
 
 @pytest.fixture(autouse=True)
 def _zero_waits() -> Iterator[None]:
     with no_waits():
         yield
-
-
-def _config(provider: str, url: str, max_tokens: int = 1024) -> ClientConfig:
-    base = url + "/v1" if provider == "openai" else url
-    return ClientConfig(
-        provider,  # type: ignore[arg-type]
-        "m",
-        max_tokens=max_tokens,
-        base_url=base,
-        api_key=KEY,
-    )
 
 
 def _turn(value: str) -> Turn:
@@ -156,7 +141,7 @@ def test_an_empty_continuation_keeps_the_partial_text() -> None:
 
 async def _cut(server: ScriptedServer, provider: str, events: int) -> Turn:
     with FaultProxy(server.url, f"truncate:events={events},times=1") as proxy:
-        async with AsyncProviderClient(_config(provider, proxy.url)) as client:
+        async with AsyncProviderClient(config(provider, proxy.url)) as client:
             turn = await client.stream_turn(HISTORY).result()
     assert turn.outcome is Outcome.PARTIAL and turn.text
     return turn
@@ -170,7 +155,7 @@ def test_another_400_is_asked_once_more_by_user_message_and_then_raised() -> Non
             before = len(server.requests)
             # Two 400s that are not the prefill refusal, then the real server.
             with FaultProxy(server.url, "status:code=400,times=2") as proxy:
-                async with AsyncProviderClient(_config("anthropic", proxy.url)) as client:
+                async with AsyncProviderClient(config("anthropic", proxy.url)) as client:
                     try:
                         await continue_turn(client, HISTORY, partial).result()
                     except BadRequest as exc:
@@ -190,7 +175,7 @@ def test_a_rate_limit_or_server_error_is_retried_and_the_partial_kept(code: int)
         with ScriptedServer(script) as server:
             partial = await _cut(server, "openai", 4)
             with FaultProxy(server.url, f"status:code={code},times=1") as proxy:
-                async with AsyncProviderClient(_config("openai", proxy.url)) as client:
+                async with AsyncProviderClient(config("openai", proxy.url)) as client:
                     stream = continue_turn(client, HISTORY, partial)
                     events = [e async for e in stream]
                     return partial, events, (stream.continued, stream.attempts)

@@ -17,31 +17,16 @@ import pytest
 from railings.continuation import Continued, continue_turn, continue_turn_sync
 from railings.errors import CannotContinue
 from railings.events import StreamEvent, TextDelta
-from railings.messages import System, User
 from railings.testing import FaultProxy, Script, ScriptedServer
-from railings.transport import AsyncProviderClient, ClientConfig, ProviderClient, no_waits
+from railings.transport import AsyncProviderClient, ProviderClient, no_waits
 from railings.turn.model import Outcome, Turn
-
-STORY = "Once upon a time there was a king who lived in a castle by the sea."
-HISTORY = (System("Be brief."), User("Tell me a story."))
-KEY = "sk-test-continue-0000"
+from tests.continuing import HISTORY, STORY, config
 
 
 @pytest.fixture(autouse=True)
 def _zero_waits() -> Iterator[None]:
     with no_waits():
         yield
-
-
-def _config(provider: str, proxy: FaultProxy, max_tokens: int = 1024) -> ClientConfig:
-    base = proxy.url + "/v1" if provider == "openai" else proxy.url
-    return ClientConfig(
-        provider,  # type: ignore[arg-type]
-        "m",
-        max_tokens=max_tokens,
-        base_url=base,
-        api_key=KEY,
-    )
 
 
 @contextmanager
@@ -63,7 +48,7 @@ async def _cut_then_continue(
 ) -> tuple[Turn, list[StreamEvent], Continued, list[Any]]:
     """The first answer (cut), the continuation's events and result, and the bodies sent."""
     with _serve(script, fault) as (server, proxy):
-        async with AsyncProviderClient(_config(provider, proxy)) as client:
+        async with AsyncProviderClient(config(provider, proxy.url)) as client:
             partial = await client.stream_turn(HISTORY).result()
             stream = continue_turn(client, HISTORY, partial, **options)
             events = [event async for event in stream]
@@ -132,7 +117,7 @@ def test_a_forced_strategy_is_used_on_any_wire() -> None:
 def test_a_continuation_cut_too_is_partial_and_continues_again() -> None:
     async def go() -> tuple[Continued, Continued, list[Any]]:
         with _serve({"turns": [{"text": STORY}]}, "truncate:events=5,times=2") as (server, proxy):
-            async with AsyncProviderClient(_config("anthropic", proxy)) as client:
+            async with AsyncProviderClient(config("anthropic", proxy.url)) as client:
                 partial = await client.stream_turn(HISTORY).result()
                 once = await continue_turn(client, HISTORY, partial).result()
                 twice = await continue_turn(client, HISTORY, once).result()
@@ -185,7 +170,7 @@ def test_what_is_not_a_partial_text_answer_is_refused_before_any_request(
 ) -> None:
     async def go() -> tuple[Turn, int, int]:
         with _serve({"turns": [turn]}, fault) as (server, proxy):
-            async with AsyncProviderClient(_config("anthropic", proxy, 50)) as client:
+            async with AsyncProviderClient(config("anthropic", proxy.url, 50)) as client:
                 answer = await client.stream_turn(HISTORY).result()
                 before = len(server.requests)
                 with pytest.raises(CannotContinue) as info:
@@ -202,7 +187,7 @@ def test_what_is_not_a_partial_text_answer_is_refused_before_any_request(
 def test_the_blocking_client_continues_the_same_way() -> None:
     with (
         _serve({"turns": [{"text": STORY}]}, "truncate:events=4,times=1") as (_, proxy),
-        ProviderClient(_config("openai", proxy)) as client,
+        ProviderClient(config("openai", proxy.url)) as client,
     ):
         partial = client.stream_turn(HISTORY).result()
         stream = continue_turn_sync(client, HISTORY, partial)
@@ -216,7 +201,7 @@ def test_the_blocking_client_falls_back_from_a_refused_prefill_too() -> None:
     script = {"prefill": False, "turns": [{"text": STORY}]}
     with (
         _serve(script, "truncate:events=5,times=1") as (server, proxy),
-        ProviderClient(_config("anthropic", proxy)) as client,
+        ProviderClient(config("anthropic", proxy.url)) as client,
     ):
         partial = client.stream_turn(HISTORY).result()
         continued = continue_turn_sync(client, HISTORY, partial).result()
