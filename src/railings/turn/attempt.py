@@ -368,7 +368,6 @@ class Attempt:
         if not self._keeps or isinstance(result, Complete):
             return result
         point = resume_point(
-            turn.provider,
             turn,
             self.failure,
             body,

@@ -79,7 +79,6 @@ class ResumePoint:
 
 
 def resume_point(
-    provider: str,
     turn: Turn,
     failure: Failure,
     body: bytes,
@@ -98,7 +97,7 @@ def resume_point(
     error = turn.error
     if failure is None and error is not None and error.kind is ErrorKind.PROVIDER_ERROR:
         return None
-    transcript, read = _transcript(provider, body)
+    transcript, read = _transcript(turn.provider, body)
     if read != sequence:  # read again, the body ends elsewhere: no point to trust
         return None
     return ResumePoint(
