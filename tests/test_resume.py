@@ -209,6 +209,7 @@ def test_a_response_id_that_would_steer_the_next_request_gives_no_point(hostile:
     real = uncut(body)[0].message_id
     forged = created.replace(real.encode(), json_string(hostile))
     attempt, _ = read(forged + b"".join(whole[1:4]))
+    assert attempt.kept is None  # never named in a cancel either
     attempt.broke(Cut("cut"))
     ended = attempt.close()
     assert ended.resume is None  # type: ignore[union-attr]
@@ -217,3 +218,23 @@ def test_a_response_id_that_would_steer_the_next_request_gives_no_point(hostile:
 
 def json_string(text: str) -> bytes:
     return json.dumps(text)[1:-1].encode()
+
+
+def test_an_attempt_names_its_kept_response_only_while_it_may_run() -> None:
+    body = NUMBERED[0].read_bytes()
+    real = uncut(body)[0].message_id
+    running, _ = read(b"".join(blocks(body)[:3]))
+    assert running.kept == real
+    plain, _ = read(b"".join(blocks(body)[:3]), keeps=False)
+    assert plain.kept is None  # it asked the provider to keep nothing
+
+
+def test_the_gateway_names_no_kept_response_a_hostile_server_steers() -> None:
+    from railings.gateway.judge import StreamJudge
+
+    body = NUMBERED[0].read_bytes()
+    created, *rest = blocks(body)
+    forged = created.replace(uncut(body)[0].message_id.encode(), b"..")
+    judge = StreamJudge(WIRE, keeps=True)
+    judge.feed(forged + b"".join(rest[:3]))
+    assert judge.kept is None

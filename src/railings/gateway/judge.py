@@ -178,9 +178,9 @@ class StreamJudge:
         """The id of the kept response this judge reads, while it may still run upstream
         (its proof not read)."""
         reader = self.attempt.reader
-        if not self._keeps or (reader.terminated and reader.turn().complete):
+        if reader.terminated and reader.turn().complete:
             return None
-        return reader.assembler.message_id or None
+        return self.attempt.kept
 
     def resume(self, point: ResumePoint, shown: int, now: float = 0.0) -> bytes:
         """Go on from ``point`` (a judge with ``keeps``, before its first byte): read the

@@ -8,7 +8,7 @@ from typing import Any
 
 from railings.providers.base import Resumption
 from railings.turn.attempt import Attempt
-from railings.turn.resume import ResumePoint, plain_id
+from railings.turn.resume import ResumePoint
 
 __all__ = ["Kept"]
 
@@ -17,18 +17,16 @@ class Kept:
     """One turn's kept response. ``attempt``: the attempt reading now; ``point``: where
     the next attempt resumes (None: it sends the request)."""
 
-    __slots__ = ("_keeping", "_resumption", "attempt", "point")
+    __slots__ = ("_resumption", "attempt", "point")
 
     def __init__(self, resumption: Resumption | None) -> None:
         self._resumption = resumption
-        self._keeping = False
         self.attempt: Attempt | None = None
         self.point: ResumePoint | None = None
 
     def keeps(self, body: Mapping[str, Any]) -> bool:
         """Does the request ``body`` ask the provider to keep the response?"""
-        self._keeping = self._resumption is not None and self._resumption.keeps(body)
-        return self._keeping
+        return self._resumption is not None and self._resumption.keeps(body)
 
     def path(self, point: ResumePoint | None) -> str | None:
         """Below the request URL, where ``point`` is read again (None: send the request)."""
@@ -39,7 +37,6 @@ class Kept:
     @property
     def live(self) -> str | None:
         """The id of the kept response this turn has not finished reading, if any."""
-        if self.attempt is not None and self._keeping:
-            response_id = self.attempt.reader.assembler.message_id
-            return response_id if plain_id(response_id) else None
+        if self.attempt is not None:
+            return self.attempt.kept
         return self.point.response_id if self.point is not None else None

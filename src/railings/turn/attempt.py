@@ -54,7 +54,7 @@ from railings.turn.ending import AttemptOutcome, Complete, Cut, Failure, idle_cu
 from railings.turn.model import Turn
 from railings.turn.profile import WIRE, Profile
 from railings.turn.reader import StreamReader
-from railings.turn.resume import ResumePoint, Splice, resume_point
+from railings.turn.resume import ResumePoint, Splice, plain_id, resume_point
 from railings.turn.termination import State
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
 
@@ -210,6 +210,16 @@ class Attempt:
                 and (self._max_preamble is None or self._fed <= self._max_preamble)
             )
         return self._hold
+
+    @property
+    def kept(self) -> str | None:
+        """The id of the response this attempt asked the provider to keep: None when it
+        asked nothing, before the id came, or when the id is not a plain token that may
+        go into a URL (:func:`plain_id`)."""
+        if not self._keeps:
+            return None
+        response_id = self.reader.assembler.message_id
+        return response_id if plain_id(response_id) else None
 
     @property
     def limits(self) -> TurnLimits:
