@@ -10,8 +10,9 @@ provider spec's map (:mod:`railings.providers`), never a copy of their own.
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,8 +28,10 @@ __all__ = [
     "PlannedCall",
     "anthropic_stop_reason",
     "assistant_turns",
+    "compact",
     "count_tokens",
     "openai_finish_reason",
+    "pieces",
     "plan_turn",
     "positive_int",
     "responses_status",
@@ -40,6 +43,17 @@ TOKEN_CHARS = 4
 def count_tokens(chars: int) -> int:
     """How many tokens ``chars`` characters count as: ``ceil(chars / 4)``."""
     return math.ceil(chars / TOKEN_CHARS)
+
+
+def compact(obj: Any) -> str:
+    """``obj`` as the APIs write JSON: no spaces, non-ASCII as it is."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def pieces(s: str, size: int) -> Iterator[str]:
+    """``s`` in deltas of ``size`` characters, as a stream sends it."""
+    for start in range(0, len(s), size):
+        yield s[start : start + size]
 
 
 def positive_int(value: object) -> bool:
@@ -82,6 +96,22 @@ class Plan:
     thinking_complete: bool = True
     text_complete: bool = True
     stop_reason_sent: bool = True  # False: the wire says null (quirk ``null_stop_reason``)
+
+    def whole_calls(self) -> list[tuple[PlannedCall, dict[str, Any]]]:
+        """The calls a wire that sends calls parsed can express, each with its arguments
+        as an object (none: ``{}``): a call the output limit cut, or whose text is no
+        JSON object, is left out."""
+        out: list[tuple[PlannedCall, dict[str, Any]]] = []
+        for call in self.calls:
+            if not call.complete:
+                continue
+            try:
+                args = json.loads(call.arguments) if call.arguments.strip() else {}
+            except ValueError:
+                continue
+            if isinstance(args, dict):
+                out.append((call, args))
+        return out
 
 
 def plan_turn(turn: ScriptTurn, max_tokens: int | None, new_id: Callable[[], str]) -> Plan:

@@ -19,12 +19,18 @@ the model continues that message, so the response holds only what comes after it
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from railings.testing.script import Plan, anthropic_stop_reason, count_tokens, positive_int
+from railings.testing.plan import (
+    Plan,
+    anthropic_stop_reason,
+    compact,
+    count_tokens,
+    pieces,
+    positive_int,
+)
 
 __all__ = [
     "NO_PREFILL",
@@ -41,13 +47,9 @@ __all__ = [
 ]
 
 
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-
-
 def sse(event: str, obj: Any) -> bytes:
     """One SSE block: ``event: NAME`` and ``obj`` as one line of compact JSON."""
-    return f"event: {event}\ndata: {_dumps(obj)}\n\n".encode()
+    return f"event: {event}\ndata: {compact(obj)}\n\n".encode()
 
 
 PING = b'event: ping\ndata: {"type": "ping"}\n\n'
@@ -148,7 +150,7 @@ def parse_ask(obj: Any) -> AnthropicAsk | str:
         return "max_tokens: Field required"
     if not positive_int(limit):
         return "max_tokens: Input should be a valid integer greater than 0"
-    prompt = _dumps([obj.get("system"), messages, obj.get("tools")])
+    prompt = compact([obj.get("system"), messages, obj.get("tools")])
     return AnthropicAsk(
         model,
         messages,
@@ -171,11 +173,6 @@ def _usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
 
 def _stop_reason(plan: Plan) -> str | None:
     return anthropic_stop_reason(plan.stop_reason) if plan.stop_reason_sent else None
-
-
-def _pieces(s: str, size: int) -> Iterator[str]:
-    for start in range(0, len(s), size):
-        yield s[start : start + size]
 
 
 def events(
@@ -228,7 +225,7 @@ def events(
 
     if plan.thinking:
         yield from start({"type": "thinking", "thinking": "", "signature": ""})
-        for piece in _pieces(plan.thinking, chunk_size):
+        for piece in pieces(plan.thinking, chunk_size):
             yield delta({"type": "thinking_delta", "thinking": piece})
         if plan.thinking_complete:
             yield delta({"type": "signature_delta", "signature": signature})
@@ -236,14 +233,14 @@ def events(
         index += 1
     if plan.text:
         yield from start({"type": "text", "text": ""})
-        for piece in _pieces(plan.text, chunk_size):
+        for piece in pieces(plan.text, chunk_size):
             yield delta({"type": "text_delta", "text": piece})
         yield stop()
         index += 1
     for call in plan.calls:
         yield from start({"type": "tool_use", "id": call.id, "name": call.name, "input": {}})
         yield delta({"type": "input_json_delta", "partial_json": ""})
-        for piece in _pieces(call.arguments, chunk_size):
+        for piece in pieces(call.arguments, chunk_size):
             yield delta({"type": "input_json_delta", "partial_json": piece})
         if call.complete:
             yield stop()
@@ -277,13 +274,8 @@ def message(
         )
     if plan.text:
         content.append({"type": "text", "text": plan.text})
-    for call in plan.calls:
-        try:
-            parsed = json.loads(call.arguments) if call.arguments.strip() else {}
-        except ValueError:
-            continue  # see the module docstring
-        if call.complete and isinstance(parsed, dict):
-            content.append({"type": "tool_use", "id": call.id, "name": call.name, "input": parsed})
+    for call, parsed in plan.whole_calls():  # see the module docstring
+        content.append({"type": "tool_use", "id": call.id, "name": call.name, "input": parsed})
     return {
         "id": message_id,
         "type": "message",

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from railings.testing.eventstream import event_frame, exception_frame
-from railings.testing.script import Plan, count_tokens, positive_int
+from railings.testing.plan import Plan, count_tokens, pieces, positive_int
 
 __all__ = [
     "BedrockAsk",
@@ -140,11 +140,6 @@ def _usage(plan: Plan, ask: BedrockAsk) -> dict[str, Any]:
     }
 
 
-def _pieces(s: str, size: int) -> Iterator[str]:
-    for start in range(0, len(s), size):
-        yield s[start : start + size]
-
-
 def events(
     plan: Plan,
     ask: BedrockAsk,
@@ -164,14 +159,14 @@ def events(
         return event_frame("contentBlockStop", {"contentBlockIndex": index})
 
     if plan.thinking:
-        for piece in _pieces(plan.thinking, chunk_size):
+        for piece in pieces(plan.thinking, chunk_size):
             yield delta({"reasoningContent": {"text": piece}})
         if plan.thinking_complete:
             yield delta({"reasoningContent": {"signature": signature}})
         yield stop()
         index += 1
     if plan.text:
-        for piece in _pieces(plan.text, chunk_size):
+        for piece in pieces(plan.text, chunk_size):
             yield delta({"text": piece})
         yield stop()
         index += 1
@@ -183,7 +178,7 @@ def events(
                 "start": {"toolUse": {"toolUseId": call.id, "name": call.name}},
             },
         )
-        for piece in _pieces(call.arguments, chunk_size):
+        for piece in pieces(call.arguments, chunk_size):
             yield delta({"toolUse": {"input": piece}})
         if call.complete:
             yield stop()
@@ -202,13 +197,8 @@ def message(plan: Plan, ask: BedrockAsk, *, stop_reason: str, signature: str) ->
         content.append({"reasoningContent": {"reasoningText": text}})
     if plan.text:
         content.append({"text": plan.text})
-    for call in plan.calls:
-        try:
-            parsed = json.loads(call.arguments) if call.arguments.strip() else {}
-        except ValueError:
-            continue  # see the module docstring
-        if call.complete and isinstance(parsed, dict):
-            content.append({"toolUse": {"toolUseId": call.id, "name": call.name, "input": parsed}})
+    for call, parsed in plan.whole_calls():  # see the module docstring
+        content.append({"toolUse": {"toolUseId": call.id, "name": call.name, "input": parsed}})
     return {
         "output": {"message": {"role": "assistant", "content": content}},
         "stopReason": stop_reason,

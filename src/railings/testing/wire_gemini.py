@@ -23,12 +23,11 @@ first chunk).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from railings.testing.script import Plan, count_tokens, positive_int
+from railings.testing.plan import Plan, compact, count_tokens, pieces, positive_int
 
 __all__ = [
     "GeminiAsk",
@@ -42,13 +41,9 @@ __all__ = [
 ]
 
 
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-
-
 def sse(obj: Any) -> bytes:
     """One SSE event: ``obj`` as one ``data:`` line of compact JSON."""
-    return f"data: {_dumps(obj)}\n\n".encode()
+    return f"data: {compact(obj)}\n\n".encode()
 
 
 # google.rpc.Code names by HTTP status, as the API pairs them.
@@ -135,7 +130,7 @@ def parse_ask(obj: Any, path: str) -> GeminiAsk | str:
     limit = config.get("maxOutputTokens") if isinstance(config, Mapping) else None
     if limit is not None and not positive_int(limit):
         return "* GenerateContentRequest.generation_config.max_output_tokens: must be positive"
-    prompt = _dumps([obj.get("systemInstruction"), contents, obj.get("tools")])
+    prompt = compact([obj.get("systemInstruction"), contents, obj.get("tools")])
     query = path.partition("?")[2]
     return GeminiAsk(
         model,
@@ -161,45 +156,17 @@ def _usage(plan: Plan, ask: GeminiAsk) -> dict[str, Any]:
 
 
 def _call_parts(plan: Plan) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
-    for call in plan.calls:
-        if not call.complete:
-            continue  # see the module docstring
-        try:
-            args = json.loads(call.arguments) if call.arguments.strip() else {}
-        except ValueError:
-            continue
-        if isinstance(args, dict):
-            parts.append({"functionCall": {"id": call.id, "name": call.name, "args": args}})
-    return parts
+    # A cut call is left out: see the module docstring.
+    return [
+        {"functionCall": {"id": call.id, "name": call.name, "args": args}}
+        for call, args in plan.whole_calls()
+    ]
 
 
-def _pieces(s: str, size: int) -> Iterator[str]:
-    for start in range(0, len(s), size):
-        yield s[start : start + size]
-
-
-def events(
-    plan: Plan,
-    ask: GeminiAsk,
-    *,
-    finish_reason: str,
-    response_id: str,
-    model: str,
-    chunk_size: int,
-    signature: str,
-) -> Iterator[bytes]:
-    """The SSE events of a streamed response (``alt=sse``), one ``bytes`` per chunk."""
-    for obj in chunks(
-        plan,
-        ask,
-        finish_reason=finish_reason,
-        response_id=response_id,
-        model=model,
-        chunk_size=chunk_size,
-        signature=signature,
-    ):
-        yield sse(obj)
+def events(plan: Plan, ask: GeminiAsk, **options: Any) -> Iterator[bytes]:
+    """The SSE events of a streamed response (``alt=sse``), one ``bytes`` per chunk: the
+    :func:`chunks` of the same options, each on a ``data:`` line."""
+    return map(sse, chunks(plan, ask, **options))
 
 
 def chunks(
@@ -225,22 +192,17 @@ def chunks(
             "responseId": response_id,
         }
 
-    signed = False
-    for piece in _pieces(plan.thinking, chunk_size):
+    for piece in pieces(plan.thinking, chunk_size):
         yield chunk([{"text": piece, "thought": True}])
-    pieces = list(_pieces(plan.text, chunk_size))
     calls = _call_parts(plan)
-    for i, piece in enumerate(pieces):
-        part: dict[str, Any] = {"text": piece}
-        if plan.thinking and plan.thinking_complete and not signed:
-            part["thoughtSignature"], signed = signature, True
-        last = i == len(pieces) - 1 and not calls
-        yield chunk([part], finish_reason if last else None)
-    for call in calls:
-        if plan.thinking and plan.thinking_complete and not signed:
-            call["thoughtSignature"], signed = signature, True
-        yield chunk([call])
-    if calls or not pieces:
+    texts: list[dict[str, Any]] = [{"text": piece} for piece in pieces(plan.text, chunk_size)]
+    parts = texts + calls
+    if parts and plan.thinking and plan.thinking_complete:
+        parts[0]["thoughtSignature"] = signature
+    for i, part in enumerate(parts):
+        # The last text chunk carries the finish reason, unless calls follow it.
+        yield chunk([part], finish_reason if i == len(parts) - 1 and not calls else None)
+    if calls or not parts:
         yield chunk([{"text": ""}], finish_reason)
 
 

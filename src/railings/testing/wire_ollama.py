@@ -25,12 +25,11 @@ Errors are ``{"error": "..."}``, in a body or as a line of the stream.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from railings.testing.script import Plan, count_tokens
+from railings.testing.plan import Plan, compact, count_tokens, pieces
 
 __all__ = [
     "GENERATE",
@@ -57,13 +56,9 @@ _DURATIONS = {
 }
 
 
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-
-
 def line(obj: Any) -> bytes:
     """One NDJSON line."""
-    return _dumps(obj).encode() + b"\n"
+    return compact(obj).encode() + b"\n"
 
 
 _STATUS = {
@@ -130,7 +125,7 @@ def parse_ask(obj: Any) -> OllamaAsk | str:
     messages = obj.get("messages")
     if messages is not None and not isinstance(messages, list):
         return "messages must be an array"
-    prompt = _dumps([messages, obj.get("tools")])
+    prompt = compact([messages, obj.get("tools")])
     return OllamaAsk(
         model,
         list(messages or []),
@@ -158,34 +153,18 @@ def parse_generate(obj: Any) -> OllamaAsk | str:
         [],
         obj.get("stream") is not False,
         limit,
-        count_tokens(len(_dumps([system, prompt]))),
+        count_tokens(len(compact([system, prompt]))),
         generate=True,
         lifecycle=phase,
     )
 
 
 def _calls(plan: Plan) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for call in plan.calls:
-        if not call.complete:
-            continue  # see the module docstring
-        try:
-            args = json.loads(call.arguments) if call.arguments.strip() else {}
-        except ValueError:
-            continue
-        if isinstance(args, dict):
-            out.append(
-                {
-                    "id": call.id,
-                    "function": {"index": len(out), "name": call.name, "arguments": args},
-                }
-            )
-    return out
-
-
-def _pieces(s: str, size: int) -> Iterator[str]:
-    for start in range(0, len(s), size):
-        yield s[start : start + size]
+    # A cut call is left out: see the module docstring.
+    return [
+        {"id": call.id, "function": {"index": i, "name": call.name, "arguments": args}}
+        for i, (call, args) in enumerate(plan.whole_calls())
+    ]
 
 
 def final(
@@ -226,9 +205,9 @@ def events(
             }
         )
 
-    for piece in _pieces(plan.thinking, chunk_size):
+    for piece in pieces(plan.thinking, chunk_size):
         yield chunk({"thinking": piece})
-    for piece in _pieces(plan.text, chunk_size):
+    for piece in pieces(plan.text, chunk_size):
         yield chunk({"content": piece})
     calls = _calls(plan)
     if calls:
@@ -277,9 +256,9 @@ def generate_events(
         body = {"model": model, "created_at": CREATED_AT, "response": "", **fields}
         return line({**body, "done": False})
 
-    for piece in _pieces(plan.thinking, chunk_size):
+    for piece in pieces(plan.thinking, chunk_size):
         yield chunk(thinking=piece)
-    for piece in _pieces(plan.text, chunk_size):
+    for piece in pieces(plan.text, chunk_size):
         yield chunk(response=piece)
     calls = _calls(plan)
     if calls:

@@ -14,12 +14,18 @@ output limit cut it -- as some OpenAI-compatible servers send it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from railings.testing.script import Plan, count_tokens, openai_finish_reason, positive_int
+from railings.testing.plan import (
+    Plan,
+    compact,
+    count_tokens,
+    openai_finish_reason,
+    pieces,
+    positive_int,
+)
 
 __all__ = [
     "DONE_EVENT",
@@ -36,12 +42,8 @@ DONE_EVENT = b"data: [DONE]\n\n"
 FINGERPRINT = "fp_railings0"
 
 
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-
-
 def sse(obj: Any) -> bytes:
-    return f"data: {_dumps(obj)}\n\n".encode()
+    return f"data: {compact(obj)}\n\n".encode()
 
 
 def error_body(
@@ -124,7 +126,7 @@ def parse_ask(obj: Any) -> OpenAIAsk | str:
     if limit is not None and not positive_int(limit):
         return f"Invalid 'max_tokens': integer below minimum value. Got {limit!r}."
     options = obj.get("stream_options") or {}
-    prompt = _dumps([obj.get("messages"), obj.get("tools")])
+    prompt = compact([obj.get("messages"), obj.get("tools")])
     return OpenAIAsk(
         model,
         messages,
@@ -155,11 +157,6 @@ def _finish_reason(plan: Plan) -> str | None:
     return openai_finish_reason(plan.stop_reason) if plan.stop_reason_sent else None
 
 
-def _pieces(s: str, size: int) -> Iterator[str]:
-    for start in range(0, len(s), size):
-        yield s[start : start + size]
-
-
 def chunks(
     plan: Plan, ask: OpenAIAsk, *, completion_id: str, created: int, model: str, chunk_size: int
 ) -> Iterator[bytes]:
@@ -188,9 +185,9 @@ def chunks(
         "refusal": None,
     }
     yield chunk(first)
-    for piece in _pieces(plan.thinking, chunk_size):
+    for piece in pieces(plan.thinking, chunk_size):
         yield chunk({"reasoning_content": piece})
-    for piece in _pieces(plan.text, chunk_size):
+    for piece in pieces(plan.text, chunk_size):
         yield chunk({"content": piece})
     for call in plan.calls:
         # A server that parses the model's text sends the whole call at once, as an object.
@@ -209,7 +206,7 @@ def chunks(
         )
         if call.object_arguments:
             continue
-        for piece in _pieces(call.arguments, chunk_size):
+        for piece in pieces(call.arguments, chunk_size):
             yield chunk({"tool_calls": [{"index": call.index, "function": {"arguments": piece}}]})
     yield chunk({}, _finish_reason(plan))
     if ask.include_usage:

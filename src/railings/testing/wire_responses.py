@@ -48,11 +48,10 @@ a failure inside a stream; the fault proxy injects them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from railings.testing.script import Plan, count_tokens, responses_status
+from railings.testing.plan import Plan, compact, count_tokens, pieces, responses_status
 from railings.testing.wire_responses_ask import ResponsesAsk, parse_ask
 from railings.testing.wire_responses_items import call_events, plan_items, text_part
 
@@ -68,13 +67,9 @@ __all__ = [
 ]
 
 
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-
-
 def sse(obj: Mapping[str, Any]) -> bytes:
     """One event: the ``event:`` line repeats the data's ``type``, as OpenAI sends it."""
-    return f"event: {obj['type']}\ndata: {_dumps(obj)}\n\n".encode()
+    return f"event: {obj['type']}\ndata: {compact(obj)}\n\n".encode()
 
 
 def _usage(plan: Plan, input_tokens: int) -> dict[str, Any]:
@@ -172,11 +167,6 @@ def response(
     )
 
 
-def _pieces(s: str, size: int) -> Iterator[str]:
-    for start in range(0, len(s), size):
-        yield s[start : start + size]
-
-
 def events(
     plan: Plan,
     ask: ResponsesAsk,
@@ -231,7 +221,7 @@ def events(
                 **summary,
                 part={"type": "summary_text", "text": ""},
             )
-            for piece in _pieces(item.text, chunk_size):
+            for piece in pieces(item.text, chunk_size):
                 yield event("response.reasoning_summary_text.delta", **at, **summary, delta=piece)
             yield event("response.reasoning_summary_text.done", **at, **summary, text=item.text)
             cut = {} if item.complete else {"status": "incomplete"}
@@ -256,7 +246,7 @@ def events(
             )
             part = {"content_index": 0}
             yield event("response.content_part.added", **at, **part, part=text_part(""))
-            for piece in _pieces(item.text, chunk_size):
+            for piece in pieces(item.text, chunk_size):
                 yield event("response.output_text.delta", **at, **part, delta=piece, logprobs=[])
             yield event("response.output_text.done", **at, **part, text=item.text, logprobs=[])
             yield event("response.content_part.done", **at, **part, part=text_part(item.text))

@@ -11,18 +11,13 @@ after that reasoning. The server remembers which of its items a reasoning produc
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from railings.testing.script import assistant_turns, count_tokens, positive_int
+from railings.testing.plan import assistant_turns, compact, count_tokens, positive_int
 
 __all__ = ["ResponsesAsk", "parse_ask"]
-
-
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +89,7 @@ def parse_ask(obj: Any, reasoned: Mapping[str, str] | None = None) -> ResponsesA
         "metadata": obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {},
         "background": background,
     }
-    prompt = _dumps([instructions, items, obj.get("tools")])
+    prompt = compact([instructions, items, obj.get("tools")])
     return ResponsesAsk(
         model,
         items,

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from railings.testing.script import Plan, PlannedCall
+from railings.testing.plan import Plan, PlannedCall, pieces
 
 __all__ = ["OutputItem", "call_events", "plan_items", "text_part"]
 
@@ -177,6 +177,6 @@ def call_events(
         return  # read whole from output_item.done
     name, key = stream
     at = {"item_id": item.id, "output_index": index}
-    for start in range(0, len(item.text), chunk_size):
-        yield event(f"{name}.delta", **at, delta=item.text[start : start + chunk_size])
+    for piece in pieces(item.text, chunk_size):
+        yield event(f"{name}.delta", **at, delta=piece)
     yield event(f"{name}.done", **at, **{key: item.text})
