@@ -68,6 +68,10 @@ class KitWire:
     key_status = 401
     # The content type of a streamed answer.
     stream_content_type = SSE_CONTENT_TYPE
+    # A 429's text naming its wait (``{wait}``); None: the status's own text.
+    rate_limit_text: str | None = "Rate limit reached for requests. Please try again in {wait}."
+    # A 404's text for an unknown path (``{method}``, ``{path}``).
+    not_found_text = "Invalid URL ({method} {path})"
 
     def answers(self, path: str) -> bool:
         """True when the scripted server answers ``path`` in this wire."""
@@ -107,11 +111,11 @@ class KitWire:
 
     def rate_limit_message(self, wait: str) -> str | None:
         """The text of a 429 that names its wait (None: the default text)."""
-        return f"Rate limit reached for requests. Please try again in {wait}."
+        return None if self.rate_limit_text is None else self.rate_limit_text.format(wait=wait)
 
     def not_found(self, method: str, path: str) -> str:
         """The message of a 404 for an unknown path."""
-        return f"Invalid URL ({method} {path})"
+        return self.not_found_text.format(method=method, path=path)
 
     def missing_header(self, headers: Headers) -> str | None:
         """A header this provider requires that the request lacks, as its 400 says it."""

@@ -49,6 +49,7 @@ a failure inside a stream; the fault proxy injects them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 from typing import Any
 
 from railings.testing.plan import Plan, compact, count_tokens, pieces, responses_status
@@ -85,14 +86,14 @@ def _usage(plan: Plan, input_tokens: int) -> dict[str, Any]:
 
 def _response(
     ask: ResponsesAsk,
-    *,
-    response_id: str,
-    created: int,
-    model: str,
     status: str,
     output: list[dict[str, Any]],
     usage: dict[str, Any] | None = None,
     reason: str | None = None,
+    *,
+    response_id: str,
+    created: int,
+    model: str,
 ) -> dict[str, Any]:
     """The response object, its fields in the API's order."""
     echo = ask.echo
@@ -155,15 +156,10 @@ def response(
 ) -> dict[str, Any]:
     """The body of a non-streamed response."""
     status, reason = _terminal(plan)
+    output = output_items(plan, new_item_id)
+    usage = _usage(plan, ask.input_tokens)
     return _response(
-        ask,
-        response_id=response_id,
-        created=created,
-        model=model,
-        status=status,
-        output=output_items(plan, new_item_id),
-        usage=_usage(plan, ask.input_tokens),
-        reason=reason,
+        ask, status, output, usage, reason, response_id=response_id, created=created, model=model
     )
 
 
@@ -186,23 +182,7 @@ def events(
         sequence += 1
         return out
 
-    def lifecycle(
-        status: str,
-        output: list[dict[str, Any]],
-        usage: dict[str, Any] | None = None,
-        reason: str | None = None,
-    ) -> dict[str, Any]:
-        return _response(
-            ask,
-            response_id=response_id,
-            created=created,
-            model=model,
-            status=status,
-            output=output,
-            usage=usage,
-            reason=reason,
-        )
-
+    lifecycle = partial(_response, ask, response_id=response_id, created=created, model=model)
     yield event("response.created", response=lifecycle("in_progress", []))
     yield event("response.in_progress", response=lifecycle("in_progress", []))
     items = plan_items(plan, new_item_id)

@@ -105,6 +105,8 @@ class MessagesWire(KitWire):
     spec = anthropic.SPEC
     invalid_json = "Invalid JSON body"
     stream_headers = ()
+    rate_limit_text = None  # Anthropic's 429 text does not name the wait
+    not_found_text = "Not Found"
 
     def request_id(self, ids: Ids) -> str:
         """A fresh ``req_...`` id."""
@@ -115,14 +117,6 @@ class MessagesWire(KitWire):
     ) -> dict[str, Any]:
         """The error body Anthropic sends with ``status``, with its request id."""
         return wa.status_error(status, message, request_id)
-
-    def rate_limit_message(self, wait: str) -> str | None:
-        """Anthropic's 429 text does not name the wait."""
-        return None
-
-    def not_found(self, method: str, path: str) -> str:
-        """Anthropic's 404 message."""
-        return "Not Found"
 
     def missing_header(self, headers: Headers) -> str | None:
         """The version header every request needs."""

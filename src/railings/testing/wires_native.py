@@ -56,6 +56,7 @@ class GeminiWire(KitWire):
     spec = gemini.SPEC
     invalid_json = "Invalid JSON payload received."
     stream_headers = ()
+    rate_limit_text = None  # Gemini's 429 text does not name the wait
     whole_calls = True
     # The first chunk already carries content; each call is one chunk.
     scripted = ScriptedShape(lead=0, seams=1)
@@ -78,10 +79,6 @@ class GeminiWire(KitWire):
     ) -> dict[str, Any]:
         """``{"error": {"code", "message", "status"}}``."""
         return wg.status_error(status, message)
-
-    def rate_limit_message(self, wait: str) -> str | None:
-        """Gemini's 429 text does not name the wait."""
-        return None
 
     def not_found(self, method: str, path: str) -> str:
         """Google's 404 text."""
@@ -166,6 +163,8 @@ class BedrockWire(KitWire):
     invalid_json = "Malformed input request, please reformat your input."
     stream_headers = ()
     stream_content_type = EVENTSTREAM
+    rate_limit_text = None  # Bedrock's 429 text does not name the wait
+    not_found_text = "The requested operation is not recognized by the service."
     key_status = 403
     # messageStart, then the deltas (a text block has no contentBlockStart, as in
     # tests/corpus/bedrock/text_end_turn.bin); a block's stop and the next block's start.
@@ -193,14 +192,6 @@ class BedrockWire(KitWire):
         """``x-amzn-errortype``: what botocore reads the error code from."""
         name = body.get("__type") if isinstance(body, Mapping) else None
         return (("x-amzn-errortype", str(name or wb.error_type(status))),)
-
-    def rate_limit_message(self, wait: str) -> str | None:
-        """Bedrock's 429 text does not name the wait."""
-        return None
-
-    def not_found(self, method: str, path: str) -> str:
-        """Bedrock's text for an unknown operation."""
-        return "The requested operation is not recognized by the service."
 
     def key(self, headers: Headers) -> str | None:
         """A Bedrock API key (Bearer), else the access key id a SigV4 signature names."""
@@ -251,6 +242,8 @@ class OllamaWire(KitWire):
     invalid_json = "invalid character in request body"
     stream_headers = ()
     stream_content_type = NDJSON
+    rate_limit_text = None  # Ollama's 429 text does not name the wait
+    not_found_text = "404 page not found"  # Go's mux
     whole_calls = True
     # The first line already carries content; the calls come in one line.
     scripted = ScriptedShape(lead=0, seams=1)
@@ -272,14 +265,6 @@ class OllamaWire(KitWire):
     ) -> dict[str, Any]:
         """``{"error": "..."}``."""
         return wl.status_error(status, message)
-
-    def rate_limit_message(self, wait: str) -> str | None:
-        """Ollama's 429 text does not name the wait."""
-        return None
-
-    def not_found(self, method: str, path: str) -> str:
-        """Ollama's 404 text (Go's mux)."""
-        return "404 page not found"
 
     def missing_key(self, request_id: str) -> dict[str, Any]:
         """An Ollama behind an authenticating proxy: 401 without a key."""
