@@ -85,32 +85,23 @@ def encode_message(
     return body + struct.pack(">I", zlib.crc32(body))
 
 
-def _json(payload: Mapping[str, Any]) -> bytes:
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+def _frame(kind: str, name: str, payload: Mapping[str, Any]) -> bytes:
+    """A ConverseStream frame whose ``:message-type`` is ``kind``, headers in the order
+    Bedrock sends them."""
+    return encode_message(
+        {f":{kind}-type": name, ":content-type": "application/json", ":message-type": kind},
+        json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8"),
+    )
 
 
 def event_frame(event_type: str, payload: Mapping[str, Any]) -> bytes:
-    """A ConverseStream event frame, headers in the order Bedrock sends them."""
-    return encode_message(
-        {
-            ":event-type": event_type,
-            ":content-type": "application/json",
-            ":message-type": "event",
-        },
-        _json(payload),
-    )
+    """A ConverseStream event frame (``messageStart`` ...)."""
+    return _frame("event", event_type, payload)
 
 
 def exception_frame(exception_type: str, payload: Mapping[str, Any]) -> bytes:
     """A ConverseStream exception frame (``throttlingException`` ...)."""
-    return encode_message(
-        {
-            ":exception-type": exception_type,
-            ":content-type": "application/json",
-            ":message-type": "exception",
-        },
-        _json(payload),
-    )
+    return _frame("exception", exception_type, payload)
 
 
 def encode_converse_chunks(lines: Iterable[str]) -> bytes:

@@ -117,19 +117,18 @@ class Fault:
             raise ConfigurationError(
                 f"unknown fault {name!r}: expected one of {', '.join(sorted(FAULTS))}"
             )
-        fields = [f for f in dataclasses.fields(cls) if f.name != "times"] + [
-            f for f in dataclasses.fields(cls) if f.name == "times"
-        ]
+        # The fault's own parameters, then ``times``: a bare value sets the first.
+        names = [f.name for f in dataclasses.fields(cls) if f.name != "times"] + ["times"]
         hints = typing.get_type_hints(cls)
         kwargs: dict[str, Any] = {}
         for i, item in enumerate(p for p in rest.split(",") if p.strip()):
             key, sep, value = item.partition("=")
             if not sep:
-                if i or not fields or item.strip() in {f.name for f in fields}:
+                if i or item.strip() in names:
                     raise ConfigurationError(f"fault {spec!r}: expected key=value, got {item!r}")
-                key, value = fields[0].name, item
+                key, value = names[0], item
             key = key.strip().replace("-", "_")
-            if key not in {f.name for f in fields}:
+            if key not in names:
                 raise ConfigurationError(f"fault {name!r} has no parameter {key!r}")
             kwargs[key] = _convert(value.strip(), hints[key], f"{spec!r}: {key}")
         try:

@@ -269,9 +269,8 @@ class FaultProxy(Service):
         wire: KitWire,
     ) -> None:
         events = framing_for(head.headers.get("content-type") or "")
-        sse = events is not None
         length = head.headers.get("content-length")
-        chunked = sse or length is None
+        chunked = events is not None or length is None
         headers = Headers(list(head.headers.items))
         headers.remove(*_HOP_BY_HOP)
         framing = (
@@ -303,7 +302,7 @@ class FaultProxy(Service):
             if events is not None:
                 await pump_events(body, out, fault, record, wire, self._ids, events)
             else:
-                if not sse and fault.__class__ not in (F.Passthrough, F.Drip) and limit is None:
+                if fault.__class__ not in (F.Passthrough, F.Drip) and limit is None:
                     record.action = f"passed through ({fault.spec} needs an event stream)"
                 async for data in body:
                     record.bytes_in += len(data)
