@@ -173,16 +173,11 @@ class KitWire:
     ) -> dict[str, Any] | list[Any] | Iterator[bytes]:
         """The response to ``ask``: a JSON body, or the events of a stream."""
         plan = plan_turn(turn, ask.max_tokens, at.ids.openai_call)
-        completion_id, created = at.ids.chat_completion(), int(time.time())
+        options: dict[str, Any] = {
+            "completion_id": at.ids.chat_completion(),
+            "created": int(time.time()),
+            "model": at.model,
+        }
         if not ask.stream:
-            return wo.completion(
-                plan, ask, completion_id=completion_id, created=created, model=at.model
-            )
-        return wo.chunks(
-            plan,
-            ask,
-            completion_id=completion_id,
-            created=created,
-            model=at.model,
-            chunk_size=at.chunk_size,
-        )
+            return wo.completion(plan, ask, **options)
+        return wo.chunks(plan, ask, chunk_size=at.chunk_size, **options)

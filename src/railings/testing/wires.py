@@ -69,26 +69,15 @@ class ResponsesWire(KitWire):
     def answer(self, ask: Any, turn: ScriptTurn, at: Answer) -> dict[str, Any] | Iterator[bytes]:
         """The response object, or the events of its stream."""
         plan = plan_turn(turn, ask.max_tokens, at.ids.openai_call)
-        response_id, created = at.ids.response(), int(time.time())
-        new_item_id = at.new_item_ids()
+        options: dict[str, Any] = {
+            "response_id": at.ids.response(),
+            "created": int(time.time()),
+            "model": at.model,
+            "new_item_id": at.new_item_ids(),
+        }
         if not ask.stream:
-            return wr.response(
-                plan,
-                ask,
-                response_id=response_id,
-                created=created,
-                model=at.model,
-                new_item_id=new_item_id,
-            )
-        return wr.events(
-            plan,
-            ask,
-            response_id=response_id,
-            created=created,
-            model=at.model,
-            chunk_size=at.chunk_size,
-            new_item_id=new_item_id,
-        )
+            return wr.response(plan, ask, **options)
+        return wr.events(plan, ask, chunk_size=at.chunk_size, **options)
 
 
 # Anthropic's own words for the in-stream errors the fault proxy injects.
@@ -180,18 +169,14 @@ class MessagesWire(KitWire):
         if ask.prefill and turn.text.startswith(ask.prefill):
             turn = dataclasses.replace(turn, text=turn.text[len(ask.prefill) :])
         plan = plan_turn(turn, ask.max_tokens, at.ids.anthropic_tool)
-        message_id, signature = at.ids.message(), at.ids.signature()
+        options = {
+            "message_id": at.ids.message(),
+            "model": at.model,
+            "signature": at.ids.signature(),
+        }
         if not ask.stream:
-            return wa.message(plan, ask, message_id=message_id, model=at.model, signature=signature)
-        return wa.events(
-            plan,
-            ask,
-            message_id=message_id,
-            model=at.model,
-            chunk_size=at.chunk_size,
-            signature=signature,
-            ping=at.ping,
-        )
+            return wa.message(plan, ask, **options)
+        return wa.events(plan, ask, chunk_size=at.chunk_size, ping=at.ping, **options)
 
 
 # One per provider spec (tests/test_providers.py checks that none is missing).
