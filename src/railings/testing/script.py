@@ -118,6 +118,7 @@ comments before the first event (SSE wires), ``"keepalive_delay": S`` seconds ap
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -180,6 +181,16 @@ CALL_TYPES = (
 )
 
 
+def _check_keys(data: Mapping[str, Any], cls: type[Any], where: str, *extra: str) -> None:
+    """An unknown key is a :class:`~railings.errors.ConfigurationError` naming ``where``:
+    the keys are the fields of ``cls`` (its ``quirks`` spelled as the quirk keys, which
+    ``extra`` gives) and ``extra``."""
+    unknown = set(data) - {f.name for f in dataclasses.fields(cls) if f.name != "quirks"}
+    unknown -= set(extra)
+    if unknown:
+        raise ConfigurationError(f"{where}: unknown keys {sorted(unknown)}")
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCallSpec:
     """One tool call a turn makes. ``arguments`` is the exact text sent (JSON, or a
@@ -199,9 +210,7 @@ class ToolCallSpec:
         malformed call is a :class:`~railings.errors.ConfigurationError` naming ``where``."""
         if not isinstance(data, Mapping) or not isinstance(data.get("name"), str):
             raise ConfigurationError(f"{where}: needs a string 'name'")
-        unknown = set(data) - {"name", "arguments", "id", "type", "object_arguments"}
-        if unknown:
-            raise ConfigurationError(f"{where}: unknown keys {sorted(unknown)}")
+        _check_keys(data, cls, where)
         args = expand(data.get("arguments", {}), f"{where}.arguments")
         if not isinstance(args, str):
             args = json.dumps(args, ensure_ascii=False)
@@ -235,17 +244,7 @@ class ScriptTurn:
         type is a :class:`~railings.errors.ConfigurationError` naming ``where``."""
         if not isinstance(data, Mapping):
             raise ConfigurationError(f"{where}: expected an object")
-        unknown = set(data) - {
-            "text",
-            "thinking",
-            "tool_calls",
-            "stop_reason",
-            "chunk_size",
-            "delay",
-            *QUIRK_KEYS,
-        }
-        if unknown:
-            raise ConfigurationError(f"{where}: unknown keys {sorted(unknown)}")
+        _check_keys(data, cls, where, *QUIRK_KEYS)
         calls = data.get("tool_calls", [])
         if not isinstance(calls, list):
             raise ConfigurationError(f"{where}.tool_calls: expected a list")
@@ -287,22 +286,7 @@ class Script:
         :class:`~railings.errors.ConfigurationError`."""
         if not isinstance(data, Mapping):
             raise ConfigurationError("script: expected a JSON object")
-        unknown = set(data) - {
-            "turns",
-            "model",
-            "api_key",
-            "require_api_key",
-            "chunk_size",
-            "delay",
-            "ping",
-            "on_exhausted",
-            "seed",
-            "prefill",
-            "description",
-            *QUIRK_KEYS,
-        }
-        if unknown:
-            raise ConfigurationError(f"script: unknown keys {sorted(unknown)}")
+        _check_keys(data, cls, "script", "description", *QUIRK_KEYS)
         turns = data.get("turns")
         if not isinstance(turns, list) or not turns:
             raise ConfigurationError("script: 'turns' must be a non-empty list")
