@@ -8,15 +8,13 @@ against each of them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass, fields
 from typing import Any
 
 from railings.errors import ConfigurationError
 from railings.testing.script_values import non_negative
 
 __all__ = ["KEEP_ALIVE", "KEYS", "NO_QUIRKS", "Quirks"]
-
-KEYS = ("proof", "null_stop_reason", "cut_stop_reason", "keepalives", "keepalive_delay")
 
 # One SSE comment block, as DeepSeek and others send while a request waits.
 KEEP_ALIVE = b": keep-alive\n\n"
@@ -58,12 +56,8 @@ class Quirks:
 
     def over(self, base: Quirks) -> Quirks:
         """These quirks, with ``base``'s where these say nothing."""
-        return Quirks(
-            *(
-                mine if mine is not None else theirs
-                for mine, theirs in zip(_values(self), _values(base), strict=True)
-            )
-        )
+        mine, theirs = astuple(self), astuple(base)
+        return Quirks(*(m if m is not None else t for m, t in zip(mine, theirs, strict=True)))
 
     @property
     def sends_proof(self) -> bool:
@@ -71,15 +65,7 @@ class Quirks:
         return self.proof is not False
 
 
-def _values(quirks: Quirks) -> tuple[Any, ...]:
-    return (
-        quirks.proof,
-        quirks.null_stop_reason,
-        quirks.cut_stop_reason,
-        quirks.keepalives,
-        quirks.keepalive_delay,
-    )
-
+KEYS = tuple(f.name for f in fields(Quirks))
 
 NO_QUIRKS = Quirks()
 """The first-party behaviour: the proof, a stop reason, no keep-alives."""
