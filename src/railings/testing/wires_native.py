@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 from railings.errors import RailingsError
 from railings.providers import ScriptedShape, bedrock, gemini, ollama, stop_reason_on
@@ -34,10 +34,6 @@ __all__ = ["BedrockWire", "GeminiWire", "OllamaWire"]
 NDJSON = "application/x-ndjson"
 
 
-def _stop(wire: KitWire, plan: Plan) -> str:
-    return stop_reason_on(wire.spec, plan.stop_reason) or plan.stop_reason
-
-
 def _data(block: bytes) -> Any:
     """The JSON of an SSE block's ``data:`` lines, or None."""
     data = [line[5:].strip() for line in lines(block) if line.startswith(b"data:")]
@@ -49,14 +45,64 @@ def _data(block: bytes) -> Any:
         return None
 
 
-class GeminiWire(KitWire):
+class _WireErrors(Protocol):
+    """What a native wire's module writes of its errors (``wire_gemini`` ...)."""
+
+    def status_error(self, status: int, message: str | None = None) -> dict[str, Any]: ...
+
+    def error_event(self, kind: str) -> tuple[bytes, str]: ...
+
+
+class _NativeWire(KitWire):
+    """What the native wires share: none sends OpenAI's stream headers or names the wait
+    in its 429 text, a UUID stands for the request id none of their bodies carries, and
+    their errors (a body, and the in-stream error of a fault's ``type``) are their
+    module's, with the key errors' texts as data."""
+
+    stream_headers = ()
+    rate_limit_text = None
+    errors: _WireErrors
+    missing_key_text: ClassVar[str]
+    wrong_key_text: ClassVar[str]
+
+    def request_id(self, ids: Ids) -> str:
+        """A UUID-shaped id (Bedrock's ``x-amzn-requestid``; Ollama names no request)."""
+        return ids.uuid()
+
+    def status_error(
+        self, status: int, message: str | None = None, request_id: str | None = None
+    ) -> dict[str, Any]:
+        """The module's error body for ``status``."""
+        return self.errors.status_error(status, message)
+
+    def missing_key(self, request_id: str) -> dict[str, Any]:
+        """The error for a request without a key."""
+        return self.status_error(self.key_status, self.missing_key_text)
+
+    def wrong_key(self, key: str, request_id: str) -> dict[str, Any]:
+        """The error for a request with another key."""
+        return self.status_error(self.key_status, self.wrong_key_text)
+
+    def error_event(
+        self, kind: str, ids: Ids, created: Mapping[str, Any], sequence: int
+    ) -> tuple[bytes, str]:
+        """The module's in-stream error for ``kind``, and how to name it."""
+        return self.errors.error_event(kind)
+
+    def stop_reason(self, plan: Plan) -> str:
+        """The plan's stop reason as this wire spells it (the inverse of the spec's map)."""
+        return stop_reason_on(self.spec, plan.stop_reason) or plan.stop_reason
+
+
+class GeminiWire(_NativeWire):
     """Gemini ``generateContent`` / ``streamGenerateContent``: Google's error JSON, the
     ``x-goog-api-key`` key, the proof a candidate's final ``finishReason``."""
 
     spec = gemini.SPEC
+    errors = wg
     invalid_json = "Invalid JSON payload received."
-    stream_headers = ()
-    rate_limit_text = None  # Gemini's 429 text does not name the wait
+    missing_key_text = "Method doesn't allow unregistered callers. Please use API Key."
+    wrong_key_text = "API key not valid. Please pass a valid API key."
     whole_calls = True
     # The first chunk already carries content; each call is one chunk.
     scripted = ScriptedShape(lead=0, seams=1)
@@ -70,16 +116,6 @@ class GeminiWire(KitWire):
         """Any other ``.../models/{model}:{method}``."""
         return wg.model_and_method(path) is not None
 
-    def request_id(self, ids: Ids) -> str:
-        """A UUID-shaped id."""
-        return ids.uuid()
-
-    def status_error(
-        self, status: int, message: str | None = None, request_id: str | None = None
-    ) -> dict[str, Any]:
-        """``{"error": {"code", "message", "status"}}``."""
-        return wg.status_error(status, message)
-
     def not_found(self, method: str, path: str) -> str:
         """Google's 404 text."""
         return f"The requested URL {path.partition('?')[0]} was not found on this server."
@@ -87,22 +123,6 @@ class GeminiWire(KitWire):
     def key(self, headers: Headers) -> str | None:
         """``x-goog-api-key`` (what google-genai sends), else a Bearer token."""
         return headers.get("x-goog-api-key") or bearer(headers)
-
-    def missing_key(self, request_id: str) -> dict[str, Any]:
-        """The error for a request without a key."""
-        return wg.status_error(
-            401, "Method doesn't allow unregistered callers. Please use API Key."
-        )
-
-    def wrong_key(self, key: str, request_id: str) -> dict[str, Any]:
-        """The error for a request with another key."""
-        return wg.status_error(401, "API key not valid. Please pass a valid API key.")
-
-    def error_event(
-        self, kind: str, ids: Ids, created: Mapping[str, Any], sequence: int
-    ) -> tuple[bytes, str]:
-        """A ``data:`` line holding Google's error JSON."""
-        return wg.error_event(kind)
 
     def is_proof(self, block: bytes) -> bool:
         """A chunk whose candidate carries a terminal ``finishReason``, or a refused
@@ -136,7 +156,7 @@ class GeminiWire(KitWire):
         """The response, the events of its stream, or (no ``alt=sse``) their array."""
         plan = plan_turn(turn, ask.max_tokens, at.ids.uuid)
         options = {
-            "finish_reason": _stop(self, plan),
+            "finish_reason": self.stop_reason(plan),
             "response_id": at.ids.gemini_response(),
             "model": at.model,
             "signature": at.ids.signature(),
@@ -155,15 +175,15 @@ def _access_key(headers: Headers) -> str | None:
     return rest.partition("/")[0] or None if found else None
 
 
-class BedrockWire(KitWire):
+class BedrockWire(_NativeWire):
     """Bedrock ``converse`` / ``converse-stream``: AWS errors with ``x-amzn-errortype``,
     event-stream frames, the proof the ``messageStop`` frame."""
 
     spec = bedrock.SPEC
+    errors = wb
     invalid_json = "Malformed input request, please reformat your input."
-    stream_headers = ()
     stream_content_type = EVENTSTREAM
-    rate_limit_text = None  # Bedrock's 429 text does not name the wait
+    missing_key_text = "Missing Authentication Token"  # 403: AccessDeniedException
     not_found_text = "The requested operation is not recognized by the service."
     key_status = 403
     # messageStart, then the deltas (a text block has no contentBlockStart, as in
@@ -178,16 +198,6 @@ class BedrockWire(KitWire):
         """Any other ``/model/{modelId}/...`` operation."""
         return path.startswith("/model/")
 
-    def request_id(self, ids: Ids) -> str:
-        """A UUID (``x-amzn-requestid``)."""
-        return ids.uuid()
-
-    def status_error(
-        self, status: int, message: str | None = None, request_id: str | None = None
-    ) -> dict[str, Any]:
-        """``{"message": ...}`` (with ``__type``, the AWS JSON protocol's)."""
-        return wb.status_error(status, message)
-
     def error_headers(self, status: int, body: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
         """``x-amzn-errortype``: what botocore reads the error code from."""
         name = body.get("__type") if isinstance(body, Mapping) else None
@@ -197,22 +207,12 @@ class BedrockWire(KitWire):
         """A Bedrock API key (Bearer), else the access key id a SigV4 signature names."""
         return bearer(headers) or _access_key(headers)
 
-    def missing_key(self, request_id: str) -> dict[str, Any]:
-        """The error for a request without credentials."""
-        return {"message": "Missing Authentication Token", "__type": "AccessDeniedException"}
-
     def wrong_key(self, key: str, request_id: str) -> dict[str, Any]:
-        """The error for a request with other credentials."""
+        """The error for a request with other credentials (a type of its own)."""
         return {
             "message": "The security token included in the request is invalid.",
             "__type": "UnrecognizedClientException",
         }
-
-    def error_event(
-        self, kind: str, ids: Ids, created: Mapping[str, Any], sequence: int
-    ) -> tuple[bytes, str]:
-        """An exception frame (``serviceUnavailableException`` ...)."""
-        return wb.error_event(kind)
 
     def is_proof(self, block: bytes) -> bool:
         """The ``messageStop`` event frame."""
@@ -228,21 +228,22 @@ class BedrockWire(KitWire):
     def answer(self, ask: Any, turn: ScriptTurn, at: Answer) -> dict[str, Any] | Iterator[bytes]:
         """The ``/converse`` message, or the frames of ``/converse-stream``."""
         plan = plan_turn(turn, ask.max_tokens, at.ids.bedrock_tool)
-        stop, signature = _stop(self, plan), at.ids.signature()
+        stop, signature = self.stop_reason(plan), at.ids.signature()
         if not ask.stream:
             return wb.message(plan, ask, stop_reason=stop, signature=signature)
         return wb.events(plan, ask, stop_reason=stop, chunk_size=at.chunk_size, signature=signature)
 
 
-class OllamaWire(KitWire):
+class OllamaWire(_NativeWire):
     """Ollama ``/api/chat`` and ``/api/generate``: ``{"error": ...}``, NDJSON lines, the
     proof ``done: true``."""
 
     spec = ollama.SPEC
+    errors = wl
     invalid_json = "invalid character in request body"
-    stream_headers = ()
     stream_content_type = NDJSON
-    rate_limit_text = None  # Ollama's 429 text does not name the wait
+    # An Ollama behind an authenticating proxy: 401 without a key, or with another.
+    missing_key_text = wrong_key_text = "unauthorized"
     not_found_text = "404 page not found"  # Go's mux
     whole_calls = True
     # The first line already carries content; the calls come in one line.
@@ -255,30 +256,6 @@ class OllamaWire(KitWire):
     def claims(self, path: str) -> bool:
         """Any other ``/api/...`` endpoint."""
         return path.startswith("/api/")
-
-    def request_id(self, ids: Ids) -> str:
-        """Ollama names no request; an id keeps the log readable."""
-        return ids.uuid()
-
-    def status_error(
-        self, status: int, message: str | None = None, request_id: str | None = None
-    ) -> dict[str, Any]:
-        """``{"error": "..."}``."""
-        return wl.status_error(status, message)
-
-    def missing_key(self, request_id: str) -> dict[str, Any]:
-        """An Ollama behind an authenticating proxy: 401 without a key."""
-        return wl.status_error(401, "unauthorized")
-
-    def wrong_key(self, key: str, request_id: str) -> dict[str, Any]:
-        """401 with another key."""
-        return wl.status_error(401, "unauthorized")
-
-    def error_event(
-        self, kind: str, ids: Ids, created: Mapping[str, Any], sequence: int
-    ) -> tuple[bytes, str]:
-        """An ``{"error": ...}`` line."""
-        return wl.error_event(kind)
 
     def is_proof(self, block: bytes) -> bool:
         """The line with ``done: true``."""
@@ -302,7 +279,7 @@ class OllamaWire(KitWire):
         if ask.lifecycle is not None:
             return wl.lifecycle(ask, model=at.model)
         plan = plan_turn(turn, ask.max_tokens, at.ids.ollama_call)
-        stop = _stop(self, plan)
+        stop = self.stop_reason(plan)
         final, events = (
             (wl.generate_final, wl.generate_events) if ask.generate else (wl.final, wl.events)
         )
