@@ -194,24 +194,15 @@ def events(
                 output_index=index,
                 item={"id": item.id, "type": "reasoning", "summary": []},
             )
-            summary = {"summary_index": 0}
-            yield event(
-                "response.reasoning_summary_part.added",
-                **at,
-                **summary,
-                part={"type": "summary_text", "text": ""},
-            )
+            summary = {**at, "summary_index": 0}
+            empty = {"type": "summary_text", "text": ""}
+            yield event("response.reasoning_summary_part.added", **summary, part=empty)
             for piece in pieces(item.text, chunk_size):
-                yield event("response.reasoning_summary_text.delta", **at, **summary, delta=piece)
-            yield event("response.reasoning_summary_text.done", **at, **summary, text=item.text)
+                yield event("response.reasoning_summary_text.delta", **summary, delta=piece)
+            yield event("response.reasoning_summary_text.done", **summary, text=item.text)
             cut = {} if item.complete else {"status": "incomplete"}
-            yield event(
-                "response.reasoning_summary_part.done",
-                **at,
-                **summary,
-                part={"type": "summary_text", "text": item.text},
-                **cut,
-            )
+            whole = {"type": "summary_text", "text": item.text}
+            yield event("response.reasoning_summary_part.done", **summary, part=whole, **cut)
         elif item.kind == "message":
             yield event(
                 "response.output_item.added",
@@ -224,12 +215,12 @@ def events(
                     "role": "assistant",
                 },
             )
-            part = {"content_index": 0}
-            yield event("response.content_part.added", **at, **part, part=text_part(""))
+            content = {**at, "content_index": 0}
+            yield event("response.content_part.added", **content, part=text_part(""))
             for piece in pieces(item.text, chunk_size):
-                yield event("response.output_text.delta", **at, **part, delta=piece, logprobs=[])
-            yield event("response.output_text.done", **at, **part, text=item.text, logprobs=[])
-            yield event("response.content_part.done", **at, **part, part=text_part(item.text))
+                yield event("response.output_text.delta", **content, delta=piece, logprobs=[])
+            yield event("response.output_text.done", **content, text=item.text, logprobs=[])
+            yield event("response.content_part.done", **content, part=text_part(item.text))
         else:
             yield from call_events(item, index, event, chunk_size)
         yield event("response.output_item.done", output_index=index, item=item.final())
