@@ -179,11 +179,6 @@ def stop_reason_on(target: ProviderSpec, stop: str) -> str | None:
     vocabulary (or normalized): a spelling of ``target`` stays as is, another is
     normalized (:func:`stop_reasons`) and inverted, or sent as its nearest; None when
     nothing knows it. The scripted server sends what this returns."""
-    reasons = target.stop_reasons
-    if stop in reasons.wire:
+    if stop in target.stop_reasons.wire:
         return stop
-    normalized = stop_reasons().get(stop.lower(), stop)
-    inverse = reasons.inverse
-    if normalized in inverse:
-        return inverse[normalized]
-    return reasons.nearest.get(normalized)
+    return target.stop_reasons.to_wire(str(stop_reasons().get(stop.lower(), stop)))

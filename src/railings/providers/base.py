@@ -155,10 +155,7 @@ class StopReasons:
         normalized first by the registry (:func:`~railings.providers.stop_reason_on`)."""
         if stop in self.wire:
             return stop
-        inverse = self.inverse
-        if stop in inverse:
-            return inverse[stop]
-        return self.nearest.get(stop)
+        return self.inverse.get(stop, self.nearest.get(stop))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
