@@ -52,11 +52,11 @@ from railings.events import (
     ToolArgumentsDelta,
     ToolCallEnd,
     ToolCallStart,
-    ToolKind,
     Unknown,
     UsageUpdate,
 )
 from railings.providers import anthropic, openai_chat, openai_responses
+from railings.providers.anthropic.decoder import TOOL_KINDS
 from railings.providers.openai_responses.items import LOCAL_ITEMS, SERVER_ITEMS, final_input
 from railings.replay import Replay
 from railings.turn.assembler import TurnAssembler
@@ -147,6 +147,10 @@ def _as_dict(obj: Any) -> dict[str, Any]:
     raise ConfigurationError(f"inspect() cannot read a {type(obj).__name__}")
 
 
+def _start(data: dict[str, Any]) -> MessageStart:
+    return MessageStart(id=str(data.get("id") or ""), model=str(data.get("model") or ""))
+
+
 def _usage(usage: Any, input_key: str, output_key: str) -> list[StreamEvent]:
     if not isinstance(usage, dict):
         return []
@@ -159,9 +163,7 @@ def _usage(usage: Any, input_key: str, output_key: str) -> list[StreamEvent]:
 
 
 def _chat_completion(data: dict[str, Any]) -> list[StreamEvent]:
-    events: list[StreamEvent] = [
-        MessageStart(id=str(data.get("id") or ""), model=str(data.get("model") or ""))
-    ]
+    events: list[StreamEvent] = [_start(data)]
     choices = [c for c in data.get("choices") or [] if isinstance(c, dict)]
     choice = next((c for c in choices if c.get("index", 0) == 0), None)
     if choice is not None:
@@ -204,9 +206,7 @@ def _chat_call(position: int, ident: str, function: object) -> list[StreamEvent]
 
 
 def _response(data: dict[str, Any]) -> list[StreamEvent]:
-    events: list[StreamEvent] = [
-        MessageStart(id=str(data.get("id") or ""), model=str(data.get("model") or ""))
-    ]
+    events: list[StreamEvent] = [_start(data)]
     position = 0
     for item in data.get("output") or []:
         kind = item.get("type")
@@ -272,17 +272,8 @@ def _response(data: dict[str, Any]) -> list[StreamEvent]:
     return events
 
 
-_ANTHROPIC_TOOLS: dict[str, ToolKind] = {
-    "tool_use": "function",
-    "server_tool_use": "server_tool_use",
-    "mcp_tool_use": "mcp_tool_use",
-}
-
-
 def _message(data: dict[str, Any]) -> list[StreamEvent]:
-    events: list[StreamEvent] = [
-        MessageStart(id=str(data.get("id") or ""), model=str(data.get("model") or ""))
-    ]
+    events: list[StreamEvent] = [_start(data)]
     blocks = [b for b in data.get("content") or [] if isinstance(b, dict)]
     position = 0
     for block in blocks:
@@ -295,14 +286,14 @@ def _message(data: dict[str, Any]) -> list[StreamEvent]:
             )
         elif kind == "redacted_thinking":
             events.append(ThinkingDelta(text="", redacted=str(block.get("data") or "")))
-        elif kind in _ANTHROPIC_TOOLS:
+        elif kind in TOOL_KINDS:
             # The raw input is gone: the SDK's parse of it is all there is (module docstring).
             events.append(
                 ToolCallStart(
                     index=position,
                     id=str(block.get("id") or ""),
                     name=str(block.get("name") or ""),
-                    kind=_ANTHROPIC_TOOLS[kind],
+                    kind=TOOL_KINDS[kind],
                     initial_arguments=json.dumps(block.get("input") or {}),
                     initial_parsed=True,
                 )

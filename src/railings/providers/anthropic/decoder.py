@@ -64,11 +64,12 @@ from railings.wire._events import (
 from railings.wire._json import as_count, as_int, load_object
 from railings.wire.sse import ServerSentEvent
 
-__all__ = ["MESSAGE_STOP", "AnthropicDecoder"]
+__all__ = ["MESSAGE_STOP", "TOOL_KINDS", "AnthropicDecoder"]
 
 MESSAGE_STOP = "message_stop"
 
-_TOOL_KINDS: dict[str, ToolKind] = {
+# The block types of calls, local and provider-run -> their kind.
+TOOL_KINDS: dict[str, ToolKind] = {
     "tool_use": "function",
     "server_tool_use": "server_tool_use",
     "mcp_tool_use": "mcp_tool_use",
@@ -221,7 +222,7 @@ class AnthropicDecoder:
                 index=position,
                 id=str(block.get("id") or ""),
                 name=str(block.get("name") or ""),
-                kind=_TOOL_KINDS[str(block["type"])],
+                kind=TOOL_KINDS[str(block["type"])],
                 initial_arguments=json.dumps(start_input) if start_input is not None else "",
                 # An object on the wire, not text the model wrote: used only when no
                 # partial_json carried anything, and then it proves nothing (events.py).
