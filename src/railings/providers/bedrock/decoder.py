@@ -59,10 +59,11 @@ from railings.events import (
     ToolCallEnd,
     ToolCallStart,
     Unknown,
-    UsageUpdate,
 )
+from railings.providers.base import as_str as _str
+from railings.providers.base import usage_update
 from railings.wire._held import HeldError
-from railings.wire._json import as_count, as_int, load_object
+from railings.wire._json import as_int, load_object
 from railings.wire.eventstream import (
     CONTENT_TYPE,
     DEFAULT_MAX_MESSAGE_SIZE,
@@ -235,15 +236,7 @@ def _message_stop(_: BedrockDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
 
 
 def _metadata(_: BedrockDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
-    usage = obj.get("usage")
-    if not isinstance(usage, dict):
-        return []
-    return [
-        UsageUpdate(
-            input_tokens=as_count(usage.get("inputTokens")),
-            output_tokens=as_count(usage.get("outputTokens")),
-        )
-    ]
+    return usage_update(obj.get("usage"), "inputTokens", "outputTokens")
 
 
 def _text(_: BedrockDecoder, block: int, value: object) -> list[StreamEvent]:
@@ -281,10 +274,6 @@ def _payload(message: Message, what: str) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise MalformedStream(f"bedrock {what}: payload is not UTF-8") from None
     return load_object(text, where=f"bedrock {what}")
-
-
-def _str(value: object) -> str:
-    return value if isinstance(value, str) else ""
 
 
 _Handler = Callable[[BedrockDecoder, dict[str, Any]], list[StreamEvent]]
