@@ -31,10 +31,10 @@ from railings.providers.bedrock.decoder import (
     CONTENT_TYPE,
     ERROR_CLASSES,
     MESSAGE_STOP,
+    STOP_REASONS,
     BedrockDecoder,
 )
 from railings.providers.bedrock.encoder import bedrock_body, bedrock_tool_result
-from railings.stops import Stop
 from railings.wire.eventstream import looks_like_eventstream
 
 __all__ = ["BEDROCK_ERROR_TYPES", "SPEC", "STOP_REASONS"]
@@ -44,23 +44,6 @@ __all__ = ["BEDROCK_ERROR_TYPES", "SPEC", "STOP_REASONS"]
 # failed mid-stream; retried, as the AWS SDKs retry it), model timeout and model not
 # ready pass with time; validation, access denied and resource not found never do.
 BEDROCK_ERROR_TYPES = ERROR_CLASSES
-
-_METADATA = "metadata"
-
-
-# ConverseStream ``stopReason`` -> railings' stop reason. The window filling while the
-# model wrote is an output-limit cut (the truncation gate applies); guardrail and
-# content-filter stops are both content filtering; a botched call is its own reason.
-STOP_REASONS: dict[str, Stop] = {
-    "end_turn": Stop.END_TURN,
-    "tool_use": Stop.TOOL_USE,
-    "max_tokens": Stop.MAX_TOKENS,
-    "model_context_window_exceeded": Stop.MAX_TOKENS,
-    "stop_sequence": Stop.STOP_SEQUENCE,
-    "content_filtered": Stop.CONTENT_FILTER,
-    "guardrail_intervened": Stop.CONTENT_FILTER,
-    "malformed_tool_use": Stop.MALFORMED_TOOL_USE,
-}
 
 SPEC = ProviderSpec(
     name="bedrock",

@@ -47,6 +47,7 @@ from railings.providers.gemini.decoder import (
     GeminiDecoder,
     decode_body,
 )
+from railings.providers.gemini.decoder import STOP_REASONS as WIRE_STOPS
 from railings.providers.gemini.encoder import gemini_body, gemini_function_response
 from railings.stops import Stop
 
@@ -90,25 +91,11 @@ def _whole_body(body: bytes, choice: int) -> list[StreamEvent]:
 
 
 # ``finishReason`` (and ``promptFeedback.blockReason``) -> railings' stop reason, in the
-# API's upper case (normalization matches case-insensitively). Gemini has no tool stop: a
-# turn with calls ends in STOP, and ``tool_use`` is derived. ``OTHER`` and the like have
-# no normalized meaning: they are kept, lower-cased.
+# API's upper case (normalization matches case-insensitively): the decoder's table but
+# ``OTHER`` and the like, which have no normalized meaning (they are kept, lower-cased).
+# Gemini has no tool stop: a turn with calls ends in STOP, and ``tool_use`` is derived.
 STOP_REASONS: dict[str, Stop] = {
-    "STOP": Stop.END_TURN,
-    "MAX_TOKENS": Stop.MAX_TOKENS,
-    "SAFETY": Stop.CONTENT_FILTER,
-    "RECITATION": Stop.CONTENT_FILTER,
-    "LANGUAGE": Stop.CONTENT_FILTER,
-    "BLOCKLIST": Stop.CONTENT_FILTER,
-    "PROHIBITED_CONTENT": Stop.CONTENT_FILTER,
-    "SPII": Stop.CONTENT_FILTER,
-    "IMAGE_SAFETY": Stop.CONTENT_FILTER,
-    "IMAGE_PROHIBITED_CONTENT": Stop.CONTENT_FILTER,
-    "IMAGE_RECITATION": Stop.CONTENT_FILTER,
-    "JAILBREAK": Stop.CONTENT_FILTER,
-    "MALFORMED_FUNCTION_CALL": Stop.MALFORMED_TOOL_USE,
-    "UNEXPECTED_TOOL_CALL": Stop.MALFORMED_TOOL_USE,
-    "TOO_MANY_TOOL_CALLS": Stop.MALFORMED_TOOL_USE,
+    wire: stop for wire, stop in WIRE_STOPS.items() if isinstance(stop, Stop)
 }
 
 SPEC = ProviderSpec(
