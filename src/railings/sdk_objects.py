@@ -79,11 +79,7 @@ def inspect(
     ``request_chars``: the size of the request's text
     (:func:`railings.turn.usage.request_chars`), from which an input count the object
     lacks is estimated; without it, that count is unknown."""
-    other = _is_other_format(obj)
-    if other is not None:
-        provider, events = other
-    else:
-        provider, events = _own_format(obj)
+    provider, events = _is_other_format(obj) or _own_format(obj)
     return _judged(
         provider, events, max_tokens=max_tokens, service=service, request_chars=request_chars
     )
@@ -93,18 +89,16 @@ def _own_format(obj: Any) -> tuple[str, list[StreamEvent]]:
     """The wire and events of an openai or anthropic object (or its dict)."""
     data = _as_dict(obj)
     if "choices" in data:
-        provider, events = openai_chat.SPEC.name, _chat_completion(data)
-    elif data.get("object") == "response" or ("output" in data and "status" in data):
-        provider, events = openai_responses.SPEC.name, _response(data)
-    elif data.get("type") == "message" or ("content" in data and data.get("role") == "assistant"):
-        provider, events = anthropic.SPEC.name, _message(data)
-    else:
-        raise ConfigurationError(
-            "inspect() takes an openai ChatCompletion or Response, an anthropic Message, a "
-            "google-genai GenerateContentResponse, boto3 converse_stream events or an "
-            f"ollama ChatResponse or GenerateResponse (or their dicts); got {type(obj).__name__}"
-        )
-    return provider, events
+        return openai_chat.SPEC.name, _chat_completion(data)
+    if data.get("object") == "response" or ("output" in data and "status" in data):
+        return openai_responses.SPEC.name, _response(data)
+    if data.get("type") == "message" or ("content" in data and data.get("role") == "assistant"):
+        return anthropic.SPEC.name, _message(data)
+    raise ConfigurationError(
+        "inspect() takes an openai ChatCompletion or Response, an anthropic Message, a "
+        "google-genai GenerateContentResponse, boto3 converse_stream events or an "
+        f"ollama ChatResponse or GenerateResponse (or their dicts); got {type(obj).__name__}"
+    )
 
 
 def _is_other_format(obj: Any) -> tuple[str, list[StreamEvent]] | None:
