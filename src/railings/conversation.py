@@ -155,11 +155,8 @@ class Assistant:
         the order they arrived, sent back verbatim: that is how Anthropic continues a
         ``pause_turn``, and how it verifies each thinking block.
         """
-        blocks: list[Block] = []
-        ordered = _in_order(turn.parts)
-        if ordered:
-            blocks.extend(ordered)
-        else:
+        blocks = _in_order(turn.parts)
+        if not blocks:
             if turn.thinking or turn.thinking_signature:
                 blocks.append(Thinking(turn.thinking, turn.thinking_signature))
             blocks.extend(RedactedThinking(data) for data in turn.redacted_thinking)

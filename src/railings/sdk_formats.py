@@ -102,21 +102,24 @@ def _gemini(items: list[dict[str, Any]]) -> list[StreamEvent]:
     decoder = GeminiDecoder()
     out: list[StreamEvent] = []
     for item in items:
-        out += decoder.feed_object(_camel(item))
+        out += decoder.feed_object(_wire(item, respell=True))
     return out + decoder.close()
 
 
-def _camel(value: Any) -> Any:
-    """``model_dump()``'s spelling as the wire's: snake_case keys in camelCase, bytes
-    (a thought signature) in base64; data under ``args`` / ``response`` kept as is."""
+def _wire(value: Any, *, respell: bool) -> Any:
+    """An SDK's value as the wire spells it: bytes (boto3's blobs, google-genai's thought
+    signatures) in base64; with ``respell``, ``model_dump()``'s snake_case keys in
+    camelCase, the data under ``args`` / ``response`` kept as is."""
     if isinstance(value, Mapping):
         out = {}
         for key, item in value.items():
-            name = _camel_key(key) if isinstance(key, str) else key
-            out[name] = item if key in _DATA_KEYS else _camel(item)
+            if respell and isinstance(key, str):
+                out[_camel_key(key)] = item if key in _DATA_KEYS else _wire(item, respell=True)
+            else:
+                out[key] = _wire(item, respell=respell)
         return out
     if isinstance(value, list):
-        return [_camel(item) for item in value]
+        return [_wire(item, respell=respell) for item in value]
     if isinstance(value, bytes):
         return base64.b64encode(value).decode("ascii")
     return value
@@ -142,7 +145,7 @@ def _bedrock(items: list[dict[str, Any]]) -> list[StreamEvent]:
             out.append(Unknown(name="bedrock:event"))
             continue
         ((kind, payload),) = item.items()
-        payload = _base64(payload) if isinstance(payload, Mapping) else {}
+        payload = _wire(payload, respell=False) if isinstance(payload, Mapping) else {}
         handler = EVENT_HANDLERS.get(kind)
         if handler is not None:
             out += handler(decoder, payload)
@@ -157,17 +160,6 @@ def _bedrock(items: list[dict[str, Any]]) -> list[StreamEvent]:
         else:
             out.append(Unknown(name=f"bedrock:{kind}"))
     return out + decoder.close()
-
-
-def _base64(value: Any) -> Any:
-    """boto3 gives blobs (``redactedContent``) as bytes; the wire has them in base64."""
-    if isinstance(value, Mapping):
-        return {key: _base64(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_base64(item) for item in value]
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode("ascii")
-    return value
 
 
 # -- Ollama --------------------------------------------------------------------------------

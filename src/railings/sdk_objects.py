@@ -52,11 +52,11 @@ from railings.events import (
     ToolArgumentsDelta,
     ToolCallEnd,
     ToolCallStart,
-    ToolKind,
     Unknown,
     UsageUpdate,
 )
 from railings.providers import anthropic, openai_chat, openai_responses
+from railings.providers.anthropic.decoder import TOOL_KINDS
 from railings.providers.openai_responses.items import LOCAL_ITEMS, SERVER_ITEMS, final_input
 from railings.replay import Replay
 from railings.turn.assembler import TurnAssembler
@@ -79,11 +79,7 @@ def inspect(
     ``request_chars``: the size of the request's text
     (:func:`railings.turn.usage.request_chars`), from which an input count the object
     lacks is estimated; without it, that count is unknown."""
-    other = _is_other_format(obj)
-    if other is not None:
-        provider, events = other
-    else:
-        provider, events = _own_format(obj)
+    provider, events = _is_other_format(obj) or _own_format(obj)
     return _judged(
         provider, events, max_tokens=max_tokens, service=service, request_chars=request_chars
     )
@@ -93,18 +89,16 @@ def _own_format(obj: Any) -> tuple[str, list[StreamEvent]]:
     """The wire and events of an openai or anthropic object (or its dict)."""
     data = _as_dict(obj)
     if "choices" in data:
-        provider, events = openai_chat.SPEC.name, _chat_completion(data)
-    elif data.get("object") == "response" or ("output" in data and "status" in data):
-        provider, events = openai_responses.SPEC.name, _response(data)
-    elif data.get("type") == "message" or ("content" in data and data.get("role") == "assistant"):
-        provider, events = anthropic.SPEC.name, _message(data)
-    else:
-        raise ConfigurationError(
-            "inspect() takes an openai ChatCompletion or Response, an anthropic Message, a "
-            "google-genai GenerateContentResponse, boto3 converse_stream events or an "
-            f"ollama ChatResponse or GenerateResponse (or their dicts); got {type(obj).__name__}"
-        )
-    return provider, events
+        return openai_chat.SPEC.name, _chat_completion(data)
+    if data.get("object") == "response" or ("output" in data and "status" in data):
+        return openai_responses.SPEC.name, _response(data)
+    if data.get("type") == "message" or ("content" in data and data.get("role") == "assistant"):
+        return anthropic.SPEC.name, _message(data)
+    raise ConfigurationError(
+        "inspect() takes an openai ChatCompletion or Response, an anthropic Message, a "
+        "google-genai GenerateContentResponse, boto3 converse_stream events or an "
+        f"ollama ChatResponse or GenerateResponse (or their dicts); got {type(obj).__name__}"
+    )
 
 
 def _is_other_format(obj: Any) -> tuple[str, list[StreamEvent]] | None:
@@ -147,6 +141,10 @@ def _as_dict(obj: Any) -> dict[str, Any]:
     raise ConfigurationError(f"inspect() cannot read a {type(obj).__name__}")
 
 
+def _start(data: dict[str, Any]) -> MessageStart:
+    return MessageStart(id=str(data.get("id") or ""), model=str(data.get("model") or ""))
+
+
 def _usage(usage: Any, input_key: str, output_key: str) -> list[StreamEvent]:
     if not isinstance(usage, dict):
         return []
@@ -159,9 +157,7 @@ def _usage(usage: Any, input_key: str, output_key: str) -> list[StreamEvent]:
 
 
 def _chat_completion(data: dict[str, Any]) -> list[StreamEvent]:
-    events: list[StreamEvent] = [
-        MessageStart(id=str(data.get("id") or ""), model=str(data.get("model") or ""))
-    ]
+    events: list[StreamEvent] = [_start(data)]
     choices = [c for c in data.get("choices") or [] if isinstance(c, dict)]
     choice = next((c for c in choices if c.get("index", 0) == 0), None)
     if choice is not None:
@@ -204,9 +200,7 @@ def _chat_call(position: int, ident: str, function: object) -> list[StreamEvent]
 
 
 def _response(data: dict[str, Any]) -> list[StreamEvent]:
-    events: list[StreamEvent] = [
-        MessageStart(id=str(data.get("id") or ""), model=str(data.get("model") or ""))
-    ]
+    events: list[StreamEvent] = [_start(data)]
     position = 0
     for item in data.get("output") or []:
         kind = item.get("type")
@@ -272,17 +266,8 @@ def _response(data: dict[str, Any]) -> list[StreamEvent]:
     return events
 
 
-_ANTHROPIC_TOOLS: dict[str, ToolKind] = {
-    "tool_use": "function",
-    "server_tool_use": "server_tool_use",
-    "mcp_tool_use": "mcp_tool_use",
-}
-
-
 def _message(data: dict[str, Any]) -> list[StreamEvent]:
-    events: list[StreamEvent] = [
-        MessageStart(id=str(data.get("id") or ""), model=str(data.get("model") or ""))
-    ]
+    events: list[StreamEvent] = [_start(data)]
     blocks = [b for b in data.get("content") or [] if isinstance(b, dict)]
     position = 0
     for block in blocks:
@@ -295,14 +280,14 @@ def _message(data: dict[str, Any]) -> list[StreamEvent]:
             )
         elif kind == "redacted_thinking":
             events.append(ThinkingDelta(text="", redacted=str(block.get("data") or "")))
-        elif kind in _ANTHROPIC_TOOLS:
+        elif kind in TOOL_KINDS:
             # The raw input is gone: the SDK's parse of it is all there is (module docstring).
             events.append(
                 ToolCallStart(
                     index=position,
                     id=str(block.get("id") or ""),
                     name=str(block.get("name") or ""),
-                    kind=_ANTHROPIC_TOOLS[kind],
+                    kind=TOOL_KINDS[kind],
                     initial_arguments=json.dumps(block.get("input") or {}),
                     initial_parsed=True,
                 )

@@ -106,10 +106,7 @@ def spec(name: str) -> ProviderSpec:
 def spec_for_path(path: str) -> ProviderSpec | None:
     """The spec whose request paths ``path`` ends with (whatever prefix a gateway puts
     before it; query string and trailing slash ignored); None for any other path."""
-    for candidate in SPECS:
-        if candidate.routes(path):
-            return candidate
-    return None
+    return next((candidate for candidate in SPECS if candidate.routes(path)), None)
 
 
 def provider_for_path(path: str) -> str | None:
@@ -140,10 +137,8 @@ def detect(
 ) -> ProviderSpec | None:
     """The first SSE spec whose detection hints recognise ``sse``; None when none does
     (an event of a type no spec knows: the reader waits for the next one)."""
-    for candidate in specs:
-        if candidate.framing is Framing.SSE and candidate.detection.recognises(sse):
-            return candidate
-    return None
+    found = (s for s in specs if s.framing is Framing.SSE and s.detection.recognises(sse))
+    return next(found, None)
 
 
 def error_types() -> dict[str, type[ProviderError]]:
@@ -179,11 +174,6 @@ def stop_reason_on(target: ProviderSpec, stop: str) -> str | None:
     vocabulary (or normalized): a spelling of ``target`` stays as is, another is
     normalized (:func:`stop_reasons`) and inverted, or sent as its nearest; None when
     nothing knows it. The scripted server sends what this returns."""
-    reasons = target.stop_reasons
-    if stop in reasons.wire:
+    if stop in target.stop_reasons.wire:
         return stop
-    normalized = stop_reasons().get(stop.lower(), stop)
-    inverse = reasons.inverse
-    if normalized in inverse:
-        return inverse[normalized]
-    return reasons.nearest.get(normalized)
+    return target.stop_reasons.to_wire(str(stop_reasons().get(stop.lower(), stop)))

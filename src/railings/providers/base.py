@@ -22,8 +22,9 @@ from urllib.parse import quote
 
 from railings.conversation import Message, ToolResult, ToolSpec
 from railings.errors import ProviderError
-from railings.events import StreamEvent, TerminationProof
+from railings.events import StreamEvent, TerminationProof, UsageUpdate
 from railings.stops import Stop
+from railings.wire._json import as_count
 from railings.wire.sse import ServerSentEvent
 
 __all__ = [
@@ -38,7 +39,10 @@ __all__ = [
     "Resumption",
     "ScriptedShape",
     "StopReasons",
+    "as_dict",
+    "as_str",
     "compact_json",
+    "usage_update",
 ]
 
 
@@ -143,10 +147,7 @@ class StopReasons:
     def inverse(self) -> dict[str, str]:
         """Normalized -> this wire's spelling; where two spellings normalize alike, the
         first listed in :attr:`wire` is the one sent."""
-        out: dict[str, str] = {}
-        for spelling, normalized in self.wire.items():
-            out.setdefault(normalized, spelling)
-        return out
+        return {normalized: spelling for spelling, normalized in reversed([*self.wire.items()])}
 
     def to_wire(self, stop: str) -> str | None:
         """This wire's spelling of ``stop``, one of its own spellings or a normalized stop
@@ -155,10 +156,7 @@ class StopReasons:
         normalized first by the registry (:func:`~railings.providers.stop_reason_on`)."""
         if stop in self.wire:
             return stop
-        inverse = self.inverse
-        if stop in inverse:
-            return inverse[stop]
-        return self.nearest.get(stop)
+        return self.inverse.get(stop, self.nearest.get(stop))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -190,10 +188,35 @@ class Detection:
             return True
         if sse.data in self.data:
             return True
-        if not self.markers:
-            return False
         compact = sse.data.replace(" ", "")
         return any(marker in compact for marker in self.markers)
+
+
+# What the decoders share: lenient reads of JSON values, and usage counts.
+def as_dict(value: object) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_str(value: object) -> str:
+    """``value`` when it is a string, else ``""``."""
+    return value if isinstance(value, str) else ""
+
+
+def usage_update(
+    usage: object, inputs: str, outputs: str, *, opening: bool = False
+) -> list[StreamEvent]:
+    """The :class:`~railings.events.UsageUpdate` of a usage object whose counts are named
+    ``inputs`` and ``outputs``; none when ``usage`` is not an object."""
+    if not isinstance(usage, dict):
+        return []
+    return [
+        UsageUpdate(
+            input_tokens=as_count(usage.get(inputs)),
+            output_tokens=as_count(usage.get(outputs)),
+            opening=opening,
+        )
+    ]
 
 
 def compact_json(obj: Any) -> str:
@@ -356,8 +379,6 @@ class ProviderSpec:
         """The request path for ``model``: :attr:`request_path` with its ``{model}``
         percent-encoded (as botocore encodes a Bedrock ``modelId``: an ARN's ``:`` and
         ``/`` included); a path without ``{model}`` is returned as is."""
-        if "{model}" not in self.request_path:
-            return self.request_path
         return self.request_path.replace("{model}", quote(model, safe=""))
 
     def routes(self, path: str) -> bool:

@@ -49,8 +49,8 @@ from railings.events import (
     ToolCallStart,
     ToolKind,
     Unknown,
-    UsageUpdate,
 )
+from railings.providers.base import usage_update
 from railings.wire._events import (
     NEW,
     SET_FRAGMENT,
@@ -61,14 +61,15 @@ from railings.wire._events import (
     arguments_delta,
     text_delta,
 )
-from railings.wire._json import as_count, as_int, load_object
+from railings.wire._json import as_int, load_object
 from railings.wire.sse import ServerSentEvent
 
-__all__ = ["MESSAGE_STOP", "AnthropicDecoder"]
+__all__ = ["MESSAGE_STOP", "TOOL_KINDS", "AnthropicDecoder"]
 
 MESSAGE_STOP = "message_stop"
 
-_TOOL_KINDS: dict[str, ToolKind] = {
+# The block types of calls, local and provider-run -> their kind.
+TOOL_KINDS: dict[str, ToolKind] = {
     "tool_use": "function",
     "server_tool_use": "server_tool_use",
     "mcp_tool_use": "mcp_tool_use",
@@ -221,7 +222,7 @@ class AnthropicDecoder:
                 index=position,
                 id=str(block.get("id") or ""),
                 name=str(block.get("name") or ""),
-                kind=_TOOL_KINDS[str(block["type"])],
+                kind=TOOL_KINDS[str(block["type"])],
                 initial_arguments=json.dumps(start_input) if start_input is not None else "",
                 # An object on the wire, not text the model wrote: used only when no
                 # partial_json carried anything, and then it proves nothing (events.py).
@@ -249,7 +250,7 @@ def _message_start(_: AnthropicDecoder, obj: dict[str, Any]) -> list[StreamEvent
     content = message.get("content")
     if content:  # not [] (nor null): output already written, and billed
         out.append(BilledOutput(name="anthropic:message_start:content"))
-    out.extend(_usage(message, opening=True))
+    out += usage_update(message.get("usage"), "input_tokens", "output_tokens", opening=True)
     reason = message.get("stop_reason")
     if isinstance(reason, str) and reason:
         out.append(StopReason(wire=reason))
@@ -264,21 +265,8 @@ def _message_delta(_: AnthropicDecoder, obj: dict[str, Any]) -> list[StreamEvent
         if isinstance(reason, str) and reason:
             out.append(StopReason(wire=reason))
     # output_tokens is cumulative in message_delta; input_tokens appears in newer versions.
-    out.extend(_usage(obj))
+    out += usage_update(obj.get("usage"), "input_tokens", "output_tokens")
     return out
-
-
-def _usage(obj: dict[str, Any], *, opening: bool = False) -> list[StreamEvent]:
-    usage = obj.get("usage")
-    if not isinstance(usage, dict):
-        return []
-    return [
-        UsageUpdate(
-            input_tokens=as_count(usage.get("input_tokens")),
-            output_tokens=as_count(usage.get("output_tokens")),
-            opening=opening,
-        )
-    ]
 
 
 def _error(_: AnthropicDecoder, obj: dict[str, Any]) -> list[StreamEvent]:

@@ -28,7 +28,7 @@ from railings.conversation import (
     User,
 )
 from railings.errors import ConfigurationError
-from railings.messages import _check_max_tokens
+from railings.messages import _check_max_tokens, _role_turns
 
 __all__ = ["anthropic_messages_body"]
 
@@ -50,21 +50,8 @@ def anthropic_messages_body(
     """
     _check_max_tokens(max_tokens)
     system = [m.text for m in messages if isinstance(m, System)]
-    wire: list[dict[str, Any]] = []
-    for message in messages:
-        if isinstance(message, System):
-            continue
-        role = "assistant" if isinstance(message, Assistant) else "user"
-        blocks = _anthropic_blocks(message)
-        if not blocks:
-            continue
-        if wire and wire[-1]["role"] == role:
-            merged = wire[-1]["content"] + blocks
-            # tool_result blocks must lead a user message.
-            merged.sort(key=lambda b: b.get("type") != "tool_result")
-            wire[-1]["content"] = merged
-        else:
-            wire.append({"role": role, "content": blocks})
+    # tool_result blocks must lead a user message.
+    wire = _role_turns(messages, _anthropic_blocks, leads=lambda b: b.get("type") == "tool_result")
     body: dict[str, Any] = {
         "model": model,
         "max_tokens": max_tokens,

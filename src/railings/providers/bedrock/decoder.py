@@ -59,10 +59,12 @@ from railings.events import (
     ToolCallEnd,
     ToolCallStart,
     Unknown,
-    UsageUpdate,
 )
+from railings.providers.base import as_str as _str
+from railings.providers.base import usage_update
+from railings.stops import Stop
 from railings.wire._held import HeldError
-from railings.wire._json import as_count, as_int, load_object
+from railings.wire._json import as_int, load_object
 from railings.wire.eventstream import (
     CONTENT_TYPE,
     DEFAULT_MAX_MESSAGE_SIZE,
@@ -87,18 +89,19 @@ __all__ = [
 
 MESSAGE_STOP: Final = "messageStop"
 
-# ConverseStream stopReason -> railings' normalized stop reason (turn/stop_reason.py).
-# ``model_context_window_exceeded`` is an output cut like ``max_tokens``: the truncation
-# gate must apply. Guardrail and content-filter stops are both content filtering.
-STOP_REASONS: Final[dict[str, str]] = {
-    "end_turn": "end_turn",
-    "tool_use": "tool_use",
-    "max_tokens": "max_tokens",
-    "stop_sequence": "stop_sequence",
-    "guardrail_intervened": "content_filter",
-    "content_filtered": "content_filter",
-    "model_context_window_exceeded": "max_tokens",
-    "malformed_tool_use": "malformed_tool_use",
+# ConverseStream ``stopReason`` -> railings' stop reason (the spec's table). The window
+# filling while the model wrote is an output-limit cut (the truncation gate applies);
+# guardrail and content-filter stops are both content filtering; a botched call is its
+# own reason.
+STOP_REASONS: Final[dict[str, Stop]] = {
+    "end_turn": Stop.END_TURN,
+    "tool_use": Stop.TOOL_USE,
+    "max_tokens": Stop.MAX_TOKENS,
+    "model_context_window_exceeded": Stop.MAX_TOKENS,
+    "stop_sequence": Stop.STOP_SEQUENCE,
+    "content_filtered": Stop.CONTENT_FILTER,
+    "guardrail_intervened": Stop.CONTENT_FILTER,
+    "malformed_tool_use": Stop.MALFORMED_TOOL_USE,
 }
 # The wire value a normalized stop reason is sent as (the scripted server's side).
 STOP_REASONS_WIRE: Final[dict[str, str]] = {
@@ -235,15 +238,7 @@ def _message_stop(_: BedrockDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
 
 
 def _metadata(_: BedrockDecoder, obj: dict[str, Any]) -> list[StreamEvent]:
-    usage = obj.get("usage")
-    if not isinstance(usage, dict):
-        return []
-    return [
-        UsageUpdate(
-            input_tokens=as_count(usage.get("inputTokens")),
-            output_tokens=as_count(usage.get("outputTokens")),
-        )
-    ]
+    return usage_update(obj.get("usage"), "inputTokens", "outputTokens")
 
 
 def _text(_: BedrockDecoder, block: int, value: object) -> list[StreamEvent]:
@@ -281,10 +276,6 @@ def _payload(message: Message, what: str) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise MalformedStream(f"bedrock {what}: payload is not UTF-8") from None
     return load_object(text, where=f"bedrock {what}")
-
-
-def _str(value: object) -> str:
-    return value if isinstance(value, str) else ""
 
 
 _Handler = Callable[[BedrockDecoder, dict[str, Any]], list[StreamEvent]]

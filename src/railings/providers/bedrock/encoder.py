@@ -39,7 +39,7 @@ from railings.conversation import (
     User,
 )
 from railings.errors import ConfigurationError
-from railings.messages import _check_max_tokens
+from railings.messages import _check_max_tokens, _role_turns
 
 __all__ = ["bedrock_body", "bedrock_tool_result"]
 
@@ -53,20 +53,7 @@ def bedrock_body(
 ) -> dict[str, Any]:
     """A ``ConverseStream`` body for ``messages`` (the module docstring)."""
     _check_max_tokens(max_tokens)
-    wire: list[dict[str, Any]] = []
-    for message in messages:
-        if isinstance(message, System):
-            continue
-        role = "assistant" if isinstance(message, Assistant) else "user"
-        blocks = _blocks(message)
-        if not blocks:
-            continue
-        if wire and wire[-1]["role"] == role:
-            merged = wire[-1]["content"] + blocks
-            merged.sort(key=lambda b: "toolResult" not in b)  # results lead the message
-            wire[-1]["content"] = merged
-        else:
-            wire.append({"role": role, "content": blocks})
+    wire = _role_turns(messages, _blocks, leads=lambda b: "toolResult" in b)
     body: dict[str, Any] = {"messages": wire, "inferenceConfig": {"maxTokens": max_tokens}}
     system = [{"text": m.text} for m in messages if isinstance(m, System) and m.text]
     if system:

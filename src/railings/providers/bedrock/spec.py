@@ -19,15 +19,10 @@ the region from ``AWS_REGION`` or ``AWS_DEFAULT_REGION`` (``us-east-1`` by defau
 
 from __future__ import annotations
 
-from typing import Any
-
-from railings.conversation import ToolResult
 from railings.providers.base import (
     Detection,
-    EncodeRequest,
     Framing,
     Proof,
-    ProviderDecoder,
     ProviderSpec,
     ScriptedShape,
     StopReasons,
@@ -36,10 +31,10 @@ from railings.providers.bedrock.decoder import (
     CONTENT_TYPE,
     ERROR_CLASSES,
     MESSAGE_STOP,
+    STOP_REASONS,
     BedrockDecoder,
 )
 from railings.providers.bedrock.encoder import bedrock_body, bedrock_tool_result
-from railings.stops import Stop
 from railings.wire.eventstream import looks_like_eventstream
 
 __all__ = ["BEDROCK_ERROR_TYPES", "SPEC", "STOP_REASONS"]
@@ -49,40 +44,6 @@ __all__ = ["BEDROCK_ERROR_TYPES", "SPEC", "STOP_REASONS"]
 # failed mid-stream; retried, as the AWS SDKs retry it), model timeout and model not
 # ready pass with time; validation, access denied and resource not found never do.
 BEDROCK_ERROR_TYPES = ERROR_CLASSES
-
-_METADATA = "metadata"
-
-
-def _decoder(choice: int = 0) -> ProviderDecoder:
-    # One message per stream: no choices to pick from.
-    return BedrockDecoder()
-
-
-def _encode(request: EncodeRequest) -> dict[str, Any]:
-    # The model is in the request path (ProviderSpec.path_for), not the body.
-    return bedrock_body(
-        request.messages, max_tokens=request.max_tokens, tools=request.tools, extra=request.extra
-    )
-
-
-def _tool_result(result: ToolResult, call_type: str) -> list[dict[str, Any]]:
-    # One toolResult block; the encoder puts a turn's results first in one user message.
-    return [bedrock_tool_result(result)]
-
-
-# ConverseStream ``stopReason`` -> railings' stop reason. The window filling while the
-# model wrote is an output-limit cut (the truncation gate applies); guardrail and
-# content-filter stops are both content filtering; a botched call is its own reason.
-STOP_REASONS: dict[str, Stop] = {
-    "end_turn": Stop.END_TURN,
-    "tool_use": Stop.TOOL_USE,
-    "max_tokens": Stop.MAX_TOKENS,
-    "model_context_window_exceeded": Stop.MAX_TOKENS,
-    "stop_sequence": Stop.STOP_SEQUENCE,
-    "content_filtered": Stop.CONTENT_FILTER,
-    "guardrail_intervened": Stop.CONTENT_FILTER,
-    "malformed_tool_use": Stop.MALFORMED_TOOL_USE,
-}
 
 SPEC = ProviderSpec(
     name="bedrock",
@@ -104,9 +65,13 @@ SPEC = ProviderSpec(
     version_header=None,
     request_id_header="x-amzn-requestid",
     gen_ai_name="aws.bedrock",
-    decoder=_decoder,
-    encode=_encode,
-    tool_result=_tool_result,
+    decoder=lambda _choice: BedrockDecoder(),  # one message per stream: no choices
+    # The model is in the request path (ProviderSpec.path_for), not the body.
+    encode=lambda r: bedrock_body(
+        r.messages, max_tokens=r.max_tokens, tools=r.tools, extra=r.extra
+    ),
+    # One toolResult block; the encoder puts a turn's results first in one user message.
+    tool_result=lambda result, _call_type: [bedrock_tool_result(result)],
     asks_for_usage=False,
     proof=Proof(
         markers=frozenset({MESSAGE_STOP}),

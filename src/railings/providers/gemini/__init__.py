@@ -1,12 +1,5 @@
-"""Google Gemini (and Vertex AI): the wire's package.
-
-``spec.py`` is its :class:`~railings.providers.base.ProviderSpec` (paths, proof,
-stop-reason table, error types), ``decoder.py`` (with ``args.py``, its partial
-arguments, and ``fields.py``, its field tables) reads its stream into normalized events,
-``encoder.py`` writes a conversation as its request body. The registry
-(:mod:`railings.providers`) lists the spec; the test kit's side of the wire is in
-:mod:`railings.testing`.
-"""
+"""Google Gemini (and Vertex AI): the wire's package (:mod:`railings.providers`), its
+decoder with ``args.py`` (its partial arguments) and ``fields.py`` (its field tables)."""
 
 from __future__ import annotations
 

@@ -77,6 +77,8 @@ from railings.events import (
     Unknown,
     UsageUpdate,
 )
+from railings.providers.base import as_dict as _dict
+from railings.providers.base import as_str as _str
 from railings.providers.gemini.args import PartialArguments
 from railings.providers.gemini.fields import (
     CANDIDATE_READ,
@@ -390,11 +392,3 @@ class GeminiStream:
             return []
         self._sse.close()
         return self._decoder.close()
-
-
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _str(value: object) -> str:
-    return value if isinstance(value, str) else ""

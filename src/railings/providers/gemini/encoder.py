@@ -47,7 +47,7 @@ from railings.conversation import (
     call_names,
 )
 from railings.errors import ConfigurationError
-from railings.messages import _check_max_tokens
+from railings.messages import _check_max_tokens, _role_turns
 
 __all__ = ["gemini_body", "gemini_function_response"]
 
@@ -65,20 +65,8 @@ def gemini_body(
     _check_max_tokens(max_tokens)
     names = call_names(messages)
     system = [m.text for m in messages if isinstance(m, System)]
-    contents: list[dict[str, Any]] = []
-    for message in messages:
-        if isinstance(message, System):
-            continue
-        role = "model" if isinstance(message, Assistant) else "user"
-        parts = _parts(message, names)
-        if not parts:
-            continue
-        if contents and contents[-1]["role"] == role:
-            contents[-1]["parts"] += parts
-        else:
-            contents.append({"role": role, "parts": parts})
     body: dict[str, Any] = {
-        "contents": contents,
+        "contents": _role_turns(messages, lambda m: _parts(m, names), model="model", key="parts"),
         "generationConfig": {"maxOutputTokens": max_tokens},
     }
     if system:

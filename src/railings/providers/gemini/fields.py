@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from railings.stops import Stop
+
 __all__ = [
     "CANDIDATE_READ",
     "CANDIDATE_READ_PAST",
@@ -27,23 +29,24 @@ FINISH_REASON: Final = "finishReason"
 PROMPT_BLOCKED: Final = "promptFeedback.blockReason"
 UNSPECIFIED: Final = "FINISH_REASON_UNSPECIFIED"
 
-# finishReason (and promptFeedback.blockReason) -> railings' normalized stop reason.
+# finishReason (and promptFeedback.blockReason) -> railings' stop reason; ``other``
+# where it has no normalized meaning (the spec's table is the rest).
 STOP_REASONS: Final[dict[str, str]] = {
-    "STOP": "end_turn",
-    "MAX_TOKENS": "max_tokens",
-    "SAFETY": "content_filter",
-    "RECITATION": "content_filter",
-    "LANGUAGE": "content_filter",
-    "BLOCKLIST": "content_filter",
-    "PROHIBITED_CONTENT": "content_filter",
-    "SPII": "content_filter",
-    "IMAGE_SAFETY": "content_filter",
-    "IMAGE_PROHIBITED_CONTENT": "content_filter",
-    "IMAGE_RECITATION": "content_filter",
-    "JAILBREAK": "content_filter",
-    "MALFORMED_FUNCTION_CALL": "malformed_tool_use",
-    "UNEXPECTED_TOOL_CALL": "malformed_tool_use",
-    "TOO_MANY_TOOL_CALLS": "malformed_tool_use",
+    "STOP": Stop.END_TURN,
+    "MAX_TOKENS": Stop.MAX_TOKENS,
+    "SAFETY": Stop.CONTENT_FILTER,
+    "RECITATION": Stop.CONTENT_FILTER,
+    "LANGUAGE": Stop.CONTENT_FILTER,
+    "BLOCKLIST": Stop.CONTENT_FILTER,
+    "PROHIBITED_CONTENT": Stop.CONTENT_FILTER,
+    "SPII": Stop.CONTENT_FILTER,
+    "IMAGE_SAFETY": Stop.CONTENT_FILTER,
+    "IMAGE_PROHIBITED_CONTENT": Stop.CONTENT_FILTER,
+    "IMAGE_RECITATION": Stop.CONTENT_FILTER,
+    "JAILBREAK": Stop.CONTENT_FILTER,
+    "MALFORMED_FUNCTION_CALL": Stop.MALFORMED_TOOL_USE,
+    "UNEXPECTED_TOOL_CALL": Stop.MALFORMED_TOOL_USE,
+    "TOO_MANY_TOOL_CALLS": Stop.MALFORMED_TOOL_USE,
     "OTHER": "other",
     "IMAGE_OTHER": "other",
     "NO_IMAGE": "other",

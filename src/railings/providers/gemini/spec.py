@@ -23,9 +23,6 @@ API version (the path carries ``/v1beta``).
 
 from __future__ import annotations
 
-from typing import Any
-
-from railings.conversation import ToolResult
 from railings.errors import (
     AuthenticationError,
     BadRequest,
@@ -38,10 +35,8 @@ from railings.errors import (
 from railings.events import StreamEvent
 from railings.providers.base import (
     Detection,
-    EncodeRequest,
     Framing,
     Proof,
-    ProviderDecoder,
     ProviderSpec,
     ScriptedShape,
     StopReasons,
@@ -52,6 +47,7 @@ from railings.providers.gemini.decoder import (
     GeminiDecoder,
     decode_body,
 )
+from railings.providers.gemini.decoder import STOP_REASONS as WIRE_STOPS
 from railings.providers.gemini.encoder import gemini_body, gemini_function_response
 from railings.stops import Stop
 
@@ -88,49 +84,18 @@ GEMINI_ERROR_STATUSES: dict[str, type[ProviderError]] = {
 }
 
 
-def _decoder(choice: int = 0) -> ProviderDecoder:
-    # ``choice`` is the candidate read (``candidateCount`` > 1).
-    return GeminiDecoder(candidate=choice)
-
-
 def _whole_body(body: bytes, choice: int) -> list[StreamEvent]:
-    # ``streamGenerateContent`` without ``alt=sse``: one JSON array, read whole.
+    # ``streamGenerateContent`` without ``alt=sse``: one JSON array, read whole. A named
+    # function: the reader that holds it may be pickled.
     return decode_body(body, candidate=choice)
 
 
-def _encode(request: EncodeRequest) -> dict[str, Any]:
-    # The model is in the request path (ProviderSpec.path_for), not the body.
-    return gemini_body(
-        request.messages, max_tokens=request.max_tokens, tools=request.tools, extra=request.extra
-    )
-
-
-def _tool_result(result: ToolResult, call_type: str) -> list[dict[str, Any]]:
-    # One functionResponse part, named by ``result.name`` (the encoder looks the name up
-    # in the history when it is empty).
-    return [gemini_function_response(result)]
-
-
 # ``finishReason`` (and ``promptFeedback.blockReason``) -> railings' stop reason, in the
-# API's upper case (normalization matches case-insensitively). Gemini has no tool stop: a
-# turn with calls ends in STOP, and ``tool_use`` is derived. ``OTHER`` and the like have
-# no normalized meaning: they are kept, lower-cased.
+# API's upper case (normalization matches case-insensitively): the decoder's table but
+# ``OTHER`` and the like, which have no normalized meaning (they are kept, lower-cased).
+# Gemini has no tool stop: a turn with calls ends in STOP, and ``tool_use`` is derived.
 STOP_REASONS: dict[str, Stop] = {
-    "STOP": Stop.END_TURN,
-    "MAX_TOKENS": Stop.MAX_TOKENS,
-    "SAFETY": Stop.CONTENT_FILTER,
-    "RECITATION": Stop.CONTENT_FILTER,
-    "LANGUAGE": Stop.CONTENT_FILTER,
-    "BLOCKLIST": Stop.CONTENT_FILTER,
-    "PROHIBITED_CONTENT": Stop.CONTENT_FILTER,
-    "SPII": Stop.CONTENT_FILTER,
-    "IMAGE_SAFETY": Stop.CONTENT_FILTER,
-    "IMAGE_PROHIBITED_CONTENT": Stop.CONTENT_FILTER,
-    "IMAGE_RECITATION": Stop.CONTENT_FILTER,
-    "JAILBREAK": Stop.CONTENT_FILTER,
-    "MALFORMED_FUNCTION_CALL": Stop.MALFORMED_TOOL_USE,
-    "UNEXPECTED_TOOL_CALL": Stop.MALFORMED_TOOL_USE,
-    "TOO_MANY_TOOL_CALLS": Stop.MALFORMED_TOOL_USE,
+    wire: stop for wire, stop in WIRE_STOPS.items() if isinstance(stop, Stop)
 }
 
 SPEC = ProviderSpec(
@@ -151,10 +116,14 @@ SPEC = ProviderSpec(
     # body. The scripted server names its answers with this one.
     request_id_header="x-request-id",
     gen_ai_name="gcp.gemini",
-    decoder=_decoder,
+    # ``choice`` is the candidate read (``candidateCount`` > 1).
+    decoder=lambda choice: GeminiDecoder(candidate=choice),
     whole_body=_whole_body,
-    encode=_encode,
-    tool_result=_tool_result,
+    # The model is in the request path (ProviderSpec.path_for), not the body.
+    encode=lambda r: gemini_body(r.messages, max_tokens=r.max_tokens, tools=r.tools, extra=r.extra),
+    # One functionResponse part, named by ``result.name`` (the encoder looks the name up
+    # in the history when it is empty).
+    tool_result=lambda result, _call_type: [gemini_function_response(result)],
     asks_for_usage=False,
     proof=Proof(
         markers=frozenset({FINISH_REASON, PROMPT_BLOCKED}),

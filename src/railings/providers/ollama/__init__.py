@@ -1,11 +1,5 @@
-"""Ollama /api/chat and /api/generate: the wire's package.
-
-``spec.py`` is its :class:`~railings.providers.base.ProviderSpec` (paths, proof,
-stop-reason table, error types), ``decoder.py`` reads its stream into normalized events,
-``encoder.py`` writes a conversation as its request body. The registry
-(:mod:`railings.providers`) lists the spec; the test kit's side of the wire is in
-:mod:`railings.testing`.
-"""
+"""Ollama /api/chat and /api/generate: the wire's package, laid out as every wire's is
+(:mod:`railings.providers`)."""
 
 from __future__ import annotations
 

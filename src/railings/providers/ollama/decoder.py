@@ -67,6 +67,7 @@ from railings.events import (
     Unknown,
     UsageUpdate,
 )
+from railings.providers.base import as_str as _str
 from railings.wire._held import HeldError
 from railings.wire._json import as_count, load_object
 from railings.wire.ndjson import NDJSONDecoder
@@ -284,7 +285,3 @@ class OllamaStream:
     def _line(self, line: str) -> list[StreamEvent]:
         self.lines_seen += 1
         return self._decoder.feed(line)
-
-
-def _str(value: object) -> str:
-    return value if isinstance(value, str) else ""

@@ -34,7 +34,7 @@ from railings.conversation import (
     call_names,
 )
 from railings.errors import ConfigurationError
-from railings.messages import _check_max_tokens
+from railings.messages import _check_max_tokens, _function_tools
 
 __all__ = ["ollama_body", "ollama_tool_message"]
 
@@ -57,17 +57,7 @@ def ollama_body(
         "options": {"num_predict": max_tokens},
     }
     if tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": dict(t.parameters),
-                },
-            }
-            for t in tools
-        ]
+        body["tools"] = _function_tools(tools)
     if extra:
         body.update(extra)
     return body

@@ -44,8 +44,8 @@ from railings.events import (
     TextDelta,
     ToolArgumentsDelta,
     Unknown,
-    UsageUpdate,
 )
+from railings.providers.base import usage_update
 from railings.providers.openai_chat.calls import ChatCalls
 from railings.providers.openai_chat.fields import (
     CHOICE_FIELDS,
@@ -68,7 +68,7 @@ from railings.wire._events import (
     arguments_delta,
     text_delta,
 )
-from railings.wire._json import as_count, load_object
+from railings.wire._json import load_object
 from railings.wire.sse import ServerSentEvent
 
 __all__ = ["DONE", "OpenAIChatDecoder", "error_event"]
@@ -276,12 +276,7 @@ class OpenAIChatDecoder(ChatCalls):
                         out.append(BilledOutput(name="openai:choice:other"))
         usage = obj.get("usage")
         if isinstance(usage, dict):
-            out.append(
-                UsageUpdate(
-                    input_tokens=as_count(usage.get("prompt_tokens")),
-                    output_tokens=as_count(usage.get("completion_tokens")),
-                )
-            )
+            out += usage_update(usage, "prompt_tokens", "completion_tokens")
         keys = [*obj]
         if keys != self._chunk_keys:  # see railings.providers.openai_chat.fields
             self._chunk_keys = keys

@@ -22,7 +22,7 @@ from railings.conversation import (
     call_names,
 )
 from railings.errors import ConfigurationError
-from railings.messages import _check_max_tokens
+from railings.messages import _check_max_tokens, _function_tools
 
 __all__ = ["MaxTokensField", "openai_chat_body"]
 
@@ -64,17 +64,7 @@ def openai_chat_body(
     if include_usage:
         body["stream_options"] = {"include_usage": True}
     if tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": dict(t.parameters),
-                },
-            }
-            for t in tools
-        ]
+        body["tools"] = _function_tools(tools)
     if extra:
         body.update(extra)
     return body

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from railings.conversation import ToolResult
 from railings.errors import (
     AuthenticationError,
     BadRequest,
@@ -25,7 +24,6 @@ from railings.providers.base import (
     ErrorShapes,
     Framing,
     Proof,
-    ProviderDecoder,
     ProviderSpec,
     ScriptedShape,
     StopReasons,
@@ -51,10 +49,6 @@ OPENAI_ERROR_TYPES: dict[str, type[ProviderError]] = {
 }
 
 
-def _decoder(choice: int = 0) -> ProviderDecoder:
-    return OpenAIChatDecoder(choice=choice)
-
-
 def _encode(request: EncodeRequest) -> dict[str, Any]:
     return openai_chat_body(
         request.model,
@@ -65,12 +59,6 @@ def _encode(request: EncodeRequest) -> dict[str, Any]:
         max_tokens_field=request.max_tokens_field,
         extra=request.extra,
     )
-
-
-def _tool_result(result: ToolResult, call_type: str) -> list[dict[str, Any]]:
-    # One ``role: tool`` message per result, whatever the call's type (every call is a
-    # function call on this wire).
-    return [_openai_message(result)]
 
 
 def _openai_error(code: str, message: str) -> dict[str, Any]:
@@ -110,9 +98,11 @@ SPEC = ProviderSpec(
     version_header=None,
     request_id_header="x-request-id",
     gen_ai_name="openai",
-    decoder=_decoder,
+    decoder=lambda choice: OpenAIChatDecoder(choice=choice),
     encode=_encode,
-    tool_result=_tool_result,
+    # One ``role: tool`` message per result, whatever the call's type (every call is a
+    # function call on this wire).
+    tool_result=lambda result, _call_type: [_openai_message(result)],
     asks_for_usage=True,
     proof=Proof(markers=frozenset({DONE}), data=frozenset({DONE}), structure="a `finish_reason`"),
     stop_reasons=StopReasons(

@@ -80,9 +80,9 @@ from railings.events import (
     ToolKind,
     Unknown,
 )
+from railings.providers.base import as_str as _str
 from railings.providers.openai_responses.items import LOCAL_ITEMS, SERVER_ITEMS, final_input
 from railings.providers.openai_responses.lifecycle import COMPLETED, FAILED, INCOMPLETE, LIFECYCLE
-from railings.providers.openai_responses.lifecycle import as_str as _str
 from railings.wire._events import NEW, SET_TEXT, arguments_delta, text_delta
 from railings.wire._json import as_int, load_object
 from railings.wire.sse import ServerSentEvent

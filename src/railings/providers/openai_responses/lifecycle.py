@@ -24,9 +24,9 @@ from railings.events import (
     StreamEvent,
     TerminationProof,
     Unknown,
-    UsageUpdate,
 )
-from railings.wire._json import as_count, as_int
+from railings.providers.base import as_dict, as_str, usage_update
+from railings.wire._json import as_int
 
 __all__ = ["COMPLETED", "FAILED", "INCOMPLETE", "LIFECYCLE"]
 
@@ -98,25 +98,8 @@ def error_event(error: dict[str, Any], fallback: str) -> ProviderErrorEvent:
 
 def usage(obj: dict[str, Any]) -> list[StreamEvent]:
     """The usage of the event's response, when it has one."""
-    found = as_dict(obj.get("response")).get("usage")
-    if not isinstance(found, dict):
-        return []
-    return [
-        UsageUpdate(
-            input_tokens=as_count(found.get("input_tokens")),
-            output_tokens=as_count(found.get("output_tokens")),
-        )
-    ]
-
-
-def as_dict(value: object) -> dict[str, Any]:
-    """``value`` when it is a JSON object, else an empty one."""
-    return value if isinstance(value, dict) else {}
-
-
-def as_str(value: object) -> str:
-    """``value`` when it is a string, else ``""``."""
-    return value if isinstance(value, str) else ""
+    usage = as_dict(obj.get("response")).get("usage")
+    return usage_update(usage, "input_tokens", "output_tokens")
 
 
 LIFECYCLE = {
