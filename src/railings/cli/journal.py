@@ -13,6 +13,7 @@ import argparse
 import datetime
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +105,7 @@ def redacted_entries(entries: list[Entry]) -> list[Entry]:
     def close_run() -> None:
         texts = redact_pieces([e.data["text"] for e in run])
         for e, text in zip(run, texts, strict=True):
-            out.append(Entry(e.id, e.turn, e.kind, {**redact_json(e.data), "text": text}, e.at))
+            out.append(replace(e, data={**redact_json(e.data), "text": text}))
         run.clear()
 
     for entry in entries:
@@ -113,12 +114,8 @@ def redacted_entries(entries: list[Entry]) -> list[Entry]:
             close_run()
         if key is not None:
             run.append(entry)
-            continue
-        out.append(
-            Entry(
-                entry.id, entry.turn, entry.kind, redact_json(entry.data), entry.at, entry.damaged
-            )
-        )
+        else:
+            out.append(replace(entry, data=redact_json(entry.data)))
     if run:
         close_run()
     return out
