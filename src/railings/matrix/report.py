@@ -16,8 +16,7 @@ threw a complete answer away), ``~`` the wire format cannot show the fault
 (reorder and duplicate: Chat Completions and Messages carry no sequence
 numbers), ``↻`` as expected by resuming: the broken stream was read again from the
 response the provider kept, and the full text came, generated once (the
-``railings+resume`` column; the legend explains it only where it shows). With one
-client, the providers share one table; with several, each provider gets its own.
+``railings+resume`` column; the legend explains it only where it shows).
 """
 
 from __future__ import annotations
@@ -222,10 +221,10 @@ def render(console: Console, result: MatrixResult) -> None:
         else "embedded server behind the fault proxy"
     )
     clients = list(dict.fromkeys(c for _, c in columns))
+    providers = list(dict.fromkeys(p for p, _ in columns))
     one_client = len(clients) == 1
     if one_client:
         console.print(_table(result, columns, f"railings matrix: {clients[0]}, {where}"))
-        providers = dict.fromkeys(p for p, _ in columns)
         console.print(
             "[dim]"
             + escape("columns: " + ", ".join(f"{short_name(p)} {p}" for p in providers))
@@ -239,7 +238,7 @@ def render(console: Console, result: MatrixResult) -> None:
         if len(differences) > 20:
             console.print(f"  ... and {len(differences) - 20} more")
     else:
-        for provider in dict.fromkeys(p for p, _ in columns):
+        for provider in providers:
             console.print(
                 _table(
                     result,
