@@ -20,12 +20,11 @@ from railings.cli.endpoint import (
     Endpoint,
     endpoint_for,
 )
-from railings.cli.journal import open_journal
+from railings.cli.journal import journal_option, open_journal
 from railings.cli.prompts import approver, needs_approval, read_line
 from railings.dispatch import ToolRegistry, builtin_tools
 from railings.dispatch.shell import protect_process
 from railings.errors import CannotContinue
-from railings.journal import default_path
 from railings.providers import SPECS
 from railings.redact import redact_json
 from railings.replay import Replay, to_json
@@ -171,9 +170,7 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
         help="fail a turn's request that takes longer than S seconds in all "
         f"(default {DEFAULT_TURN_DEADLINE:g}, per attempt)",
     )
-    parser.add_argument(
-        "--journal", metavar="PATH", help=f"journal file (default: {default_path()})"
-    )
+    journal_option(parser)
     parser.add_argument(
         "--json",
         action="store_true",

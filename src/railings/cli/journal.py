@@ -25,7 +25,7 @@ from railings.journal import Entry, Journal, SessionInfo, default_path
 from railings.redact import redact, redact_json, redact_pieces
 from railings.turn.usage import describe
 
-__all__ = ["open_journal", "register"]
+__all__ = ["journal_option", "open_journal", "register"]
 
 
 def register(commands: Any) -> None:
@@ -37,9 +37,7 @@ def register(commands: Any) -> None:
         "exit codes: 0 listed; 2 usage error, or a journal that is not a usable\n"
         "database.",
     )
-    sessions.add_argument(
-        "--journal", metavar="PATH", help=f"journal file (default: {default_path()})"
-    )
+    journal_option(sessions)
     sessions.add_argument(
         "--limit", type=positive, default=50, metavar="N", help="at most N (default 50)"
     )
@@ -57,9 +55,16 @@ def register(commands: Any) -> None:
         "not a usable database.",
     )
     show.add_argument("session", metavar="ID", help="session id (a unique prefix is enough)")
-    show.add_argument("--journal", metavar="PATH", help=f"journal file (default: {default_path()})")
+    journal_option(show)
     show.add_argument("--json", action="store_true", help="print JSON")
     show.set_defaults(run=run_show)
+
+
+def journal_option(parser: Any) -> None:
+    """``--journal PATH``, the journal file a command writes or reads."""
+    parser.add_argument(
+        "--journal", metavar="PATH", help=f"journal file (default: {default_path()})"
+    )
 
 
 def open_journal(path: str | None, *, create: bool) -> Journal:
