@@ -7,7 +7,6 @@ import asyncio
 import json
 import sys
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 from railings.agent.loop import Agent, RunResult, RunStatus
@@ -21,12 +20,11 @@ from railings.cli.endpoint import (
     Endpoint,
     endpoint_for,
 )
-from railings.cli.journal import open_journal
+from railings.cli.journal import journal_option, open_journal
 from railings.cli.prompts import approver, needs_approval, read_line
 from railings.dispatch import ToolRegistry, builtin_tools
 from railings.dispatch.shell import protect_process
 from railings.errors import CannotContinue
-from railings.journal import default_path
 from railings.providers import SPECS
 from railings.redact import redact_json
 from railings.replay import Replay, to_json
@@ -172,9 +170,7 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
         help="fail a turn's request that takes longer than S seconds in all "
         f"(default {DEFAULT_TURN_DEADLINE:g}, per attempt)",
     )
-    parser.add_argument(
-        "--journal", metavar="PATH", help=f"journal file (default: {default_path()})"
-    )
+    journal_option(parser)
     parser.add_argument(
         "--json",
         action="store_true",
@@ -228,11 +224,6 @@ def _pass_env(args: argparse.Namespace) -> tuple[str, ...]:
     return names
 
 
-def _registry(names: tuple[str, ...], workdir: Path, pass_env: tuple[str, ...]) -> ToolRegistry:
-    tools = builtin_tools(workdir, pass_env=pass_env)
-    return ToolRegistry(t for t in tools if t.name in names)
-
-
 # -- run and chat ---------------------------------------------------------------------------
 
 
@@ -247,19 +238,18 @@ def _exit_code(result: RunResult) -> int:
 
 
 def _transcript(results: list[tuple[str, RunResult]], endpoint: Endpoint) -> dict[str, Any]:
-    runs = []
-    for task, result in results:
-        runs.append(
-            {
-                "task": task,
-                "status": result.status.value,
-                "exit_code": _exit_code(result),
-                "error": None
-                if result.error is None
-                else {"type": type(result.error).__name__, "message": str(result.error)},
-                "turns": [to_json(Replay(turn, judge(turn))) for turn in result.turns],
-            }
-        )
+    runs = [
+        {
+            "task": task,
+            "status": result.status.value,
+            "exit_code": _exit_code(result),
+            "error": None
+            if result.error is None
+            else {"type": type(result.error).__name__, "message": str(result.error)},
+            "turns": [to_json(Replay(turn, judge(turn))) for turn in result.turns],
+        }
+        for task, result in results
+    ]
     cfg = endpoint.config
     return {
         "session_id": results[-1][1].session_id if results else None,
@@ -293,7 +283,8 @@ async def _session(
     ):
         if endpoint.note:
             say(args.command, endpoint.note)
-        registry = _registry(names, endpoint.workdir, pass_env)
+        tools = builtin_tools(endpoint.workdir, pass_env=pass_env)
+        registry = ToolRegistry(t for t in tools if t.name in names)
         results: list[tuple[str, RunResult]] = []
         code = 0
         async with AsyncProviderClient(endpoint.config) as client:

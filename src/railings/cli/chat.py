@@ -174,8 +174,9 @@ class _History:
 
 
 async def _terminated() -> None:
-    """Hand a SIGTERM the read caught to the handler ``run_until_stopped`` installed,
-    and wait for the cancellation it brings."""
+    """End the prompt's line, hand a SIGTERM the read caught to the handler
+    ``run_until_stopped`` installed, and wait for the cancellation it brings."""
+    _newline()
     signal.raise_signal(signal.SIGTERM)
     await asyncio.Event().wait()
 
@@ -207,7 +208,6 @@ class ChatTerminal:
                     continue  # the line is dropped; a new prompt, as in bash
                 raise
             except Stop:
-                _newline()
                 await _terminated()
                 return
             command = _command(line)
@@ -232,7 +232,6 @@ class ChatTerminal:
             self._cancel_reply()
             raise asyncio.CancelledError from None
         except Stop:
-            _newline()
             await _terminated()
             return ""
 

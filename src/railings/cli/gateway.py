@@ -26,7 +26,7 @@ from railings.cli._common import (
     say,
     stop_on_sigterm,
 )
-from railings.cli.journal import open_journal
+from railings.cli.journal import journal_option, open_journal
 from railings.errors import ConfigurationError
 from railings.journal import default_path
 from railings.turn.usage import describe
@@ -84,9 +84,7 @@ def register(commands: Any) -> None:
         " one matching the upstream URL, from RAILINGS_PROFILES or the built-ins)",
     )
     where = parser.add_mutually_exclusive_group()
-    where.add_argument(
-        "--journal", metavar="PATH", help=f"journal file (default: {default_path()})"
-    )
+    journal_option(where)
     where.add_argument("--no-journal", action="store_true", help="keep no journal")
     parser.set_defaults(run=run_gateway)
 
@@ -98,7 +96,7 @@ def register(commands: Any) -> None:
         "exit codes: 0 listed; 2 usage error, or a journal that is not a usable\n"
         "database.",
     )
-    view.add_argument("--journal", metavar="PATH", help=f"journal file (default: {default_path()})")
+    journal_option(view)
     view.add_argument("--limit", type=positive, default=50, metavar="N", help="last N turns")
     view.add_argument("--json", action="store_true", help="one JSON object per line")
     view.set_defaults(run=run_gateway_log)

@@ -13,6 +13,7 @@ import argparse
 import datetime
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from railings.journal import Entry, Journal, SessionInfo, default_path
 from railings.redact import redact, redact_json, redact_pieces
 from railings.turn.usage import describe
 
-__all__ = ["open_journal", "register"]
+__all__ = ["journal_option", "open_journal", "register"]
 
 
 def register(commands: Any) -> None:
@@ -36,9 +37,7 @@ def register(commands: Any) -> None:
         "exit codes: 0 listed; 2 usage error, or a journal that is not a usable\n"
         "database.",
     )
-    sessions.add_argument(
-        "--journal", metavar="PATH", help=f"journal file (default: {default_path()})"
-    )
+    journal_option(sessions)
     sessions.add_argument(
         "--limit", type=positive, default=50, metavar="N", help="at most N (default 50)"
     )
@@ -56,9 +55,16 @@ def register(commands: Any) -> None:
         "not a usable database.",
     )
     show.add_argument("session", metavar="ID", help="session id (a unique prefix is enough)")
-    show.add_argument("--journal", metavar="PATH", help=f"journal file (default: {default_path()})")
+    journal_option(show)
     show.add_argument("--json", action="store_true", help="print JSON")
     show.set_defaults(run=run_show)
+
+
+def journal_option(parser: Any) -> None:
+    """``--journal PATH``, the journal file a command writes or reads."""
+    parser.add_argument(
+        "--journal", metavar="PATH", help=f"journal file (default: {default_path()})"
+    )
 
 
 def open_journal(path: str | None, *, create: bool) -> Journal:
@@ -104,7 +110,7 @@ def redacted_entries(entries: list[Entry]) -> list[Entry]:
     def close_run() -> None:
         texts = redact_pieces([e.data["text"] for e in run])
         for e, text in zip(run, texts, strict=True):
-            out.append(Entry(e.id, e.turn, e.kind, {**redact_json(e.data), "text": text}, e.at))
+            out.append(replace(e, data={**redact_json(e.data), "text": text}))
         run.clear()
 
     for entry in entries:
@@ -113,12 +119,8 @@ def redacted_entries(entries: list[Entry]) -> list[Entry]:
             close_run()
         if key is not None:
             run.append(entry)
-            continue
-        out.append(
-            Entry(
-                entry.id, entry.turn, entry.kind, redact_json(entry.data), entry.at, entry.damaged
-            )
-        )
+        else:
+            out.append(replace(entry, data=redact_json(entry.data)))
     if run:
         close_run()
     return out

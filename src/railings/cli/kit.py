@@ -6,6 +6,7 @@ import argparse
 import ipaddress
 import logging
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from railings.cli._common import (
@@ -74,12 +75,6 @@ def register(commands: Any) -> None:
         description=SERVE_HELP,
     )
     serve.add_argument("--script", metavar="FILE", help="a JSON script (default: the demo)")
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    serve.add_argument(
-        "--port", type=port, default=0, metavar="PORT", help="port (default: a free one)"
-    )
-    serve.add_argument("--quiet", action="store_true", help="no line per request on stderr")
-    serve.set_defaults(run=run_serve)
 
     proxy = commands.add_parser(
         "proxy",
@@ -93,24 +88,15 @@ def register(commands: Any) -> None:
         help="the upstream's origin, e.g. http://127.0.0.1:8000; paths are appended as they came",
     )
     proxy.add_argument("--fault", metavar="SPEC", help="fault for every request (default: none)")
-    proxy.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    proxy.add_argument(
-        "--port", type=port, default=0, metavar="PORT", help="port (default: a free one)"
-    )
-    proxy.add_argument("--quiet", action="store_true", help="no line per request on stderr")
-    proxy.set_defaults(run=run_proxy)
-
-
-def _access_log(logger: str, command: str, quiet: bool) -> None:
-    """One line per request on stderr, ``railings serve: POST /v1/... -> 200 (...)``."""
-    if quiet:
-        return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(prefix(command) + "%(message)s"))
-    log = logging.getLogger(logger)
-    log.addHandler(handler)
-    log.setLevel(logging.INFO)
-    log.propagate = False
+    for parser, run in ((serve, run_serve), (proxy, run_proxy)):
+        parser.add_argument(
+            "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)"
+        )
+        parser.add_argument(
+            "--port", type=port, default=0, metavar="PORT", help="port (default: a free one)"
+        )
+        parser.add_argument("--quiet", action="store_true", help="no line per request on stderr")
+        parser.set_defaults(run=run)
 
 
 def _warn_if_exposed(host: str, command: str) -> None:
@@ -135,20 +121,13 @@ def run_serve(args: argparse.Namespace) -> int:
         raise InputError(str(exc)) from None
     except OSError as exc:
         raise InputError(str(exc)) from None
-    _warn_if_exposed(args.host, "serve")
-    _access_log("railings.testing.server", "serve", args.quiet)
 
     def ready(s: Any) -> None:
         say("serve", f"listening on {s.url} (the scripted model server)")
         say("serve", f"  OpenAI base_url:    {s.openai_base_url}")
         say("serve", f"  Anthropic base_url: {s.anthropic_base_url}")
 
-    stop_on_sigterm()
-    try:
-        server.serve_forever(ready=ready)
-    except OSError as exc:
-        raise InputError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
-    return 0
+    return _serve(server, ready, args, "serve", "railings.testing.server")
 
 
 def run_proxy(args: argparse.Namespace) -> int:
@@ -160,18 +139,30 @@ def run_proxy(args: argparse.Namespace) -> int:
         proxy = FaultProxy(args.upstream, fault=args.fault, host=args.host, port=args.port)
     except (ConfigurationError, ValueError) as exc:
         raise UsageError(str(exc)) from None
-    _warn_if_exposed(args.host, "proxy")
-    _access_log("railings.testing.proxy", "proxy", args.quiet)
 
     def ready(p: Any) -> None:
-        say(
-            "proxy",
-            f"listening on {p.url} -> {args.upstream} (fault: {args.fault or 'none'})",
-        )
+        say("proxy", f"listening on {p.url} -> {args.upstream} (fault: {args.fault or 'none'})")
 
+    return _serve(proxy, ready, args, "proxy", "railings.testing.proxy")
+
+
+def _serve(
+    server: Any, ready: Callable[[Any], None], args: argparse.Namespace, command: str, logger: str
+) -> int:
+    """Run ``server`` until Ctrl-C or SIGTERM: a warning first when other machines can
+    reach it, and ``logger``'s line per request on stderr unless ``--quiet``
+    (``railings serve: POST /v1/... -> 200 (...)``)."""
+    _warn_if_exposed(args.host, command)
+    if not args.quiet:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter(prefix(command) + "%(message)s"))
+        log = logging.getLogger(logger)
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False
     stop_on_sigterm()
     try:
-        proxy.serve_forever(ready=ready)
+        server.serve_forever(ready=ready)
     except OSError as exc:
         raise InputError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
     return 0

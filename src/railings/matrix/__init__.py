@@ -2,7 +2,7 @@
 
 The fault matrix, shipped: every cell streams a scripted answer through the
 fault proxy into a client, and holds the result to one acceptance rule (the
-expectation table in :mod:`railings.matrix.cells`): every faulted stream is
+expectation table in :mod:`railings.matrix.cases`): every faulted stream is
 detected (a typed error or an interrupted verdict; Empty resent, Partial
 returned as-is), every clean stream returns the full text, no tool call cut by
 ``max_tokens`` is ever executed, and a stream whose proof arrived before the

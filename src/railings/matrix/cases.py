@@ -179,6 +179,20 @@ def _resumed(
     return Resuming(Expect.RESUMED, detail, gain, exact, error)
 
 
+def _corrupt(name: str, kind: str, framings: frozenset[Framing] | None = None) -> FaultCase:
+    """Event K of the stream malformed (``kind``: broken JSON, invalid UTF-8, a frame
+    whose CRC does not match)."""
+    return FaultCase(
+        name,
+        lambda s: f"corrupt:event={s.mid},kind={kind}",
+        Expect.PARTIAL,
+        "Partial: malformed",
+        error="malformed_stream",
+        framings=framings,
+        resuming=_resumed(lambda s: s.mid - 1),
+    )
+
+
 FAULT_CASES: tuple[FaultCase, ...] = (
     FaultCase("clean", lambda s: "none", Expect.FULL, "full text", quick=True),
     FaultCase(
@@ -279,22 +293,8 @@ FAULT_CASES: tuple[FaultCase, ...] = (
         error="provider_error",
         quick=True,
     ),
-    FaultCase(
-        "corrupt",
-        lambda s: f"corrupt:event={s.mid},kind=json",
-        Expect.PARTIAL,
-        "Partial: malformed",
-        error="malformed_stream",
-        resuming=_resumed(lambda s: s.mid - 1),
-    ),
-    FaultCase(
-        "corrupt_utf8",
-        lambda s: f"corrupt:event={s.mid},kind=utf8",
-        Expect.PARTIAL,
-        "Partial: malformed",
-        error="malformed_stream",
-        resuming=_resumed(lambda s: s.mid - 1),
-    ),
+    _corrupt("corrupt", "json"),
+    _corrupt("corrupt_utf8", "utf8"),
     # The framing's own faults, on the wires that are not SSE: half an event-stream
     # frame or NDJSON line, then a clean end; a frame whose CRC does not match; the
     # proof dropped alone, so Bedrock's ``metadata`` (usage) still arrives after it.
@@ -306,15 +306,7 @@ FAULT_CASES: tuple[FaultCase, ...] = (
         framings=frozenset({Framing.EVENTSTREAM, Framing.NDJSON}),
         resuming=_resumed(lambda s: s.mid - 1),
     ),
-    FaultCase(
-        "corrupt_crc",
-        lambda s: f"corrupt:event={s.mid},kind=crc",
-        Expect.PARTIAL,
-        "Partial: malformed",
-        error="malformed_stream",
-        framings=frozenset({Framing.EVENTSTREAM}),
-        resuming=_resumed(lambda s: s.mid - 1),
-    ),
+    _corrupt("corrupt_crc", "crc", frozenset({Framing.EVENTSTREAM})),
     FaultCase(
         "drop_proof_only",
         lambda s: "drop_terminator:rest=keep",

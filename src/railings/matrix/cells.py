@@ -36,7 +36,7 @@ from railings.matrix.cases import (
 )
 from railings.providers import SPECS, ProviderSpec
 from railings.providers.base import Framing
-from railings.testing.script import Plan, Script, ScriptTurn, filler, plan_turn
+from railings.testing.script import Plan, Script, filler, plan_turn
 from railings.testing.wires import kit_wire
 
 __all__ = [
@@ -185,12 +185,8 @@ def payload(size: Size, tool: bool) -> Payload:
     script = Script.from_dict(
         {"model": "railings-matrix", "seed": 7, "chunk_size": size.chunk, "turns": [turn]}
     )
-    plan = plan_turn(_only_turn(script), max_tokens, lambda: "call_matrix")
+    plan = plan_turn(script.turns[0], max_tokens, lambda: "call_matrix")
     return Payload(size, tool, script, max_tokens, plan)
-
-
-def _only_turn(script: Script) -> ScriptTurn:
-    return script.turns[0]
 
 
 # -- cells -------------------------------------------------------------------------------

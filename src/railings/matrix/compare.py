@@ -86,11 +86,7 @@ def tally(result: MatrixResult) -> Tally:
         counts.lost.setdefault(r.client, 0)
         if _taken_as_done(r):
             counts.taken_as_done[r.client] += 1
-        elif r.status is Status.FAIL and r.cell.fault.expect in (
-            Expect.FULL,
-            Expect.RETRIED,
-            Expect.COUNTEREXAMPLE,
-        ):
+        elif r.lost:
             counts.lost[r.client] += 1
         if r.counts and r.cell.tool:
             counts.tool_cells += 1

@@ -16,8 +16,7 @@ threw a complete answer away), ``~`` the wire format cannot show the fault
 (reorder and duplicate: Chat Completions and Messages carry no sequence
 numbers), ``↻`` as expected by resuming: the broken stream was read again from the
 response the provider kept, and the full text came, generated once (the
-``railings+resume`` column; the legend explains it only where it shows). With one
-client, the providers share one table; with several, each provider gets its own.
+``railings+resume`` column; the legend explains it only where it shows).
 """
 
 from __future__ import annotations
@@ -89,10 +88,7 @@ def progress(console: Console, total: int, enabled: bool) -> Iterator[Callable[[
 
 def _columns(result: MatrixResult) -> list[tuple[str, str]]:
     """(provider, client) pairs in first-seen order."""
-    seen: dict[tuple[str, str], None] = {}
-    for r in result.results:
-        seen.setdefault((r.cell.provider.name, r.client), None)
-    return list(seen)
+    return list(dict.fromkeys((r.cell.provider.name, r.client) for r in result.results))
 
 
 def _marks(results: Sequence[CellResult], between: str) -> str:
@@ -180,10 +176,11 @@ def _table(result: MatrixResult, columns: list[tuple[str, str]], title: str) -> 
 def _differences(result: MatrixResult) -> list[str]:
     """A one-client table's notes: what the client did where it is not the expected
     column's words, once per provider, fault and words."""
-    seen: dict[tuple[str, str, str], None] = {}
-    for r in result.results:
-        if r.judgement.label != r.cell.fault.detail:
-            seen.setdefault((r.cell.provider.name, r.cell.fault.name, r.judgement.label), None)
+    seen = dict.fromkeys(
+        (r.cell.provider.name, r.cell.fault.name, r.judgement.label)
+        for r in result.results
+        if r.judgement.label != r.cell.fault.detail
+    )
     return [f"{short_name(p)} {fault}: {escape(label)}" for p, fault, label in seen]
 
 
@@ -212,10 +209,7 @@ def _legend(result: MatrixResult, *, stacked: bool) -> str:
 
 
 def _sizes(results: Sequence[CellResult]) -> list[str]:
-    seen: dict[str, None] = {}
-    for r in results:
-        seen.setdefault(r.cell.size.name, None)
-    return list(seen)
+    return list(dict.fromkeys(r.cell.size.name for r in results))
 
 
 def render(console: Console, result: MatrixResult) -> None:
@@ -227,10 +221,10 @@ def render(console: Console, result: MatrixResult) -> None:
         else "embedded server behind the fault proxy"
     )
     clients = list(dict.fromkeys(c for _, c in columns))
+    providers = list(dict.fromkeys(p for p, _ in columns))
     one_client = len(clients) == 1
     if one_client:
         console.print(_table(result, columns, f"railings matrix: {clients[0]}, {where}"))
-        providers = dict.fromkeys(p for p, _ in columns)
         console.print(
             "[dim]"
             + escape("columns: " + ", ".join(f"{short_name(p)} {p}" for p in providers))
@@ -244,7 +238,7 @@ def render(console: Console, result: MatrixResult) -> None:
         if len(differences) > 20:
             console.print(f"  ... and {len(differences) - 20} more")
     else:
-        for provider in dict.fromkeys(p for p, _ in columns):
+        for provider in providers:
             console.print(
                 _table(
                     result,
@@ -305,12 +299,7 @@ def summary_lines(result: MatrixResult) -> list[str]:
         else:
             detectable = [r for r in results if _detectable(r)]
             missed = sum(1 for r in detectable if r.judgement.label.startswith("UNDETECTED"))
-            lost = sum(
-                1
-                for r in results
-                if r.status is Status.FAIL
-                and r.cell.fault.expect in (Expect.FULL, Expect.RETRIED, Expect.COUNTEREXAMPLE)
-            )
+            lost = sum(1 for r in results if r.lost)
             extra = f", threw a complete answer away in {lost}" if lost else ""
             lines.append(
                 f"[dim]info[/] {client}: did not notice {missed} of {len(detectable)} "

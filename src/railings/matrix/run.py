@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from railings import providers
-from railings.matrix.cells import Cell, Shape, Size, payload
+from railings.matrix.cells import Cell, Expect, Shape, Size, payload
 from railings.matrix.judge import (
     Judgement,
     ProxyFacts,
@@ -147,6 +147,13 @@ class CellResult:
     def counts(self) -> bool:
         """Does this cell decide the exit code? Only railings cells do."""
         return self.kind == "railings"
+
+    @property
+    def lost(self) -> bool:
+        """Did the client throw away an answer that was due whole (a failed cell of a
+        clean, retried or proven-then-broken stream)?"""
+        due = (Expect.FULL, Expect.RETRIED, Expect.COUNTEREXAMPLE)
+        return self.status is Status.FAIL and self.cell.fault.expect in due
 
     def to_json(self) -> dict[str, Any]:
         """The cell for ``--json``: its names, the spec, the judgement, the proxy's actions and

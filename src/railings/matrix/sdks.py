@@ -48,6 +48,11 @@ _SHELL_SCHEMA = {
     "properties": {"command": {"type": "string"}},
     "required": ["command"],
 }
+# The ``shell`` tool as Chat Completions declares it (and Ollama, which takes the same).
+_CHAT_TOOL = {
+    "type": "function",
+    "function": {"name": "shell", "description": SHELL_DESCRIPTION, "parameters": _SHELL_SCHEMA},
+}
 
 
 def _timeout(target: Target) -> httpx2.Timeout:
@@ -71,20 +76,20 @@ def _key(target: Target, variable: str) -> dict[str, Any]:
     return {} if os.environ.get(variable) else {"api_key": "no-key-set"}
 
 
-def _guard_reason(exc: BaseException) -> str | None:
-    cause = guard.interruption(exc)
-    return type(cause).__name__ if cause is not None else None
+class _SDK:
+    """An official client: its cells are informative, and it resumes nothing."""
+
+    kind: Literal["railings", "sdk"] = "sdk"
+    resumes = False
 
 
-class OpenAISDK:
+class OpenAISDK(_SDK):
     """The official ``openai`` package, optionally over the guard transport: Chat
     Completions for ``openai``, ``client.responses.create(stream=True)`` for
     ``openai-responses`` (deltas joined as the docs show, in both)."""
 
-    kind: Literal["railings", "sdk"] = "sdk"
     providers: frozenset[str] = frozenset({CHAT_SPEC.name, RESPONSES_SPEC.name})
     requires: tuple[str, ...] = ("openai",)
-    resumes = False
 
     def __init__(self, *, guarded: bool = False) -> None:
         self.guarded = guarded
@@ -109,7 +114,7 @@ class OpenAISDK:
                 else:
                     await _chat(client, target, seen)
         except Exception as exc:
-            return raised(exc, notes=_notes(exc, "".join(seen.text)))
+            return seen.failed(exc)
         return seen.observation()
 
 
@@ -140,24 +145,20 @@ class _Seen:
             notes=notes,
         )
 
+    def failed(self, exc: BaseException) -> Observation:
+        """The SDK raised ``exc``: how much text it had handed over, and the railings
+        reason behind the error (over the guard)."""
+        notes: dict[str, Any] = {"text_chars_before_raise": len("".join(self.text))}
+        cause = guard.interruption(exc)
+        if cause is not None:
+            notes["railings_reason"] = type(cause).__name__
+        return raised(exc, notes=notes)
+
 
 async def _chat(client: Any, target: Target, seen: _Seen) -> None:
     import openai
 
-    tools: Any = (
-        [
-            {
-                "type": "function",
-                "function": {
-                    "name": "shell",
-                    "description": SHELL_DESCRIPTION,
-                    "parameters": _SHELL_SCHEMA,
-                },
-            }
-        ]
-        if target.tool
-        else openai.omit
-    )
+    tools: Any = [_CHAT_TOOL] if target.tool else openai.omit
     stream = await client.chat.completions.create(
         model=target.model,
         max_tokens=target.max_tokens,
@@ -221,13 +222,11 @@ async def _responses(client: Any, target: Target, seen: _Seen) -> None:
                 seen.error_event = event.type
 
 
-class AnthropicSDK:
+class AnthropicSDK(_SDK):
     """The official ``anthropic`` package, optionally over the guard transport."""
 
-    kind: Literal["railings", "sdk"] = "sdk"
     providers: frozenset[str] = frozenset({ANTHROPIC_SPEC.name})
     requires: tuple[str, ...] = ("anthropic",)
-    resumes = False
 
     def __init__(self, *, guarded: bool = False) -> None:
         self.guarded = guarded
@@ -250,7 +249,7 @@ class AnthropicSDK:
             ) as client:
                 inputs = await _messages(client, target, seen)
         except Exception as exc:
-            return raised(exc, notes=_notes(exc, "".join(seen.text)))
+            return seen.failed(exc)
         if not inputs:
             return seen.observation()
         return seen.observation(
@@ -286,11 +285,3 @@ async def _messages(client: Any, target: Target, seen: _Seen) -> list[Any]:
         final = await stream.get_final_message()
     # What the helper hands the application as each call's parsed input.
     return [block.input for block in final.content if block.type == "tool_use"]
-
-
-def _notes(exc: BaseException, text_so_far: str) -> dict[str, Any]:
-    notes: dict[str, Any] = {"text_chars_before_raise": len(text_so_far)}
-    reason = _guard_reason(exc)
-    if reason:
-        notes["railings_reason"] = reason
-    return notes

@@ -19,18 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, Literal
+from typing import Any
 
-from railings.matrix.observation import Observation, Target, raised
-from railings.matrix.sdks import SHELL_DESCRIPTION, _Seen
+from railings.matrix.observation import Observation, Target
+from railings.matrix.sdks import _CHAT_TOOL, _SDK, _SHELL_SCHEMA, SHELL_DESCRIPTION, _Seen
 
 __all__ = ["Boto3SDK", "GenAISDK", "OllamaSDK"]
-
-_SHELL_SCHEMA = {
-    "type": "object",
-    "properties": {"command": {"type": "string"}},
-    "required": ["command"],
-}
 
 
 def _text(args: Any) -> str:
@@ -43,18 +37,12 @@ def _genai_timeout(target: Target) -> int:
     return int(max(target.idle, 2.0) * 1000)
 
 
-def _failed(exc: BaseException, seen: _Seen) -> Observation:
-    return raised(exc, notes={"text_chars_before_raise": len("".join(seen.text))})
-
-
-class GenAISDK:
+class GenAISDK(_SDK):
     """The official ``google-genai`` package (Gemini API)."""
 
     name = "google-genai"
-    kind: Literal["railings", "sdk"] = "sdk"
     providers: frozenset[str] = frozenset({"gemini"})
     requires: tuple[str, ...] = ("google.genai",)
-    resumes = False
 
     async def run(self, target: Target) -> Observation:
         """Stream one turn with the async client: what it handed over, or what it raised."""
@@ -101,20 +89,18 @@ class GenAISDK:
                     if candidate.finish_reason is not None:
                         seen.stop = str(candidate.finish_reason.value)
         except Exception as exc:
-            return _failed(exc, seen)
+            return seen.failed(exc)
         finally:
             await client.aio.aclose()
         return seen.observation()
 
 
-class Boto3SDK:
+class Boto3SDK(_SDK):
     """The official ``boto3`` package, ``bedrock-runtime`` ``converse_stream``."""
 
     name = "boto3"
-    kind: Literal["railings", "sdk"] = "sdk"
     providers: frozenset[str] = frozenset({"bedrock"})
     requires: tuple[str, ...] = ("boto3",)
-    resumes = False
 
     async def run(self, target: Target) -> Observation:
         """Stream one turn in a worker thread: what boto3 handed over, or what it raised."""
@@ -122,7 +108,7 @@ class Boto3SDK:
         try:
             await asyncio.to_thread(self._stream, target, seen)
         except Exception as exc:
-            return _failed(exc, seen)
+            return seen.failed(exc)
         return seen.observation()
 
     def _stream(self, target: Target, seen: _Seen) -> None:
@@ -167,34 +153,19 @@ class Boto3SDK:
             client.close()
 
 
-class OllamaSDK:
+class OllamaSDK(_SDK):
     """The official ``ollama`` package, ``AsyncClient.chat(stream=True)``."""
 
     name = "ollama"
-    kind: Literal["railings", "sdk"] = "sdk"
     providers: frozenset[str] = frozenset({"ollama"})
     requires: tuple[str, ...] = ("ollama",)
-    resumes = False
 
     async def run(self, target: Target) -> Observation:
         """Stream one turn: what the client handed over, or what it raised."""
         import ollama
 
         seen = _Seen()
-        tools = (
-            [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": "shell",
-                        "description": SHELL_DESCRIPTION,
-                        "parameters": _SHELL_SCHEMA,
-                    },
-                }
-            ]
-            if target.tool
-            else None
-        )
+        tools = [_CHAT_TOOL] if target.tool else None
         client = ollama.AsyncClient(host=target.origin, timeout=target.idle)
         try:
             stream = await client.chat(
@@ -212,5 +183,5 @@ class OllamaSDK:
                 if part.done:
                     seen.stop = part.done_reason or "done"
         except Exception as exc:
-            return _failed(exc, seen)
+            return seen.failed(exc)
         return seen.observation()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import httpx2
 
@@ -217,13 +217,8 @@ async def _read(
         http_version=response.http_version,
         content_encoding=response.headers.get("content-encoding", "") or "identity",
         accept_encoding=response.request.headers.get("accept-encoding", ""),
-        first_byte=seen.first_byte,
-        first_content=seen.first_content,
         structured=strict.turn().outcome is Outcome.COMPLETE,
-        largest_gap=seen.largest_gap,
-        wait_before_first_event=seen.wait_before_first_event,
-        comments=seen.comments,
-        pings=seen.pings,
+        **asdict(seen),
         named_ending=named is not None
         and turn.termination is Termination.ABRUPT
         and named.turn().termination is Termination.CLEAN,
@@ -269,6 +264,8 @@ def _counter(framing: Framing) -> _SSECount | _NDJSONCount | None:
 
 @dataclass(slots=True)
 class _Tally:
+    """The timings and keep-alives of an answer, as they arrive (:class:`Observation`'s)."""
+
     first_byte: float
     first_content: float | None = None
     largest_gap: float = 0.0
