@@ -130,10 +130,7 @@ class Message:
 
     def header(self, name: str) -> HeaderValue | None:
         """The value of the header called ``name``, or None when the frame has none."""
-        for header in self.headers:
-            if header.name == name:
-                return header.value
-        return None
+        return next((header.value for header in self.headers if header.name == name), None)
 
     def text_header(self, name: str) -> str:
         """A ``string`` header's value, or ``""`` when absent or of another type."""

@@ -61,7 +61,7 @@ class NDJSONDecoder(Held):
                     self._parts, self._size = [], 0
                 else:
                     self._check(len(piece))
-                line = _decode(piece[:-1] if piece.endswith(b"\r") else piece)
+                line = _decode(piece)
                 if line.strip():
                     out.append(line)
             if tail:
@@ -79,7 +79,7 @@ class NDJSONDecoder(Held):
         self._state = CLOSED
         piece = b"".join(self._parts)
         self._parts, self._size = [], 0
-        line = _decode(piece[:-1] if piece.endswith(b"\r") else piece)
+        line = _decode(piece)
         return [line] if line.strip() else []
 
     def _check(self, size: int) -> None:
@@ -92,7 +92,8 @@ class NDJSONDecoder(Held):
 
 
 def _decode(raw: bytes) -> str:
+    """A line without its end (LF, and the CR before it), decoded."""
     try:
-        return raw.decode("utf-8")
+        return raw.removesuffix(b"\r").decode("utf-8")
     except UnicodeDecodeError:
         raise MalformedStream("ollama: a line is not UTF-8") from None
