@@ -10,41 +10,13 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 # The accelerations switch, set from RAILINGS_ACCELERATE here, once, before any reader is made.
-from railings import accelerations
+from railings import accelerations, errors
 
 # The process's secret registry, installed for railings.redact (so for every error made).
 from railings import secrets as _secrets  # noqa: F401
-from railings.errors import (
-    AuthenticationError,
-    BadRequest,
-    CannotContinue,
-    CircuitOpen,
-    ConfigurationError,
-    ConnectError,
-    ConnectTimeout,
-    ContextWindowExceeded,
-    EventTooLarge,
-    FirstByteTimeout,
-    IdleTimeout,
-    IllegalTransition,
-    LocalError,
-    MalformedStream,
-    MissingDependency,
-    Overloaded,
-    PoolTimeout,
-    ProviderError,
-    QuotaExceeded,
-    RailingsError,
-    RateLimited,
-    RemoteError,
-    ServerError,
-    StreamInterrupted,
-    StreamNotRead,
-    ToolDefinitionError,
-    TotalTimeout,
-    TransportError,
-    TurnTooLarge,
-)
+
+# The error tree, every name of it (railings.errors draws it).
+from railings.errors import *  # noqa: F403
 from railings.replay import Replay, replay, to_json
 from railings.sdk_objects import inspect
 from railings.turn.model import Outcome, Termination, Turn, TurnError, Usage, UsageSource
@@ -70,57 +42,29 @@ except PackageNotFoundError:  # pragma: no cover - a source tree that was never 
     __version__ = "0+unknown"
 
 __all__ = [
+    *errors.__all__,
     "Arguments",
-    "AuthenticationError",
-    "BadRequest",
     "CallVerdict",
-    "CannotContinue",
-    "CircuitOpen",
-    "ConfigurationError",
-    "ConnectError",
-    "ConnectTimeout",
-    "ContextWindowExceeded",
-    "EventTooLarge",
-    "FirstByteTimeout",
-    "IdleTimeout",
-    "IllegalTransition",
-    "LocalError",
-    "MalformedStream",
-    "MissingDependency",
     "Outcome",
-    "Overloaded",
     "Part",
-    "PoolTimeout",
-    "ProviderError",
     "ProviderItem",
-    "QuotaExceeded",
-    "RailingsError",
-    "RateLimited",
     "RedactedThinkingPart",
     "RefusalPart",
     "RejectReason",
-    "RemoteError",
     "RepairPolicy",
     "Replay",
     "Rung",
-    "ServerError",
     "ServerToolCall",
     "ServerToolResultPart",
     "Stop",
     "StopSource",
-    "StreamInterrupted",
-    "StreamNotRead",
     "StreamReader",
     "Termination",
     "TextPart",
     "ThinkingPart",
     "ToolCall",
-    "ToolDefinitionError",
-    "TotalTimeout",
-    "TransportError",
     "Turn",
     "TurnError",
-    "TurnTooLarge",
     "Usage",
     "UsageSource",
     "Verdict",

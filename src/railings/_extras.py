@@ -33,15 +33,14 @@ EXTRAS: dict[str, tuple[str, str]] = {
 
 def missing(*modules: str) -> list[str]:
     """The modules of ``modules`` that cannot be imported here."""
-    absent = []
-    for module in modules:
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            absent.append(module)
-    return absent
+    return [module for module in modules if not _found(module)]
+
+
+def _found(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def require(feature: str, *modules: str) -> None:

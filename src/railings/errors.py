@@ -10,7 +10,8 @@ differently: a remote fault may be retried, a local one never is.
     RailingsError
     ├── RemoteError                      the server or the stream broke or refused
     │   ├── StreamInterrupted            ended without the provider's termination proof
-    │   │   └── IdleTimeout              no byte for longer than the idle gap
+    │   │   ├── IdleTimeout              no byte for longer than the idle gap
+    │   │   └── ResumeFailed             reading a kept response again failed
     │   ├── MalformedStream              bytes that are not the protocol
     │   │   └── EventTooLarge            one event (or line) above the configured limit
     │   ├── TurnTooLarge                 one turn grew past its bound: max_tokens ignored

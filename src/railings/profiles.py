@@ -57,6 +57,11 @@ def _seen(observed: str, seen: int, source: str) -> Evidence:
     return Evidence(observed=observed, seen=seen, date="2026-12-03", source=source)
 
 
+def _structural(observed: str, seen: int, source: str) -> dict[str, Evidence]:
+    """The evidence of a built-in whose one observation is about ``structural``."""
+    return {"structural": _seen(observed, seen, source)}
+
+
 # Each entry's evidence is checked against the captures it cites
 # (tests/test_profiles.py): a count that stops being true fails the suite.
 BUILTIN: tuple[Profile, ...] = (
@@ -64,28 +69,24 @@ BUILTIN: tuple[Profile, ...] = (
         name="openai",
         base_urls=("https://api.openai.com",),
         structural=True,
-        evidence={
-            "structural": _seen(
-                "every complete Chat Completions stream sends a finish_reason before "
-                "[DONE]; Responses streams end with response.completed, which carries "
-                "the status",
-                9 + 9,
-                _CORPUS + "real/openai and responses (openai service)",
-            )
-        },
+        evidence=_structural(
+            "every complete Chat Completions stream sends a finish_reason before "
+            "[DONE]; Responses streams end with response.completed, which carries "
+            "the status",
+            9 + 9,
+            _CORPUS + "real/openai and responses (openai service)",
+        ),
     ),
     Profile(
         name="anthropic",
         base_urls=("https://api.anthropic.com",),
         structural=True,
-        evidence={
-            "structural": _seen(
-                "every stream sends message_delta with its stop_reason before "
-                "message_stop, a block cut by max_tokens left open included",
-                14,
-                _CORPUS + "real/anthropic",
-            )
-        },
+        evidence=_structural(
+            "every stream sends message_delta with its stop_reason before "
+            "message_stop, a block cut by max_tokens left open included",
+            14,
+            _CORPUS + "real/anthropic",
+        ),
     ),
     Profile(
         name="gemini",
@@ -95,25 +96,21 @@ BUILTIN: tuple[Profile, ...] = (
             "https://*-aiplatform.googleapis.com",
         ),
         structural=True,
-        evidence={
-            "structural": _seen(
-                "the proof is the finishReason (or a prompt's blockReason) itself",
-                10,
-                _CORPUS + "gemini",
-            )
-        },
+        evidence=_structural(
+            "the proof is the finishReason (or a prompt's blockReason) itself",
+            10,
+            _CORPUS + "gemini",
+        ),
     ),
     Profile(
         name="bedrock",
         base_urls=("https://bedrock-runtime.*.amazonaws.com",),
         structural=True,
-        evidence={
-            "structural": _seen(
-                "the proof is messageStop, which carries the stopReason",
-                10,
-                _CORPUS + "bedrock",
-            )
-        },
+        evidence=_structural(
+            "the proof is messageStop, which carries the stopReason",
+            10,
+            _CORPUS + "bedrock",
+        ),
     ),
     Profile(
         name="deepseek",
@@ -136,51 +133,43 @@ BUILTIN: tuple[Profile, ...] = (
     Profile(
         name="azure-openai",
         base_urls=("https://*.openai.azure.com",),
-        evidence={
-            "structural": _seen(
-                "not set: two captures send a finish_reason before [DONE], too few to rule "
-                "on for a service whose content filter adds frames of its own",
-                2,
-                _CORPUS + "real/azure-openai",
-            )
-        },
+        evidence=_structural(
+            "not set: two captures send a finish_reason before [DONE], too few to rule "
+            "on for a service whose content filter adds frames of its own",
+            2,
+            _CORPUS + "real/azure-openai",
+        ),
     ),
     Profile(
         name="openrouter",
         base_urls=("https://openrouter.ai/api",),
-        evidence={
-            "structural": _seen(
-                "not set: its two complete captures send a finish_reason before [DONE] (a "
-                "third ends in an error), but it relays the streams of many providers",
-                2,
-                _CORPUS + "real/openrouter",
-            )
-        },
+        evidence=_structural(
+            "not set: its two complete captures send a finish_reason before [DONE] (a "
+            "third ends in an error), but it relays the streams of many providers",
+            2,
+            _CORPUS + "real/openrouter",
+        ),
     ),
     Profile(
         name="ollama-openai",
         base_urls=("http://localhost:11434", "http://127.0.0.1:11434"),
-        evidence={
-            "structural": _seen(
-                "not set: its OpenAI-compatible API has ended complete answers without a "
-                "finish_reason (pydantic/pydantic-ai#3045) or with an empty one "
-                "(ollama/ollama#4357)",
-                2,
-                "https://github.com/pydantic/pydantic-ai/pull/3045, "
-                "https://github.com/ollama/ollama/issues/4357",
-            )
-        },
+        evidence=_structural(
+            "not set: its OpenAI-compatible API has ended complete answers without a "
+            "finish_reason (pydantic/pydantic-ai#3045) or with an empty one "
+            "(ollama/ollama#4357)",
+            2,
+            "https://github.com/pydantic/pydantic-ai/pull/3045, "
+            "https://github.com/ollama/ollama/issues/4357",
+        ),
     ),
     Profile(
         name="snowflake-cortex",
         base_urls=("https://*.snowflakecomputing.com",),
-        evidence={
-            "structural": _seen(
-                "not set: a complete answer ends with [DONE] and no finish_reason",
-                1,
-                _CORPUS + "real/snowflake/cortex_no_finish_reason.sse",
-            )
-        },
+        evidence=_structural(
+            "not set: a complete answer ends with [DONE] and no finish_reason",
+            1,
+            _CORPUS + "real/snowflake/cortex_no_finish_reason.sse",
+        ),
     ),
 )
 
@@ -196,9 +185,8 @@ def builtin(name: str) -> Profile:
     try:
         return _BY_NAME[name]
     except KeyError:
-        known = ", ".join(["wire", *_BY_NAME])
         raise ConfigurationError(
-            f"unknown profile {name!r}: expected one of {known}, or a file"
+            f"unknown profile {name!r}: expected one of {', '.join(NAMES)}, or a file"
         ) from None
 
 
@@ -221,9 +209,9 @@ def parse(data: Mapping[str, Any], where: str = "profile") -> Profile:
                 f"{where}: unknown field {key!r} (a profile may set {', '.join(RULES)})"
             )
     evidence = data.get("evidence", {})
-    if not isinstance(evidence, Mapping):
-        raise ConfigurationError(f"{where}: evidence is a table per rule")
-    if not all(isinstance(entry, Mapping) for entry in evidence.values()):
+    if not isinstance(evidence, Mapping) or not all(
+        isinstance(entry, Mapping) for entry in evidence.values()
+    ):
         raise ConfigurationError(f"{where}: evidence is a table per rule")
     wire = data.get("wire")
     try:  # (each refusal below is named once, with ``where``, by the last clause)

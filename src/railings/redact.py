@@ -212,12 +212,9 @@ class Holdback:
     def _release(self, *, final: bool) -> str:
         redactor = _source.redactor()
         buffer, pattern = self.pending, redactor.pattern
-        cut = (
-            len(buffer)
-            if final or pattern is None
-            else max(0, len(buffer) - (redactor.longest - 1))
-        )
+        cut = len(buffer)
         if not final and pattern is not None:
+            cut = max(0, cut - (redactor.longest - 1))
             for match in pattern.finditer(buffer, 0, len(buffer)):
                 if match.start() >= cut:
                     break

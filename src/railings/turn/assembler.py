@@ -216,30 +216,19 @@ class TurnAssembler:
                 if self.profile.structural and not self._structured():
                     structure = spec(self.provider).proof.structure
                     if structure:
-                        self._abrupt(
-                            TurnError(
-                                kind=ErrorKind.INTERRUPTED,
-                                message=unstructured(
-                                    marker,
-                                    structure,
-                                    self.profile,
-                                    late=self._stop_wire is not None,
-                                ),
-                                retryable=not self.content,
-                            )
-                        )
+                        late = self._stop_wire is not None
+                        message = unstructured(marker, structure, self.profile, late=late)
+                        self._abrupt(ErrorKind.INTERRUPTED, message)
                         return
                 self.machine.signal(Signal.PROOF)
             case ProviderErrorEvent(message=message, provider_type=provider_type, status=status):
                 cls = class_for_provider_type(provider_type, status)
                 # The provider's words may echo the API key: redacted before they are kept.
                 self._abrupt(
-                    TurnError(
-                        kind=ErrorKind.PROVIDER_ERROR,
-                        message=redact(message),
-                        provider_type=provider_type,
-                        retryable=cls.retryable,
-                    )
+                    ErrorKind.PROVIDER_ERROR,
+                    redact(message),
+                    provider_type=provider_type,
+                    retryable=cls.retryable,
                 )
             case Unknown():
                 self._unknown += 1
@@ -266,11 +255,7 @@ class TurnAssembler:
     def fault(self, message: str) -> None:
         """The bytes stopped being the protocol (malformed data): an abrupt end."""
         if self.machine.open:
-            self._abrupt(
-                TurnError(
-                    kind=ErrorKind.MALFORMED_STREAM, message=message, retryable=not self.content
-                )
-            )
+            self._abrupt(ErrorKind.MALFORMED_STREAM, message)
 
     def eof(self, *, clean: bool = True) -> None:
         """The byte stream ended (``clean``: closed by the server, not broken off). Without
@@ -279,20 +264,28 @@ class TurnAssembler:
         if clean and self.machine.open and self._named_proof():
             self.machine.signal(Signal.PROOF)
         if self.machine.open:
-            self._abrupt(
-                TurnError(
-                    kind=ErrorKind.INTERRUPTED,
-                    message=INTERRUPTED_MESSAGE,
-                    retryable=not self.content,
-                )
-            )
+            self._abrupt(ErrorKind.INTERRUPTED, INTERRUPTED_MESSAGE)
 
     def _named_proof(self) -> bool:
         # STOP_THEN_USAGE: a stop reason, then a usage report, and nothing after them.
         return self._named and self._usage_after_stop
 
-    def _abrupt(self, error: TurnError) -> None:
-        self._error = error
+    def _abrupt(
+        self,
+        kind: ErrorKind,
+        message: str,
+        *,
+        provider_type: str | None = None,
+        retryable: bool | None = None,
+    ) -> None:
+        """The turn ends here, without its proof. Unless ``retryable`` says otherwise, the
+        error is retryable only while nothing billable arrived (Empty)."""
+        self._error = TurnError(
+            kind=kind,
+            message=message,
+            provider_type=provider_type,
+            retryable=not self.content if retryable is None else retryable,
+        )
         self.machine.signal(Signal.FAULT)
 
     # -- reading -------------------------------------------------------------------------

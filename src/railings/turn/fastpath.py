@@ -228,17 +228,9 @@ class FastStreamReader(StreamReader):
     ) -> list[StreamEvent]:
         """``chunk`` (after the bytes held back), fed with the SSE decoder between blocks
         and the turn streaming: its plain blocks read straight from the bytes, the rest of
-        it (from the first other block) by the plain path, ``_decode``.
-
-        What it skips, and why the result is the plain path's (the module docstring has
-        the SSE side): the text of the chunk (each data is parsed from its bytes); the
-        ``ServerSentEvent``; for the decoder's commonest block (``feed_common``: a text or
-        argument fragment) the handler table's lookups, lists and calls, since it returns
-        exactly the one event the table would, and for a block its template reads, the
-        parse too; for that event, ``apply``'s dispatch where
-        the assembler says that applying it is one append (``open_text``,
-        ``open_fragments``); and the termination check after any event but a proof or a
-        provider error, the only ones that end a turn (a fault ends it here too)."""
+        it (from the first other block) by the plain path, ``_decode``. What it skips, and
+        why the result is the plain path's, is the module docstring; a fault ends the turn
+        here too."""
         if self._carry:
             chunk, self._carry = self._carry + chunk, b""
         framer_ = self._framer

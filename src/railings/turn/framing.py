@@ -26,7 +26,7 @@ says it holds no event. Everything else is SSE, whose events then name the wire.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from railings.errors import ConfigurationError, EventTooLarge, MalformedStream
 from railings.events import StreamEvent
@@ -124,15 +124,12 @@ def framer(framing: Framing | None, *, max_size: int) -> Framer:
     return SSEDecoder(max_event_size=max_size)
 
 
-class Sniffed:
+class Sniffed(NamedTuple):
     """What :func:`sniff` decided: the framing (None: a whole body) and, unless the
     framing is SSE (whose events name the wire), the spec."""
 
-    __slots__ = ("framing", "spec")
-
-    def __init__(self, framing: Framing | None, spec: ProviderSpec | None) -> None:
-        self.framing = framing
-        self.spec = spec
+    framing: Framing | None
+    spec: ProviderSpec | None
 
 
 _SSE = Sniffed(Framing.SSE, None)

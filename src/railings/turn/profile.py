@@ -137,14 +137,9 @@ class Profile:
         )  # a copy: the caller's stays theirs
 
     def rules(self) -> list[str]:
-        """The fields this profile sets, in :data:`RULES` order."""
-        set_ = {
-            "structural": self.structural,
-            "first_content": self.first_content is not None,
-            "misreports_length": self.misreports_length,
-            "proof": self.proof is not None,
-        }
-        return [rule for rule in RULES if set_[rule]]
+        """The fields this profile sets, in :data:`RULES` order (an unset one is None or
+        False; a set ``first_content`` is never 0, which the checks above refuse)."""
+        return [rule for rule in RULES if getattr(self, rule) not in (None, False)]
 
     def matches(self, base_url: str, model: str | None = None) -> bool:
         """Does this profile judge requests to ``base_url`` (and ``model``)? A base URL

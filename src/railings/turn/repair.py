@@ -120,6 +120,29 @@ _QUOTES = "\"'"
 _CLOSER = {"{": "}", "[": "]"}
 
 
+class _Strings:
+    """Where a scan stands among strings (module docstring: ``"`` and ``'`` both quote, a
+    backslash escapes): the one string rule of rungs 2-4."""
+
+    quote = ""  # the quote of the string the scan is in, "" outside strings
+    escaped = False  # the last character was a backslash inside a string
+
+    def outside(self, ch: str) -> bool:
+        """Step past ``ch``; True when it is structure: outside a string, or the quote
+        that opens one."""
+        if not self.quote:
+            if ch in _QUOTES:
+                self.quote = ch
+            return True
+        if self.escaped:
+            self.escaped = False
+        elif ch == "\\":
+            self.escaped = True
+        elif ch == self.quote:
+            self.quote = ""
+        return False
+
+
 def _unwrap(text: str) -> str:
     """Rung 2: keep the first object, from its ``{`` to the bracket that closes it.
 
@@ -137,20 +160,12 @@ def _unwrap(text: str) -> str:
         # (``o soak-a"}{"command": "ech``, fragments out of order), not prose around it.
         return text
     depth = 0
-    quote = ""
-    escaped = False
+    strings = _Strings()
     for position in range(start, len(text)):
         ch = text[position]
-        if quote:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = ""
-        elif ch in _QUOTES:
-            quote = ch
-        elif ch in "{[":
+        if not strings.outside(ch):
+            continue
+        if ch in "{[":
             depth += 1
         elif ch in "}]":
             depth -= 1
@@ -164,18 +179,11 @@ def _unwrap(text: str) -> str:
 def _drop_trailing_commas(text: str) -> str:
     """Rung 3: remove a comma that is followed (after whitespace) by ``}`` or ``]``."""
     out: list[str] = []
-    quote = ""
-    escaped = False
+    strings = _Strings()
     pending: list[str] = []  # a comma and the whitespace after it, held back
     for ch in text:
-        if quote:
+        if not strings.outside(ch):
             out.append(ch)
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = ""
             continue
         if pending:
             if ch in " \t\r\n":
@@ -190,8 +198,6 @@ def _drop_trailing_commas(text: str) -> str:
             pending = [ch]
             continue
         out.append(ch)
-        if ch in _QUOTES:
-            quote = ch
     out.extend(pending)
     return "".join(out)
 
@@ -199,27 +205,19 @@ def _drop_trailing_commas(text: str) -> str:
 def _close(text: str) -> str:
     """Rung 4: close an open string, drop a dangling comma, close open brackets."""
     stack: list[str] = []
-    quote = ""
-    escaped = False
+    strings = _Strings()
     for ch in text:
-        if quote:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = ""
-        elif ch in _QUOTES:
-            quote = ch
-        elif ch in _CLOSER:
+        if not strings.outside(ch):
+            continue
+        if ch in _CLOSER:
             stack.append(_CLOSER[ch])
         elif ch in "}]" and stack and stack[-1] == ch:
             stack.pop()
     tail = text
-    if quote:
-        if escaped:
+    if strings.quote:
+        if strings.escaped:
             tail = tail[:-1]  # a lone backslash cannot end a string
-        tail += quote
+        tail += strings.quote
     else:
         tail = tail.rstrip()
         if tail.endswith(","):

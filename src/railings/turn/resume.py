@@ -141,15 +141,13 @@ def unresumed(previous: Partial | Empty, error: RailingsError) -> Partial | Empt
         f"{error.message}"
     )
     keep = None if refused else point
-    if isinstance(previous, Partial):
-        turn = previous.turn
-        failed = ResumeFailed(
-            message, empty=False, response_id=point.response_id, after=point.after, turn=turn
-        )
-        failed.__cause__ = error
-        return Partial(turn=turn, interruption=failed, resume=keep)
-    failed = ResumeFailed(message, empty=True, response_id=point.response_id, after=point.after)
+    turn = previous.turn if isinstance(previous, Partial) else None
+    failed = ResumeFailed(
+        message, empty=turn is None, response_id=point.response_id, after=point.after, turn=turn
+    )
     failed.__cause__ = error
+    if turn is not None:
+        return Partial(turn=turn, interruption=failed, resume=keep)
     if isinstance(error, FINAL_CLASSES):
         failed.retryable = False  # a quota or a permission: sending again cannot cure it
     return Empty(error=failed, resume=keep)

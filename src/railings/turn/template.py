@@ -252,8 +252,7 @@ class BlockTemplate:
                 return None
             if type(value) is not str:
                 return None
-            if kind == _STRING:
-                out.append(value)
+            out.append(value)  # a string hole: the int and free ones went on above
         order = self._order
         return out if order is None else [out[i] for i in order]
 

@@ -115,12 +115,14 @@ class CallVerdict:
 
 
 # The notices. One template each, tested verbatim: the model reads them.
-TRUNCATION_NOTICE = (
-    "Tool call {name!r} (id {id}) was NOT executed: the response stopped at the output "
-    "limit (stop_reason: {stop_reason}) before its arguments were complete. "
+_RESEND_WHOLE = (
     "Resend this tool call in full, with complete arguments. "
     "If the arguments are long, shorten them or split the work into several smaller "
     "calls so that each call fits within the output limit."
+)
+TRUNCATION_NOTICE = (
+    "Tool call {name!r} (id {id}) was NOT executed: the response stopped at the output "
+    "limit (stop_reason: {stop_reason}) before its arguments were complete. " + _RESEND_WHOLE
 )
 INTERRUPTED_NOTICE = (
     "Tool call {name!r} (id {id}) was NOT executed: the response stream was interrupted "
@@ -130,10 +132,7 @@ INTERRUPTED_NOTICE = (
 TRUNCATION_UNPROVEN_NOTICE = (
     "Tool call {name!r} (id {id}) was NOT executed: the response stopped at the output "
     "limit (stop_reason: {stop_reason}), and this call's arguments arrived in a form whose "
-    "completeness cannot be checked, so it may have been cut. "
-    "Resend this tool call in full, with complete arguments. "
-    "If the arguments are long, shorten them or split the work into several smaller "
-    "calls so that each call fits within the output limit."
+    "completeness cannot be checked, so it may have been cut. " + _RESEND_WHOLE
 )
 INCOMPLETE_INPUT_NOTICE = (
     "Tool call {name!r} (id {id}) was NOT executed: its input did not arrive complete. "

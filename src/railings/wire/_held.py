@@ -1,50 +1,81 @@
 """The error a stream met after the events it returns: raised by its next call.
 
-The bytes-to-events streams of the newer wires (``GeminiStream``, ``BedrockStream``,
-``OllamaStream``) decode every frame a chunk completed. When one of them is malformed,
-the events of the frames before it are returned and the error waits for the next call
-(:meth:`HeldError.check`), as the framers themselves do
-(:attr:`~railings.wire.eventstream.EventStreamDecoder.failure`): a caller gets the same
-events, then the same error, however the bytes were split. After the error the stream
-reads nothing more.
+Every bytes-to-frames decoder (SSE, event-stream, NDJSON) and every bytes-to-events
+stream of the newer wires (``GeminiStream``, ``BedrockStream``, ``OllamaStream``)
+decodes every frame a chunk completed. When one is malformed (or over its bound), what
+the frames before it gave is returned and the error waits for the next call: a caller
+gets the same frames or events, then the same error, however the bytes were split.
+After the error the decoder reads nothing more. :class:`Held` is that rule, with the
+state it needs (``feed`` is legal only while open, ``close`` is idempotent); the framers
+are :class:`Held`, and each stream keeps a :class:`HeldError`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from railings.errors import IllegalTransition, MalformedStream
 from railings.events import StreamEvent
 
-__all__ = ["HeldError"]
+__all__ = ["CLOSED", "FAILED", "OPEN", "Held", "HeldError"]
+
+OPEN: Final = "open"
+CLOSED: Final = "closed"
+FAILED: Final = "failed"
 
 _Frame = TypeVar("_Frame")
 
 
-class HeldError:
-    """One stream's held error and whether it failed."""
+class Held:
+    """A decoder's state (:data:`OPEN`, :data:`CLOSED` or :data:`FAILED`) and the error it
+    holds for its next call."""
 
-    __slots__ = ("_failed", "_failure")
+    __slots__ = ("_failure", "_state")
 
     def __init__(self) -> None:
+        self._state = OPEN
         self._failure: MalformedStream | None = None
-        self._failed = False
 
     @property
     def failure(self) -> MalformedStream | None:
-        """The error the next call raises (None when there is none)."""
+        """The error met after what the last call returned, which the next call raises
+        (None when there is none)."""
         return self._failure
+
+    def _open(self, call: str) -> bool:
+        """Before ``call`` (``feed`` or ``close``): raise the held error, and for ``feed``
+        :class:`IllegalTransition` once the decoder is not open; True while it is.
+        (Compared by value: a decoder copied by pickle holds an equal string that is not
+        the module's constant.)"""
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            raise failure
+        if self._state != OPEN and call == "feed":
+            raise IllegalTransition(self._state, call)
+        return self._state == OPEN
+
+    def _hold(self, error: MalformedStream, after: bool) -> None:
+        """``error`` was met, ``after`` frames the call returns (or not): the decoder fails,
+        and the error is raised now when nothing came before it, else by the next call."""
+        self._fail()
+        if not after:
+            raise error
+        self._failure = error
+
+    def _fail(self) -> None:
+        self._state = FAILED
+
+
+class HeldError(Held):
+    """One stream's held error and whether it failed."""
+
+    __slots__ = ()
 
     def check(self, call: str) -> bool:
         """Before ``call`` (``feed`` or ``close``): raise the held error; True when the
         stream failed already (``feed`` then raises :class:`IllegalTransition`)."""
-        failure, self._failure = self._failure, None
-        if failure is not None:
-            raise failure
-        if self._failed and call == "feed":
-            raise IllegalTransition("failed", call)
-        return self._failed
+        return not self._open(call)
 
     def decode(
         self, frames: Iterable[_Frame], decode: Callable[[_Frame], list[StreamEvent]]
@@ -56,8 +87,5 @@ class HeldError:
             for frame in frames:
                 out += decode(frame)
         except MalformedStream as exc:
-            self._failed = True
-            if not out:
-                raise
-            self._failure = exc
+            self._hold(exc, bool(out))
         return out

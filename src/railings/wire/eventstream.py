@@ -50,7 +50,8 @@ import zlib
 from dataclasses import dataclass
 from typing import Final
 
-from railings.errors import ConfigurationError, EventTooLarge, IllegalTransition, MalformedStream
+from railings.errors import ConfigurationError, EventTooLarge, MalformedStream
+from railings.wire._held import CLOSED, Held
 
 __all__ = [
     "CONTENT_TYPE",
@@ -73,10 +74,6 @@ _MIN_FRAME: Final = PRELUDE_LENGTH + _CRC_LENGTH
 MAX_HEADERS_LENGTH: Final = 128 * 1024
 # The spec's largest payload (16 MiB) with the largest headers block and the framing.
 DEFAULT_MAX_MESSAGE_SIZE: Final = 16 * 1024 * 1024 + MAX_HEADERS_LENGTH + _MIN_FRAME
-
-_OPEN: Final = "open"
-_CLOSED: Final = "closed"
-_FAILED: Final = "failed"
 
 _U32x2 = struct.Struct(">II")
 _U32 = struct.Struct(">I")
@@ -133,10 +130,7 @@ class Message:
 
     def header(self, name: str) -> HeaderValue | None:
         """The value of the header called ``name``, or None when the frame has none."""
-        for header in self.headers:
-            if header.name == name:
-                return header.value
-        return None
+        return next((header.value for header in self.headers if header.name == name), None)
 
     def text_header(self, name: str) -> str:
         """A ``string`` header's value, or ``""`` when absent or of another type."""
@@ -153,7 +147,7 @@ def looks_like_eventstream(prefix: bytes) -> bool:
     return zlib.crc32(prefix[:8]) == crc
 
 
-class EventStreamDecoder:
+class EventStreamDecoder(Held):
     """Incremental event-stream frame decoder: ``feed(bytes) -> list[Message]``.
 
     Sans-IO: it is handed bytes, split anywhere; :meth:`close` at EOF raises
@@ -164,18 +158,17 @@ class EventStreamDecoder:
     what the caller gets never depends on how the bytes were split.
     """
 
-    __slots__ = ("_buffer", "_bytes_fed", "_failure", "_max", "_state")
+    __slots__ = ("_buffer", "_bytes_fed", "_max")
 
     def __init__(self, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
         if max_message_size < _MIN_FRAME:
             raise ConfigurationError(
                 f"max_message_size must be at least {_MIN_FRAME}, got {max_message_size}"
             )
+        super().__init__()
         self._max = max_message_size
         self._buffer = bytearray()
-        self._state = _OPEN
         self._bytes_fed = 0
-        self._failure: MalformedStream | None = None
 
     @property
     def pending(self) -> int:
@@ -187,17 +180,9 @@ class EventStreamDecoder:
         """How many bytes :meth:`feed` was given in all."""
         return self._bytes_fed
 
-    @property
-    def failure(self) -> MalformedStream | None:
-        """The error met after the frames the last call returned, which the next call
-        raises (None when there is none)."""
-        return self._failure
-
     def feed(self, chunk: bytes) -> list[Message]:
         """Decode the next piece of the body; return the frames it completed."""
-        self._raise_failure()
-        if self._state != _OPEN:
-            raise IllegalTransition(self._state, "feed")
+        self._open("feed")
         self._bytes_fed += len(chunk)
         buffer = self._buffer
         buffer += chunk
@@ -211,10 +196,7 @@ class EventStreamDecoder:
                 out.append(_frame(memoryview(buffer)[offset : offset + total]))
                 offset += total
         except MalformedStream as exc:
-            self._fail()
-            if not out:
-                raise
-            self._failure = exc  # the frames before it are whole: theirs first
+            self._hold(exc, bool(out))  # the frames before it are whole: theirs first
         else:
             del buffer[:offset]
         return out
@@ -223,11 +205,10 @@ class EventStreamDecoder:
         """Mark the end of the stream. Returns ``[]``; raises
         :class:`~railings.errors.MalformedStream` when the stream ended inside a frame.
         :meth:`feed` raises afterwards."""
-        self._raise_failure()
-        if self._state != _OPEN:
+        if not self._open("close"):
             return []  # idempotent; a failed decoder already raised
         held = len(self._buffer)
-        self._state = _CLOSED
+        self._state = CLOSED
         self._buffer = bytearray()
         if held:
             raise MalformedStream(f"event stream ended inside a frame: {held} bytes of it arrived")
@@ -255,14 +236,8 @@ class EventStreamDecoder:
         return total
 
     def _fail(self) -> None:
-        self._state = _FAILED
+        super()._fail()
         self._buffer = bytearray()
-
-    def _raise_failure(self) -> None:
-        """Raise the error a chunk ended in, after the frames before it were returned."""
-        failure, self._failure = self._failure, None
-        if failure is not None:
-            raise failure
 
 
 def _frame(view: memoryview) -> Message:

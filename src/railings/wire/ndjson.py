@@ -8,20 +8,14 @@ each to the wire's decoder.
 
 from __future__ import annotations
 
-from typing import Final
-
-from railings.errors import ConfigurationError, EventTooLarge, IllegalTransition, MalformedStream
+from railings.errors import ConfigurationError, EventTooLarge, MalformedStream
+from railings.wire._held import CLOSED, Held
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
 
 __all__ = ["NDJSONDecoder"]
 
-# NDJSONDecoder states: ``feed`` is legal only while open; ``close`` is idempotent.
-_OPEN: Final = "open"
-_CLOSED: Final = "closed"
-_FAILED: Final = "failed"
 
-
-class NDJSONDecoder:
+class NDJSONDecoder(Held):
     """Bytes to lines of newline-delimited JSON: ``feed(bytes) -> list[str]``.
 
     Lines end at LF (a CR before it is dropped); blank lines are skipped. No line may
@@ -37,33 +31,24 @@ class NDJSONDecoder:
     error the decoder refuses further input.
     """
 
-    __slots__ = ("_failure", "_max", "_parts", "_size", "_state")
+    __slots__ = ("_max", "_parts", "_size")
 
     def __init__(self, *, max_line_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
         if max_line_size < 1:
             raise ConfigurationError(f"max_line_size must be positive, got {max_line_size}")
+        super().__init__()
         self._max = max_line_size
         self._parts: list[bytes] = []  # the line not yet ended, in pieces
         self._size = 0
-        self._state = _OPEN
-        self._failure: MalformedStream | None = None
 
     @property
     def pending(self) -> bool:
         """True while a line has begun and no LF has ended it."""
         return self._size > 0
 
-    @property
-    def failure(self) -> MalformedStream | None:
-        """The error met after the lines the last call returned, which the next call
-        raises (None when there is none)."""
-        return self._failure
-
     def feed(self, chunk: bytes) -> list[str]:
         """The lines ``chunk`` completed."""
-        self._raise_failure()
-        if self._state != _OPEN:
-            raise IllegalTransition(self._state, "feed")
+        self._open("feed")
         pieces = chunk.split(b"\n")
         tail = pieces.pop()
         out: list[str] = []
@@ -76,7 +61,7 @@ class NDJSONDecoder:
                     self._parts, self._size = [], 0
                 else:
                     self._check(len(piece))
-                line = _decode(piece[:-1] if piece.endswith(b"\r") else piece)
+                line = _decode(piece)
                 if line.strip():
                     out.append(line)
             if tail:
@@ -84,36 +69,31 @@ class NDJSONDecoder:
                 self._parts.append(tail)
                 self._size += len(tail)
         except MalformedStream as exc:  # EventTooLarge too
-            self._state, self._parts, self._size = _FAILED, [], 0
-            if not out:
-                raise
-            self._failure = exc  # the lines before it are whole: theirs first
+            self._hold(exc, bool(out))  # the lines before it are whole: theirs first
         return out
 
     def close(self) -> list[str]:
         """EOF: the last line if it had no LF (see the class docstring), else nothing."""
-        self._raise_failure()
-        if self._state != _OPEN:
+        if not self._open("close"):
             return []  # idempotent; a failed decoder already raised
-        self._state = _CLOSED
+        self._state = CLOSED
         piece = b"".join(self._parts)
         self._parts, self._size = [], 0
-        line = _decode(piece[:-1] if piece.endswith(b"\r") else piece)
+        line = _decode(piece)
         return [line] if line.strip() else []
 
     def _check(self, size: int) -> None:
         if size > self._max:
             raise EventTooLarge(f"NDJSON line longer than {self._max} bytes", limit=self._max)
 
-    def _raise_failure(self) -> None:
-        """Raise the error a chunk ended in, after the lines before it were returned."""
-        failure, self._failure = self._failure, None
-        if failure is not None:
-            raise failure
+    def _fail(self) -> None:
+        super()._fail()
+        self._parts, self._size = [], 0
 
 
 def _decode(raw: bytes) -> str:
+    """A line without its end (LF, and the CR before it), decoded."""
     try:
-        return raw.decode("utf-8")
+        return raw.removesuffix(b"\r").decode("utf-8")
     except UnicodeDecodeError:
         raise MalformedStream("ollama: a line is not UTF-8") from None

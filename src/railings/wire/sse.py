@@ -51,7 +51,8 @@ from __future__ import annotations
 import codecs
 from typing import Final
 
-from railings.errors import ConfigurationError, EventTooLarge, IllegalTransition
+from railings.errors import ConfigurationError, EventTooLarge
+from railings.wire._held import CLOSED, OPEN, Held
 from railings.wire._sse_event import ServerSentEvent, new_event, retry_value
 from railings.wire.blocks import cut_lines
 
@@ -59,16 +60,11 @@ __all__ = ["DEFAULT_MAX_EVENT_SIZE", "SSEDecoder", "ServerSentEvent"]
 
 DEFAULT_MAX_EVENT_SIZE: Final = 16 * 1024 * 1024
 
-# Decoder states. ``feed`` is legal only while open; ``close`` is idempotent.
-_OPEN: Final = "open"
-_CLOSED: Final = "closed"
-_FAILED: Final = "failed"
-
 _BOM: Final = codecs.BOM_UTF8
 _utf8_decode = codecs.utf_8_decode
 
 
-class SSEDecoder:
+class SSEDecoder(Held):
     """Incremental WHATWG event-stream decoder: ``feed(bytes) -> list[ServerSentEvent]``.
 
     Sans-IO: it never reads, it is handed bytes. Feed the response body in
@@ -84,7 +80,6 @@ class SSEDecoder:
         "_data",
         "_data_len",
         "_event_type",
-        "_failure",
         "_id_buffer",
         "_in_block",
         "_invalid_utf8",
@@ -94,15 +89,14 @@ class SSEDecoder:
         "_partial_len",
         "_reconnection_time",
         "_skip_lf",
-        "_state",
         "_undecoded",
     )
 
     def __init__(self, *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
         if max_event_size < 1:
             raise ConfigurationError(f"max_event_size must be positive, got {max_event_size}")
+        super().__init__()
         self._max = max_event_size
-        self._state = _OPEN
         self._at_start = True  # no byte decoded yet: a BOM may come
         self._undecoded = b""  # the first bytes of a split character (or of the BOM)
         self._skip_lf = False  # the last chunk ended in CR: a LF starting the next is its pair
@@ -121,7 +115,6 @@ class SSEDecoder:
         self._bytes_fed = 0
         self._invalid_utf8 = 0
         self._clean = 0  # of the events the last feed returned, those before invalid UTF-8
-        self._failure: EventTooLarge | None = None  # raised by the next call
 
     @property
     def last_event_id(self) -> str:
@@ -158,13 +151,6 @@ class SSEDecoder:
         return self._clean
 
     @property
-    def failure(self) -> EventTooLarge | None:
-        """The error met after the events the last call returned (a line or an event's
-        data over ``max_event_size``), which the next call raises (None when there is
-        none)."""
-        return self._failure
-
-    @property
     def pending(self) -> bool:
         """True when a line or block has begun and no blank line has ended it yet.
 
@@ -181,7 +167,7 @@ class SSEDecoder:
         follow, no event field or data, every UTF-8 byte valid so far, still open. From
         here an event is exactly its own block's lines (``turn/fastpath.py``)."""
         return (
-            self._state == _OPEN
+            self._state == OPEN
             and not self._at_start
             and not self._in_block
             and not self._partial
@@ -203,12 +189,8 @@ class SSEDecoder:
         The events a chunk completed before a line or an event's data over
         ``max_event_size`` are returned, and :class:`EventTooLarge` is raised by the
         next call (:attr:`failure`); with no event before it, at once."""
-        if self._failure is not None:
-            self._raise_failure()
-        # Compared by value, not identity: a decoder copied by pickle (another process)
-        # holds an equal string that is not the module's constant.
-        if self._state != _OPEN:
-            raise IllegalTransition(self._state, "feed")
+        if self._failure is not None or self._state != OPEN:
+            self._open("feed")  # raises the held error, or IllegalTransition
         self._bytes_fed += len(chunk)
         if self._undecoded:
             chunk = self._undecoded + chunk
@@ -233,7 +215,7 @@ class SSEDecoder:
             text = ""  # a traceback from here keeps this frame: not the text too
             self._clean = 0 if self._invalid_utf8 else len(events)
         if self._failure is not None and not events:
-            self._raise_failure()
+            self._open("feed")  # over the bound with no event before it: raised at once
         return events
 
     def _invalid(self, chunk: bytes, start: int) -> list[ServerSentEvent]:
@@ -246,7 +228,7 @@ class SSEDecoder:
             chunk = chunk[start:]
         self._invalid_utf8 += 1
         self._clean = len(before)
-        if self._state != _OPEN:
+        if self._state != OPEN:
             return before  # a line over the bound before the invalid bytes
         text, used = _utf8_decode(chunk, "replace", False)
         if used != len(chunk):
@@ -284,7 +266,7 @@ class SSEDecoder:
             first = next((i for i, line in enumerate(lines) if len(line) > limit), len(lines))
             del lines[first:]
             events = self._interpret(lines)
-            if self._state == _OPEN:
+            if self._state == OPEN:
                 self._too_large(f"SSE line longer than {limit} characters")
             return events
         self._in_block = lines[-1] != ""
@@ -298,10 +280,9 @@ class SSEDecoder:
         and a last line without a line end is discarded. Check :attr:`pending`
         first to learn whether that happened. :meth:`feed` raises afterwards.
         """
-        self._raise_failure()
-        if self._state == _OPEN:
+        if self._open("close"):
             self._in_block = self.pending  # keep the answer once the buffers are gone
-            self._state = _CLOSED
+            self._state = CLOSED
         self._drop_buffers()
         return []
 
@@ -381,13 +362,8 @@ class SSEDecoder:
         self._fail()
         self._failure = EventTooLarge(message, limit=self._max)
 
-    def _raise_failure(self) -> None:
-        failure, self._failure = self._failure, None
-        if failure is not None:
-            raise failure
-
     def _fail(self) -> None:
-        self._state = _FAILED
+        super()._fail()
         self._drop_buffers()
 
     def _drop_buffers(self) -> None:
