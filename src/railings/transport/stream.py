@@ -33,7 +33,7 @@ from railings.events import StreamEvent
 from railings.turn.model import Outcome, Turn
 from railings.turn.verdict import CallVerdict, judge
 
-__all__ = ["Attempts", "Ending", "RetryRecord", "TurnStream"]
+__all__ = ["Attempts", "Ending", "RetryRecord", "StreamFacts", "TurnStream"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +81,56 @@ class Attempts(Protocol):
         """How the turn ended; None until it did."""
 
 
-class TurnStream:
+class StreamFacts:
+    """What a stream says about its attempts and, once it ended, its turn: read from the
+    :class:`Attempts` record the attempt loop keeps (for the async stream and the sync
+    facade's alike)."""
+
+    _attempts: Attempts
+
+    @property
+    def retries(self) -> list[RetryRecord]:
+        """Each failed attempt that was retried or replayed, in order."""
+        return self._attempts.retries
+
+    @property
+    def http_version(self) -> str | None:
+        """The HTTP version of the latest response (``HTTP/1.1``, ``HTTP/2``); None before one."""
+        return self._attempts.http_version
+
+    @property
+    def done(self) -> bool:
+        """True once the stream has ended and :attr:`turn` can be read."""
+        return self._attempts.result is not None
+
+    @property
+    def turn(self) -> Turn:
+        """The turn; only once the stream has been read to its end (else
+        :class:`~railings.errors.StreamNotRead`)."""
+        result = self._attempts.result
+        if result is None:
+            raise StreamNotRead
+        return result.turn
+
+    @property
+    def interruption(self) -> StreamInterrupted | None:
+        """Why a PARTIAL turn was interrupted, with the bytes received (raised instead when
+        the config says ``raise_on_partial``); None otherwise."""
+        result = self._attempts.result
+        return None if result is None else result.interruption
+
+    @property
+    def interrupted(self) -> bool:
+        """True when the turn ended without its proof (a PARTIAL turn returned as-is)."""
+        return self.turn.outcome is not Outcome.COMPLETE
+
+    @property
+    def verdicts(self) -> tuple[CallVerdict, ...]:
+        """The verdict of every local tool call (an interrupted turn executes none)."""
+        return judge(self.turn)
+
+
+class TurnStream(StreamFacts):
     """An async iterator of :data:`~railings.events.StreamEvent`, and then the turn.
 
     Iterate it once. ``turn`` (or ``await result()``) gives the assembled turn:
@@ -130,50 +179,7 @@ class TurnStream:
     ) -> None:
         await self.aclose()
 
-    # -- the result --------------------------------------------------------------------
-
     @property
     def attempts(self) -> int:
         """The number of the attempt running or last run (1-based; 0 before the stream starts)."""
         return self._attempts.attempt if self._started else 0
-
-    @property
-    def retries(self) -> list[RetryRecord]:
-        """Each failed attempt that was retried or replayed, in order."""
-        return self._attempts.retries
-
-    @property
-    def http_version(self) -> str | None:
-        """The HTTP version of the latest response (``HTTP/1.1``, ``HTTP/2``); None before one."""
-        return self._attempts.http_version
-
-    @property
-    def done(self) -> bool:
-        """True once the stream has ended and :attr:`turn` can be read."""
-        return self._attempts.result is not None
-
-    @property
-    def turn(self) -> Turn:
-        """The turn; only once the stream has been read to its end (else
-        :class:`~railings.errors.StreamNotRead`)."""
-        result = self._attempts.result
-        if result is None:
-            raise StreamNotRead
-        return result.turn
-
-    @property
-    def interruption(self) -> StreamInterrupted | None:
-        """Why a PARTIAL turn was interrupted, with the bytes received (raised instead when
-        the config says ``raise_on_partial``); None otherwise."""
-        result = self._attempts.result
-        return None if result is None else result.interruption
-
-    @property
-    def interrupted(self) -> bool:
-        """True when the turn ended without its proof (a PARTIAL turn returned as-is)."""
-        return self.turn.outcome is not Outcome.COMPLETE
-
-    @property
-    def verdicts(self) -> tuple[CallVerdict, ...]:
-        """The verdict of every local tool call (an interrupted turn executes none)."""
-        return judge(self.turn)
