@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from dataclasses import replace
-from types import TracebackType
 from typing import Any
 
 import httpx2
@@ -137,12 +136,7 @@ class AsyncProviderClient:
     async def __aenter__(self) -> AsyncProviderClient:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
     def _http(self, http2: bool) -> httpx2.AsyncClient:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Protocol
 
 from railings.errors import RailingsError, StreamInterrupted, StreamNotRead
@@ -171,12 +170,7 @@ class TurnStream(StreamFacts):
     async def __aenter__(self) -> TurnStream:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
     @property

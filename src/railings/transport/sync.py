@@ -30,7 +30,6 @@ import contextlib
 import threading
 import weakref
 from collections.abc import Coroutine, Iterable, Iterator
-from types import TracebackType
 from typing import Any, TypeVar
 
 import httpx2
@@ -229,12 +228,7 @@ class SyncTurnStream(StreamFacts):
     def __enter__(self) -> SyncTurnStream:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     @property
@@ -303,10 +297,5 @@ class ProviderClient:
     def __enter__(self) -> ProviderClient:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
