@@ -282,9 +282,7 @@ class ProviderClient:
         background: bool | None = None,
         resume: bool | None = None,
     ) -> SyncTurnStream:
-        """Stream one assistant turn for ``messages``. ``background`` overrides the config:
-        background work never updates the foreground retry banner; ``resume`` too: ask the
-        provider to keep the response and read a broken stream again."""
+        """:meth:`AsyncProviderClient.stream_turn`, read from this thread."""
         stream = self._client.stream_turn(messages, tools, background=background, resume=resume)
         return SyncTurnStream(stream, self._runner)
 
