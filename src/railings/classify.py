@@ -122,10 +122,7 @@ _CONTEXT_PHRASES = ("context length", "context window", "maximum context", "prom
 
 def class_for_status(status: int) -> type[ProviderError]:
     """The error class for an HTTP status (>= 400)."""
-    known = STATUS_TABLE.get(status)
-    if known is not None:
-        return known
-    return ServerError if status >= 500 else BadRequest
+    return STATUS_TABLE.get(status) or (ServerError if status >= 500 else BadRequest)
 
 
 def class_for_provider_type(

@@ -76,7 +76,6 @@ transports are built in :mod:`railings.guard_transport`, and re-exported here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
@@ -132,22 +131,14 @@ def install(
     """
     http = _http_client(client)
     settings = {"idle": idle, "limits": limits, "content_idle": content_idle, "profile": profile}
-    guard: Callable[[object], object]
-    if isinstance(http, httpx2.Client):
+    sync = isinstance(http, httpx2.Client)
+    kind = httpx2.BaseTransport if sync else httpx2.AsyncBaseTransport
+    wrapper = GuardTransport if sync else AsyncGuardTransport
 
-        def guard(inner: object) -> object:
-            if isinstance(inner, GuardTransport) or not isinstance(inner, httpx2.BaseTransport):
-                return inner
-            return GuardTransport(inner, **settings)  # type: ignore[arg-type]
-
-    else:
-
-        def guard(inner: object) -> object:
-            if isinstance(inner, AsyncGuardTransport) or not isinstance(
-                inner, httpx2.AsyncBaseTransport
-            ):
-                return inner
-            return AsyncGuardTransport(inner, **settings)  # type: ignore[arg-type]
+    def guard(inner: object) -> object:
+        if isinstance(inner, wrapper) or not isinstance(inner, kind):
+            return inner
+        return wrapper(inner, **settings)  # type: ignore[arg-type]
 
     # httpx2 keeps the default transport and the mounts (URL pattern -> transport, or
     # None for "no proxy here": the default) in these two attributes.

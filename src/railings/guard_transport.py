@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Generic, Self, TypeVar
 
 import httpx2
 
@@ -111,62 +111,22 @@ def _ask_readable(request: httpx2.Request) -> None:
     request.headers["accept-encoding"] = ", ".join(kept) or "identity"
 
 
-def _watch(
-    request: httpx2.Request,
-    response: httpx2.Response,
-    idle: float | None,
-    limits: TurnLimits | None,
-    content_idle: float | None,
-    profile: Profile | str | Path | None,
-) -> Callable[[], StreamWatch] | None:
-    """How to watch a response the guard understands (a fresh watch per reading of
-    its body), or None: pass it through."""
-    if not is_event_stream(response):
-        return None
-    provider = provider_for_path(request.url.path)
-    if provider is None:
-        return None
-    # Exactly the codings httpx2 will undo before the SDK reads the body (see coding.py):
-    # one the guard cannot read is refused at the first read, never passed unjudged.
-    applied: list[str] | Unreadable
-    try:
-        applied = codings(response.headers.get_list("content-encoding"))
-    except Unreadable as exc:
-        applied = exc
-    timeouts = request.extensions.get("timeout")
-    max_tokens = _max_tokens(request)
-    first_content = None if content_idle is None else max(content_idle, _FIRST_CONTENT)
-    # By the request's URL: a profile that names models applies only when chosen by name.
-    judged = choose(profile, str(request.url))
-    response.extensions[PROFILE] = label(judged)
-
-    def watch() -> StreamWatch:
-        return StreamWatch(
-            provider,
-            timeouts if isinstance(timeouts, dict) else None,
-            idle,
-            applied,
-            max_tokens=max_tokens,
-            limits=limits,
-            content_idle=content_idle,
-            first_content=first_content,
-            profile=judged,
-        )
-
-    return watch
+T = TypeVar("T", httpx2.BaseTransport, httpx2.AsyncBaseTransport)
 
 
-class _Guard:
+class _Guard(Generic[T]):
     """What both guard transports hold: the inner transport and the settings."""
 
     def __init__(
         self,
+        inner: T,
         *,
         idle: float | None = DEFAULT_IDLE,
         limits: TurnLimits | None = None,
         content_idle: float | None = DEFAULT_CONTENT_IDLE,
         profile: Profile | str | Path | None = None,
     ) -> None:
+        self.inner: T = inner
         self._idle = idle
         self._limits = limits
         self._content_idle = content_idle
@@ -177,30 +137,51 @@ class _Guard:
         self._profile = profile if profile is None else choose(profile, "")
 
     def _watch(self, request: httpx2.Request, response: httpx2.Response) -> _Watch | None:
-        return _watch(
-            request, response, self._idle, self._limits, self._content_idle, self._profile
-        )
+        """How to watch a response the guard understands (a fresh watch per reading of
+        its body), or None: pass it through."""
+        if not is_event_stream(response):
+            return None
+        provider = provider_for_path(request.url.path)
+        if provider is None:
+            return None
+        # Exactly the codings httpx2 will undo before the SDK reads the body (see coding.py):
+        # one the guard cannot read is refused at the first read, never passed unjudged.
+        applied: list[str] | Unreadable
+        try:
+            applied = codings(response.headers.get_list("content-encoding"))
+        except Unreadable as exc:
+            applied = exc
+        timeouts = request.extensions.get("timeout")
+        max_tokens = _max_tokens(request)
+        content_idle = self._content_idle
+        first_content = None if content_idle is None else max(content_idle, _FIRST_CONTENT)
+        # By the request's URL: a profile that names models applies only when chosen by name.
+        judged = choose(self._profile, str(request.url))
+        response.extensions[PROFILE] = label(judged)
+
+        def watch() -> StreamWatch:
+            return StreamWatch(
+                provider,
+                timeouts if isinstance(timeouts, dict) else None,
+                self._idle,
+                applied,
+                max_tokens=max_tokens,
+                limits=self._limits,
+                content_idle=content_idle,
+                first_content=first_content,
+                profile=judged,
+            )
+
+        return watch
 
 
-class GuardTransport(_Guard, httpx2.BaseTransport):
+class GuardTransport(_Guard[httpx2.BaseTransport], httpx2.BaseTransport):
     """See the module docstring. ``idle`` is the longest silence once content streams
     (None: the SDK's read timeout stays); ``limits`` the bounds on one turn (default:
     derived from the request's ``max_tokens``); ``content_idle`` the longest run of
     nothing but keep-alives (None: off); ``profile`` the endpoint profile
     (:mod:`railings.profiles`; None: the one matching each request's URL). ``inner`` is
     the transport it guards."""
-
-    def __init__(
-        self,
-        inner: httpx2.BaseTransport,
-        *,
-        idle: float | None = DEFAULT_IDLE,
-        limits: TurnLimits | None = None,
-        content_idle: float | None = DEFAULT_CONTENT_IDLE,
-        profile: Profile | str | Path | None = None,
-    ) -> None:
-        super().__init__(idle=idle, limits=limits, content_idle=content_idle, profile=profile)
-        self.inner = inner
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         """Send ``request`` through the inner transport; a watched stream comes back
@@ -235,20 +216,8 @@ class GuardTransport(_Guard, httpx2.BaseTransport):
         self.inner.close()
 
 
-class AsyncGuardTransport(_Guard, httpx2.AsyncBaseTransport):
+class AsyncGuardTransport(_Guard[httpx2.AsyncBaseTransport], httpx2.AsyncBaseTransport):
     """The async twin of :class:`GuardTransport`, with the same settings."""
-
-    def __init__(
-        self,
-        inner: httpx2.AsyncBaseTransport,
-        *,
-        idle: float | None = DEFAULT_IDLE,
-        limits: TurnLimits | None = None,
-        content_idle: float | None = DEFAULT_CONTENT_IDLE,
-        profile: Profile | str | Path | None = None,
-    ) -> None:
-        super().__init__(idle=idle, limits=limits, content_idle=content_idle, profile=profile)
-        self.inner = inner
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         """Send ``request`` through the inner transport; a watched stream comes back

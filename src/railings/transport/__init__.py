@@ -19,13 +19,12 @@ full jitter), :mod:`.banner` (the retry banner), :mod:`.fallback` (HTTP/2 ->
 HTTP/1.1), :mod:`.context` (what outlives a turn: the fallback flag, the banner,
 the testing switch), :mod:`.idle` (the idle gap as a read timeout), :mod:`.gaps`
 (the connection and content clocks), :mod:`.machine` (the sans-IO attempt
-machine: finish, retry, replay, raise), :mod:`.attempt` (what each ending of an
-attempt means), :mod:`.body` (one attempt's body, chunk by chunk), :mod:`.client`
-(drives the machine), :mod:`.stream` (``TurnStream``), :mod:`.sync` (the
-blocking facade), :mod:`.sigv4` (Bedrock's SigV4 by botocore's signer, the
-``bedrock`` extra). The guard's
-layers: :mod:`.coding` (content codings as httpx2 undoes them), :mod:`.watch`
-(one watched stream, bounded), :mod:`.tail` (the fast verdict from a body's end).
+machine: finish, retry, replay, raise), :mod:`.body` (the reads of one attempt's
+body), :mod:`.client` (drives the machine), :mod:`.stream` (``TurnStream``),
+:mod:`.sync` (the blocking facade), :mod:`.sigv4` (Bedrock's SigV4 by botocore's
+signer, the ``bedrock`` extra). The guard's layers: :mod:`.coding` (content codings
+as httpx2 undoes them), :mod:`.watch` (one watched stream, bounded), :mod:`.guarded`
+(its sync and async byte streams).
 """
 
 from __future__ import annotations

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from dataclasses import replace
-from types import TracebackType
 from typing import Any
 
 import httpx2
@@ -65,7 +64,7 @@ from railings.transport.tracing import recording, traced
 from railings.turn.attempt import Attempt
 from railings.turn.ending import Partial
 from railings.turn.limit import requested_limit
-from railings.turn.resume import ResumePoint, unresumed
+from railings.turn.resume import unresumed
 from railings.turn.usage import request_chars
 
 __all__ = ["AsyncProviderClient", "TransportFactory", "signer"]
@@ -137,12 +136,7 @@ class AsyncProviderClient:
     async def __aenter__(self) -> AsyncProviderClient:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
     def _http(self, http2: bool) -> httpx2.AsyncClient:
@@ -206,7 +200,8 @@ class AsyncProviderClient:
             ),
             zero_waits=self.context.zero_waits,
         )
-        events = self._run(machine, history, specs, quiet, keep)
+        kept = Kept(spec(cfg.provider).resumption)
+        events = self._run(self._attempts(machine, history, specs, quiet, keep, kept), kept)
         if not recording(self._tracer):  # no span to record: no extra layer per event
             return TurnStream(machine, lambda stream: events)
         return TurnStream(machine, lambda stream: traced(stream, events, self.config, self._tracer))
@@ -230,18 +225,10 @@ class AsyncProviderClient:
         return wire.resumption.ask(body) if keep and wire.resumption else body
 
     async def _run(
-        self,
-        machine: AttemptMachine,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        background: bool,
-        keep: bool,
+        self, attempts: AsyncGenerator[StreamEvent, None], kept: Kept
     ) -> AsyncGenerator[StreamEvent, None]:
-        """Drive ``machine``: one attempt per turn of the loop, its events passed on, then
-        what the machine decides about the attempt's outcome done. A kept response the
-        caller abandons (closes the stream, cancels the task) is cancelled."""
-        kept = Kept(spec(self.config.provider).resumption)
-        attempts = self._attempts(machine, messages, tools, background, keep, kept)
+        """The events of ``attempts``, passed on. A kept response the caller abandons
+        (closes the stream, cancels the task) is cancelled."""
         try:
             async for event in attempts:
                 yield event
@@ -263,7 +250,8 @@ class AsyncProviderClient:
         keep: bool,
         kept: Kept,
     ) -> AsyncGenerator[StreamEvent, None]:
-        point: ResumePoint | None = None
+        """Drive ``machine``: one attempt per turn of the loop, its events passed on, then
+        what the machine decides about the attempt's outcome done."""
         result: AttemptOutcome | None = None
         while True:
             machine.begin()
@@ -272,11 +260,11 @@ class AsyncProviderClient:
                 request = self._body(messages, tools, keep)
                 http = self._http(use_h2)
                 response, deadline = await open_stream(
-                    http, self.config, request, kept.path(point), own_pool=self._transport is None
+                    http, self.config, request, kept.path(), own_pool=self._transport is None
                 )
             except RailingsError as exc:
                 live = kept.live
-                if point is not None and isinstance(result, Partial | Empty):
+                if kept.point is not None and isinstance(result, Partial | Empty):
                     result = unresumed(result, exc)
                 else:
                     result = Empty(error=exc, over_http2=self._maybe_h2(use_h2, None))
@@ -297,7 +285,7 @@ class AsyncProviderClient:
                     keep=_RECEIVED_LIMIT,
                     profile=cfg.judged_by,
                     keeps=kept.keeps(request),
-                    resuming=point,
+                    resuming=kept.point,
                 )
                 kept.attempt = attempt
                 chunks = body_chunks(response)
@@ -327,8 +315,7 @@ class AsyncProviderClient:
                     for event in attempt.held():
                         yield event
             decision = machine.decide(result, kept=live)
-            point = decision.point if isinstance(decision, Resume) else None
-            kept.point = point
+            kept.point = decision.point if isinstance(decision, Resume) else None
             if not await self._carry_out(decision, background):
                 return
 

@@ -30,6 +30,7 @@ instead (``BodyDecoder(..., members="all")``); the guard keeps httpx2's reading.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import sys
 import zlib
 from collections.abc import Iterator, Sequence
@@ -202,15 +203,10 @@ class BodyDecoder:
         a cut body yields what still decodes, never an error for the cut."""
         pieces: Iterator[bytes] = iter(())
         for layer in self._layers:
-            pieces = _chain(_pipe(layer, pieces), layer)
+            pieces = itertools.chain(_pipe(layer, pieces), layer.close())
         return pieces
 
 
 def _pipe(layer: _Inflate, upstream: Iterator[bytes]) -> Iterator[bytes]:
     for data in upstream:
         yield from layer.feed(data)
-
-
-def _chain(first: Iterator[bytes], layer: _Inflate) -> Iterator[bytes]:
-    yield from first
-    yield from layer.close()

@@ -182,14 +182,10 @@ class ClientConfig:
             resumption(self.provider)
         if not self.model:
             raise ConfigurationError("model is required")
-        if not isinstance(self.max_tokens, int) or self.max_tokens < 1:
-            raise ConfigurationError(
-                f"max_tokens must be a positive integer, not {self.max_tokens!r}"
-            )
-        if not isinstance(self.max_connections, int) or self.max_connections < 1:
-            raise ConfigurationError(
-                f"max_connections must be a positive integer, not {self.max_connections!r}"
-            )
+        for name in ("max_tokens", "max_connections"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ConfigurationError(f"{name} must be a positive integer, not {value!r}")
         if self.request_path is not None and not self.request_path.startswith("/"):
             raise ConfigurationError(f"request_path must start with /, not {self.request_path!r}")
         given = self.base_url or _local_host(wire, _first_env((wire.base_url_env,)))

@@ -210,28 +210,27 @@ def map_stream_exception(
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
     """Seconds the provider asked to wait: ``retry-after-ms`` first, then ``retry-after``
     (delta-seconds or an HTTP date, RFC 9110 10.2.3). None when absent or unreadable."""
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms is not None:
-        try:
-            value = float(raw_ms) / 1000.0
-        except ValueError:
-            value = -1.0
-        if value >= 0 and value == value:  # not NaN
-            return value
+    ms = _number(headers.get("retry-after-ms"))
+    if ms is not None and ms >= 0:  # NaN is not
+        return ms / 1000.0
     raw = headers.get("retry-after")
     if raw is None:
         return None
-    raw = raw.strip()
+    seconds = _number(raw)
+    if seconds is not None:
+        return seconds if seconds >= 0 else None
     try:
-        value = float(raw)
+        when = email.utils.parsedate_to_datetime(raw.strip())
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _number(raw: str | None) -> float | None:
+    try:
+        return None if raw is None else float(raw)
     except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(raw)
-        except (TypeError, ValueError, IndexError):
-            return None
-        value = when.timestamp() - (time.time() if now is None else now)
-        return max(0.0, value)
-    return value if value >= 0 and value == value else None
+        return None
 
 
 def _error_fields(body: bytes) -> tuple[str | None, str | None]:
@@ -293,14 +292,9 @@ def error_from_response(
     text = f"HTTP {status}" + (f" ({ptype})" if ptype else "") + (f": {message}" if message else "")
     if cls is AuthenticationError and not has_key and key_variable:
         text += f" (no API key configured: set {key_variable})"
-    retryable: bool | None = None
     # The official SDKs obey the provider's explicit verdict -- except on a quota,
     # billing or permission error, which no resend can clear (railings.classify).
-    should = headers.get("x-should-retry")
-    if should == "true":
-        retryable = True
-    elif should == "false":
-        retryable = False
+    retryable = {"true": True, "false": False}.get(headers.get("x-should-retry", ""))
     if ptype in NON_RETRYABLE_PROVIDER_TYPES or issubclass(cls, FINAL_CLASSES):
         retryable = False
     return cls(

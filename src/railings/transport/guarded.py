@@ -35,7 +35,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import httpx2
 
@@ -118,43 +118,69 @@ def follow_read_timeout(extensions: dict[str, Any], timeouts: object) -> Callabl
     return undo
 
 
-def _follow(watch: StreamWatch, extensions: dict[str, Any], timeouts: object) -> Callable[[], None]:
-    """Adapt the body's reads for ``watch``'s idle gap; where they cannot follow it, the
-    watch leaves the SDK's read timeout in force. Returns the undo."""
-    undo = follow_read_timeout(extensions, timeouts)
-    if undo is None:
-        watch.keep_read_timeout()
-        return _nothing
-    return undo
-
-
 def _nothing() -> None:
     return None
 
 
-class GuardStream(httpx2.SyncByteStream):
-    """A watched body, read through a fresh :class:`StreamWatch` each time."""
+S = TypeVar("S", httpx2.SyncByteStream, httpx2.AsyncByteStream)
+
+
+class _Watched(Generic[S]):
+    """What both byte streams hold: the inner body, how to watch a reading of it, and the
+    undo of the read adapter of the reading in progress."""
 
     def __init__(
         self,
-        inner: httpx2.SyncByteStream,
+        inner: S,
         watch: Callable[[], StreamWatch],
         extensions: dict[str, Any],
         timeouts: object,
     ) -> None:
-        self._inner = inner
+        self._inner: S = inner
         self._watch = watch
         self._extensions = extensions
         self._timeouts = timeouts
         self._undo: Callable[[], None] = _nothing
 
-    def __iter__(self) -> Iterator[bytes]:
+    def _start(self) -> StreamWatch:
+        """A reading's fresh watch (refusing a coding it cannot read), the body's reads
+        adapted for its idle gap; where they cannot follow it, the SDK's read timeout stays."""
         watch = self._watch()
         error = watch.refused()
         if error is not None:
             raise error
-        self._undo = _follow(watch, self._extensions, self._timeouts)
+        undo = follow_read_timeout(self._extensions, self._timeouts)
+        if undo is None:
+            watch.keep_read_timeout()
+        self._undo = _nothing if undo is None else undo
+        return watch
+
+
+def _ends_quietly(watch: StreamWatch, exc: Exception) -> bool:
+    """The inner body raised ``exc``: True when a transport error came after the proof
+    (the body ends there); otherwise ``exc`` goes on, the verdict attached (if any)."""
+    verdict = watch.broke(exc)
+    if verdict is None:
+        return isinstance(exc, httpx2.TransportError)
+    attach(exc, verdict)
+    return False
+
+
+def _end(watch: StreamWatch, error: httpx2.HTTPError | None) -> None:
+    """The reading ended without raising: raise ``error``, or what the watch finds at EOF."""
+    if error is None:
+        error = watch.ended()
+    if error is not None:
+        raise error
+
+
+class GuardStream(_Watched[httpx2.SyncByteStream], httpx2.SyncByteStream):
+    """A watched body, read through a fresh :class:`StreamWatch` each time."""
+
+    def __iter__(self) -> Iterator[bytes]:
+        watch = self._start()
         take = watch.take
+        error: httpx2.HTTPError | None = None
         try:
             for chunk in self._inner:
                 error = take(chunk)
@@ -162,18 +188,12 @@ class GuardStream(httpx2.SyncByteStream):
                     break
                 yield chunk
         except Exception as exc:
-            verdict = watch.broke(exc)
-            if verdict is None and isinstance(exc, httpx2.TransportError):
+            if _ends_quietly(watch, exc):
                 return  # proven complete before the break: end the body there
-            if verdict is not None:
-                attach(exc, verdict)
             raise
         finally:
             self._undo()
-        if error is None:
-            error = watch.ended()
-        if error is not None:
-            raise error
+        _end(watch, error)
 
     def close(self) -> None:
         """Give the connection its own reads back, then close the inner body."""
@@ -181,29 +201,13 @@ class GuardStream(httpx2.SyncByteStream):
         self._inner.close()
 
 
-class AsyncGuardStream(httpx2.AsyncByteStream):
+class AsyncGuardStream(_Watched[httpx2.AsyncByteStream], httpx2.AsyncByteStream):
     """The async twin of :class:`GuardStream`: the same watch, the same endings."""
 
-    def __init__(
-        self,
-        inner: httpx2.AsyncByteStream,
-        watch: Callable[[], StreamWatch],
-        extensions: dict[str, Any],
-        timeouts: object,
-    ) -> None:
-        self._inner = inner
-        self._watch = watch
-        self._extensions = extensions
-        self._timeouts = timeouts
-        self._undo: Callable[[], None] = _nothing
-
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        watch = self._watch()
-        error = watch.refused()
-        if error is not None:
-            raise error
-        self._undo = _follow(watch, self._extensions, self._timeouts)
+        watch = self._start()
         take = watch.take
+        error: httpx2.HTTPError | None = None
         chunks = self._inner.__aiter__()
         try:
             async for chunk in chunks:
@@ -212,21 +216,15 @@ class AsyncGuardStream(httpx2.AsyncByteStream):
                     break
                 yield chunk
         except Exception as exc:
-            verdict = watch.broke(exc)
-            if verdict is None and isinstance(exc, httpx2.TransportError):
+            if _ends_quietly(watch, exc):
                 return  # proven complete before the break: end the body there
-            if verdict is not None:
-                attach(exc, verdict)
             raise
         finally:
             self._undo()
             # Close a body read in part in the task that read it (httpx2 does the same).
             if isinstance(chunks, AsyncGenerator):
                 await chunks.aclose()
-        if error is None:
-            error = watch.ended()
-        if error is not None:
-            raise error
+        _end(watch, error)
 
     async def aclose(self) -> None:
         """Give the connection its own reads back, then close the inner body."""

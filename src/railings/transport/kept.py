@@ -28,8 +28,9 @@ class Kept:
         """Does the request ``body`` ask the provider to keep the response?"""
         return self._resumption is not None and self._resumption.keeps(body)
 
-    def path(self, point: ResumePoint | None) -> str | None:
-        """Below the request URL, where ``point`` is read again (None: send the request)."""
+    def path(self) -> str | None:
+        """Below the request URL, where :attr:`point` is read again (None: send the request)."""
+        point = self.point
         if point is None or self._resumption is None:
             return None
         return self._resumption.stream_path(point.response_id, point.after)

@@ -75,28 +75,23 @@ class SigV4(httpx2.Auth):
 
     def _frozen(self) -> Any:
         """The current credentials, frozen for one signature (refreshed when due)."""
-        with self._lock:
-            if self._credentials is None:
-                import botocore.exceptions
-                import botocore.session
-
-                try:
-                    found = botocore.session.get_session().get_credentials()
-                except botocore.exceptions.BotoCoreError as exc:  # a bad profile, SSO expired
-                    raise ConfigurationError(f"AWS credentials for SigV4: {exc}") from None
-                if found is None:
-                    raise ConfigurationError(
-                        "no AWS credentials found for SigV4 signing (botocore's default "
-                        "chain: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, ~/.aws, SSO, an "
-                        "instance role); or set AWS_BEARER_TOKEN_BEDROCK to a Bedrock API key"
-                    )
-                self._credentials = found
-            credentials = self._credentials
         import botocore.exceptions
+        import botocore.session
 
         try:
+            with self._lock:
+                if self._credentials is None:
+                    self._credentials = botocore.session.get_session().get_credentials()
+                credentials = self._credentials
+            if credentials is None:
+                raise ConfigurationError(
+                    "no AWS credentials found for SigV4 signing (botocore's default "
+                    "chain: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, ~/.aws, SSO, an "
+                    "instance role); or set AWS_BEARER_TOKEN_BEDROCK to a Bedrock API key"
+                )
             frozen = credentials.get_frozen_credentials()
-        except botocore.exceptions.BotoCoreError as exc:  # a refresh that failed
+        # A bad profile, an expired SSO session, a refresh that failed.
+        except botocore.exceptions.BotoCoreError as exc:
             raise ConfigurationError(f"AWS credentials for SigV4: {exc}") from None
         register_secret(frozen.access_key)
         register_secret(frozen.secret_key)

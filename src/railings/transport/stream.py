@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Protocol
 
 from railings.errors import RailingsError, StreamInterrupted, StreamNotRead
@@ -33,7 +32,7 @@ from railings.events import StreamEvent
 from railings.turn.model import Outcome, Turn
 from railings.turn.verdict import CallVerdict, judge
 
-__all__ = ["Attempts", "Ending", "RetryRecord", "TurnStream"]
+__all__ = ["Attempts", "Ending", "RetryRecord", "StreamFacts", "TurnStream"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,61 +80,12 @@ class Attempts(Protocol):
         """How the turn ended; None until it did."""
 
 
-class TurnStream:
-    """An async iterator of :data:`~railings.events.StreamEvent`, and then the turn.
+class StreamFacts:
+    """What a stream says about its attempts and, once it ended, its turn: read from the
+    :class:`Attempts` record the attempt loop keeps (for the async stream and the sync
+    facade's alike)."""
 
-    Iterate it once. ``turn`` (or ``await result()``) gives the assembled turn:
-    COMPLETE, or PARTIAL with ``interrupted`` true (unless the client was told to
-    raise :class:`~railings.errors.StreamInterrupted` instead). Use ``async with``
-    or :meth:`aclose` to abandon a stream early and release its connection.
-    """
-
-    def __init__(
-        self,
-        attempts: Attempts,
-        run: Callable[[TurnStream], AsyncGenerator[StreamEvent, None]],
-    ) -> None:
-        self._attempts = attempts
-        self._started = False
-        self._events = run(self)
-
-    # -- iteration ---------------------------------------------------------------------
-
-    def __aiter__(self) -> TurnStream:
-        return self
-
-    async def __anext__(self) -> StreamEvent:
-        self._started = True
-        return await self._events.__anext__()
-
-    async def result(self) -> Turn:
-        """Read what is left of the stream and return the turn."""
-        async for _ in self:
-            pass
-        return self.turn
-
-    async def aclose(self) -> None:
-        """Abandon the stream: stop reading and release its connection (nothing happens
-        if it already ended)."""
-        await self._events.aclose()
-
-    async def __aenter__(self) -> TurnStream:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    # -- the result --------------------------------------------------------------------
-
-    @property
-    def attempts(self) -> int:
-        """The number of the attempt running or last run (1-based; 0 before the stream starts)."""
-        return self._attempts.attempt if self._started else 0
+    _attempts: Attempts
 
     @property
     def retries(self) -> list[RetryRecord]:
@@ -177,3 +127,53 @@ class TurnStream:
     def verdicts(self) -> tuple[CallVerdict, ...]:
         """The verdict of every local tool call (an interrupted turn executes none)."""
         return judge(self.turn)
+
+
+class TurnStream(StreamFacts):
+    """An async iterator of :data:`~railings.events.StreamEvent`, and then the turn.
+
+    Iterate it once. ``turn`` (or ``await result()``) gives the assembled turn:
+    COMPLETE, or PARTIAL with ``interrupted`` true (unless the client was told to
+    raise :class:`~railings.errors.StreamInterrupted` instead). Use ``async with``
+    or :meth:`aclose` to abandon a stream early and release its connection.
+    """
+
+    def __init__(
+        self,
+        attempts: Attempts,
+        run: Callable[[TurnStream], AsyncGenerator[StreamEvent, None]],
+    ) -> None:
+        self._attempts = attempts
+        self._started = False
+        self._events = run(self)
+
+    # -- iteration ---------------------------------------------------------------------
+
+    def __aiter__(self) -> TurnStream:
+        return self
+
+    async def __anext__(self) -> StreamEvent:
+        self._started = True
+        return await self._events.__anext__()
+
+    async def result(self) -> Turn:
+        """Read what is left of the stream and return the turn."""
+        async for _ in self:
+            pass
+        return self.turn
+
+    async def aclose(self) -> None:
+        """Abandon the stream: stop reading and release its connection (nothing happens
+        if it already ended)."""
+        await self._events.aclose()
+
+    async def __aenter__(self) -> TurnStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    @property
+    def attempts(self) -> int:
+        """The number of the attempt running or last run (1-based; 0 before the stream starts)."""
+        return self._attempts.attempt if self._started else 0

@@ -30,20 +30,17 @@ import contextlib
 import threading
 import weakref
 from collections.abc import Coroutine, Iterable, Iterator
-from types import TracebackType
 from typing import Any, TypeVar
 
 import httpx2
 
-from railings.errors import StreamInterrupted
 from railings.events import StreamEvent
 from railings.messages import Message, ToolSpec
 from railings.transport.client import AsyncProviderClient, TransportFactory
 from railings.transport.config import ClientConfig
 from railings.transport.context import ClientContext
-from railings.transport.stream import RetryRecord, TurnStream
+from railings.transport.stream import StreamFacts, TurnStream
 from railings.turn.model import Turn
-from railings.turn.verdict import CallVerdict
 
 __all__ = ["ProviderClient", "SyncTurnStream"]
 
@@ -174,11 +171,12 @@ async def _start(stream: TurnStream) -> tuple[_Pump, list[StreamEvent]]:
     return pump, await pump.take()
 
 
-class SyncTurnStream:
+class SyncTurnStream(StreamFacts):
     """The sync twin of :class:`TurnStream`: iterate the events, then read ``turn``."""
 
     def __init__(self, stream: TurnStream, runner: _LoopThread) -> None:
         self._stream = stream
+        self._attempts = stream._attempts  # what it says of the turn is the stream's record
         self._runner = runner
         self._pump: _Pump | None = None
         self._batch: list[StreamEvent] = []
@@ -230,54 +228,13 @@ class SyncTurnStream:
     def __enter__(self) -> SyncTurnStream:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
-
-    @property
-    def turn(self) -> Turn:
-        """The turn; only once the stream has been read to its end."""
-        return self._stream.turn
-
-    @property
-    def done(self) -> bool:
-        """True once the stream has been read to its end and the turn is there."""
-        return self._stream.done
-
-    @property
-    def interrupted(self) -> bool:
-        """True when the turn ended without its proof (a PARTIAL turn returned as-is)."""
-        return self._stream.interrupted
-
-    @property
-    def interruption(self) -> StreamInterrupted | None:
-        """Why a PARTIAL turn was interrupted, with the bytes received (raised instead when the
-        config says ``raise_on_partial``); None otherwise."""
-        return self._stream.interruption
-
-    @property
-    def verdicts(self) -> tuple[CallVerdict, ...]:
-        """The verdict of every local tool call (an interrupted turn executes none)."""
-        return self._stream.verdicts
 
     @property
     def attempts(self) -> int:
         """The number of the attempt running or last run (1-based; 0 before the stream starts)."""
         return self._stream.attempts
-
-    @property
-    def retries(self) -> list[RetryRecord]:
-        """Each failed attempt that was retried or replayed, in order."""
-        return self._stream.retries
-
-    @property
-    def http_version(self) -> str | None:
-        """The HTTP version of the latest response (``HTTP/1.1``, ``HTTP/2``); None before one."""
-        return self._stream.http_version
 
 
 class ProviderClient:
@@ -325,9 +282,7 @@ class ProviderClient:
         background: bool | None = None,
         resume: bool | None = None,
     ) -> SyncTurnStream:
-        """Stream one assistant turn for ``messages``. ``background`` overrides the config:
-        background work never updates the foreground retry banner; ``resume`` too: ask the
-        provider to keep the response and read a broken stream again."""
+        """:meth:`AsyncProviderClient.stream_turn`, read from this thread."""
         stream = self._client.stream_turn(messages, tools, background=background, resume=resume)
         return SyncTurnStream(stream, self._runner)
 
@@ -340,10 +295,5 @@ class ProviderClient:
     def __enter__(self) -> ProviderClient:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -41,13 +41,13 @@ _ELAPSED = 0.9
 def raised(
     cls: type[httpx2.HTTPError],
     detail: str,
-    *,
-    empty: bool,
     turn: Turn | None = None,
     reason: BaseException | None = None,
 ) -> httpx2.HTTPError:
-    """An httpx2 ``cls`` error from :class:`StreamInterrupted` (itself from ``reason``)."""
+    """An httpx2 ``cls`` error from :class:`StreamInterrupted` (itself from ``reason``),
+    Empty when ``turn`` is."""
     message = interrupted_message(detail)
+    empty = turn is not None and turn.outcome is Outcome.EMPTY
     cause = StreamInterrupted(message, empty=empty, turn=turn)
     cause.__cause__ = reason
     error = cls(message)
@@ -57,15 +57,13 @@ def raised(
 
 def refused(detail: str) -> httpx2.HTTPError:
     """A stream in a coding the guard cannot read, refused before its first byte."""
-    return raised(httpx2.DecodingError, detail, empty=False)
+    return raised(httpx2.DecodingError, detail)
 
 
 def interrupted(turn: Turn) -> httpx2.HTTPError:
     """The body ended without its proof: the turn is Empty or Partial."""
     detail = turn.error.message if turn.error is not None else INTERRUPTED_MESSAGE
-    return raised(
-        httpx2.RemoteProtocolError, detail, empty=turn.outcome is Outcome.EMPTY, turn=turn
-    )
+    return raised(httpx2.RemoteProtocolError, detail, turn)
 
 
 def keepalives_only(cause: RailingsError) -> httpx2.HTTPError:
@@ -79,18 +77,12 @@ def keepalives_only(cause: RailingsError) -> httpx2.HTTPError:
 def undecodable(exc: zlib.error, turn: Turn) -> httpx2.HTTPError:
     """The body does not decode as its ``Content-Encoding`` says."""
     message = f"the body does not decode as its content-encoding says: {exc}"
-    return raised(httpx2.DecodingError, message, empty=turn.outcome is Outcome.EMPTY, turn=turn)
+    return raised(httpx2.DecodingError, message, turn)
 
 
 def too_large_error(exc: TurnTooLarge, turn: Turn) -> httpx2.HTTPError:
     """The turn passed a bound: the railings reason is ``exc``, now with its turn."""
-    return raised(
-        httpx2.RemoteProtocolError,
-        exc.message,
-        empty=turn.outcome is Outcome.EMPTY,
-        turn=turn,
-        reason=too_large(exc, turn),
-    )
+    return raised(httpx2.RemoteProtocolError, exc.message, turn, too_large(exc, turn))
 
 
 def broken(exc: Exception, turn: Turn, gap: float | None, silent: float) -> StreamInterrupted:
