@@ -244,7 +244,7 @@ def client(
     verify = tls if tls is not None else httpx2.create_ssl_context(trust_env=False)
     if transport is None and network == "asyncio":
         transport = asyncio_transport(verify, http2=http2, limits=limits)
-    upstream = httpx2.AsyncClient(
+    return httpx2.AsyncClient(
         http2=http2,
         timeout=httpx2.Timeout(
             connect=timeouts.connect,
@@ -259,7 +259,6 @@ def client(
         verify=verify,
         cookies=NoCookies(),
     )
-    return upstream
 
 
 class NoCookies(CookieJar):
@@ -330,16 +329,9 @@ def hop_by_hop(raw: Iterable[tuple[bytes, bytes]]) -> frozenset[bytes]:
 def request_headers(raw: Iterable[tuple[bytes, bytes]], *, watched: bool) -> RawHeaders:
     """The client's headers for the upstream, less the hop-by-hop ones."""
     raw = list(raw)
-    drop = hop_by_hop(raw)
-    out: RawHeaders = []
-    for name, value in raw:
-        lower = name.lower()
-        if lower in drop or (watched and lower == b"accept-encoding"):
-            continue
-        out.append((name, value))
-    if watched:
-        out.append((b"accept-encoding", b"identity"))
-    return out
+    drop = hop_by_hop(raw) | ({b"accept-encoding"} if watched else set())
+    out = [(name, value) for name, value in raw if name.lower() not in drop]
+    return [*out, (b"accept-encoding", b"identity")] if watched else out
 
 
 def header_secrets(raw: Iterable[tuple[bytes, bytes]]) -> tuple[str, ...]:
