@@ -341,11 +341,11 @@ def header_secrets(raw: Iterable[tuple[bytes, bytes]]) -> tuple[str, ...]:
     new key with every client, and a registry that grew with each would grow without
     bound. Only this request's upstream can echo this request's key into an error.
     """
-    found = []
-    for name, value in raw:
-        if name.lower().decode("latin-1") in SECRET_HEADERS:
-            text = value.decode("latin-1")
-            found.append(text.split(" ", 1)[1] if " " in text else text)
+    found = (
+        value.decode("latin-1").split(" ", 1)[-1]  # the token after a scheme, else the value
+        for name, value in raw
+        if name.lower().decode("latin-1") in SECRET_HEADERS
+    )
     return tuple(f for f in found if f)
 
 
