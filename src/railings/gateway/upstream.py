@@ -360,9 +360,5 @@ def response_headers(raw: Iterable[tuple[bytes, bytes]], *, keep_length: bool) -
     """The upstream's response headers for the client, less the hop-by-hop ones
     (``content-length`` kept with ``keep_length``: it frames the very bytes relayed)."""
     raw = list(raw)
-    drop = hop_by_hop(raw)
-    return [
-        (name.lower(), value)
-        for name, value in raw
-        if name.lower() not in drop or (keep_length and name.lower() == b"content-length")
-    ]
+    drop = hop_by_hop(raw) - ({b"content-length"} if keep_length else set())
+    return [(name.lower(), value) for name, value in raw if name.lower() not in drop]
