@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterable, Awaitable, Callable
+from collections.abc import AsyncIterable, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,9 +144,12 @@ class Agent:
     def run(self, task: str) -> RunResult:
         """Run ``task`` to the end (blocking), with either client: a blocking
         :class:`~railings.transport.ProviderClient` runs it on its own event loop."""
+        return self._block(self.arun(task))
+
+    def _block(self, run: Coroutine[Any, Any, RunResult]) -> RunResult:
         if isinstance(self.client, ProviderClient):
-            return self.client.block_on(self.arun(task))
-        return asyncio.run(self.arun(task))
+            return self.client.block_on(run)
+        return asyncio.run(run)
 
     @property
     def _streaming(self) -> AsyncProviderClient:
@@ -172,9 +175,7 @@ class Agent:
 
     def continue_reply(self, *, strategy: Strategy | None = None) -> RunResult:
         """:meth:`acontinue_reply`, blocking (as :meth:`run`)."""
-        if isinstance(self.client, ProviderClient):
-            return self.client.block_on(self.acontinue_reply(strategy=strategy))
-        return asyncio.run(self.acontinue_reply(strategy=strategy))
+        return self._block(self.acontinue_reply(strategy=strategy))
 
     async def acontinue_reply(self, *, strategy: Strategy | None = None) -> RunResult:
         """Ask for the rest of the last reply, which ended Partial with text and no tool
@@ -340,28 +341,26 @@ class Agent:
             self._emit(StreamDelta(number, event))
 
     def _journal_delta(self, number: int, event: StreamEvent) -> None:
+        data: dict[str, Any]
         match event:
             case TextDelta(text=text):
-                self._delta(number, {"kind": DeltaKind.TEXT, "text": text})
+                data = {"kind": DeltaKind.TEXT, "text": text}
             case ThinkingDelta(text=text) if text:
-                self._delta(number, {"kind": DeltaKind.THINKING, "text": text})
+                data = {"kind": DeltaKind.THINKING, "text": text}
             case RefusalDelta(text=text):
-                self._delta(number, {"kind": DeltaKind.REFUSAL, "text": text})
+                data = {"kind": DeltaKind.REFUSAL, "text": text}
             case ToolCallStart(index=index, id=ident, name=name, kind=kind):
-                self._delta(
-                    number,
-                    {
-                        "kind": DeltaKind.TOOL_START,
-                        "index": index,
-                        "id": ident,
-                        "name": name,
-                        "tool_kind": kind,
-                    },
-                )
+                data = {
+                    "kind": DeltaKind.TOOL_START,
+                    "index": index,
+                    "id": ident,
+                    "name": name,
+                    "tool_kind": kind,
+                }
             case ToolArgumentsDelta(index=index, fragment=fragment):
-                self._delta(number, {"kind": DeltaKind.TOOL_ARGS, "index": index, "text": fragment})
-
-    def _delta(self, number: int, data: dict[str, Any]) -> None:
+                data = {"kind": DeltaKind.TOOL_ARGS, "index": index, "text": fragment}
+            case _:
+                return
         self._journal(EntryKind.DELTA, data, turn=number)
 
     def _emit(self, event: AgentEvent) -> None:

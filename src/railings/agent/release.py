@@ -22,39 +22,34 @@ from railings.redact import Holdback
 
 __all__ = ["StreamRelease"]
 
-_Key = tuple[str, int]
+_Text = TextDelta | ThinkingDelta | RefusalDelta
+_Key = tuple[type[_Text | ToolArgumentsDelta], int]  # the stream: its kind, its call's index
 
 
 def _key(event: StreamEvent) -> _Key | None:
     match event:
-        case TextDelta():
-            return ("text", 0)
+        case TextDelta() | RefusalDelta():
+            return (type(event), 0)
         case ThinkingDelta(text=text) if text:
-            return ("thinking", 0)
-        case RefusalDelta():
-            return ("refusal", 0)
+            return (ThinkingDelta, 0)
         case ToolArgumentsDelta(index=index):
-            return ("arguments", index)
+            return (ToolArgumentsDelta, index)
     return None
 
 
 def _with_text(event: StreamEvent, text: str) -> StreamEvent:
     if isinstance(event, ToolArgumentsDelta):
         return dataclasses.replace(event, fragment=text)
-    if isinstance(event, TextDelta | ThinkingDelta | RefusalDelta):
+    if isinstance(event, _Text):
         return dataclasses.replace(event, text=text)
     return event
 
 
 def _bare(key: _Key, text: str) -> StreamEvent:
     kind, index = key
-    if kind == "arguments":
+    if issubclass(kind, ToolArgumentsDelta):
         return ToolArgumentsDelta(index=index, fragment=text)
-    if kind == "thinking":
-        return ThinkingDelta(text=text)
-    if kind == "refusal":
-        return RefusalDelta(text=text)
-    return TextDelta(text=text)
+    return kind(text=text)
 
 
 class StreamRelease:

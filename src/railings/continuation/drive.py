@@ -13,7 +13,7 @@ clients are described by what is used of them (:class:`AsyncTurns`, :class:`Turn
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterable, Iterator, Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from railings.continuation.plan import Continuation, Continued, Strategy
 from railings.conversation import Message, ToolSpec
@@ -37,54 +37,44 @@ class _Config(Protocol):
         """The wire the client speaks."""
 
 
-class _AsyncStream(Protocol):
+class _Told(Protocol):
+    @property
+    def turn(self) -> Turn: ...
+
+    @property
+    def attempts(self) -> int: ...
+
+
+class _AsyncStream(_Told, Protocol):
     def __aiter__(self) -> AsyncIterator[StreamEvent]: ...
 
     async def aclose(self) -> None: ...
 
-    @property
-    def turn(self) -> Turn: ...
 
-    @property
-    def attempts(self) -> int: ...
-
-
-class _Stream(Protocol):
+class _Stream(_Told, Protocol):
     def __iter__(self) -> Iterator[StreamEvent]: ...
 
     def close(self) -> None: ...
 
+
+_S = TypeVar("_S", bound=_Told, covariant=True)
+
+
+class _Client(Protocol[_S]):
     @property
-    def turn(self) -> Turn: ...
+    def config(self) -> _Config:
+        """The client's configuration: its ``provider`` picks the default strategy."""
 
-    @property
-    def attempts(self) -> int: ...
+    def stream_turn(self, messages: Iterable[Message], tools: Iterable[ToolSpec] = ..., /) -> _S:
+        """One turn for ``messages``, streamed."""
 
 
-class AsyncTurns(Protocol):
+class AsyncTurns(_Client[_AsyncStream], Protocol):
     """What :func:`continue_turn` uses of a client (``AsyncProviderClient``)."""
 
-    @property
-    def config(self) -> _Config:
-        """The client's configuration: its ``provider`` picks the default strategy."""
 
-    def stream_turn(
-        self, messages: Iterable[Message], tools: Iterable[ToolSpec] = ..., /
-    ) -> _AsyncStream:
-        """One turn for ``messages``, streamed."""
-
-
-class Turns(Protocol):
+class Turns(_Client[_Stream], Protocol):
     """What :func:`continue_turn_sync` uses of a client (``ProviderClient``)."""
-
-    @property
-    def config(self) -> _Config:
-        """The client's configuration: its ``provider`` picks the default strategy."""
-
-    def stream_turn(
-        self, messages: Iterable[Message], tools: Iterable[ToolSpec] = ..., /
-    ) -> _Stream:
-        """One turn for ``messages``, streamed."""
 
 
 class _Ended:
@@ -147,14 +137,13 @@ class ContinuationStream(_Ended):
                 async for event in stream:
                     for out in plan.feed(event):
                         yield out
+                break
             except RailingsError as exc:
-                if plan.refused(exc):
-                    continue
-                raise
+                if not plan.refused(exc):
+                    raise
             finally:
                 self._attempts = stream.attempts
                 await stream.aclose()
-            break
         for out in plan.finish(stream.turn):
             yield out
 
@@ -190,14 +179,13 @@ class SyncContinuationStream(_Ended):
             try:
                 for event in stream:
                     yield from plan.feed(event)
+                break
             except RailingsError as exc:
-                if plan.refused(exc):
-                    continue
-                raise
+                if not plan.refused(exc):
+                    raise
             finally:
                 self._attempts = stream.attempts
                 stream.close()
-            break
         yield from plan.finish(stream.turn)
 
 

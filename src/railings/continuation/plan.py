@@ -82,14 +82,7 @@ def default_strategy(provider: str) -> Strategy:
 
 def request(messages: Sequence[Message], text: str, strategy: Strategy) -> tuple[Message, ...]:
     """The conversation that asks for the rest of ``text``, the partial answer to
-    ``messages``.
-
-    ``prefill``: ``messages``, then ``text`` as an assistant message without its trailing
-    whitespace (the Messages API refuses a last assistant message that ends in whitespace).
-    ``user``: ``messages``, then one user message holding ``text`` and asking for the
-    rest; the partial text is not an assistant message, so the conversation ends on the
-    user's side, as every model accepts.
-    """
+    ``messages``, by ``strategy`` (:mod:`railings.continuation` says what each sends)."""
     if strategy == "prefill":
         return (*messages, Assistant((Text(text.rstrip()),)))
     return (*messages, User(_asking(text)))

@@ -34,9 +34,10 @@ list, and why each entry is on it, is in docs/SECURITY.md.
 
 from __future__ import annotations
 
+import itertools
 import os
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from railings.dispatch.configuring_hooks import hooks_directories
@@ -119,30 +120,27 @@ def _landing(root: Root, path: str) -> Path | None:
     return None
 
 
-def _in_git_directory(root: Path, landing: Path) -> bool:
-    """True when a directory above ``landing`` (inside ``root``) is a git repository's own
-    directory, whatever its name: ``HEAD``, ``objects/`` and ``refs/`` make one."""
-    for directory in landing.parents:
-        if not directory.is_relative_to(root):
-            return False
-        if (
-            (directory / "HEAD").is_file()
-            and (directory / "objects").is_dir()
-            and (directory / "refs").is_dir()
-        ):
-            return True
-    return False
+def _above(root: Path, landing: Path, test: Callable[[Path], bool]) -> bool:
+    """True when ``test`` holds for a directory above ``landing``, inside ``root``."""
+    return any(
+        test(d) for d in itertools.takewhile(lambda d: d.is_relative_to(root), landing.parents)
+    )
 
 
-def _in_virtual_environment(root: Path, landing: Path) -> bool:
-    """True when a directory above ``landing`` (inside ``root``) holds ``pyvenv.cfg``: a
-    virtual environment of any name, whose scripts and packages are what runs."""
-    for directory in landing.parents:
-        if not directory.is_relative_to(root):
-            return False
-        if (directory / "pyvenv.cfg").is_file():
-            return True
-    return False
+def _git_directory(directory: Path) -> bool:
+    """A git repository's own directory, whatever its name: ``HEAD``, ``objects/`` and
+    ``refs/`` make one."""
+    return (
+        (directory / "HEAD").is_file()
+        and (directory / "objects").is_dir()
+        and (directory / "refs").is_dir()
+    )
+
+
+def _virtual_environment(directory: Path) -> bool:
+    """A virtual environment of any name (it holds ``pyvenv.cfg``), whose scripts and
+    packages are what runs."""
+    return (directory / "pyvenv.cfg").is_file()
 
 
 def _under(landing: Path, directory: Path, root: Path) -> bool:
@@ -183,9 +181,9 @@ def configures_commands(root: Root, path: str, *, search_path: str | None = None
     why = _reason([fold(p) for p in landing.relative_to(root.path).parts])
     if why is not None:
         return why
-    if _in_git_directory(root.path, landing):
+    if _above(root.path, landing, _git_directory):
         return GIT
-    if _in_virtual_environment(root.path, landing):
+    if _above(root.path, landing, _virtual_environment):
         return PYTHON
     if any(_under(landing, hooks, root.path) for hooks in hooks_directories(root.path)):
         return GIT

@@ -125,14 +125,13 @@ class Dispatcher:
             outcomes: list[ToolOutcome] = []
             for verdict in verdicts:
                 if not verdict.execute:
-                    outcomes.append(_rejected(verdict))
-                    continue
-                if verdict.call.type == "mcp_approval":
-                    outcomes.append(await self._approval(verdict))
-                    continue
-                outcome = await self._dispatch(verdict, speculative)
+                    outcome = _answered(verdict, OutcomeStatus.REJECTED, verdict.notice or "")
+                elif verdict.call.type == "mcp_approval":
+                    outcome = await self._approval(verdict)
+                else:
+                    outcome = await self._dispatch(verdict, speculative)
+                    self.breaker.record(outcome)
                 outcomes.append(outcome)
-                self.breaker.record(outcome)
             return BatchResult(turn, tuple(outcomes))
         finally:
             if speculative is not None:
@@ -140,16 +139,15 @@ class Dispatcher:
 
     async def _approval(self, verdict: CallVerdict) -> ToolOutcome:
         """Answer a pending MCP approval request (rule 6 of the module docstring)."""
-        call = verdict.call
         approved: object = False
         if self.approve_mcp is not None:
             approved = self.approve_mcp(verdict)
             if inspect.isawaitable(approved):
                 approved = await approved
         if approved is True:
-            return ToolOutcome(call.id, call.name, OutcomeStatus.EXECUTED, "approved", verdict)
-        notice = MCP_DENIED_NOTICE.format(name=call.name, id=call.id or "-")
-        return ToolOutcome(call.id, call.name, OutcomeStatus.DENIED, notice, verdict)
+            return _answered(verdict, OutcomeStatus.EXECUTED, "approved")
+        notice = MCP_DENIED_NOTICE.format(name=verdict.call.name, id=verdict.call.id or "-")
+        return _answered(verdict, OutcomeStatus.DENIED, notice)
 
     async def _dispatch(
         self, verdict: CallVerdict, speculative: SpeculativeRunner | None
@@ -168,10 +166,9 @@ class Dispatcher:
             await speculative.cancel(verdict.call)
 
 
-def _rejected(verdict: CallVerdict) -> ToolOutcome:
-    call = verdict.call
-    notice = verdict.notice or ""
-    return ToolOutcome(call.id, call.name, OutcomeStatus.REJECTED, notice, verdict)
+def _answered(verdict: CallVerdict, status: OutcomeStatus, notice: str) -> ToolOutcome:
+    """The outcome of a call the dispatcher answers itself, before the chain."""
+    return ToolOutcome(verdict.call.id, verdict.call.name, status, notice, verdict)
 
 
 # What each rung of the repair ladder would have fixed, as the model is told it.
@@ -187,7 +184,7 @@ def _not_exact(verdict: CallVerdict) -> ToolOutcome:
     call = verdict.call
     problem = _PROBLEMS.get(verdict.rung, "it needs repair") if verdict.rung else ""
     notice = EXACT_ARGUMENTS_NOTICE.format(name=call.name, id=call.id or "-", problem=problem)
-    return ToolOutcome(call.id, call.name, OutcomeStatus.REJECTED, notice, verdict)
+    return _answered(verdict, OutcomeStatus.REJECTED, notice)
 
 
 def _unknown(verdict: CallVerdict, registry: ToolRegistry) -> ToolOutcome:
@@ -195,4 +192,4 @@ def _unknown(verdict: CallVerdict, registry: ToolRegistry) -> ToolOutcome:
     notice = UNKNOWN_TOOL_NOTICE.format(
         name=call.name, id=call.id or "-", available=", ".join(registry.names) or "none"
     )
-    return ToolOutcome(call.id, call.name, OutcomeStatus.ERROR, notice, verdict)
+    return _answered(verdict, OutcomeStatus.ERROR, notice)

@@ -135,19 +135,17 @@ class Root:
                     except _Again:
                         pass
                     target = _readlink(here, name)
+                    links += 1
                     if target is None:  # swapped back in the meantime: walk it again
-                        pending.appendleft(name)
-                        links += 1
-                    else:
-                        links += 1
-                        if target.startswith("/"):
-                            while len(stack) > 1:
-                                os.close(stack.pop()[0])
-                            inside = Path(os.path.normpath(target))
-                            if not inside.is_relative_to(self.path):
-                                raise ToolFailure(escape_message(path, LINK))
-                            target = str(inside.relative_to(self.path))
-                        pending.extendleft(reversed(target.split("/")))
+                        target = name
+                    elif target.startswith("/"):
+                        while len(stack) > 1:
+                            os.close(stack.pop()[0])
+                        inside = Path(os.path.normpath(target))
+                        if not inside.is_relative_to(self.path):
+                            raise ToolFailure(escape_message(path, LINK))
+                        target = str(inside.relative_to(self.path))
+                    pending.extendleft(reversed(target.split("/")))
                     if links > MAX_LINKS:
                         raise ToolFailure(
                             f"refused: the path {path!r} has too many levels of symbolic links"
@@ -159,17 +157,13 @@ class Root:
     @staticmethod
     def _enter(directory: int, name: str, create: bool) -> int:
         try:
-            return os.open(name, _DIR, dir_fd=directory)
+            return _open_last(directory, name, _DIR)
         except FileNotFoundError:
             if not create:
                 raise
             with suppress(FileExistsError):
                 os.mkdir(name, 0o777, dir_fd=directory)
             return Root._enter(directory, name, False)
-        except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.ENOTDIR) and _readlink(directory, name) is not None:
-                raise _Again from None
-            raise
 
     # -- operations --------------------------------------------------------------------
 

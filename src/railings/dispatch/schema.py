@@ -30,6 +30,7 @@ surprise at call time.
 from __future__ import annotations
 
 import inspect
+import itertools
 import json
 import re
 import types
@@ -92,13 +93,8 @@ def derive_schema(function: Callable[..., Any]) -> dict[str, Any]:
 
 def describe(function: Callable[..., Any]) -> str:
     """The docstring of ``function`` without its ``Args:`` section: the tool's manual."""
-    doc = inspect.getdoc(function) or ""
-    kept: list[str] = []
-    for line in doc.splitlines():
-        if _ARGS_HEADING.match(line):
-            break
-        kept.append(line)
-    return "\n".join(kept).strip()
+    lines = (inspect.getdoc(function) or "").splitlines()
+    return "\n".join(itertools.takewhile(lambda line: not _ARGS_HEADING.match(line), lines)).strip()
 
 
 def check_schema(schema: Mapping[str, Any], name: str) -> None:

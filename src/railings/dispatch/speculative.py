@@ -33,7 +33,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 
 from railings.dispatch.schema import schema_problems
@@ -146,25 +145,16 @@ class SpeculativeRunner:
 
     async def cancel(self, *calls: ToolCall) -> None:
         """Cancel the tasks of ``calls`` at once and wait until they have stopped."""
-        tasks = [t for t in (self._cancel_call(c) for c in calls) if t is not None]
-        if tasks:
-            await asyncio.wait(tasks)
+        await self._stop(s for s in map(self._find, calls) if s is not None)
 
     async def cancel_all(self) -> None:
         """Cancel every task still running and wait until they have stopped."""
-        tasks = [t for t in (self._cancel(s) for s in self._by_index.values()) if t is not None]
-        if tasks:
-            await asyncio.wait(tasks)
+        await self._stop(self._by_index.values())
 
     async def __aenter__(self) -> SpeculativeRunner:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.cancel_all()
 
     def _start(self, spec: _Speculation) -> None:
@@ -191,9 +181,11 @@ class SpeculativeRunner:
             return spec
         return None
 
-    def _cancel_call(self, call: ToolCall) -> asyncio.Task[Execution] | None:
-        spec = self._find(call)
-        return None if spec is None else self._cancel(spec)
+    async def _stop(self, specs: Iterable[_Speculation]) -> None:
+        """Cancel the tasks of ``specs`` still running, and wait until they have stopped."""
+        tasks = [t for t in map(self._cancel, specs) if t is not None]
+        if tasks:
+            await asyncio.wait(tasks)
 
     def _cancel(self, spec: _Speculation) -> asyncio.Task[Execution] | None:
         """Cancel a task still running; returns it so the caller can wait for it to stop."""

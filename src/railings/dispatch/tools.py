@@ -218,11 +218,7 @@ class ToolRegistry:
 
     def tool(self, **options: Any) -> Callable[[Callable[..., Any]], Tool]:
         """``@registry.tool(read_only=True)``: :func:`tool`, then :meth:`add`."""
-
-        def register(fn: Callable[..., Any]) -> Tool:
-            return self.add(tool(**options)(fn))
-
-        return register
+        return lambda fn: self.add(tool(**options)(fn))
 
     def get(self, name: str) -> Tool | None:
         """The tool called ``name``, or None when there is none."""

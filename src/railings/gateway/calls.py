@@ -87,13 +87,18 @@ _CANCEL_WAIT = 3.0
 
 @dataclass(slots=True)
 class _Reading:
-    """One model call's reading across its attempts: the client's ``stream`` once it
-    started, and the ``point`` the next attempt resumes a kept response from (None: it
-    sends the request), with the ``previous`` outcome that carried it."""
+    """One model call's reading across its attempts: the request and the client it
+    answers (``send``, ``gone``), the client's ``stream`` once it started, and the
+    ``point`` the next attempt resumes a kept response from (None: it sends the
+    request), with the ``previous`` outcome that carried it."""
 
     record: TurnRecord
     url: str
     headers: list[tuple[bytes, bytes]]
+    body: bytes
+    send: Send
+    gone: asyncio.Event
+    asked_stream: bool
     keeps: bool
     stream: JudgedStream | None = None
     point: ResumePoint | None = None
@@ -145,9 +150,9 @@ class ModelCalls:
         """Answer the client of ``record``'s call: attempts until the machine finishes.
         ``keeps``: the request asked the provider to keep the response, which is then
         resumed when its stream breaks, and cancelled when nobody will read it."""
-        reading = _Reading(record, url, headers, keeps)
+        reading = _Reading(record, url, headers, body, send, gone, asked_stream, keeps)
         try:
-            await self._attempts(reading, body, send, gone, asked_stream)
+            await self._attempts(reading)
             if gone.is_set() or reading.given_up:
                 await self._abandon(reading)
         except asyncio.CancelledError:
@@ -156,13 +161,11 @@ class ModelCalls:
             await self._abandon(reading)
             raise
 
-    async def _attempts(
-        self, reading: _Reading, body: bytes, send: Send, gone: asyncio.Event, asked_stream: bool
-    ) -> None:
+    async def _attempts(self, reading: _Reading) -> None:
         machine = AttemptMachine(self.retry, zero_waits=DEFAULT_CONTEXT.zero_waits)
         while True:
             machine.begin()
-            outcome = await self._attempt(reading, machine, body, send, gone, asked_stream)
+            outcome = await self._attempt(reading, machine)
             if outcome is _ANSWERED:
                 return  # answered as it came, judged whole, or a 502
             if outcome is None:
@@ -173,24 +176,18 @@ class ModelCalls:
             if decision.http2_failure is not None:
                 self.clients.fallback.mark(decision.http2_failure)  # from now on: HTTP/1.1
             reading.point = None
-            again = await self._carry_out(reading, decision, outcome, machine, send, gone)
+            again = await self._carry_out(reading, decision, outcome, machine)
             if again is _ANSWERED:
                 return
             if not again:
                 break
         if reading.stream is not None:
             await reading.stream.end()
-        elif gone.is_set():
+        elif reading.gone.is_set():
             reading.record.finish("client_gone")
 
     async def _attempt(
-        self,
-        reading: _Reading,
-        machine: AttemptMachine,
-        body: bytes,
-        send: Send,
-        gone: asyncio.Event,
-        asked_stream: bool,
+        self, reading: _Reading, machine: AttemptMachine
     ) -> AttemptOutcome | _Answered | None:
         """One attempt: the request (or, to resume, the GET that streams the kept response
         again), then its body judged. Its outcome for the machine; None: the client has
@@ -201,7 +198,9 @@ class ModelCalls:
         deadline = asyncio.get_running_loop().time() + total if total else None
         point = reading.point
         if point is None:
-            got = await self._send(record, record.method, url, reading.headers, body, deadline)
+            got = await self._send(
+                record, record.method, url, reading.headers, reading.body, deadline
+            )
         else:  # the same generation, streamed again after the point: no body
             path = reading.below(reading.resumption.stream_path(point.response_id, point.after))
             got = await self._send(record, "GET", path, reading.bodiless, b"", deadline)
@@ -216,7 +215,7 @@ class ModelCalls:
             refused = error_from_response(got.status_code, got.headers, data)
             return self._failed(reading, refused, over_http2)
         if stream is None:
-            stream = await self._first(record, got, send, gone, asked_stream, machine)
+            stream = await self._first(reading, got, machine)
             if stream is None:
                 return _ANSWERED
             reading.stream = stream
@@ -232,8 +231,6 @@ class ModelCalls:
         decision: Decision,
         outcome: AttemptOutcome,
         machine: AttemptMachine,
-        send: Send,
-        gone: asyncio.Event,
     ) -> bool | _Answered:
         """Do what the machine decided; True: another attempt follows."""
         stream = reading.stream
@@ -256,7 +253,7 @@ class ModelCalls:
                     await asyncio.sleep(decision.wait)
             case Raise(error=error):
                 if stream is None:
-                    await self._unreachable(reading.record, error, send)
+                    await self._unreachable(reading.record, error, reading.send)
                     return _ANSWERED
                 stream.give_up(error, machine.attempt)
                 reading.given_up = True  # a kept response is cancelled once the client has this
@@ -264,7 +261,7 @@ class ModelCalls:
             case _:
                 return False  # Finish (never ResendWithoutUsage: drop_usage is off)
         # No attempt for a client that left meanwhile: nothing billed for nobody.
-        return not gone.is_set()
+        return not reading.gone.is_set()
 
     def _failed(self, reading: _Reading, error: RailingsError, http2: bool) -> AttemptOutcome:
         """An attempt that got no stream: Empty, or, for a resume, the outcome
@@ -343,28 +340,23 @@ class ModelCalls:
         return error
 
     async def _first(
-        self,
-        record: TurnRecord,
-        response: httpx2.Response,
-        send: Send,
-        gone: asyncio.Event,
-        asked_stream: bool,
-        machine: AttemptMachine,
+        self, reading: _Reading, response: httpx2.Response, machine: AttemptMachine
     ) -> JudgedStream | None:
         """The first answer: the client's stream, started; or None once it was answered."""
+        record, send = reading.record, reading.send
         record.status = response.status_code
         success = 200 <= response.status_code < 300
         labelled = is_event_stream(response)
         # A 2xx answer to a request that asked to stream is judged as a stream whatever its
         # label: the openai SDK reads such a body as events anyway.
-        if labelled or (success and asked_stream):
+        if labelled or (success and reading.asked_stream):
             record.stream = True
             judged_by = choose(self.profile, str(response.request.url), record.model)
             record.profile = label(judged_by)
             stream = JudgedStream(
                 record,
                 send,
-                gone,
+                reading.gone,
                 refuse_cut_calls=self.refuse_cut_calls,
                 timeouts=self.timeouts,
                 metrics=self.metrics,

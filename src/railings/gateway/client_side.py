@@ -106,13 +106,13 @@ async def read_body(
     size = 0
     clock = asyncio.get_running_loop().time
     window, window_size = clock(), 0  # the current rate window: its start, its bytes
+    whole = False
     try:
         while True:
             try:
                 async with asyncio.timeout(limits.body_timeout):
                     message = await receive()
             except TimeoutError:
-                budget.give(size)
                 return Refusal(
                     "body_timeout",
                     408,
@@ -120,14 +120,11 @@ async def read_body(
                     f"railings gateway: no request body bytes for {limits.body_timeout:g} s",
                 )
             if message["type"] == "http.disconnect":
-                budget.give(size)
                 return None
             chunk = message.get("body", b"")
             if size + len(chunk) > limits.max_request_body:
-                budget.give(size)
                 return _too_large(limits)
             if not budget.take(len(chunk)):
-                budget.give(size)
                 return Refusal(
                     "overloaded",
                     503,
@@ -139,13 +136,13 @@ async def read_body(
             window_size += len(chunk)
             chunks.append(chunk)
             if not message.get("more_body", False):
-                break
+                whole = True
+                return b"".join(chunks)
             # Apache mod_reqtimeout's MinRate, measured per window of ``body_timeout`` so
             # that a fast start buys nothing: each window must bring its share of bytes.
             elapsed = clock() - window
             if elapsed >= limits.body_timeout:
                 if window_size < limits.min_body_rate * elapsed:
-                    budget.give(size)
                     return Refusal(
                         "too_slow",
                         408,
@@ -154,10 +151,9 @@ async def read_body(
                         f"{limits.min_body_rate} bytes/s",
                     )
                 window, window_size = clock(), 0
-    except BaseException:  # cancelled: what was taken goes back
-        budget.give(size)
-        raise
-    return b"".join(chunks)
+    finally:
+        if not whole:  # refused, left or cancelled: what was taken goes back
+            budget.give(size)
 
 
 async def refuse(send: Send, refusal: Refusal, provider: str | None) -> None:

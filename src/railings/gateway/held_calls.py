@@ -125,12 +125,9 @@ class HeldCalls:
     def release(self, out: list[bytes]) -> None:
         """The turn proved itself and no call was cut: everything held, in order."""
         out.extend(self.blocks)
-        self._released(len(self.blocks))
-        self._open.clear()
+        self.drop()
 
     def drop(self) -> None:
         """The answer is refused or broken: what is held never leaves."""
-        self._base += len(self.blocks)
-        self.blocks.clear()
-        self.size = 0
+        self._released(len(self.blocks))
         self._open.clear()

@@ -254,7 +254,7 @@ class StreamJudge:
             cut = cut_calls(turn) if self._refuse else []
             if cut:
                 self._drop()
-                self._error(out, CUT_CODE, cut_message(cut, turn))
+                out.append(self.error_event(CUT_CODE, cut_message(cut, turn)))
                 self.ending = Ending.REFUSED
                 return
             if self._calls is not None and self._calls.blocks:
@@ -297,7 +297,7 @@ class StreamJudge:
                 "instead of passed on unproven (--cut-calls pass streams them as they come)"
             )
             self.attempt.reader.assembler.fault(message)  # the turn ends here, and says why
-            self._error(out, UNPROVEN_CODE, message)
+            out.append(self.error_event(UNPROVEN_CODE, message))
             self.ending = Ending.REFUSED
 
     def _drop(self) -> None:
@@ -324,9 +324,6 @@ class StreamJudge:
             self._deferred = event  # close()'s tail: a resume drops it
         else:
             out.append(event)
-
-    def _error(self, out: list[bytes], code: str, message: str) -> None:
-        out.append(self.error_event(code, message))
 
     def error_event(self, code: str, message: str) -> bytes:
         """The provider-shaped error event that follows what was passed on."""

@@ -37,9 +37,7 @@ def _labels(labels: Labels, extra: str = "") -> str:
 
 
 def _number(value: float) -> str:
-    if value == int(value):
-        return str(int(value))
-    return repr(value)
+    return str(int(value)) if value == int(value) else repr(value)
 
 
 class _Histogram:
@@ -97,10 +95,7 @@ class Metrics:
         """Count ``seconds`` in the histogram ``name`` with these labels."""
         key = tuple(sorted(labels.items()))
         with self._lock:
-            series = self._histograms[name]
-            histogram = series.get(key)
-            if histogram is None:
-                histogram = series[key] = _Histogram()
+            histogram = self._histograms[name].setdefault(key, _Histogram())
             histogram.counts[bisect.bisect_left(BUCKETS, seconds)] += 1
             histogram.sum += seconds
 

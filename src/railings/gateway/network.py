@@ -152,21 +152,18 @@ class AsyncioStream(httpcore2.AsyncNetworkStream):
         """The next bytes received (at most ``max_bytes``); ``b""`` at the end."""
         p = self._protocol
         if not p.chunks:
-            if p.eof:
-                if p.error is not None:
-                    raise ReadError(str(p.error) or type(p.error).__name__)
-                return b""
-            if self._transport.is_closing():
-                raise ReadError("the connection is closed")
-            if timeout is not None:
-                p.watch(timeout)
-            else:
-                p.until = math.inf  # no limit: a timer left by an earlier read never fires
-            p.waiter = p.loop.create_future()
-            try:
-                await p.waiter
-            finally:
-                p.waiter = None
+            if not p.eof:
+                if self._transport.is_closing():
+                    raise ReadError("the connection is closed")
+                if timeout is not None:
+                    p.watch(timeout)
+                else:
+                    p.until = math.inf  # no limit: a timer left by an earlier read never fires
+                p.waiter = p.loop.create_future()
+                try:
+                    await p.waiter
+                finally:
+                    p.waiter = None
             if not p.chunks:
                 if p.error is not None:
                     raise ReadError(str(p.error) or type(p.error).__name__)

@@ -19,7 +19,6 @@ import logging
 import socket
 import threading
 import time
-from types import TracebackType
 from typing import Any
 
 from railings._extras import require
@@ -87,11 +86,8 @@ class _QuietAbort(logging.Filter):
 
         error = record.exc_info[1] if record.exc_info else None
         if isinstance(error, UpstreamBroke):
-            record.msg, record.args, record.exc_info = (
-                "upstream broke off a body: %s",
-                (error,),
-                None,
-            )
+            record.msg = "upstream broke off a body: %s"
+            record.args, record.exc_info = (error,), None
         return True
 
 
@@ -143,9 +139,7 @@ class ServingThread:
             time.sleep(0.01)
         return self.url
 
-    def __exit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self._server.should_exit = True
         self._thread.join(_START_TIMEOUT)
         self._sock.close()

@@ -244,7 +244,7 @@ def client(
     verify = tls if tls is not None else httpx2.create_ssl_context(trust_env=False)
     if transport is None and network == "asyncio":
         transport = asyncio_transport(verify, http2=http2, limits=limits)
-    upstream = httpx2.AsyncClient(
+    return httpx2.AsyncClient(
         http2=http2,
         timeout=httpx2.Timeout(
             connect=timeouts.connect,
@@ -259,7 +259,6 @@ def client(
         verify=verify,
         cookies=NoCookies(),
     )
-    return upstream
 
 
 class NoCookies(CookieJar):
@@ -330,16 +329,9 @@ def hop_by_hop(raw: Iterable[tuple[bytes, bytes]]) -> frozenset[bytes]:
 def request_headers(raw: Iterable[tuple[bytes, bytes]], *, watched: bool) -> RawHeaders:
     """The client's headers for the upstream, less the hop-by-hop ones."""
     raw = list(raw)
-    drop = hop_by_hop(raw)
-    out: RawHeaders = []
-    for name, value in raw:
-        lower = name.lower()
-        if lower in drop or (watched and lower == b"accept-encoding"):
-            continue
-        out.append((name, value))
-    if watched:
-        out.append((b"accept-encoding", b"identity"))
-    return out
+    drop = hop_by_hop(raw) | ({b"accept-encoding"} if watched else set())
+    out = [(name, value) for name, value in raw if name.lower() not in drop]
+    return [*out, (b"accept-encoding", b"identity")] if watched else out
 
 
 def header_secrets(raw: Iterable[tuple[bytes, bytes]]) -> tuple[str, ...]:
@@ -349,11 +341,11 @@ def header_secrets(raw: Iterable[tuple[bytes, bytes]]) -> tuple[str, ...]:
     new key with every client, and a registry that grew with each would grow without
     bound. Only this request's upstream can echo this request's key into an error.
     """
-    found = []
-    for name, value in raw:
-        if name.lower().decode("latin-1") in SECRET_HEADERS:
-            text = value.decode("latin-1")
-            found.append(text.split(" ", 1)[1] if " " in text else text)
+    found = (
+        value.decode("latin-1").split(" ", 1)[-1]  # the token after a scheme, else the value
+        for name, value in raw
+        if name.lower().decode("latin-1") in SECRET_HEADERS
+    )
     return tuple(f for f in found if f)
 
 
@@ -368,9 +360,5 @@ def response_headers(raw: Iterable[tuple[bytes, bytes]], *, keep_length: bool) -
     """The upstream's response headers for the client, less the hop-by-hop ones
     (``content-length`` kept with ``keep_length``: it frames the very bytes relayed)."""
     raw = list(raw)
-    drop = hop_by_hop(raw)
-    return [
-        (name.lower(), value)
-        for name, value in raw
-        if name.lower() not in drop or (keep_length and name.lower() == b"content-length")
-    ]
+    drop = hop_by_hop(raw) - ({b"content-length"} if keep_length else set())
+    return [(name.lower(), value) for name, value in raw if name.lower() not in drop]

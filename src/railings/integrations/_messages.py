@@ -153,22 +153,19 @@ def _events(message: Any, metadata: Mapping[str, Any], wire: str | None) -> list
     if text:
         events.append(TextDelta(text=text))
     for position, call in enumerate(_calls(message)):
-        if call.raw is not None:
-            events.append(ToolCallStart(index=position, id=call.id, name=call.name))
-            if call.raw:
-                events.append(ToolArgumentsDelta(index=position, fragment=call.raw))
-        else:
-            # The raw text is gone: LangChain's parse is all there is, and proves nothing.
-            initial = json.dumps(call.parsed if isinstance(call.parsed, dict) else {})
-            events.append(
-                ToolCallStart(
-                    index=position,
-                    id=call.id,
-                    name=call.name,
-                    initial_arguments=initial,
-                    initial_parsed=True,
-                )
+        gone = call.raw is None  # LangChain's parse is all there is, and proves nothing
+        parsed = call.parsed if isinstance(call.parsed, dict) else {}
+        events.append(
+            ToolCallStart(
+                index=position,
+                id=call.id,
+                name=call.name,
+                initial_arguments=json.dumps(parsed) if gone else "",
+                initial_parsed=gone,
             )
+        )
+        if call.raw:
+            events.append(ToolArgumentsDelta(index=position, fragment=call.raw))
         events.append(ToolCallEnd(index=position))
     if wire is not None:
         events.append(StopReason(wire=wire))

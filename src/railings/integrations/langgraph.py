@@ -156,17 +156,10 @@ class GuardedToolNode(ToolNode):
         inner, ainner = wrap_tool_call, awrap_tool_call
 
         def wrap(request: ToolCallRequest, execute: Execute) -> Result:
-            if inner is None:
-                return gate(request, execute)
-            return gate(request, lambda r: inner(r, execute))
+            return gate(request, execute if inner is None else lambda r: inner(r, execute))
 
         async def awrap(request: ToolCallRequest, execute: AsyncExecute) -> Result:
-            if ainner is None:
-                return await gate.acall(request, execute)
-
-            async def run(r: ToolCallRequest) -> Result:
-                return await ainner(r, execute)
-
+            run = execute if ainner is None else lambda r: ainner(r, execute)
             return await gate.acall(request, run)
 
         # A user's sync-only wrapper cannot take an async execute: then LangGraph falls back

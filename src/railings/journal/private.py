@@ -17,6 +17,7 @@ logger (printed on stderr when the application configured no logging).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import stat
@@ -37,13 +38,8 @@ _warned_lock = threading.Lock()
 def create_private(path: Path) -> None:
     """Make the missing directories above ``path`` 0700, and ``path`` itself, if it does
     not exist, an empty file 0600 (SQLite takes an empty file as a new database)."""
-    missing: list[Path] = []
-    directory = path.parent
-    while not directory.exists():
-        missing.append(directory)
-        if directory.parent == directory:
-            break
-        directory = directory.parent
+    above = [path.parent, *path.parent.parents]
+    missing = list(itertools.takewhile(lambda directory: not directory.exists(), above))
     for directory in reversed(missing):
         with contextlib.suppress(FileExistsError):  # another process made it meanwhile
             directory.mkdir(PRIVATE_DIRECTORY)
