@@ -7,24 +7,24 @@ the frames before it gave is returned and the error waits for the next call: a c
 gets the same frames or events, then the same error, however the bytes were split.
 After the error the decoder reads nothing more. :class:`Held` is that rule, with the
 state it needs (``feed`` is legal only while open, ``close`` is idempotent); the framers
-are :class:`Held`, and each stream keeps a :class:`HeldError`.
+are :class:`Held`, and so is :class:`HeldStream`, the one shape of the three streams.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Final, TypeVar
+from typing import Final, Generic, Protocol, TypeVar
 
 from railings.errors import IllegalTransition, MalformedStream
 from railings.events import StreamEvent
 
-__all__ = ["CLOSED", "FAILED", "OPEN", "Held", "HeldError"]
+__all__ = ["CLOSED", "FAILED", "OPEN", "Held", "HeldStream"]
 
 OPEN: Final = "open"
 CLOSED: Final = "closed"
 FAILED: Final = "failed"
 
 _Frame = TypeVar("_Frame")
+_Frame_contra = TypeVar("_Frame_contra", contravariant=True)
 
 
 class Held:
@@ -67,25 +67,49 @@ class Held:
         self._state = FAILED
 
 
-class HeldError(Held):
-    """One stream's held error and whether it failed."""
+class _Framer(Protocol[_Frame]):
+    def feed(self, chunk: bytes, /) -> list[_Frame]: ...
+    def close(self) -> list[_Frame]: ...
 
-    __slots__ = ()
 
-    def check(self, call: str) -> bool:
-        """Before ``call`` (``feed`` or ``close``): raise the held error; True when the
-        stream failed already (``feed`` then raises :class:`IllegalTransition`)."""
-        return not self._open(call)
+class _FrameDecoder(Protocol[_Frame_contra]):
+    def feed(self, frame: _Frame_contra, /) -> list[StreamEvent]: ...
+    def close(self) -> list[StreamEvent]: ...
 
-    def decode(
-        self, frames: Iterable[_Frame], decode: Callable[[_Frame], list[StreamEvent]]
-    ) -> list[StreamEvent]:
-        """The events of ``frames`` (each through ``decode``), up to a malformed one:
-        raised at once when none came before it, else held for the next call."""
+
+class HeldStream(Held, Generic[_Frame]):
+    """Bytes in, normalized events out: a framer (SSE, event-stream or NDJSON) and the
+    wire's decoder of its frames, with the error a malformed frame left held for the
+    next call. ``seen`` counts the frames handed to the decoder."""
+
+    __slots__ = ("_decoder", "_frames", "seen")
+
+    def __init__(self, frames: _Framer[_Frame], decoder: _FrameDecoder[_Frame]) -> None:
+        super().__init__()
+        self._frames = frames
+        self._decoder = decoder
+        self.seen = 0
+
+    def feed(self, chunk: bytes) -> list[StreamEvent]:
+        """The normalized events of the frames ``chunk`` completed."""
+        self._open("feed")
+        return self._decode(self._frames.feed(chunk))
+
+    def close(self) -> list[StreamEvent]:
+        """EOF: the framer's last frames (a frame cut short raises), then what the
+        decoder's own close gives; nothing once the stream failed."""
+        if not self._open("close"):
+            return []
+        return self._decode(self._frames.close()) + self._decoder.close()
+
+    def _decode(self, frames: list[_Frame]) -> list[StreamEvent]:
+        """The events of ``frames``, up to a malformed one: raised at once when none came
+        before it, else held for the next call."""
         out: list[StreamEvent] = []
         try:
             for frame in frames:
-                out += decode(frame)
+                self.seen += 1
+                out += self._decoder.feed(frame)
         except MalformedStream as exc:
             self._hold(exc, bool(out))
         return out

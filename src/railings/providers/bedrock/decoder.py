@@ -63,7 +63,7 @@ from railings.events import (
 from railings.providers.base import as_str as _str
 from railings.providers.base import usage_update
 from railings.stops import Stop
-from railings.wire._held import HeldError
+from railings.wire._held import HeldStream
 from railings.wire._json import as_int, load_object
 from railings.wire.eventstream import (
     CONTENT_TYPE,
@@ -297,34 +297,17 @@ DELTA_HANDLERS: Final[dict[str, _DeltaHandler]] = {
 }
 
 
-class BedrockStream:
-    """Bytes in, normalized events out: the frame decoder and :class:`BedrockDecoder`.
+class BedrockStream(HeldStream[Message]):
+    """Bytes in, normalized events out: the frame decoder and :class:`BedrockDecoder`
+    (``wire/_held.py``). ``close()`` raises :class:`~railings.errors.MalformedStream`
+    when the body ended inside a frame, as a CRC mismatch does in ``feed``."""
 
-    ``close()`` raises :class:`~railings.errors.MalformedStream` when the body ended
-    inside a frame, as a CRC mismatch does in ``feed``. The events of the frames a
-    chunk completed before a malformed one are returned, and its error is raised by the
-    next call (``wire/_held.py``)."""
-
-    __slots__ = ("_decoder", "_frames", "_held", "frames_seen")
+    __slots__ = ()
 
     def __init__(self, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
-        self._frames = EventStreamDecoder(max_message_size=max_message_size)
-        self._decoder = BedrockDecoder()
-        self._held = HeldError()
-        self.frames_seen = 0
+        super().__init__(EventStreamDecoder(max_message_size=max_message_size), BedrockDecoder())
 
-    def feed(self, chunk: bytes) -> list[StreamEvent]:
-        """The normalized events of the frames ``chunk`` completed."""
-        self._held.check("feed")
-        return self._held.decode(self._frames.feed(chunk), self._decode)
-
-    def close(self) -> list[StreamEvent]:
-        """EOF: a frame cut short raises; otherwise no events."""
-        if self._held.check("close"):
-            return []
-        self._frames.close()
-        return self._decoder.close()
-
-    def _decode(self, message: Message) -> list[StreamEvent]:
-        self.frames_seen += 1
-        return self._decoder.feed(message)
+    @property
+    def frames_seen(self) -> int:
+        """The frames decoded so far."""
+        return self.seen

@@ -93,7 +93,7 @@ from railings.providers.gemini.fields import (
     TOP_READ,
     UNSPECIFIED,
 )
-from railings.wire._held import HeldError
+from railings.wire._held import HeldStream
 from railings.wire._json import as_count, as_int, load_object
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE, ServerSentEvent, SSEDecoder
 
@@ -366,29 +366,14 @@ def decode_body(
     return out + decoder.close()
 
 
-class GeminiStream:
-    """Bytes in, normalized events out: the SSE decoder and :class:`GeminiDecoder`.
+class GeminiStream(HeldStream[ServerSentEvent]):
+    """Bytes in, normalized events out: the SSE decoder and :class:`GeminiDecoder`
+    (``wire/_held.py``). At EOF an unterminated last event is discarded (WHATWG), then
+    ``close()`` returns the proof when the last whole event carried it."""
 
-    ``close()`` returns the proof when the last whole event carried it. The events of
-    the SSE events a chunk completed before a malformed one are returned, and its error
-    is raised by the next call (``wire/_held.py``)."""
-
-    __slots__ = ("_decoder", "_held", "_sse")
+    __slots__ = ()
 
     def __init__(self, *, candidate: int = 0, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
-        self._sse = SSEDecoder(max_event_size=max_event_size)
-        self._decoder = GeminiDecoder(candidate=candidate)
-        self._held = HeldError()
-
-    def feed(self, chunk: bytes) -> list[StreamEvent]:
-        """The normalized events of the SSE events ``chunk`` completed."""
-        self._held.check("feed")
-        return self._held.decode(self._sse.feed(chunk), self._decoder.feed)
-
-    def close(self) -> list[StreamEvent]:
-        """EOF: an unterminated last event is discarded (WHATWG), then the proof if the
-        last whole event carried one."""
-        if self._held.check("close"):
-            return []
-        self._sse.close()
-        return self._decoder.close()
+        super().__init__(
+            SSEDecoder(max_event_size=max_event_size), GeminiDecoder(candidate=candidate)
+        )

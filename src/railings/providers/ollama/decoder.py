@@ -68,7 +68,7 @@ from railings.events import (
     UsageUpdate,
 )
 from railings.providers.base import as_str as _str
-from railings.wire._held import HeldError
+from railings.wire._held import HeldStream
 from railings.wire._json import as_count, load_object
 from railings.wire.ndjson import NDJSONDecoder
 from railings.wire.sse import DEFAULT_MAX_EVENT_SIZE
@@ -257,31 +257,17 @@ LINE_HANDLERS: Final[dict[str, _Handler]] = {
 _KNOWN: Final = frozenset(LINE_HANDLERS) | _READ | READ_PAST
 
 
-class OllamaStream:
-    """Bytes in, normalized events out: :class:`NDJSONDecoder` and :class:`OllamaDecoder`.
+class OllamaStream(HeldStream[str]):
+    """Bytes in, normalized events out: :class:`NDJSONDecoder` and :class:`OllamaDecoder`
+    (``wire/_held.py``). At EOF a last line without its LF is decoded too (a cut one
+    raises)."""
 
-    The events of the lines a chunk completed before a malformed one are returned, and
-    its error is raised by the next call (``wire/_held.py``)."""
-
-    __slots__ = ("_decoder", "_held", "_lines", "lines_seen")
+    __slots__ = ()
 
     def __init__(self, *, max_line_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
-        self._lines = NDJSONDecoder(max_line_size=max_line_size)
-        self._decoder = OllamaDecoder()
-        self._held = HeldError()
-        self.lines_seen = 0
+        super().__init__(NDJSONDecoder(max_line_size=max_line_size), OllamaDecoder())
 
-    def feed(self, chunk: bytes) -> list[StreamEvent]:
-        """The normalized events of the lines ``chunk`` completed."""
-        self._held.check("feed")
-        return self._held.decode(self._lines.feed(chunk), self._line)
-
-    def close(self) -> list[StreamEvent]:
-        """EOF: a last line without its LF is decoded too (a cut one raises)."""
-        if self._held.check("close"):
-            return []
-        return self._held.decode(self._lines.close(), self._line) + self._decoder.close()
-
-    def _line(self, line: str) -> list[StreamEvent]:
-        self.lines_seen += 1
-        return self._decoder.feed(line)
+    @property
+    def lines_seen(self) -> int:
+        """The lines decoded so far."""
+        return self.seen
