@@ -23,6 +23,7 @@ from urllib.parse import quote
 from railings.conversation import Message, ToolResult, ToolSpec
 from railings.errors import ProviderError
 from railings.events import StreamEvent, TerminationProof, UsageUpdate
+from railings.providers.resumption import Resumption
 from railings.stops import Stop
 from railings.wire._json import as_count
 from railings.wire.sse import ServerSentEvent
@@ -234,6 +235,19 @@ class ErrorShapes:
     event: Callable[[str, str, int | None], bytes]
     body: Callable[[str, str], bytes]
 
+    @classmethod
+    def of(cls, error: Callable[[str, str], dict[str, Any]], event: str = "") -> ErrorShapes:
+        """The shapes of a wire whose stream event carries the same JSON object as its
+        body, ``error(code, message)``, after an ``event:`` line naming ``event`` when
+        one is given."""
+        head = f"event: {event}\n" if event else ""
+        return cls(
+            event=lambda code, message, _number: (
+                f"{head}data: {compact_json(error(code, message))}\n\n".encode()
+            ),
+            body=lambda code, message: compact_json(error(code, message)).encode(),
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ScriptedShape:
@@ -243,33 +257,6 @@ class ScriptedShape:
 
     lead: int
     seams: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Resumption:
-    """How a wire whose provider keeps a streamed response reads it again (OpenAI
-    Responses with ``background: true``): the same generation, from after an event.
-
-    ``keeps``: the request asks the provider to keep the response (then a stream that
-    broke may be resumed instead of resent); ``ask``: the body that asks it;
-    ``stream_path`` and ``cancel_path``: the paths, below the request URL, that stream
-    the response again after event ``after`` and cancel it.
-    """
-
-    keeps: Callable[[Mapping[str, Any]], bool]
-    ask: Callable[[Mapping[str, Any]], dict[str, Any]]
-    stream_path: Callable[[str, int], str]
-    cancel_path: Callable[[str], str]
-
-    @staticmethod
-    def below(url: str, path: str) -> str:
-        """``path`` below the request ``url``: its own query first, then the request's
-        (Azure OpenAI's ``?api-version=`` stays): ``below("https://h/r?v=1",
-        "/id?s=1")`` is ``https://h/r/id?s=1&v=1``."""
-        base, _, query = url.partition("?")
-        sub, _, sub_query = path.partition("?")
-        queries = "&".join(q for q in (sub_query, query) if q)
-        return base + sub + (f"?{queries}" if queries else "")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

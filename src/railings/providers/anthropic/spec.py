@@ -28,7 +28,6 @@ from railings.providers.base import (
     ProviderSpec,
     ScriptedShape,
     StopReasons,
-    compact_json,
 )
 from railings.stops import Stop
 
@@ -69,12 +68,7 @@ def _anthropic_error(code: str, message: str) -> dict[str, Any]:
 
 
 # The anthropic SDKs raise on ``event: error``.
-ERROR_SHAPES = ErrorShapes(
-    event=lambda code, message, _number: (
-        f"event: error\ndata: {compact_json(_anthropic_error(code, message))}\n\n".encode()
-    ),
-    body=lambda code, message: compact_json(_anthropic_error(code, message)).encode(),
-)
+ERROR_SHAPES = ErrorShapes.of(_anthropic_error, event="error")
 
 # ``message_delta.delta.stop_reason`` -> railings' stop reason. The window filling while
 # the model wrote is an output-limit cut (Anthropic: handle it as ``max_tokens``).

@@ -27,7 +27,6 @@ from railings.providers.base import (
     ProviderSpec,
     ScriptedShape,
     StopReasons,
-    compact_json,
 )
 from railings.providers.openai_chat.decoder import DONE, OpenAIChatDecoder
 from railings.providers.openai_chat.encoder import _openai_message, openai_chat_body
@@ -66,12 +65,7 @@ def _openai_error(code: str, message: str) -> dict[str, Any]:
 
 
 # The openai SDKs raise APIError on a chunk whose data holds ``error``.
-ERROR_SHAPES = ErrorShapes(
-    event=lambda code, message, _number: (
-        f"data: {compact_json(_openai_error(code, message))}\n\n".encode()
-    ),
-    body=lambda code, message: compact_json(_openai_error(code, message)).encode(),
-)
+ERROR_SHAPES = ErrorShapes.of(_openai_error)
 
 # ``finish_reason`` -> railings' stop reason. The first spelling of a stop reason is the
 # one the scripted server sends (``function_call`` is the legacy calls' reason).
