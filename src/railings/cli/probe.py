@@ -117,7 +117,7 @@ def _endpoint(args: argparse.Namespace) -> Iterator[tuple[ClientConfig, str]]:
         with ScriptedServer(DEMO_SCRIPT) as server:
             # The server answers each wire where its SDK looks: the path of the wire's
             # public base URL (OpenAI's ``/v1``) on the server's origin.
-            base_url = server.url + urlsplit(wire.default_base_url).path.rstrip("/")
+            base_url = server.url + wire.base_path
             config = ClientConfig(
                 provider=wire.name,
                 model=DEMO_SCRIPT["model"],

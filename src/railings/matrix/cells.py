@@ -23,7 +23,6 @@ import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from railings.matrix.cases import (
     ATTEMPTS,
@@ -108,7 +107,7 @@ def _provider(spec: ProviderSpec) -> Provider:
     wire = kit_wire(spec)
     return Provider(
         spec.name,
-        urlsplit(spec.default_base_url).path.rstrip("/"),
+        spec.base_path,
         numbered=spec.numbered,
         lead=wire.scripted.lead,
         seams=wire.scripted.seams,

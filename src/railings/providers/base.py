@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal, Protocol
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from railings.conversation import Message, ToolResult, ToolSpec
 from railings.errors import ProviderError
@@ -361,6 +361,12 @@ class ProviderSpec:
     sequence_number: re.Pattern[bytes] | None = None
     resumption: Resumption | None = None
     continues_by_prefill: bool = False
+
+    @property
+    def base_path(self) -> str:
+        """The path of :attr:`default_base_url`, without its trailing slash (OpenAI's
+        ``/v1``; empty for a base URL at the host's root)."""
+        return urlsplit(self.default_base_url).path.rstrip("/")
 
     def path_for(self, model: str) -> str:
         """The request path for ``model``: :attr:`request_path` with its ``{model}``

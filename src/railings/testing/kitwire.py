@@ -9,7 +9,6 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from railings.providers import ProviderSpec, ScriptedShape, openai_chat
 from railings.testing import wire_openai as wo
@@ -95,7 +94,7 @@ class KitWire:
     def paths(self) -> tuple[str, ...]:
         """The paths the scripted server answers: the request path, and with the base
         URL's own path before it (``/v1/chat/completions``)."""
-        base = urlsplit(self.spec.default_base_url).path.rstrip("/")
+        base = self.spec.base_path
         request = self.spec.request_path
         return (base + request, request) if base else (request,)
 
