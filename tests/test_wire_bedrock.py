@@ -40,10 +40,10 @@ from railings.providers.bedrock.decoder import (
     ERROR_CLASSES,
     ERROR_STATUS,
     STOP_REASONS,
-    STOP_REASONS_WIRE,
     BedrockStream,
     is_bedrock,
 )
+from railings.providers.bedrock.spec import SPEC
 from railings.testing.eventstream import encode_message, event_frame, exception_frame
 from railings.turn.model import Outcome
 from railings.turn.verdict import Verdict, judge
@@ -282,8 +282,10 @@ def test_stop_reason_maps() -> None:
     ):
         assert wire in STOP_REASONS
     assert STOP_REASONS["model_context_window_exceeded"] == "max_tokens"  # a cut: gate applies
-    for normalized, wire in STOP_REASONS_WIRE.items():
-        assert STOP_REASONS[wire] == normalized
+    # The spelling the scripted server sends reads back as the stop reason it stands for.
+    sent = ("end_turn", "tool_use", "max_tokens", "stop_sequence", "content_filter")
+    for normalized in (*sent, "malformed_tool_use"):
+        assert STOP_REASONS[str(SPEC.stop_reasons.to_wire(normalized))] == normalized
 
 
 def test_detection() -> None:

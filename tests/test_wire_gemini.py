@@ -39,12 +39,12 @@ from railings.events import (
 from railings.providers.gemini.args import PartialArguments
 from railings.providers.gemini.decoder import (
     STOP_REASONS,
-    STOP_REASONS_WIRE,
     GeminiDecoder,
     GeminiStream,
     decode_body,
     is_gemini,
 )
+from railings.providers.gemini.spec import SPEC
 from railings.turn.model import Outcome
 from railings.turn.verdict import RejectReason, Verdict, judge
 from railings.wire.sse import ServerSentEvent
@@ -386,7 +386,10 @@ def test_stop_reason_maps() -> None:
     ):
         assert wire in STOP_REASONS
     assert STOP_REASONS["MAX_TOKENS"] == "max_tokens"
-    for normalized, wire in STOP_REASONS_WIRE.items():
+    assert STOP_REASONS["OTHER"] == "other"
+    sent = ("end_turn", "tool_use", "max_tokens", "content_filter", "malformed_tool_use")
+    for normalized in sent:
+        wire = str(SPEC.stop_reasons.to_wire(normalized))
         assert STOP_REASONS[wire] == ("end_turn" if normalized == "tool_use" else normalized)
 
 

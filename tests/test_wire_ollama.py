@@ -43,11 +43,11 @@ from railings.events import (
 from railings.providers.ollama.decoder import (
     CONTENT_TYPE,
     STOP_REASONS,
-    STOP_REASONS_WIRE,
     NDJSONDecoder,
     OllamaStream,
     is_ollama,
 )
+from railings.providers.ollama.spec import SPEC
 from railings.turn.model import Outcome
 from railings.turn.verdict import RejectReason, Verdict, judge
 
@@ -207,7 +207,8 @@ def test_the_line_splitter_is_bounded() -> None:
 
 def test_stop_reason_maps() -> None:
     assert STOP_REASONS["length"] == "max_tokens" and STOP_REASONS["stop"] == "end_turn"
-    for normalized, wire in STOP_REASONS_WIRE.items():
+    for normalized in ("end_turn", "tool_use", "max_tokens"):
+        wire = str(SPEC.stop_reasons.to_wire(normalized))
         assert STOP_REASONS[wire] == ("end_turn" if normalized == "tool_use" else normalized)
 
 

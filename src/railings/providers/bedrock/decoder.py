@@ -81,7 +81,6 @@ __all__ = [
     "EVENT_HANDLERS",
     "MESSAGE_STOP",
     "STOP_REASONS",
-    "STOP_REASONS_WIRE",
     "BedrockDecoder",
     "BedrockStream",
     "is_bedrock",
@@ -102,15 +101,6 @@ STOP_REASONS: Final[dict[str, Stop]] = {
     "content_filtered": Stop.CONTENT_FILTER,
     "guardrail_intervened": Stop.CONTENT_FILTER,
     "malformed_tool_use": Stop.MALFORMED_TOOL_USE,
-}
-# The wire value a normalized stop reason is sent as (the scripted server's side).
-STOP_REASONS_WIRE: Final[dict[str, str]] = {
-    "end_turn": "end_turn",
-    "tool_use": "tool_use",
-    "max_tokens": "max_tokens",
-    "stop_sequence": "stop_sequence",
-    "content_filter": "content_filtered",
-    "malformed_tool_use": "malformed_tool_use",
 }
 
 # Exception type -> the error class it is (retryable or not). The first four pass with

@@ -89,7 +89,6 @@ from railings.providers.gemini.fields import (
     PROMPT_BLOCKED,
     READ_PAST,
     STOP_REASONS,
-    STOP_REASONS_WIRE,
     TOP_READ,
     UNSPECIFIED,
 )
@@ -104,7 +103,6 @@ __all__ = [
     "PROMPT_BLOCKED",
     "READ_PAST",
     "STOP_REASONS",
-    "STOP_REASONS_WIRE",
     "UNSPECIFIED",
     "GeminiDecoder",
     "GeminiStream",

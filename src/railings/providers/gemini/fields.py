@@ -20,7 +20,6 @@ __all__ = [
     "PROMPT_BLOCKED",
     "READ_PAST",
     "STOP_REASONS",
-    "STOP_REASONS_WIRE",
     "TOP_READ",
     "UNSPECIFIED",
 ]
@@ -50,14 +49,6 @@ STOP_REASONS: Final[dict[str, str]] = {
     "OTHER": "other",
     "IMAGE_OTHER": "other",
     "NO_IMAGE": "other",
-}
-STOP_REASONS_WIRE: Final[dict[str, str]] = {
-    "end_turn": "STOP",
-    "tool_use": "STOP",  # Gemini has no tool stop: a turn with calls ends in STOP
-    "max_tokens": "MAX_TOKENS",
-    "content_filter": "SAFETY",
-    "malformed_tool_use": "MALFORMED_FUNCTION_CALL",
-    "other": "OTHER",
 }
 
 DONE: Final = "[DONE]"

@@ -81,7 +81,6 @@ __all__ = [
     "MESSAGE_HANDLERS",
     "READ_PAST",
     "STOP_REASONS",
-    "STOP_REASONS_WIRE",
     "OllamaDecoder",
     "OllamaStream",
     "is_ollama",
@@ -98,11 +97,6 @@ STOP_REASONS: Final[dict[str, str]] = {
     "length": "max_tokens",
     "load": "load",
     "unload": "unload",
-}
-STOP_REASONS_WIRE: Final[dict[str, str]] = {
-    "end_turn": "stop",
-    "tool_use": "stop",  # Ollama has no tool stop: a turn with calls ends in "stop"
-    "max_tokens": "length",
 }
 
 
