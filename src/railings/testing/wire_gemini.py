@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from railings.testing.plan import Plan, compact, count_tokens, pieces, positive_int
+from railings.testing.wire_openai import sse
 
 __all__ = [
     "GeminiAsk",
@@ -39,11 +40,6 @@ __all__ = [
     "response",
     "status_error",
 ]
-
-
-def sse(obj: Any) -> bytes:
-    """One SSE event: ``obj`` as one ``data:`` line of compact JSON."""
-    return f"data: {compact(obj)}\n\n".encode()
 
 
 # google.rpc.Code names by HTTP status, as the API pairs them.

@@ -43,6 +43,7 @@ FINGERPRINT = "fp_railings0"
 
 
 def sse(obj: Any) -> bytes:
+    """One SSE event: ``obj`` as one ``data:`` line of compact JSON (Gemini's too)."""
     return f"data: {compact(obj)}\n\n".encode()
 
 
