@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import logging
 import sys
 from collections.abc import Callable
@@ -100,11 +99,9 @@ def register(commands: Any) -> None:
 
 
 def _warn_if_exposed(host: str, command: str) -> None:
-    try:
-        loopback = ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = host == "localhost"
-    if not loopback:
+    from railings.gateway.serve import is_loopback  # the gateway's warning asks it too
+
+    if not is_loopback(host):
         say(command, f"warning: listening on {host}, beyond loopback: other machines can reach it")
 
 
