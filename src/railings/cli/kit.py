@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import logging
-import sys
 from collections.abc import Callable
 from typing import Any
 
 from railings.cli._common import (
     InputError,
     UsageError,
+    log_requests,
     port,
-    prefix,
     say,
     stop_on_sigterm,
     upstream_origin,
@@ -151,12 +149,7 @@ def _serve(
     (``railings serve: POST /v1/... -> 200 (...)``)."""
     _warn_if_exposed(args.host, command)
     if not args.quiet:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter(prefix(command) + "%(message)s"))
-        log = logging.getLogger(logger)
-        log.addHandler(handler)
-        log.setLevel(logging.INFO)
-        log.propagate = False
+        log_requests(command, logger)
     stop_on_sigterm()
     try:
         server.serve_forever(ready=ready)
