@@ -13,6 +13,7 @@ summary and legend: ``test_demo.py``).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import signal
@@ -162,6 +163,31 @@ def test_a_server_says_where_it_listens_on_stderr_and_stops_on_a_signal_with_0(
     assert out == ""
     assert process.returncode == 0, rest
     assert all(line.startswith(f"railings {command}: ") for line in rest.splitlines()), rest
+
+
+def test_a_servers_request_lines_are_printed_once_with_its_prefix(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # An application (or a test runner) may have put a handler on the root logger: the
+    # request log stops at its own handler, so the root does not print each line again.
+    from railings.cli._common import log_requests
+
+    seen: list[logging.LogRecord] = []
+    root = logging.getLogger()
+    catch = logging.Handler()
+    catch.emit = seen.append  # type: ignore[method-assign]
+    root.addHandler(catch)
+    log = logging.getLogger("railings.conventions.requests")
+    try:
+        log_requests("serve", log.name)
+        log.info("POST /v1/messages -> 200")
+        log.debug("not a request line")
+    finally:
+        root.removeHandler(catch)
+        for handler in log.handlers[:]:
+            log.removeHandler(handler)
+    assert capsys.readouterr().err == "railings serve: POST /v1/messages -> 200\n"
+    assert seen == []
 
 
 # -- matrix ---------------------------------------------------------------------------

@@ -407,9 +407,23 @@ def test_serve_and_proxy_say_so_when_they_listen_beyond_loopback(
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.8.9.1", "::1", "localhost"])
 def test_loopback_addresses_need_no_warning(host: str, capsys: pytest.CaptureFixture[str]) -> None:
     from railings.cli.kit import _warn_if_exposed
+    from railings.gateway.serve import is_loopback
 
+    assert is_loopback(host)
     _warn_if_exposed(host, "serve")
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.7", "2001:db8::1", "localhost.lan"])
+def test_every_other_address_is_warned_about(host: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # The wildcards reach every interface, and a name other than localhost may resolve
+    # anywhere: the serve, proxy and gateway commands all ask this one rule.
+    from railings.cli.kit import _warn_if_exposed
+    from railings.gateway.serve import is_loopback
+
+    assert not is_loopback(host)
+    _warn_if_exposed(host, "serve")
+    assert f"warning: listening on {host}, beyond loopback" in capsys.readouterr().err
 
 
 # -- tools stay in their directory -------------------------------------------------------------

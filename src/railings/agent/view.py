@@ -40,7 +40,7 @@ from railings.transport import BANNER, BannerState
 from railings.turn.model import Outcome, Turn
 from railings.turn.verdict import judge
 
-__all__ = ["TerminalView", "visible"]
+__all__ = ["TerminalView", "clip", "visible"]
 
 _STATUS_STYLE = {
     OutcomeStatus.EXECUTED: ("green", "executed"),
@@ -81,9 +81,14 @@ def visible(text: str, *, prose: bool = False) -> str:
     return "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in text)
 
 
-def _clip(text: str, limit: int = 160) -> str:
-    text = visible(redact(text))  # a newline shows as \n: one line per call or output line
+def clip(text: str, limit: int = 80) -> str:
+    """``text``, or its first ``limit`` characters and its length when it is longer."""
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} chars)"
+
+
+def _clip(text: str, limit: int) -> str:
+    # A newline shows as \n: one line per call or output line.
+    return clip(visible(redact(text)), limit)
 
 
 def _arguments(raw: str, limit: int = 160) -> str:

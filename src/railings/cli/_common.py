@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import shutil
 import signal
@@ -35,6 +36,7 @@ __all__ = [
     "chosen_profile",
     "console",
     "fail",
+    "log_requests",
     "port",
     "positive",
     "prefix",
@@ -89,6 +91,18 @@ def prefix(command: str | None) -> str:
 def say(command: str | None, message: str) -> None:
     """One status or error line on stderr, with the command's prefix."""
     print(prefix(command) + message, file=sys.stderr, flush=True)
+
+
+def log_requests(command: str, logger: str) -> None:
+    """``logger``'s records at INFO and above on stderr, each after :func:`prefix`: the
+    line per request of a server command. They stop there: passed on to the root logger
+    too, they would print twice wherever the root has a handler."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(prefix(command) + "%(message)s"))
+    log = logging.getLogger(logger)
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
 
 
 def fail(command: str | None, message: str, code: int) -> int:

@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import datetime
 import json
-import logging
 import signal
 import sys
 from typing import Any
@@ -20,9 +19,9 @@ from railings.cli._common import (
     UsageError,
     chosen_profile,
     console,
+    log_requests,
     port,
     positive,
-    prefix,
     say,
     stop_on_sigterm,
 )
@@ -130,11 +129,7 @@ def run_gateway(args: argparse.Namespace) -> int:
             f"warning: the gateway listens on {host}, beyond loopback: anyone who "
             "can reach it can use the upstream through it",
         )
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(prefix("gateway") + "%(message)s"))
-    logger = logging.getLogger("railings.gateway")
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
+    log_requests("gateway", "railings.gateway")
     journal = "no journal" if gateway.journal is None else f"journal {gateway.journal.journal.path}"
     # uvicorn shuts down gracefully on SIGINT / SIGTERM, then raises the signal again;
     # both are how a server is meant to stop, so both end with exit code 0, also when

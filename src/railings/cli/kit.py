@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import ipaddress
-import logging
-import sys
 from collections.abc import Callable
 from typing import Any
 
 from railings.cli._common import (
     InputError,
     UsageError,
+    log_requests,
     port,
-    prefix,
     say,
     stop_on_sigterm,
     upstream_origin,
@@ -100,11 +97,9 @@ def register(commands: Any) -> None:
 
 
 def _warn_if_exposed(host: str, command: str) -> None:
-    try:
-        loopback = ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = host == "localhost"
-    if not loopback:
+    from railings.gateway.serve import is_loopback  # the gateway's warning asks it too
+
+    if not is_loopback(host):
         say(command, f"warning: listening on {host}, beyond loopback: other machines can reach it")
 
 
@@ -154,12 +149,7 @@ def _serve(
     (``railings serve: POST /v1/... -> 200 (...)``)."""
     _warn_if_exposed(args.host, command)
     if not args.quiet:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter(prefix(command) + "%(message)s"))
-        log = logging.getLogger(logger)
-        log.addHandler(handler)
-        log.setLevel(logging.INFO)
-        log.propagate = False
+        log_requests(command, logger)
     stop_on_sigterm()
     try:
         server.serve_forever(ready=ready)

@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.markup import escape
 
-from railings.agent.view import visible
+from railings.agent.view import clip, visible
 from railings.cli._common import InputError, chosen_profile, console, positive, say
 from railings.providers import NAMES
 from railings.replay import Replay, replay, to_json
@@ -195,7 +195,7 @@ def _summary(result: Replay) -> None:
         ("refusal", turn.refusal),
     ):
         if value:
-            out.print(f"[dim]{label}:[/] {_shown(_clip(value, 400), prose=True)}")
+            out.print(f"[dim]{label}:[/] {_shown(clip(value, 400), prose=True)}")
     for v in result.verdicts:
         out.print(_call_line(v))
     for c in turn.server_tool_calls:
@@ -220,7 +220,7 @@ def _call_line(v: CallVerdict) -> str:
         tag = f"[red]NOT executed[/]: {v.reason.value if v.reason else ''}"
         if v.reason is RejectReason.TRUNCATED and not call.provable:
             tag += " (its completeness cannot be checked)"
-    raw = _shown(_clip(call.raw_arguments, 200))
+    raw = _shown(clip(call.raw_arguments, 200))
     what = "tool call" if call.type == "function" else f"{call.type} call"
     origin = " (arguments arrived parsed)" if call.origin == "parsed" else ""
     return f"{what} #{call.index} [bold]{_shown(call.name)}[/] {raw}{origin} -> {tag}"
@@ -230,7 +230,3 @@ def _shown(text: str, *, prose: bool = False) -> str:
     """``text`` from the body, for the report: control characters as their escapes
     (ESC as ``\\x1b``; newlines too unless ``prose``), rich markup escaped."""
     return escape(visible(text, prose=prose))
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} chars)"

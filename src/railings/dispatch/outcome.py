@@ -145,4 +145,4 @@ class BatchResult:
     @property
     def resend_requested(self) -> bool:
         """True when some call was rejected and the model was asked to resend it."""
-        return any(o.status is OutcomeStatus.REJECTED for o in self.outcomes)
+        return bool(self.rejected)

@@ -49,6 +49,13 @@ from httpcore2 import (
 __all__ = ["AsyncioBackend", "AsyncioStream"]
 
 _HIGH = 256 * 1024  # buffered bytes past which the socket stops being read
+# What httpcore2 asks of a stream -> what the asyncio transport calls it.
+_EXTRA_INFO = {
+    "ssl_object": "ssl_object",
+    "client_addr": "sockname",
+    "server_addr": "peername",
+    "socket": "socket",
+}
 _SocketOption = (
     tuple[int, int, int] | tuple[int, int, bytes | bytearray] | tuple[int, int, None, int]
 )
@@ -80,7 +87,7 @@ class _Protocol(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.chunks.append(data)
         self.size += len(data)
-        waiter = self.waiter
+        waiter = self.waiter  # _release, inlined: this runs for every chunk received
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
         if self.size > _HIGH and not self.paused and self.transport is not None:
@@ -89,17 +96,15 @@ class _Protocol(asyncio.Protocol):
 
     def eof_received(self) -> bool:
         self.eof = True
-        self._wake()
+        _release(self.waiter)
         return False  # the transport closes itself
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.eof = True
         if exc is not None and self.error is None:
             self.error = exc
-        self._wake()
-        waiter = self.write_waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        _release(self.waiter)
+        _release(self.write_waiter)
         if self.handle is not None:
             self.handle.cancel()
             self.handle = None
@@ -109,14 +114,7 @@ class _Protocol(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.write_paused = False
-        waiter = self.write_waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    def _wake(self) -> None:
-        waiter = self.waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        _release(self.write_waiter)
 
     def watch(self, timeout: float) -> None:
         """The current read may wait until ``timeout`` seconds from now."""
@@ -139,6 +137,11 @@ class _Protocol(asyncio.Protocol):
             waiter.set_exception(ReadTimeout("timed out"))
         else:
             self._schedule(self.until)
+
+
+def _release(waiter: asyncio.Future[None] | None) -> None:
+    if waiter is not None and not waiter.done():
+        waiter.set_result(None)
 
 
 class AsyncioStream(httpcore2.AsyncNetworkStream):
@@ -243,18 +246,11 @@ class AsyncioStream(httpcore2.AsyncNetworkStream):
         """What httpcore2 asks of a stream: the TLS object, the addresses, the socket,
         and whether an idle connection has something to read (the peer closed it)."""
         transport = self._transport
-        if info == "ssl_object":
-            return transport.get_extra_info("ssl_object")
-        if info == "client_addr":
-            return transport.get_extra_info("sockname")
-        if info == "server_addr":
-            return transport.get_extra_info("peername")
-        if info == "socket":
-            return transport.get_extra_info("socket")
         if info == "is_readable":
             p = self._protocol
             return bool(p.chunks) or p.eof or transport.is_closing()
-        return None
+        name = _EXTRA_INFO.get(info)
+        return None if name is None else transport.get_extra_info(name)
 
 
 class AsyncioBackend(httpcore2.AsyncNetworkBackend):

@@ -47,7 +47,8 @@ def tune_gc(threshold: tuple[int, int, int] | None = None) -> None:
 
 
 def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and every loopback address."""
+    """True for ``localhost`` and every loopback address, never for a wildcard (``0.0.0.0``,
+    ``::``) or another name: the rule behind the warning of every command that listens."""
     if host == "localhost":
         return True
     try:

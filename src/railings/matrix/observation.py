@@ -9,6 +9,7 @@ import ssl
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from railings.agent.view import clip  # the one way a long text is shortened
 from railings.matrix.cells import Provider
 
 __all__ = [
@@ -168,8 +169,3 @@ def shared_ssl_context() -> ssl.SSLContext:
     """One verifying TLS context for every client of a run: loading the CA bundle costs
     more than a whole small cell."""
     return ssl.create_default_context()
-
-
-def clip(text: str, limit: int = 80) -> str:
-    """``text``, or its first ``limit`` characters and its length when it is longer."""
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} chars)"

@@ -87,7 +87,8 @@ _STREAMING, _CONNECTING = State.STREAMING, State.CONNECTING
 
 class TurnAssembler:
     """Reduces normalized events to a turn. Feed it with :meth:`received`, :meth:`apply`,
-    :meth:`fault` and :meth:`eof`; read the result with :meth:`turn` once terminated."""
+    :meth:`fault` and :meth:`eof`; read the result with :meth:`turn` once terminated.
+    ``service`` is ignored: the ``profile`` now decides what a service's exemption did."""
 
     def __init__(
         self,
@@ -101,7 +102,6 @@ class TurnAssembler:
         self.provider = provider
         self.max_tokens = max_tokens
         self.request_chars = request_chars  # the request's text, for an estimated input
-        self.service = service
         self.profile = profile
         self.machine = TerminationMachine()
         self._parts = PartsManager()
