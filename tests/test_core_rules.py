@@ -7,11 +7,13 @@ import ast
 import importlib
 import subprocess
 import sys
+from dataclasses import fields
+from inspect import signature
 from pathlib import Path
 
 import pytest
 
-from railings import IllegalTransition, RailingsError, errors
+from railings import IllegalTransition, RailingsError, errors, inspect, replay
 from railings.classify import (
     CONTENT_IDLE_MESSAGE,
     IDLE_MESSAGE,
@@ -20,6 +22,11 @@ from railings.classify import (
     class_for_status,
     classify_text,
 )
+from railings.integrations import inspect_message
+from railings.transport.config import ClientConfig
+from railings.turn.assembler import TurnAssembler
+from railings.turn.attempt import Attempt
+from railings.turn.reader import StreamReader
 from railings.turn.stop_reason import derive_stop_reason, is_truncated, normalize_stop_reason
 from railings.turn.termination import TRANSITIONS, Signal, State, TerminationMachine
 
@@ -57,10 +64,22 @@ def test_derivation_order_is_limit_then_tool_use_then_end_turn() -> None:
     assert derive_stop_reason(saw_tool_use=False, output_tokens=None, max_tokens=10) == "end_turn"
 
 
-def test_exemption_table_is_empty_by_default_and_works_when_filled() -> None:
-    assert is_truncated("max_tokens", "anyone")
-    assert not is_truncated("max_tokens", "Acme", frozenset({"acme"}))
-    assert not is_truncated("end_turn", None)
+def test_truncation_is_an_output_limit_stop_or_billed_output_at_the_limit() -> None:
+    assert is_truncated("max_tokens")
+    assert is_truncated("tool_use", output_tokens=64, max_tokens=64)
+    assert not is_truncated("tool_use", output_tokens=63, max_tokens=64)
+    assert not is_truncated("end_turn")
+    assert not is_truncated(None)
+
+
+def test_no_caller_can_name_a_service_to_waive_a_cut() -> None:
+    # The waiver's one home is the profile (misreports_length); no parameter elsewhere
+    # can quietly spare a cut call the gate.
+    shells = (is_truncated, replay, inspect, inspect_message, StreamReader, Attempt, TurnAssembler)
+    for shell in shells:
+        assert "service" not in signature(shell).parameters, shell
+        assert "exemptions" not in signature(shell).parameters, shell
+    assert "service" not in {f.name for f in fields(ClientConfig)}
 
 
 def test_only_the_proof_moves_to_clean() -> None:

@@ -181,7 +181,7 @@ def test_stop_reason_derived_tool_use_and_end_turn() -> None:
 
 def test_a_cut_call_stays_truncated_for_a_service_that_misreports_length() -> None:
     body = openai_tool_stream(_split(FRAGMENT), "length")
-    assert replay(body, service="acme").turn.truncated
+    assert replay(body).turn.truncated
     evidence = {"misreports_length": Evidence(observed="o", seen=1, date="d", source="s")}
     profile = Profile(name="acme", misreports_length=True, evidence=evidence)
     turn = replay(body, profile=profile).turn

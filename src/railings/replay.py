@@ -48,7 +48,6 @@ def replay(
     provider: str = "auto",
     max_tokens: int | None = None,
     chunk_size: int | None = None,
-    service: str | None = None,
     max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
     choice: int = 0,
     profile: Profile = WIRE,
@@ -64,7 +63,6 @@ def replay(
     attempt = Attempt(
         provider,
         max_tokens=max_tokens,
-        service=service,
         max_event_size=max_event_size,
         choice=choice,
         hold=False,

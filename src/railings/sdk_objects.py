@@ -70,7 +70,6 @@ def inspect(
     obj: Any,
     *,
     max_tokens: int | None = None,
-    service: str | None = None,
     request_chars: int | None = None,
 ) -> Replay:
     """The turn verdict for an SDK response object (see the module docstring).
@@ -80,9 +79,7 @@ def inspect(
     (:func:`railings.turn.usage.request_chars`), from which an input count the object
     lacks is estimated; without it, that count is unknown."""
     provider, events = _is_other_format(obj) or _own_format(obj)
-    return _judged(
-        provider, events, max_tokens=max_tokens, service=service, request_chars=request_chars
-    )
+    return _judged(provider, events, max_tokens=max_tokens, request_chars=request_chars)
 
 
 def _own_format(obj: Any) -> tuple[str, list[StreamEvent]]:
@@ -115,12 +112,9 @@ def _judged(
     events: list[StreamEvent],
     *,
     max_tokens: int | None,
-    service: str | None,
     request_chars: int | None,
 ) -> Replay:
-    assembler = TurnAssembler(
-        provider, max_tokens=max_tokens, service=service, request_chars=request_chars
-    )
+    assembler = TurnAssembler(provider, max_tokens=max_tokens, request_chars=request_chars)
     assembler.received()
     for event in events:
         assembler.apply(event)

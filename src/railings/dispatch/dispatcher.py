@@ -6,7 +6,7 @@ choice is deliberate:
 1. **The truncation gate comes first.** Every call is judged by
    :func:`~railings.turn.verdict.judge` -- the one verdict logic: an abruptly
    terminated turn rejects every call (it executes nothing); a truncated turn
-   (an output-limit stop anywhere in the turn, provider not exempt) rejects each
+   (an output-limit stop anywhere in the turn) rejects each
    call whose strict parse failed, never repairing it, and every call whose
    completeness cannot be proven from raw text (arguments parsed upstream, a
    freeform input); a finished turn repairs what it can.

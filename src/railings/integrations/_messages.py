@@ -95,14 +95,12 @@ def stop_reason_of(metadata: Mapping[str, Any]) -> str | None:
     return None
 
 
-def inspect_message(
-    message: Any, *, max_tokens: int | None = None, service: str | None = None
-) -> Replay:
+def inspect_message(message: Any, *, max_tokens: int | None = None) -> Replay:
     """The turn verdict for a LangChain ``AIMessage`` (see the module docstring)."""
     metadata = _mapping(getattr(message, "response_metadata", None))
     wire = stop_reason_of(metadata)
     provider = str(metadata.get("model_provider") or "langchain")
-    assembler = TurnAssembler(provider, max_tokens=max_tokens, service=service)
+    assembler = TurnAssembler(provider, max_tokens=max_tokens)
     assembler.received()
     for event in _events(message, metadata, wire):
         assembler.apply(event)

@@ -281,7 +281,6 @@ class AsyncProviderClient:
                     max_tokens=requested_limit(request),
                     request_chars=request_chars(request),  # for an input never reported
                     limits=cfg.limits,
-                    service=cfg.service,
                     keep=_RECEIVED_LIMIT,
                     profile=cfg.judged_by,
                     keeps=kept.keeps(request),

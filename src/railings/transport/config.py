@@ -121,7 +121,6 @@ class ClientConfig:
     ``background``: retries of this client's work never update the foreground
     retry banner (a sub-agent's client, say).
     ``verify``: TLS verification, as in httpx2 (an ``ssl.SSLContext`` for a private CA).
-    ``service``: the name looked up in the truncation gate's exemption table.
     ``max_tokens_field``: OpenAI reasoning models want ``max_completion_tokens``
     (Chat Completions only: the Responses API has one name, ``max_output_tokens``).
     ``include_usage``: send ``stream_options.include_usage``; None means "send it,
@@ -164,7 +163,6 @@ class ClientConfig:
     verify: ssl.SSLContext | bool = True
     raise_on_partial: bool = False
     background: bool = False
-    service: str | None = None
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     include_usage: bool | None = None
     anthropic_version: str = ANTHROPIC_VERSION

@@ -87,15 +87,13 @@ _STREAMING, _CONNECTING = State.STREAMING, State.CONNECTING
 
 class TurnAssembler:
     """Reduces normalized events to a turn. Feed it with :meth:`received`, :meth:`apply`,
-    :meth:`fault` and :meth:`eof`; read the result with :meth:`turn` once terminated.
-    ``service`` is ignored: the ``profile`` now decides what a service's exemption did."""
+    :meth:`fault` and :meth:`eof`; read the result with :meth:`turn` once terminated."""
 
     def __init__(
         self,
         provider: str,
         *,
         max_tokens: int | None = None,
-        service: str | None = None,
         profile: Profile = WIRE,
         request_chars: int | None = None,
     ) -> None:
@@ -295,7 +293,7 @@ class TurnAssembler:
         endpoint misreports ``length``, an output-limit stop alone truncates only a turn
         where a call's completeness is in question: a cut call never runs either way."""
         truncated = is_truncated(
-            stop_reason, None, output_tokens=self._peak_output, max_tokens=self.max_tokens
+            stop_reason, output_tokens=self._peak_output, max_tokens=self.max_tokens
         )
         if not truncated or not self.profile.misreports_length:
             return truncated

@@ -135,7 +135,6 @@ class Attempt:
         clocks: Clocks | None = None,
         max_tokens: int | None = None,
         limits: TurnLimits | None = None,
-        service: str | None = None,
         keep: int = 0,
         hold: bool = True,
         max_preamble: int | None = None,
@@ -149,7 +148,6 @@ class Attempt:
         self.reader = StreamReader(
             provider,
             max_tokens=max_tokens,
-            service=service,
             max_event_size=max_event_size,
             choice=choice,
             profile=profile,

@@ -109,7 +109,6 @@ class StreamReader:
         provider: str = "auto",
         *,
         max_tokens: int | None = None,
-        service: str | None = None,
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
         choice: int = 0,
         fast: bool | None = None,
@@ -129,7 +128,6 @@ class StreamReader:
         # What the assembler is built with once the wire is known.
         self._options: dict[str, Any] = {
             "max_tokens": max_tokens,
-            "service": service,
             "profile": profile,
             "request_chars": request_chars,
         }

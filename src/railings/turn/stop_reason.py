@@ -1,5 +1,5 @@
 """Stop reasons: normalization, derivation when the wire is silent, and the
-truncation predicate with its provider exemption table.
+truncation predicate.
 
 Each provider module owns its wire's spellings (its public ``STOP_REASONS``, the
 spec's ``stop_reasons.wire``); this module normalizes with their union, which it reads
@@ -49,14 +49,13 @@ an agent told "finished" would leave the model waiting for results.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Set
+from collections.abc import Mapping
 
 from railings.providers import derived_stop_reasons, stop_reasons
 from railings.stops import Stop, StopSource
 from railings.turn.limit import reached_limit
 
 __all__ = [
-    "DEFAULT_EXEMPTIONS",
     "MAX_TOKENS",
     "TABLE",
     "Stop",
@@ -73,11 +72,6 @@ MAX_TOKENS = Stop.MAX_TOKENS
 TABLE: Mapping[str, Stop] = stop_reasons()
 # Spellings whose meaning the turn decides: the Responses status ``completed``.
 _DERIVED: frozenset[str] = derived_stop_reasons()
-
-# Services for which is_truncated() waives a length stop. Empty, and the reader passes
-# none: an endpoint that misreports length says so in its profile
-# (railings.turn.profile: misreports_length), which never lets a cut call run.
-DEFAULT_EXEMPTIONS: frozenset[str] = frozenset()
 
 
 def normalize_stop_reason(wire: str, *, saw_tool_use: bool = False) -> str:
@@ -111,17 +105,12 @@ def derive_stop_reason(
 
 
 def is_truncated(
-    stop_reason: str | None,
-    service: str | None,
-    exemptions: Set[str] = DEFAULT_EXEMPTIONS,
-    *,
-    output_tokens: int | None = None,
-    max_tokens: int | None = None,
+    stop_reason: str | None, *, output_tokens: int | None = None, max_tokens: int | None = None
 ) -> bool:
-    """True when the output limit cut the turn and its service is not exempt: the stop
-    reason says so, or the billed output reached the requested limit whatever the stop
-    reason says (:func:`railings.turn.limit.reached_limit`: servers report ``tool_calls``
-    for turns ``max_tokens`` cut)."""
-    if stop_reason != MAX_TOKENS and not reached_limit(output_tokens, max_tokens):
-        return False
-    return not (service is not None and service.lower() in exemptions)
+    """True when the output limit cut the turn: the stop reason says so, or the billed
+    output reached the requested limit whatever the stop reason says
+    (:func:`railings.turn.limit.reached_limit`: servers report ``tool_calls`` for turns
+    ``max_tokens`` cut). Nothing here waives a cut: an endpoint that misreports
+    ``length`` says so in its profile (``misreports_length``), which spares a text answer
+    the report and never lets a cut call run."""
+    return stop_reason == MAX_TOKENS or reached_limit(output_tokens, max_tokens)

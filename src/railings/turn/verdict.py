@@ -11,7 +11,7 @@ The order is the rule (truncation before repair; no proof, no execution):
    call of a botched step is the model's intended action.
 2. The turn is truncated (an output-limit stop seen anywhere in the turn, or billed
    output that reached the request's limit whatever stop reason the wire claims --
-   servers report ``tool_calls`` for turns ``max_tokens`` cut; service not exempt)
+   servers report ``tool_calls`` for turns ``max_tokens`` cut)
    and the call's completeness cannot be proven from raw text ->
    **reject, truncated**, *every* such call of the turn, not only the last. A
    call is provable only when its arguments are JSON text the model wrote
