@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from railings.providers import anthropic, openai_chat, openai_responses, stop_reason_on
+from railings.providers.base import compact_json as compact  # the APIs' own JSON spelling
 from railings.turn.repair import RepairPolicy, parse_arguments
 
 if TYPE_CHECKING:
@@ -43,11 +44,6 @@ TOKEN_CHARS = 4
 def count_tokens(chars: int) -> int:
     """How many tokens ``chars`` characters count as: ``ceil(chars / 4)``."""
     return math.ceil(chars / TOKEN_CHARS)
-
-
-def compact(obj: Any) -> str:
-    """``obj`` as the APIs write JSON: no spaces, non-ASCII as it is."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
 def pieces(s: str, size: int) -> Iterator[str]:
