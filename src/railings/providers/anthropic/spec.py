@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from railings.conversation import ToolResult
 from railings.errors import (
     AuthenticationError,
     BadRequest,
@@ -22,9 +23,11 @@ from railings.providers.anthropic.decoder import MESSAGE_STOP, AnthropicDecoder
 from railings.providers.anthropic.encoder import _anthropic_blocks, anthropic_messages_body
 from railings.providers.base import (
     Detection,
+    EncodeRequest,
     ErrorShapes,
     Framing,
     Proof,
+    ProviderDecoder,
     ProviderSpec,
     ScriptedShape,
     StopReasons,
@@ -62,6 +65,27 @@ _EVENTS = frozenset(
 )
 
 
+def _decoder(choice: int = 0) -> ProviderDecoder:
+    # One message per stream: no choices to pick from.
+    return AnthropicDecoder()
+
+
+def _encode(request: EncodeRequest) -> dict[str, Any]:
+    return anthropic_messages_body(
+        request.model,
+        request.messages,
+        max_tokens=request.max_tokens,
+        tools=request.tools,
+        extra=request.extra,
+    )
+
+
+def _tool_result(result: ToolResult, call_type: str) -> list[dict[str, Any]]:
+    # One ``tool_result`` block (``is_error`` kept); the encoder puts a turn's results
+    # first in one user message, as the API requires.
+    return _anthropic_blocks(result)
+
+
 def _anthropic_error(code: str, message: str) -> dict[str, Any]:
     # api_error: the type the anthropic SDKs map to their server error class.
     return {"type": "error", "error": {"type": "api_error", "message": message}}
@@ -97,13 +121,9 @@ SPEC = ProviderSpec(
     version_header=("anthropic-version", ANTHROPIC_VERSION),
     request_id_header="request-id",
     gen_ai_name="anthropic",
-    decoder=lambda _choice: AnthropicDecoder(),  # one message per stream: no choices
-    encode=lambda r: anthropic_messages_body(
-        r.model, r.messages, max_tokens=r.max_tokens, tools=r.tools, extra=r.extra
-    ),
-    # One ``tool_result`` block (``is_error`` kept); the encoder puts a turn's results
-    # first in one user message, as the API requires.
-    tool_result=lambda result, _call_type: _anthropic_blocks(result),
+    decoder=_decoder,
+    encode=_encode,
+    tool_result=_tool_result,
     asks_for_usage=False,
     proof=Proof(
         markers=frozenset({MESSAGE_STOP}),

@@ -19,10 +19,15 @@ the region from ``AWS_REGION`` or ``AWS_DEFAULT_REGION`` (``us-east-1`` by defau
 
 from __future__ import annotations
 
+from typing import Any
+
+from railings.conversation import ToolResult
 from railings.providers.base import (
     Detection,
+    EncodeRequest,
     Framing,
     Proof,
+    ProviderDecoder,
     ProviderSpec,
     ScriptedShape,
     StopReasons,
@@ -45,6 +50,24 @@ __all__ = ["BEDROCK_ERROR_TYPES", "SPEC", "STOP_REASONS"]
 # ready pass with time; validation, access denied and resource not found never do.
 BEDROCK_ERROR_TYPES = ERROR_CLASSES
 
+
+def _decoder(choice: int = 0) -> ProviderDecoder:
+    # One message per stream: no choices to pick from.
+    return BedrockDecoder()
+
+
+def _encode(request: EncodeRequest) -> dict[str, Any]:
+    # The model is in the request path (ProviderSpec.path_for), not the body.
+    return bedrock_body(
+        request.messages, max_tokens=request.max_tokens, tools=request.tools, extra=request.extra
+    )
+
+
+def _tool_result(result: ToolResult, call_type: str) -> list[dict[str, Any]]:
+    # One toolResult block; the encoder puts a turn's results first in one user message.
+    return [bedrock_tool_result(result)]
+
+
 SPEC = ProviderSpec(
     name="bedrock",
     title="Amazon Bedrock ConverseStream",
@@ -65,13 +88,9 @@ SPEC = ProviderSpec(
     version_header=None,
     request_id_header="x-amzn-requestid",
     gen_ai_name="aws.bedrock",
-    decoder=lambda _choice: BedrockDecoder(),  # one message per stream: no choices
-    # The model is in the request path (ProviderSpec.path_for), not the body.
-    encode=lambda r: bedrock_body(
-        r.messages, max_tokens=r.max_tokens, tools=r.tools, extra=r.extra
-    ),
-    # One toolResult block; the encoder puts a turn's results first in one user message.
-    tool_result=lambda result, _call_type: [bedrock_tool_result(result)],
+    decoder=_decoder,
+    encode=_encode,
+    tool_result=_tool_result,
     asks_for_usage=False,
     proof=Proof(
         markers=frozenset({MESSAGE_STOP}),

@@ -23,6 +23,9 @@ API version (the path carries ``/v1beta``).
 
 from __future__ import annotations
 
+from typing import Any
+
+from railings.conversation import ToolResult
 from railings.errors import (
     AuthenticationError,
     BadRequest,
@@ -35,8 +38,10 @@ from railings.errors import (
 from railings.events import StreamEvent
 from railings.providers.base import (
     Detection,
+    EncodeRequest,
     Framing,
     Proof,
+    ProviderDecoder,
     ProviderSpec,
     ScriptedShape,
     StopReasons,
@@ -84,10 +89,27 @@ GEMINI_ERROR_STATUSES: dict[str, type[ProviderError]] = {
 }
 
 
+def _decoder(choice: int = 0) -> ProviderDecoder:
+    # ``choice`` is the candidate read (``candidateCount`` > 1).
+    return GeminiDecoder(candidate=choice)
+
+
 def _whole_body(body: bytes, choice: int) -> list[StreamEvent]:
-    # ``streamGenerateContent`` without ``alt=sse``: one JSON array, read whole. A named
-    # function: the reader that holds it may be pickled.
+    # ``streamGenerateContent`` without ``alt=sse``: one JSON array, read whole.
     return decode_body(body, candidate=choice)
+
+
+def _encode(request: EncodeRequest) -> dict[str, Any]:
+    # The model is in the request path (ProviderSpec.path_for), not the body.
+    return gemini_body(
+        request.messages, max_tokens=request.max_tokens, tools=request.tools, extra=request.extra
+    )
+
+
+def _tool_result(result: ToolResult, call_type: str) -> list[dict[str, Any]]:
+    # One functionResponse part, named by ``result.name`` (the encoder looks the name up
+    # in the history when it is empty).
+    return [gemini_function_response(result)]
 
 
 # ``finishReason`` (and ``promptFeedback.blockReason``) -> railings' stop reason, in the
@@ -116,14 +138,10 @@ SPEC = ProviderSpec(
     # body. The scripted server names its answers with this one.
     request_id_header="x-request-id",
     gen_ai_name="gcp.gemini",
-    # ``choice`` is the candidate read (``candidateCount`` > 1).
-    decoder=lambda choice: GeminiDecoder(candidate=choice),
+    decoder=_decoder,
     whole_body=_whole_body,
-    # The model is in the request path (ProviderSpec.path_for), not the body.
-    encode=lambda r: gemini_body(r.messages, max_tokens=r.max_tokens, tools=r.tools, extra=r.extra),
-    # One functionResponse part, named by ``result.name`` (the encoder looks the name up
-    # in the history when it is empty).
-    tool_result=lambda result, _call_type: [gemini_function_response(result)],
+    encode=_encode,
+    tool_result=_tool_result,
     asks_for_usage=False,
     proof=Proof(
         markers=frozenset({FINISH_REASON, PROMPT_BLOCKED}),

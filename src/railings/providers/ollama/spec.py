@@ -23,11 +23,16 @@ classifies them (``classify.STATUS_TABLE``: 404 an unknown model, 503 a full que
 
 from __future__ import annotations
 
+from typing import Any
+
+from railings.conversation import ToolResult
 from railings.errors import ProviderError
 from railings.providers.base import (
     Detection,
+    EncodeRequest,
     Framing,
     Proof,
+    ProviderDecoder,
     ProviderSpec,
     ScriptedShape,
     StopReasons,
@@ -39,6 +44,26 @@ from railings.stops import Stop
 __all__ = ["OLLAMA_ERROR_TYPES", "SPEC", "STOP_REASONS"]
 
 OLLAMA_ERROR_TYPES: dict[str, type[ProviderError]] = {}
+
+
+def _decoder(choice: int = 0) -> ProviderDecoder:
+    # One message per stream: no choices to pick from.
+    return OllamaDecoder()
+
+
+def _encode(request: EncodeRequest) -> dict[str, Any]:
+    return ollama_body(
+        request.model,
+        request.messages,
+        max_tokens=request.max_tokens,
+        tools=request.tools,
+        extra=request.extra,
+    )
+
+
+def _tool_result(result: ToolResult, call_type: str) -> list[dict[str, Any]]:
+    # One ``role: tool`` message per result.
+    return [ollama_tool_message(result)]
 
 
 # ``done_reason`` -> railings' stop reason. ``load`` / ``unload`` (the model's lifecycle)
@@ -62,11 +87,9 @@ SPEC = ProviderSpec(
     # The API names no request header; the scripted server names its answers with this.
     request_id_header="x-request-id",
     gen_ai_name="ollama",
-    decoder=lambda _choice: OllamaDecoder(),  # one message per stream: no choices
-    encode=lambda r: ollama_body(
-        r.model, r.messages, max_tokens=r.max_tokens, tools=r.tools, extra=r.extra
-    ),
-    tool_result=lambda result, _call_type: [ollama_tool_message(result)],  # role: tool
+    decoder=_decoder,
+    encode=_encode,
+    tool_result=_tool_result,
     asks_for_usage=False,
     proof=Proof(markers=frozenset({DONE}), fields=frozenset({DONE}), structure="a `done_reason`"),
     stop_reasons=StopReasons(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from railings.conversation import ToolResult
 from railings.errors import (
     AuthenticationError,
     BadRequest,
@@ -24,6 +25,7 @@ from railings.providers.base import (
     ErrorShapes,
     Framing,
     Proof,
+    ProviderDecoder,
     ProviderSpec,
     ScriptedShape,
     StopReasons,
@@ -48,6 +50,10 @@ OPENAI_ERROR_TYPES: dict[str, type[ProviderError]] = {
 }
 
 
+def _decoder(choice: int = 0) -> ProviderDecoder:
+    return OpenAIChatDecoder(choice=choice)
+
+
 def _encode(request: EncodeRequest) -> dict[str, Any]:
     return openai_chat_body(
         request.model,
@@ -58,6 +64,12 @@ def _encode(request: EncodeRequest) -> dict[str, Any]:
         max_tokens_field=request.max_tokens_field,
         extra=request.extra,
     )
+
+
+def _tool_result(result: ToolResult, call_type: str) -> list[dict[str, Any]]:
+    # One ``role: tool`` message per result, whatever the call's type (every call is a
+    # function call on this wire).
+    return [_openai_message(result)]
 
 
 def _openai_error(code: str, message: str) -> dict[str, Any]:
@@ -92,11 +104,9 @@ SPEC = ProviderSpec(
     version_header=None,
     request_id_header="x-request-id",
     gen_ai_name="openai",
-    decoder=lambda choice: OpenAIChatDecoder(choice=choice),
+    decoder=_decoder,
     encode=_encode,
-    # One ``role: tool`` message per result, whatever the call's type (every call is a
-    # function call on this wire).
-    tool_result=lambda result, _call_type: [_openai_message(result)],
+    tool_result=_tool_result,
     asks_for_usage=True,
     proof=Proof(markers=frozenset({DONE}), data=frozenset({DONE}), structure="a `finish_reason`"),
     stop_reasons=StopReasons(

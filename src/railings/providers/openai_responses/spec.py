@@ -13,11 +13,14 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
+from railings.conversation import ToolResult
 from railings.providers.base import (
     Detection,
+    EncodeRequest,
     ErrorShapes,
     Framing,
     Proof,
+    ProviderDecoder,
     ProviderSpec,
     Resumption,
     ScriptedShape,
@@ -44,6 +47,27 @@ COMPLETED_STATUS = "completed"
 
 # The terminal events: either is the proof.
 _PROOFS = frozenset({COMPLETED, INCOMPLETE})
+
+
+def _decoder(choice: int = 0) -> ProviderDecoder:
+    # One response per stream: no choices to pick from.
+    return OpenAIResponsesDecoder()
+
+
+def _encode(request: EncodeRequest) -> dict[str, Any]:
+    return openai_responses_body(
+        request.model,
+        request.messages,
+        max_tokens=request.max_tokens,
+        tools=request.tools,
+        extra=request.extra,
+    )
+
+
+def _tool_result(result: ToolResult, call_type: str) -> list[dict[str, Any]]:
+    # The output item of the call's own type (and, for a computer call answered with
+    # text, a user message beside it).
+    return result_items(call_type, result.call_id, result.content, result.is_error)
 
 
 def _responses_error(code: str, message: str, number: int | None) -> bytes:
@@ -105,15 +129,9 @@ SPEC = ProviderSpec(
     version_header=None,
     request_id_header="x-request-id",
     gen_ai_name="openai",
-    decoder=lambda _choice: OpenAIResponsesDecoder(),  # one response per stream
-    encode=lambda r: openai_responses_body(
-        r.model, r.messages, max_tokens=r.max_tokens, tools=r.tools, extra=r.extra
-    ),
-    # The output item of the call's own type (and, for a computer call answered with
-    # text, a user message beside it).
-    tool_result=lambda result, call_type: result_items(
-        call_type, result.call_id, result.content, result.is_error
-    ),
+    decoder=_decoder,
+    encode=_encode,
+    tool_result=_tool_result,
     asks_for_usage=False,
     proof=Proof(
         markers=_PROOFS,
