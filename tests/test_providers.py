@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import pickle
 import typing
 from collections.abc import Sequence
 from pathlib import Path
@@ -195,6 +196,19 @@ def test_the_request_path_names_the_model_where_the_wire_wants_it(s: ProviderSpe
 
 
 # -- coherence -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("s", [spec(n) for n in TRANSPORT_SPEAKS], ids=TRANSPORT_SPEAKS)
+def test_a_specs_hooks_are_named_functions_with_their_signatures(s: ProviderSpec) -> None:
+    # The hooks pickle by name (to another process), and the decoder picks the first
+    # choice unless told otherwise.
+    for hook in (s.decoder, s.encode, s.tool_result):
+        assert pickle.loads(pickle.dumps(hook)) is hook
+    assert type(s.decoder()) is type(s.decoder(choice=0))
+    result = s.tool_result(result=ToolResult(call_id="c", content="ok"), call_type="function")
+    assert result
+    if "{model}" not in s.request_path:
+        assert s.path_for(None) == s.request_path  # type: ignore[arg-type]  # never read
 
 
 @pytest.mark.parametrize("s", [spec(n) for n in TRANSPORT_SPEAKS], ids=TRANSPORT_SPEAKS)

@@ -138,6 +138,8 @@ def test_while_streaming() -> None:
         ({"retry-after": "-3"}, None),
         ({"retry-after": "nan"}, None),
         ({"retry-after": "whenever"}, None),
+        ({"retry-after": " \x1c5\x1f "}, 5.0),  # any whitespace around the number
+        ({"retry-after-ms": "-1", "retry-after": "2"}, 2.0),  # a negative wait is unreadable
     ],
 )
 def test_parse_retry_after(headers: dict[str, str], expected: float | None) -> None:

@@ -372,6 +372,8 @@ class ProviderSpec:
         """The request path for ``model``: :attr:`request_path` with its ``{model}``
         percent-encoded (as botocore encodes a Bedrock ``modelId``: an ARN's ``:`` and
         ``/`` included); a path without ``{model}`` is returned as is."""
+        if "{model}" not in self.request_path:
+            return self.request_path
         return self.request_path.replace("{model}", quote(model, safe=""))
 
     def routes(self, path: str) -> bool:

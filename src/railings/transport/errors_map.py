@@ -228,7 +228,7 @@ def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> f
 
 def _number(raw: str | None) -> float | None:
     try:
-        return None if raw is None else float(raw)
+        return None if raw is None else float(raw.strip())  # str.strip: every whitespace
     except ValueError:
         return None
 
